@@ -1,0 +1,114 @@
+"""Result bundles: a result folder's files, their digests and a signed claim about them.
+
+``make_bundle`` adds ``bundle/manifest.json`` (every file's sha256) and, with a signer,
+``bundle/statement.dsse.json`` (an in-toto Statement v1 in a DSSE envelope, Ed25519) and
+``bundle/signer.pub.json``. ``pack`` writes the folder as a deterministic ``.tar.gz``.
+``open_bundle`` opens someone else's bundle safely for ``runner verify``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from securesystemslib.signer import Signer
+
+from runner import paths
+from runner.bundle.claim import PREDICATE_TYPE, build_predicate
+from runner.bundle.filelist import ENVELOPE, MANIFEST, SIGNER_KEY, file_digests, write_manifest
+from runner.bundle.open import Limits, OpenedBundle, UnsafeBundleError, open_bundle
+from runner.bundle.signing import PAYLOAD_TYPE, sign_statement, write_envelope
+from runner.bundle.statement import build_statement
+from runner.bundle.tarball import pack_folder
+from runner.errors import UserError
+from runner.keys import public_key_dict
+
+PROFILE_FILE = "profile.yaml"
+
+__all__ = [
+    "Bundle", "Limits", "OpenedBundle", "UnsafeBundleError", "PAYLOAD_TYPE", "PREDICATE_TYPE",
+    "PROFILE_FILE", "make_bundle", "open_bundle", "pack",
+]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    root: Path
+    manifest: Path
+    envelope: Path | None  # None when unsigned
+    keyid: str | None
+    files: dict[str, str]  # path -> sha256, what the statement covers
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def signed(self) -> bool:
+        return self.envelope is not None
+
+
+def _read_result(result_dir: Path) -> dict:
+    path = result_dir / "result.json"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{result_dir} has no result.json", "bundle a folder written by 'runner reproduce'") from None
+    except ValueError as err:
+        raise UserError(f"{path} is not valid JSON ({err})", "re-run the reproduction") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a result object", "re-run the reproduction")
+    return data
+
+
+def _add_profile(result_dir: Path, result: dict, warnings: list[str]) -> None:
+    """Copy the run's hardware profile in, so its price and rules are signed with the claim."""
+    target = result_dir / PROFILE_FILE
+    if target.exists():
+        return
+    profile_id = (result.get("hardware") or {}).get("profile") or (result.get("cost") or {}).get("profile")
+    source = paths.profiles_dir() / f"{profile_id}.yaml" if profile_id else None
+    if source is None or not source.is_file():
+        warnings.append(
+            f"no hardware profile {profile_id!r} to include; verify's hardware and cost checks will fail"
+        )
+        return
+    shutil.copyfile(source, target)
+
+
+def make_bundle(result_dir: Path, signer: Signer | None = None) -> Bundle:
+    """Write ``bundle/manifest.json`` and, when ``signer`` is given, the signed statement.
+
+    Any earlier bundle files are replaced, so re-bundling after a change is safe. Without
+    a signer the bundle is unsigned: the returned warnings say so and verify will fail
+    its signature checks.
+    """
+    result_dir = Path(result_dir)
+    if not result_dir.is_dir():
+        raise UserError(f"no result folder at {result_dir}", "pass a folder written by 'runner reproduce'")
+    warnings: list[str] = []
+    result = _read_result(result_dir)
+    _add_profile(result_dir, result, warnings)
+    for rel in (ENVELOPE, SIGNER_KEY):
+        (result_dir / rel).unlink(missing_ok=True)
+    digests = file_digests(result_dir)
+    manifest = write_manifest(result_dir, digests)
+    if signer is None:
+        warnings.append(
+            "the bundle is NOT signed: no signing key is configured "
+            "(run 'runner keys generate', or set RUNNER_SIGNING_KEY)"
+        )
+        return Bundle(result_dir, manifest, None, None, digests, warnings)
+    statement = build_statement(digests, PREDICATE_TYPE, build_predicate(result, digests))
+    envelope = sign_statement(statement, signer)
+    write_envelope(result_dir / ENVELOPE, envelope)
+    (result_dir / SIGNER_KEY).write_text(
+        json.dumps(public_key_dict(signer.public_key), indent=2, sort_keys=True) + "\n"
+    )
+    return Bundle(result_dir, manifest, result_dir / ENVELOPE, signer.public_key.keyid, digests, warnings)
+
+
+def pack(result_dir: Path, out_path: Path | None = None) -> Path:
+    """The bundle as a deterministic ``.tar.gz`` (default: ``<result_dir>.tar.gz`` beside it)."""
+    result_dir = Path(result_dir)
+    out = Path(out_path) if out_path is not None else result_dir.with_name(result_dir.name + ".tar.gz")
+    return pack_folder(result_dir, out)

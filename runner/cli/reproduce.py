@@ -1,0 +1,92 @@
+"""``runner reproduce ENTRY``: build, train, score, infer, fingerprint, sign."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from runner.reproduce import ReproduceOptions, reproduce, summarize
+
+
+def _fmt(value, spec: str, missing: str = "--") -> str:
+    return missing if value is None else format(value, spec)
+
+
+def print_results(console: Console, folders) -> None:
+    table = Table(title="runs")
+    for col in ("run", "status", "reached", "TTA (s)", "cost ($)", "startup (s)", "conforming"):
+        table.add_column(col)
+    for folder in folders:
+        r = json.loads((folder / "result.json").read_text())
+        t = r.get("training") or {}
+        table.add_row(
+            r["run_id"], r["status"], str(t.get("reached", False)),
+            _fmt(t.get("tta_seconds"), ".2f"), _fmt(r["cost"].get("training_usd"), ".6f"),
+            _fmt(t.get("startup_seconds"), ".2f"), "yes" if r["conforming"] else "no",
+        )
+    console.print(table)
+    last = json.loads((folders[-1] / "result.json").read_text())
+    if last.get("inference"):
+        inf = Table(title="inference (batch 1, every evaluation item)")
+        for col in ("backend", "gate", "score", "mean ms", "p50", "p90", "p99", "$ / 10k"):
+            inf.add_column(col)
+        for name, b in last["inference"].items():
+            lat = b.get("latency_ms") or {}
+            score = (b.get("scores") or {}).get(last["task"]["metric"])
+            inf.add_row(
+                name, "pass" if b.get("passed_gate") else f"fail: {b.get('gate_reason')}",
+                _fmt(score * 100 if score is not None else None, ".2f"),
+                _fmt(lat.get("mean"), ".3f"), _fmt(lat.get("p50"), ".3f"),
+                _fmt(lat.get("p90"), ".3f"), _fmt(lat.get("p99"), ".3f"),
+                _fmt(b.get("cost_per_10k_usd"), ".6f"),
+            )
+        console.print(inf)
+    for folder in folders:
+        r = json.loads((folder / "result.json").read_text())
+        if not r["conforming"]:
+            console.print(f"[yellow]non-conforming[/] {r['run_id']}: "
+                          + "; ".join(r["nonconforming_reasons"]))
+        if r.get("incomplete_reason"):
+            console.print(f"[red]{r['status']}[/] {r['run_id']}: {r['incomplete_reason']}")
+
+
+def run(args) -> int:
+    console = Console()
+    opts = ReproduceOptions(
+        runs=args.runs, seed=args.seed, smoke=args.smoke,
+        allow_hardware_mismatch=args.allow_hardware_mismatch,
+        backends=args.backend, timeout_minutes=args.timeout_minutes, infer=not args.no_infer,
+    )
+    folders = reproduce(args.entry, opts, console)
+    print_results(console, folders)
+    if len(folders) > 1:
+        s = summarize(folders)
+        console.print(
+            f"{s.reached}/{s.runs} runs reached the threshold; median TTA "
+            f"{_fmt(s.median, '.2f')} s; coefficient of variation {_fmt(s.cv, '.3f')}"
+        )
+    statuses = [json.loads((f / "result.json").read_text())["status"] for f in folders]
+    console.print(f"results: {', '.join(str(f) for f in folders)}")
+    return 0 if all(s == "complete" for s in statuses) else 1
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "reproduce", help="build an entry, train and infer in its container, sign the result",
+        description="Build ENTRY's image, run training then inference inside it, keep the "
+        "clock and the score on the host, fingerprint the hardware and write a signed result.",
+    )
+    p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
+    p.add_argument("--runs", type=int, help="repeat with seeds seed, seed+1, ... (default: manifest)")
+    p.add_argument("--seed", type=int, help="first seed (default: manifest)")
+    p.add_argument("--smoke", action="store_true",
+                   help="one short epoch on synthetic data, on CPU; never conforming")
+    p.add_argument("--allow-hardware-mismatch", action="store_true",
+                   help="run on a host that does not match the profile; marks the result non-conforming")
+    p.add_argument("--backend", action="append", metavar="B",
+                   help="inference backend (repeatable; default: the manifest's)")
+    p.add_argument("--timeout-minutes", type=float, help="training timeout (default: manifest)")
+    p.add_argument("--no-infer", action="store_true", help="skip the inference phase")
+    p.set_defaults(func=run)

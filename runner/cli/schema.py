@@ -1,0 +1,25 @@
+"""``runner schema``: print the JSON Schema of entry.yaml (or check a manifest against it)."""
+
+from __future__ import annotations
+
+import json
+
+from runner.manifest import ENTRY_SCHEMA, load_entry
+
+
+def run(args) -> int:
+    if args.check:
+        entry = load_entry(args.check)
+        print(f"{entry.manifest_path}: valid (schema version {entry.raw['schema_version']})")
+        return 0
+    print(json.dumps(ENTRY_SCHEMA, indent=2))
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "schema", help="print the JSON Schema of entry.yaml",
+        description="Print the JSON Schema of entry.yaml, or check an entry's manifest.",
+    )
+    p.add_argument("--check", metavar="ENTRY", help="validate ENTRY/entry.yaml instead")
+    p.set_defaults(func=run)

@@ -1,0 +1,96 @@
+"""Install and start ``dockerd`` where none runs (Debian-like hosts, as root).
+
+Used by ``runner setup`` and the test session: a fresh CI machine has no engine running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import docker
+
+from runner import paths
+from runner.engine.client import ENGINE_WAIT_S, get_client, ping
+from runner.errors import UserError
+
+APT_TIMEOUT_S = 15 * 60
+
+
+def is_debian_like() -> bool:
+    try:
+        text = Path("/etc/os-release").read_text()
+    except OSError:
+        return False
+    fields = dict(
+        line.split("=", 1) for line in text.splitlines() if "=" in line
+    )
+    ids = {fields.get("ID", "").strip('"')} | set(fields.get("ID_LIKE", "").strip('"').split())
+    return bool(ids & {"debian", "ubuntu"}) and shutil.which("apt-get") is not None
+
+
+def apt_install(packages: list[str], log_path: Path) -> None:
+    """``apt-get update && apt-get install -y PACKAGES``; UserError (with the log) on failure."""
+    if os.geteuid() != 0:
+        raise UserError(
+            f"installing {' '.join(packages)} needs root",
+            f"run `sudo runner setup`, or `sudo apt-get install -y {' '.join(packages)}`",
+        )
+    if not is_debian_like():
+        raise UserError(
+            f"{' '.join(packages)} is missing and this host is not Debian-like, so it cannot be installed automatically",
+            "install it with your distribution's package manager",
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        for command in (["apt-get", "update"], ["apt-get", "install", "-y", *packages]):
+            try:
+                proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                      timeout=APT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise UserError(f"`{' '.join(command)}` did not finish in time (log: {log_path})",
+                                "check the host's apt mirror is reachable") from None
+            if proc.returncode != 0:
+                raise UserError(f"`{' '.join(command)}` failed (log: {log_path})",
+                                "check the host's apt sources and network, then retry") from None
+
+
+def start_dockerd(wait_s: float = ENGINE_WAIT_S) -> Path:
+    """Start ``dockerd`` in the background (log under the runner home) and wait for it."""
+    if os.geteuid() != 0:
+        raise UserError("starting the Docker engine needs root", "run `sudo runner setup`")
+    dockerd = shutil.which("dockerd")
+    if dockerd is None:
+        raise UserError("dockerd is not installed", "run `sudo runner setup`")
+    log_path = paths.home() / "logs" / "dockerd.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        # Its own session, so the engine outlives this process (and its terminal).
+        subprocess.Popen([dockerd], stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if ping(timeout=2):
+            return log_path
+        time.sleep(0.5)
+    raise UserError(
+        f"dockerd did not answer within {wait_s:.0f} s (log: {log_path})",
+        "read the log; a stale /var/run/docker.pid or a missing kernel feature are common causes",
+    )
+
+
+def ensure_engine(install: bool = True) -> docker.DockerClient:
+    """A client for a running engine; with ``install``, install ``docker.io`` and start
+    ``dockerd`` first when needed (Debian-like, root). Otherwise the one-line error."""
+    if ping():
+        return get_client()
+    if not install:
+        return get_client()  # raises the UserError with the fix
+    if shutil.which("dockerd") is None:
+        apt_install(["docker.io"], paths.home() / "logs" / "apt.log")
+    start_dockerd()
+    return get_client()

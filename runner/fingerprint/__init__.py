@@ -1,0 +1,12 @@
+"""Fingerprint stage: what hardware and software a result was measured on.
+
+One module per concern: ``cpu``, ``memory``, ``operating_system``, ``gpu`` (NVML),
+``docker_engine``, ``image_software`` (versions inside an entry's image); ``host``
+assembles them; ``mlperf`` and ``table`` present them.
+"""
+
+from runner.fingerprint.host import SCHEMA_VERSION, capture_host, load_fingerprint
+from runner.fingerprint.image_software import capture_image
+from runner.fingerprint.mlperf import system_description
+
+__all__ = ["SCHEMA_VERSION", "capture_host", "capture_image", "load_fingerprint", "system_description"]

@@ -1,0 +1,142 @@
+"""MLPerf system description fields (training and inference), filled from a fingerprint.
+
+Fields the fingerprint cannot know (submitter, storage, cooling, networking) are empty
+strings for the submitter to fill in; MLPerf's descriptions are strings throughout.
+"""
+
+from __future__ import annotations
+
+TRAINING_FIELDS = [
+    "submitter", "division", "status", "system_name", "number_of_nodes",
+    "host_processors_per_node", "host_processor_model_name", "host_processor_core_count",
+    "host_processor_vcpu_count", "host_processor_frequency", "host_processor_caches",
+    "host_processor_interconnect", "host_memory_capacity", "host_storage_type",
+    "host_storage_capacity", "host_networking", "host_networking_topology",
+    "host_memory_configuration", "accelerators_per_node", "accelerator_model_name",
+    "accelerator_host_interconnect", "accelerator_frequency", "accelerator_on-chip_memories",
+    "accelerator_memory_configuration", "accelerator_memory_capacity",
+    "accelerator_interconnect", "accelerator_interconnect_topology", "cooling", "hw_notes",
+    "framework", "other_software_stack", "operating_system", "sw_notes",
+]
+INFERENCE_EXTRA_FIELDS = ["system_type", "host_network_card_count", "system_type_detail"]
+INFERENCE_FIELDS = TRAINING_FIELDS + INFERENCE_EXTRA_FIELDS
+
+
+def _str(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def _gib(n: int | None) -> str:
+    return "" if not n else f"{n / 1024**3:.1f} GiB"
+
+
+def _size(n: int) -> str:
+    return f"{n // 1024**2} MiB" if n >= 1024**2 else f"{n // 1024} KiB"
+
+
+def _caches(cpu: dict) -> str:
+    parts = []
+    for cache in cpu.get("caches") or []:
+        if not cache.get("size_bytes"):
+            continue
+        kind = {"Data": "d", "Instruction": "i"}.get(cache.get("type"), "")
+        parts.append(f"L{cache['level']}{kind} {_size(cache['size_bytes'])}")
+    return ", ".join(parts)
+
+
+def _framework(image: dict | None) -> tuple[str, list[str]]:
+    """('PyTorch 2.3.0', ['CUDA 12.1', ...]) from an image probe, if one was recorded."""
+    if not image:
+        return "", []
+    others = [f"Python {image['python']}"] if image.get("python") else []
+    names = {"torch": "PyTorch", "tensorflow": "TensorFlow", "mxnet": "MXNet"}
+    frameworks = [f"{label} {image[key]['version']}" for key, label in names.items() if image.get(key)]
+    for key in ("torch", "tensorflow"):
+        info = image.get(key) or {}
+        if info.get("cuda"):
+            others.append(f"CUDA {info['cuda']}")
+        if info.get("cudnn"):
+            others.append(f"cuDNN {info['cudnn']}")
+    if image.get("onnxruntime"):
+        others.append(f"ONNX Runtime {image['onnxruntime']['version']}")
+    if image.get("tensorrt"):
+        others.append(f"TensorRT {image['tensorrt']['version']}")
+    return ", ".join(frameworks), others
+
+
+def system_description(fingerprint: dict, benchmark: str = "inference") -> dict[str, str]:
+    """The MLPerf fields for ``benchmark`` ('training' or 'inference') in MLPerf's order."""
+    if benchmark not in ("training", "inference"):
+        raise ValueError("benchmark must be 'training' or 'inference'")
+    cpu = fingerprint.get("cpu") or {}
+    memory = fingerprint.get("memory") or {}
+    gpu = fingerprint.get("gpu") or {}
+    gpus = gpu.get("gpus") or []
+    osinfo = fingerprint.get("os") or {}
+    docker = fingerprint.get("docker") or {}
+    first = gpus[0] if gpus else {}
+    framework, others = _framework(fingerprint.get("image"))
+    if gpu.get("driver"):
+        others.append(f"NVIDIA driver {gpu['driver']} (CUDA driver {gpu.get('cuda_driver')})")
+    if docker.get("version"):
+        others.append(f"Docker {docker['version']}")
+
+    pcie = first.get("pcie") or {}
+    nvlink = first.get("nvlink") or {}
+    hw_notes = []
+    if cpu.get("hypervisor"):
+        hw_notes.append(f"virtual machine ({cpu['hypervisor']})")
+    if any((g.get("mig") or {}).get("enabled") for g in gpus):
+        hw_notes.append("MIG enabled")
+    host = fingerprint.get("host") or {}
+    accel_name = first.get("name") or ""
+    system_name = f"{host.get('hostname', '')} ({len(gpus)}x {accel_name})" if gpus else _str(host.get("hostname"))
+
+    fields = {
+        "submitter": "",
+        "division": "",
+        "status": "",
+        "system_name": system_name,
+        "number_of_nodes": "1",
+        "host_processors_per_node": _str(cpu.get("sockets")),
+        "host_processor_model_name": _str(cpu.get("model_name")),
+        "host_processor_core_count": _str(cpu.get("cores_per_socket")),
+        "host_processor_vcpu_count": _str(cpu.get("logical_cores")),
+        "host_processor_frequency": f"{cpu['mhz']:.0f} MHz" if cpu.get("mhz") else "",
+        "host_processor_caches": _caches(cpu),
+        "host_processor_interconnect": "",
+        "host_memory_capacity": _gib(memory.get("total_bytes")),
+        "host_storage_type": "",
+        "host_storage_capacity": "",
+        "host_networking": "",
+        "host_networking_topology": "",
+        "host_memory_configuration": "",
+        "accelerators_per_node": str(len(gpus)),
+        "accelerator_model_name": accel_name,
+        "accelerator_host_interconnect": (
+            f"PCIe Gen{pcie['max_generation']} x{pcie['max_width']}"
+            if pcie.get("max_generation") and pcie.get("max_width") else ""
+        ),
+        "accelerator_frequency": (
+            f"{first['max_clocks_mhz']['sm']} MHz" if (first.get("max_clocks_mhz") or {}).get("sm") else ""
+        ),
+        "accelerator_on-chip_memories": "",
+        "accelerator_memory_configuration": "",
+        "accelerator_memory_capacity": _gib(first.get("memory_total_bytes")),
+        "accelerator_interconnect": (
+            f"NVLink ({nvlink['active_links']} active links per GPU)" if nvlink.get("active_links") else ""
+        ),
+        "accelerator_interconnect_topology": "",
+        "cooling": "",
+        "hw_notes": "; ".join(hw_notes),
+        "framework": framework,
+        "other_software_stack": ", ".join(others),
+        "operating_system": " ".join(filter(None, [osinfo.get("distro"), f"kernel {osinfo['kernel']}" if osinfo.get("kernel") else None])),
+        "sw_notes": f"captured by runner at {fingerprint.get('captured_at', '')}",
+    }
+    if benchmark == "inference":
+        fields["system_type"] = "datacenter"
+        fields["host_network_card_count"] = ""
+        fields["system_type_detail"] = f"virtual machine ({cpu['hypervisor']})" if cpu.get("hypervisor") else ""
+    order = TRAINING_FIELDS if benchmark == "training" else INFERENCE_FIELDS
+    return {name: fields[name] for name in order}

@@ -1,0 +1,9 @@
+"""The container-side inference harness.
+
+Mounted read-only at ``/opt/runner/harness`` in the inference container and run as
+``python3 -m harness`` (``PYTHONPATH=/opt/runner``). It rebuilds the entry's model,
+exports ONNX, and times every requested backend one item at a time.
+
+It runs inside the entry's image, so it imports nothing from ``runner.*``: only the
+standard library, numpy, torch, and a backend's own package when that backend is asked for.
+"""

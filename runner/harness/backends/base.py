@@ -1,0 +1,52 @@
+"""What a backend provides to the harness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class ModelFiles:
+    """Everything a backend may start from; a backend uses what it needs."""
+
+    torch_model: object  # torch.nn.Module in eval mode, weights loaded
+    weights: Path
+    weights_sha256: str
+    onnx: Path | None  # the harness' export; None when no requested backend needs it
+    onnx_info: dict | None
+    input_shape: tuple[int, ...]  # one item: 1 x C x H x W
+    topk: int  # 1 for top-1 tasks, 5 for top-5 tasks
+    threads: int
+    fp16: bool
+    work_dir: Path  # this backend's output folder (engines and the like go here)
+    extra: dict = field(default_factory=dict)
+
+
+class Backend:
+    """One inference backend. Subclasses set ``name`` and ``needs_onnx``.
+
+    ``check_available`` runs before any work (it must be cheap and raise HarnessError
+    with a fix when the backend cannot run here); ``prepare`` builds the session or
+    engine; ``predict`` infers one item, returning the top class (an int) or the
+    ``topk`` classes ranked best first, already on the host.
+    """
+
+    name: str = ""
+    needs_onnx: bool = False
+
+    @classmethod
+    def check_available(cls) -> None:
+        raise NotImplementedError
+
+    def prepare(self, files: ModelFiles) -> None:
+        raise NotImplementedError
+
+    def predict(self, x: np.ndarray) -> object:
+        raise NotImplementedError
+
+    def info(self) -> dict:
+        """Version, settings (providers / engine), threads, model file and its sha256."""
+        raise NotImplementedError

@@ -1,0 +1,56 @@
+"""``torch``: the entry's own model in eager PyTorch on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import HarnessError
+from .base import Backend, ModelFiles
+
+
+class TorchEager(Backend):
+    name = "torch"
+    needs_onnx = False
+
+    @classmethod
+    def check_available(cls) -> None:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise HarnessError("the torch backend needs PyTorch in the image; add torch to the entry's lock") from None
+
+    def prepare(self, files: ModelFiles) -> None:
+        import torch
+
+        self.torch = torch
+        torch.set_num_threads(files.threads)
+        self.model = files.torch_model
+        self.topk = files.topk
+        self.files = files
+
+    def predict(self, x: np.ndarray) -> object:
+        torch = self.torch
+        with torch.inference_mode():
+            scores = self.model(torch.from_numpy(x))
+            if self.topk == 1:
+                return int(scores.argmax())
+            return scores.topk(self.topk, dim=1).indices[0].numpy()
+
+    def info(self) -> dict:
+        torch = self.torch
+        return {
+            "version": torch.__version__,
+            "settings": {
+                "mode": "eager",
+                "device": "cpu",
+                "grad": "torch.inference_mode",
+                "memory_format": "contiguous (NCHW)",
+                "mkldnn_enabled": bool(torch.backends.mkldnn.is_available()),
+            },
+            "threads": {
+                "intra_op": torch.get_num_threads(),
+                "inter_op": torch.get_num_interop_threads(),
+            },
+            "model_file": str(self.files.weights),
+            "model_sha256": self.files.weights_sha256,
+        }

@@ -1,0 +1,142 @@
+"""``python3 -m harness``: rebuild the model, export ONNX, time each backend.
+
+Writes to ``--out``: ``model.onnx`` and ``export.json`` (when a backend needs ONNX), and
+per backend ``<backend>/predictions.npy``, ``latencies_ns.npy`` and ``info.json``.
+
+Exit codes: 0 every backend ran; 2 nothing was done (a backend cannot run here, bad
+arguments, missing model or data); 1 some backend failed mid-way (its ``info.json``
+says why; the other backends' files are complete).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from . import mllog
+from .backends import ModelFiles, backend_class
+from .errors import HarnessError
+from .timing import CLOCK, timed_pass
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="harness", description="Batch-1 inference timing, one item at a time.")
+    p.add_argument("--entry-dir", type=Path, default=Path("/entry"))
+    p.add_argument("--builder", required=True, help="module:function returning the untrained model")
+    p.add_argument("--weights", type=Path, required=True, help="the trained state_dict")
+    p.add_argument("--eval-dir", type=Path, default=Path("/data/eval"))
+    p.add_argument("--out", type=Path, default=Path("/inference"))
+    p.add_argument("--backends", nargs="+", required=True)
+    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--opset", type=int, default=17)
+    p.add_argument("--fp16", action="store_true")
+    p.add_argument("--topk", type=int, default=1, help="ranked classes per item (5 for top-5 tasks)")
+    p.add_argument("--limit", type=int, default=None, help="time only the first N items (benchmarks)")
+    return p.parse_args(argv)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def _load_images(eval_dir: Path, limit: int | None) -> np.ndarray:
+    path = eval_dir / "images.npy"
+    if not path.is_file():
+        raise HarnessError(f"no evaluation inputs at {path}; batch-1 timing needs image inputs")
+    images = np.load(path, mmap_mode="r")
+    if images.ndim != 4:
+        raise HarnessError(f"{path} has shape {images.shape}; expected N x C x H x W")
+    return images[:limit] if limit else images
+
+
+def _configure_torch(threads: int) -> None:
+    """Thread pools must be sized before torch does any parallel work."""
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass  # already started; recorded as-is in info.json
+
+
+def run(args: argparse.Namespace) -> int:
+    # Before any work: every requested backend must be able to run here.
+    classes = [backend_class(name) for name in args.backends]
+    for cls in classes:
+        cls.check_available()
+    if args.warmup < 0 or args.threads < 1 or args.topk < 1:
+        raise HarnessError("--warmup must be >= 0, --threads >= 1, --topk >= 1")
+
+    _configure_torch(args.threads)
+    from .model import load_model
+
+    images = _load_images(args.eval_dir, args.limit)
+    loaded = load_model(args.entry_dir, args.builder, args.weights)
+    input_shape = (1, *images.shape[1:])
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    onnx_path = onnx_info = None
+    if any(cls.needs_onnx for cls in classes):
+        from .export import export_onnx
+
+        onnx_path = args.out / "model.onnx"
+        onnx_info = export_onnx(loaded.module, input_shape, onnx_path, args.opset)
+        _write_json(args.out / "export.json", onnx_info)
+        mllog.emit("onnx_export", value=onnx_info["sha256"], opset=args.opset)
+
+    failed = []
+    for cls in classes:
+        work_dir = args.out / cls.name
+        work_dir.mkdir(parents=True, exist_ok=True)
+        files = ModelFiles(
+            torch_model=loaded.module, weights=loaded.weights, weights_sha256=loaded.weights_sha256,
+            onnx=onnx_path, onnx_info=onnx_info, input_shape=input_shape, topk=args.topk,
+            threads=args.threads, fp16=args.fp16, work_dir=work_dir,
+        )
+        try:
+            backend = cls()
+            backend.prepare(files)
+            result = timed_pass(backend.predict, images, warmup=args.warmup, topk=args.topk, backend=cls.name)
+            np.save(work_dir / "predictions.npy", result.predictions)
+            np.save(work_dir / "latencies_ns.npy", result.latencies_ns)
+            info = backend.info()
+            info.update(
+                backend=cls.name,
+                count=int(len(result.latencies_ns)),
+                topk=args.topk,
+                warmup={"count": result.warmup_count, "seconds": round(result.warmup_seconds, 6)},
+                clock=CLOCK,
+                timed_ns=int(result.latencies_ns.sum()),
+                window_ns=result.window_ns,
+                weights_sha256=loaded.weights_sha256,
+                environment={k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ},
+            )
+            _write_json(work_dir / "info.json", info)
+        except Exception as exc:  # one backend's failure must not cost the others' results
+            message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
+            print(f"harness: error: backend {cls.name}: {message}", file=sys.stderr, flush=True)
+            if not isinstance(exc, HarnessError):
+                traceback.print_exc(file=sys.stderr)
+            for partial in ("predictions.npy", "latencies_ns.npy"):
+                (work_dir / partial).unlink(missing_ok=True)
+            _write_json(work_dir / "info.json", {"backend": cls.name, "error": message})
+            mllog.emit("infer_error", value=message, backend=cls.name)
+            failed.append(cls.name)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except HarnessError as err:
+        print(f"harness: error: {err}", file=sys.stderr, flush=True)
+        return err.exit_code

@@ -1,0 +1,68 @@
+"""DAWNBench's batch-1 latency: every evaluation item, one at a time, after a warm-up.
+
+Each item's latency is ``time.perf_counter_ns()`` (CLOCK_MONOTONIC on Linux) around the
+backend's single-item call, which includes the host->device copy and bringing the
+ranked classes back to the host. Converting the stored uint8 item to float32 happens
+before the clock starts: DAWNBench allows preloaded data.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import mllog
+
+CLOCK = "time.perf_counter_ns (CLOCK_MONOTONIC)"
+
+Predict = Callable[[np.ndarray], object]  # one 1xCxHxW float32 item -> class or ranked classes
+
+
+@dataclass
+class TimedPass:
+    predictions: np.ndarray  # int64 (N,) or (N, k)
+    latencies_ns: np.ndarray  # int64 (N,)
+    warmup_count: int
+    warmup_seconds: float
+    window_ns: int  # the harness' own clock from infer_start to infer_stop
+
+
+def item(images: np.ndarray, index: int) -> np.ndarray:
+    return np.ascontiguousarray(images[index : index + 1], dtype=np.float32)
+
+
+def warm_up(predict: Predict, images: np.ndarray, count: int) -> float:
+    """Run ``count`` untimed items (cycling through the set); returns the seconds spent."""
+    start = time.perf_counter()
+    for i in range(count):
+        predict(item(images, i % len(images)))
+    return time.perf_counter() - start
+
+
+def timed_pass(predict: Predict, images: np.ndarray, *, warmup: int, topk: int, backend: str) -> TimedPass:
+    n = len(images)
+    warmup_seconds = warm_up(predict, images, warmup)
+    predictions = np.zeros((n,) if topk == 1 else (n, topk), dtype=np.int64)
+    latencies = np.zeros(n, dtype=np.int64)
+    clock = time.perf_counter_ns
+    gc.collect()
+    gc.disable()  # a collection inside the pass would land on one unlucky item
+    try:
+        mllog.emit("infer_start", event_type="INTERVAL_START", backend=backend, count=n)
+        window_start = clock()
+        for i in range(n):
+            x = item(images, i)
+            t0 = clock()
+            ranked = predict(x)
+            t1 = clock()
+            predictions[i] = ranked
+            latencies[i] = t1 - t0
+        window_ns = clock() - window_start
+        mllog.emit("infer_stop", event_type="INTERVAL_END", backend=backend, count=n)
+    finally:
+        gc.enable()
+    return TimedPass(predictions, latencies, warmup, warmup_seconds, window_ns)

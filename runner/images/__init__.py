@@ -1,0 +1,114 @@
+"""Base images: recipes in ``images/`` built (Debian) or pulled by digest (registry).
+
+``ensure_base(name, client)`` returns the image for a recipe, building it only when no
+image carries the tag of the recipe's current content hash.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import docker
+import docker.errors
+
+from runner import paths
+from runner.engine.disk import require_free_space
+from runner.errors import UserError
+from runner.images import debootstrap, registry
+from runner.images.recipe import Recipe, available, load_recipe
+
+__all__ = ["BaseImage", "Recipe", "available", "ensure_base", "find_base", "load_recipe"]
+
+BASE_MIN_FREE_BYTES = 3 * 1024**3
+LABEL_RECIPE = "org.runner.base.recipe"
+LABEL_RECIPE_HASH = "org.runner.base.recipe-sha256"
+
+
+@dataclass(frozen=True)
+class BaseImage:
+    name: str  # recipe name, e.g. "python3.11-bookworm"
+    tag: str  # what an entry's Dockerfile gets as BASE_IMAGE
+    id: str  # "sha256:..." image id
+    built: bool = False  # True when this call built (or pulled) it
+    seconds: float = 0.0
+
+
+def find_base(name: str, client: docker.DockerClient) -> BaseImage | None:
+    """The recipe's current image if it exists locally, without building anything."""
+    recipe = load_recipe(name)
+    ref = recipe.tag if recipe.kind == "debootstrap" else recipe.reference
+    try:
+        image = client.images.get(ref)
+    except docker.errors.ImageNotFound:
+        return None
+    return BaseImage(name=name, tag=ref, id=image.id)
+
+
+def ensure_base(name: str, client: docker.DockerClient) -> BaseImage:
+    recipe = load_recipe(name)
+    started = time.monotonic()
+    if recipe.kind == "registry":
+        existing = find_base(name, client)
+        if existing:
+            return existing
+        image = registry.ensure_pulled(recipe, client)
+        return BaseImage(name, recipe.reference, image.id, True, time.monotonic() - started)
+    with _recipe_lock(recipe):  # two processes must not debootstrap the same recipe at once
+        existing = find_base(name, client)
+        if existing:
+            return existing
+        image_id = _build_debootstrap(recipe, client)
+    return BaseImage(name, recipe.tag, image_id, True, time.monotonic() - started)
+
+
+def _build_debootstrap(recipe: Recipe, client: docker.DockerClient) -> str:
+    debootstrap.require_root_and_debootstrap()
+    require_free_space(paths.home(), BASE_MIN_FREE_BYTES, f"building base image {recipe.name}")
+    workdir = debootstrap.make_workdir(recipe)
+    log_path = paths.home() / "logs" / f"base-{recipe.name}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text("")
+    try:
+        tarball = debootstrap.build_rootfs_tarball(recipe, workdir, log_path)
+        repository, tag = recipe.tag.split(":", 1)
+        changes = [f"ENV {key}={value}" for key, value in sorted(recipe.env.items())]
+        changes.append(f"LABEL {LABEL_RECIPE}={recipe.name} {LABEL_RECIPE_HASH}={recipe.content_hash}")
+        if recipe.cmd:
+            changes.append("CMD [" + ", ".join(f'"{c}"' for c in recipe.cmd) + "]")
+        try:
+            client.api.import_image_from_file(
+                str(tarball), repository=repository, tag=tag, changes=changes
+            )
+            return client.images.get(recipe.tag).id
+        except docker.errors.APIError as exc:
+            raise UserError(
+                f"docker import of base image {recipe.name} failed: {exc.explanation or exc}",
+                "check free disk space under the Docker root and `runner doctor`",
+            ) from None
+    finally:
+        debootstrap.remove_workdir(workdir)
+
+
+@contextmanager
+def _recipe_lock(recipe: Recipe):
+    lock_dir = paths.home() / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"base-{recipe.name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def remove_base(name: str, client: docker.DockerClient) -> bool:
+    """Remove the recipe's current image (used by tests and `runner images build --force`)."""
+    found = find_base(name, client)
+    if not found:
+        return False
+    client.images.remove(found.tag, force=True)
+    return True
+

@@ -1,0 +1,171 @@
+"""Build a base image from Debian packages: ``debootstrap`` a root file system, strip what
+differs between two runs, pack it as a sorted tarball with clamped mtimes, ``docker import``.
+
+Two builds of one recipe from one mirror state give the same file contents: logs, caches,
+apt lists and device nodes are removed, Python byte code is recompiled in hash mode (no
+build-time timestamps), and the tarball is sorted by name with numeric owners and every
+mtime clamped to the recipe's SOURCE_DATE_EPOCH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from runner import paths
+from runner.errors import UserError
+from runner.images.recipe import Recipe
+
+DEBOOTSTRAP_TIMEOUT_S = 30 * 60
+# Paths (relative to the root) whose contents are build-run noise, not the image.
+_NOISE_GLOBS = [
+    "var/log/**/*",
+    "var/cache/apt/*.bin",
+    "var/cache/apt/archives/*.deb",
+    "var/lib/apt/lists/*",
+    "var/cache/debconf/*-old",
+    "var/lib/dpkg/*-old",
+    "var/cache/ldconfig/aux-cache",
+    "etc/resolv.conf",
+    "dev/*",
+]
+
+
+def require_root_and_debootstrap() -> str:
+    if os.geteuid() != 0:
+        raise UserError(
+            "building a Debian base image needs root (debootstrap creates device files and chroots)",
+            "run `sudo runner images build NAME`, or `sudo runner setup`",
+        )
+    tool = shutil.which("debootstrap")
+    if tool is None:
+        raise UserError(
+            "debootstrap is not installed, so base images cannot be built here",
+            "run `sudo runner setup` or `sudo apt-get install -y debootstrap`",
+        )
+    return tool
+
+
+def build_rootfs_tarball(recipe: Recipe, workdir: Path, log_path: Path) -> Path:
+    """debootstrap the recipe into ``workdir/rootfs`` and return the path of its tarball."""
+    tool = require_root_and_debootstrap()
+    rootfs = workdir / "rootfs"
+    env = _build_env(recipe)
+    command = [
+        tool,
+        f"--variant={recipe.variant}",
+        f"--components={','.join(recipe.components)}",
+        f"--include={','.join(recipe.packages)}",
+        recipe.suite,
+        str(rootfs),
+        recipe.effective_mirror,
+    ]
+    _run(command, env, log_path, what=f"debootstrap of {recipe.suite}")
+    _normalise(rootfs, recipe, env, log_path)
+    tarball = workdir / "rootfs.tar"
+    _run(
+        [
+            "tar", "--create", "--file", str(tarball), "--format=gnu", "--sort=name",
+            f"--mtime=@{recipe.source_date_epoch}", "--clamp-mtime", "--numeric-owner",
+            "--directory", str(rootfs), ".",
+        ],
+        env, log_path, what="packing the root file system",
+    )
+    return tarball
+
+
+def _build_env(recipe: Recipe) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "LC_ALL": "C",
+        "DEBIAN_FRONTEND": "noninteractive",
+        "SOURCE_DATE_EPOCH": str(recipe.source_date_epoch),
+        "PYTHONHASHSEED": "0",
+    }
+    for proxy in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        if proxy in os.environ:
+            env[proxy] = os.environ[proxy]
+    return env
+
+
+def _normalise(rootfs: Path, recipe: Recipe, env: dict[str, str], log_path: Path) -> None:
+    for pattern in _NOISE_GLOBS:
+        for path in sorted(rootfs.glob(pattern), reverse=True):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+    (rootfs / "etc/hostname").write_text("localhost\n")
+    machine_id = rootfs / "etc/machine-id"
+    if machine_id.exists():
+        machine_id.write_text("")
+    # The recipe's mirror, not an override: where we fetched from is not image content.
+    (rootfs / "etc/apt/sources.list").write_text(
+        f"deb {recipe.mirror} {recipe.suite} {' '.join(recipe.components)}\n"
+    )
+    _recompile_python(rootfs, env, log_path)
+
+
+def _recompile_python(rootfs: Path, env: dict[str, str], log_path: Path) -> None:
+    """Replace install-time byte code (which embeds timestamps) with hash-checked byte code."""
+    dirs = sorted(str(p.relative_to(rootfs)) for p in (rootfs / "usr/lib").glob("python3*"))
+    if not dirs or not (rootfs / "usr/bin/python3").exists():
+        return
+    for cache in sorted(rootfs.glob("usr/lib/python3*/**/__pycache__")):
+        shutil.rmtree(cache, ignore_errors=True)
+    _run(
+        ["chroot", str(rootfs), "/usr/bin/python3", "-m", "compileall", "-q", "-j", "0",
+         "--invalidation-mode", "unchecked-hash", *("/" + d for d in dirs)],
+        env, log_path, what="recompiling Python byte code", check_output=False,
+    )
+
+
+def _run(command: list[str], env: dict[str, str], log_path: Path, *, what: str,
+         check_output: bool = True) -> None:
+    with log_path.open("ab") as log:
+        log.write(f"$ {' '.join(command)}\n".encode())
+        log.flush()
+        try:
+            proc = subprocess.run(
+                command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                timeout=DEBOOTSTRAP_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            raise UserError(
+                f"{what} did not finish in {DEBOOTSTRAP_TIMEOUT_S // 60} minutes (log: {log_path})",
+                f"check the mirror is reachable, or set RUNNER_DEBIAN_MIRROR to a closer one",
+            ) from None
+    if proc.returncode != 0 and check_output:
+        tail = _tail(log_path)
+        raise UserError(
+            f"{what} failed (exit {proc.returncode}): {tail} (full log: {log_path})",
+            "check the mirror and package names in the recipe, and free disk space",
+        )
+
+
+def _tail(log_path: Path, lines: int = 3) -> str:
+    text = log_path.read_text(errors="replace").strip().splitlines()
+    return " | ".join(line.strip() for line in text[-lines:])
+
+
+def make_workdir(recipe: Recipe) -> Path:
+    parent = paths.home() / "image-builds"
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=parent))
+
+
+def remove_workdir(workdir: Path) -> None:
+    """Unmount anything debootstrap left mounted under the root (after a failure), then delete."""
+    mounts = []
+    with open("/proc/mounts") as f:
+        for line in f:
+            point = line.split()[1].replace("\\040", " ")
+            if point == str(workdir) or point.startswith(str(workdir) + "/"):
+                mounts.append(point)
+    for point in sorted(mounts, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+    if not mounts or all(not os.path.ismount(m) for m in mounts):
+        shutil.rmtree(workdir, ignore_errors=True)

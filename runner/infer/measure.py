@@ -1,0 +1,125 @@
+"""From one backend's harness files to its claim: gate, wall-window check, latency, cost.
+
+A backend earns a latency claim only when (1) it predicted every evaluation item, (2)
+those predictions meet the task's threshold on labels only the host holds, and (3) its
+per-item latencies fit inside the window the host stamped on its own clock.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from runner.tasks import Task
+from runner.tasks.metrics import score_classification
+
+# The host stamps infer_start/infer_stop as their lines arrive; the lines travel through
+# the engine's output stream, whose delay can differ a little between the two.
+TRANSPORT_SLACK_S = 0.1
+ITEMS_FOR_COST = 10_000
+
+
+def latency_stats_ms(latencies_ns: np.ndarray) -> dict[str, float]:
+    """Mean (DAWNBench's figure), p50, p90, p99 and max, in milliseconds."""
+    ms = np.asarray(latencies_ns, dtype=np.float64) / 1e6
+    p50, p90, p99 = np.percentile(ms, [50, 90, 99])
+    return {
+        "mean": round(float(ms.mean()), 6),
+        "p50": round(float(p50), 6),
+        "p90": round(float(p90), 6),
+        "p99": round(float(p99), 6),
+        "max": round(float(ms.max()), 6),
+    }
+
+
+def cost_per_10k_usd(mean_latency_s: float, usd_per_hour: float) -> float:
+    """DAWNBench's inference cost: 10,000 items at the mean batch-1 latency."""
+    return mean_latency_s * ITEMS_FOR_COST / 3600 * usd_per_hour
+
+
+def _load_array(path: Path) -> np.ndarray | None:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+
+
+def _failed(reason: str, **fields) -> dict:
+    out = {
+        "passed_gate": False, "gate_reason": reason, "error": None, "scores": None,
+        "count": None, "warmup": None, "latency_ms": None, "throughput_per_s": None,
+        "cost_per_10k_usd": None, "window_seconds": None, "timed_seconds": None, "info": None,
+    }
+    out.update(fields)
+    return out
+
+
+def evaluate_backend(
+    backend: str,
+    backend_dir: Path,
+    task: Task,
+    labels: np.ndarray,
+    window_seconds: float | None,
+    usd_per_hour: float,
+) -> dict:
+    """The ``result.json`` ``inference.<backend>`` record for one backend's harness files."""
+    info_path = backend_dir / "info.json"
+    try:
+        info = json.loads(info_path.read_text())
+    except (OSError, ValueError):
+        return _failed(f"the harness wrote no results for {backend}", error="no info.json")
+    if info.get("error"):
+        return _failed(f"{backend} failed in the harness: {info['error']}", error=info["error"], info=info)
+
+    base = {"info": info, "window_seconds": window_seconds, "warmup": (info.get("warmup") or {}).get("count")}
+    predictions = _load_array(backend_dir / "predictions.npy")
+    latencies = _load_array(backend_dir / "latencies_ns.npy")
+    if predictions is None or latencies is None:
+        return _failed(f"{backend}: predictions.npy or latencies_ns.npy is missing or unreadable", **base)
+    n = task.eval_size
+    if len(predictions) != n:
+        return _failed(
+            f"{backend} predicted {len(predictions)} items; the evaluation set has {n}",
+            count=int(len(predictions)), **base,
+        )
+    if latencies.shape != (n,) or not np.issubdtype(latencies.dtype, np.integer):
+        return _failed(
+            f"{backend} timed {latencies.shape} items (dtype {latencies.dtype}); expected int64 ({n},)",
+            count=n, **base,
+        )
+    try:
+        scores = score_classification(task, predictions, labels)
+    except Exception as exc:  # wrong shape for a top-5 task, and the like
+        return _failed(f"{backend} predictions cannot be scored: {exc}", count=n, **base)
+    timed_seconds = float(latencies.sum()) / 1e9
+    base.update(scores=scores, count=n, timed_seconds=round(timed_seconds, 6))
+
+    score = scores[task.metric]
+    if not task.meets(score):
+        return _failed(
+            f"{backend} {task.metric} {score:.4f} misses the threshold {task.threshold}", **base
+        )
+    if (latencies <= 0).any():
+        return _failed(f"{backend} reported non-positive latencies", **base)
+    if window_seconds is None:
+        return _failed(f"no host-stamped infer_start/infer_stop window for {backend}", **base)
+    if timed_seconds > window_seconds + TRANSPORT_SLACK_S:
+        return _failed(
+            f"{backend} per-item latencies sum to {timed_seconds:.3f} s, more than the "
+            f"{window_seconds:.3f} s the host saw between infer_start and infer_stop",
+            **base,
+        )
+
+    stats = latency_stats_ms(latencies)
+    mean_s = stats["mean"] / 1e3
+    return {
+        "passed_gate": True,
+        "gate_reason": None,
+        "error": None,
+        **base,
+        "latency_ms": stats,
+        "throughput_per_s": round(1.0 / mean_s, 3),
+        "cost_per_10k_usd": cost_per_10k_usd(mean_s, usd_per_hour),
+    }

@@ -1,0 +1,148 @@
+"""Ed25519 signing keys: generate a pair, load the signer, load the keys an auditor trusts.
+
+The private key is a PEM file only its owner can read; the public key is a JSON file in
+securesystemslib's key format plus its ``keyid``, so it can be published as it is.
+Default place: ``runner.paths.keys_dir()`` (``signing.key``, ``signing.pub.json``);
+``RUNNER_SIGNING_KEY`` names another private key file (its public key sits beside it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from securesystemslib.signer import CryptoSigner, SSlibKey
+
+from runner import paths
+from runner.errors import UserError
+
+PRIVATE_NAME = "signing.key"
+PUBLIC_SUFFIX = ".pub.json"
+ENV_VAR = "RUNNER_SIGNING_KEY"
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    private: Path
+    public: Path
+    keyid: str
+
+
+def public_path_for(private: Path) -> Path:
+    """``signing.key`` -> ``signing.pub.json`` (any ``X.key`` -> ``X.pub.json``)."""
+    stem = private.name.removesuffix(".key")
+    return private.with_name(stem + PUBLIC_SUFFIX)
+
+
+def default_private_path() -> Path:
+    env = os.environ.get(ENV_VAR)
+    return Path(env).expanduser() if env else paths.keys_dir() / PRIVATE_NAME
+
+
+def public_key_dict(key: SSlibKey) -> dict:
+    return {"keyid": key.keyid, **key.to_dict()}
+
+
+def generate(out_dir: Path | None = None, force: bool = False) -> KeyPair:
+    """Write a new Ed25519 pair; refuse to replace an existing key unless ``force``."""
+    private = out_dir / PRIVATE_NAME if out_dir is not None else default_private_path()
+    public = public_path_for(private)
+    if not force and (private.exists() or public.exists()):
+        raise UserError(
+            f"a signing key already exists at {private if private.exists() else public}",
+            "keep it, or pass --force to replace it (bundles signed with it will no longer "
+            "verify against the new public key)",
+        )
+    private.parent.mkdir(parents=True, exist_ok=True)
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    _write_owner_only(private, pem)
+    signer = CryptoSigner(key)
+    public.write_text(json.dumps(public_key_dict(signer.public_key), indent=2, sort_keys=True) + "\n")
+    return KeyPair(private, public, signer.public_key.keyid)
+
+
+def _write_owner_only(path: Path, data: bytes) -> None:
+    # Create with 0600 from the start so the key is never readable by others, even briefly.
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.chmod(tmp, 0o600)  # in case the umask or an ACL widened it
+    os.replace(tmp, path)
+
+
+def load_signer(private: Path | None = None) -> CryptoSigner | None:
+    """The configured signer, or None when no key is configured (the caller says so)."""
+    path = private if private is not None else default_private_path()
+    if not path.exists():
+        if private is not None or os.environ.get(ENV_VAR):
+            raise UserError(f"no signing key at {path}", f"run 'runner keys generate' or fix {ENV_VAR}")
+        return None
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise UserError(
+            f"signing key {path} is readable by others (mode {mode:o})", f"run 'chmod 600 {path}'"
+        )
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except (ValueError, TypeError) as err:
+        raise UserError(f"cannot read the signing key {path}: {err}", "generate a new one with 'runner keys generate --force'") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise UserError(f"signing key {path} is not an Ed25519 key", "generate one with 'runner keys generate'")
+    return CryptoSigner(key)
+
+
+def key_from_dict(data: dict, origin: str) -> SSlibKey:
+    """A public key from its JSON; the keyid is recomputed, so a file cannot lie about it."""
+    try:
+        claimed = data.get("keyid")
+        body = {k: data[k] for k in ("keytype", "scheme", "keyval")}
+        if body["keytype"] != "ed25519" or body["scheme"] != "ed25519":
+            raise ValueError(f"key type {body['keytype']}/{body['scheme']} is not ed25519")
+        raw = bytes.fromhex(body["keyval"]["public"])
+        key = SSlibKey.from_crypto(Ed25519PublicKey.from_public_bytes(raw), scheme="ed25519")
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise UserError(f"{origin} is not a public key file: {err}", "use a *.pub.json written by 'runner keys generate'") from None
+    if claimed is not None and claimed != key.keyid:
+        raise UserError(
+            f"{origin} claims keyid {claimed} but its key's id is {key.keyid}",
+            "use the public key file exactly as 'runner keys generate' wrote it",
+        )
+    return key
+
+
+def read_public_key(path: Path) -> SSlibKey:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot read public key {path}: {err}", "pass a *.pub.json file") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a public key file", "pass a *.pub.json file")
+    return key_from_dict(data, str(path))
+
+
+def load_trusted_keys(path: Path | None = None) -> list[SSlibKey]:
+    """Keys from a ``*.pub.json`` file or a folder of them; default: the local public key."""
+    if path is None:
+        path = public_path_for(default_private_path())
+        if not path.exists():
+            return []
+    path = Path(path).expanduser()
+    if path.is_dir():
+        files = sorted(path.glob("*" + PUBLIC_SUFFIX))
+        if not files:
+            raise UserError(f"no *{PUBLIC_SUFFIX} files in {path}", "put the publishers' public keys there")
+        return [read_public_key(f) for f in files]
+    if not path.exists():
+        raise UserError(f"no trusted key file at {path}", "pass a *.pub.json file or a folder of them")
+    return [read_public_key(path)]

@@ -1,0 +1,169 @@
+"""Load and validate an entry folder into a typed ``Entry``."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from runner.errors import UserError
+from runner.manifest.schema import ENTRY_SCHEMA
+from runner.tasks import Task, get_task
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    command: list[str]
+    timeout_minutes: float = 60
+
+
+@dataclass(frozen=True)
+class SmokeSpec:
+    """Overrides for --smoke runs, so a GPU entry can be checked on a CPU-only host."""
+
+    command: list[str] | None = None
+    base_image: str | None = None
+    lock: str | None = None
+
+
+@dataclass(frozen=True)
+class InferenceSpec:
+    builder: str
+    weights: str
+    backends: list[str] = field(default_factory=lambda: ["torch"])
+    warmup: int = 100
+    threads: int = 1
+    opset: int = 17
+    fp16: bool = False
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    name: str
+    task: Task
+    framework: dict
+    model: str
+    hardware_profile: str
+    base_image: str
+    lock: str
+    train: TrainSpec
+    inference: InferenceSpec
+    seed: int = 0
+    runs: int = 1
+    claimed: dict = field(default_factory=dict)
+    smoke: SmokeSpec = field(default_factory=SmokeSpec)
+    source: str | None = None
+    description: str = ""
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / "entry.yaml"
+
+    @property
+    def dockerfile_path(self) -> Path:
+        return self.path / "Dockerfile"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path / self.lock
+
+    def for_smoke(self) -> "Entry":
+        """The entry as a --smoke run builds and runs it."""
+        return replace(
+            self,
+            base_image=self.smoke.base_image or self.base_image,
+            lock=self.smoke.lock or self.lock,
+            train=replace(self.train, command=self.smoke.command or self.train.command),
+        )
+
+    def digests(self) -> dict[str, str]:
+        """sha256 of manifest, Dockerfile and lock: the entry's identity in labels and bundles."""
+        return {
+            name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for name, p in [
+                ("manifest", self.manifest_path),
+                ("dockerfile", self.dockerfile_path),
+                ("lock", self.lock_path),
+            ]
+        }
+
+
+def _field_path(err: jsonschema.ValidationError) -> str:
+    return ".".join(str(p) for p in err.absolute_path) or "(top level)"
+
+
+def _fix_for(err: jsonschema.ValidationError) -> str:
+    where = _field_path(err)
+    if err.validator == "required":
+        missing = err.message.split("'")[1]
+        return f"add '{missing}' under {where} (see `runner schema`)"
+    if err.validator == "additionalProperties":
+        return f"remove or rename the unknown field under {where} (see `runner schema`)"
+    if err.validator == "enum":
+        return f"set {where} to one of: {', '.join(map(str, err.validator_value))}"
+    if err.validator == "const":
+        return f"set {where} to {err.validator_value!r}"
+    if err.validator == "type":
+        return f"make {where} a {err.validator_value}"
+    return f"correct {where} (see `runner schema`)"
+
+
+def validate_manifest(data: object, source: str = "entry.yaml") -> None:
+    validator = jsonschema.Draft202012Validator(ENTRY_SCHEMA)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), e.message))
+    if errors:
+        err = errors[0]
+        raise UserError(
+            f"{source}: field '{_field_path(err)}' is invalid: {err.message}", _fix_for(err)
+        )
+
+
+def load_entry(path: str | Path) -> Entry:
+    folder = Path(path).resolve()
+    if not folder.is_dir():
+        raise UserError(
+            f"no entry folder at {path}", "pass an entry folder such as entries/mnist-cnn-cpu"
+        )
+    manifest = folder / "entry.yaml"
+    if not manifest.is_file():
+        raise UserError(f"{folder} has no entry.yaml", "add a manifest (see `runner schema`)")
+    try:
+        data = yaml.safe_load(manifest.read_text())
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        at = f" at line {line + 1}" if line is not None else ""
+        raise UserError(f"{manifest} is not valid YAML{at}", "fix the YAML syntax") from None
+    validate_manifest(data, str(manifest))
+    if data["name"] != folder.name:
+        raise UserError(
+            f"{manifest}: field 'name' is '{data['name']}' but the folder is '{folder.name}'",
+            f"set name: {folder.name}",
+        )
+    locks = [data.get("lock", "requirements.lock")] + [data.get("smoke", {}).get("lock")]
+    for needed in ["Dockerfile", *filter(None, locks)]:
+        if not (folder / needed).is_file():
+            raise UserError(f"entry {folder.name} has no {needed}", f"add {folder / needed}")
+    return Entry(
+        path=folder,
+        name=data["name"],
+        task=get_task(data["task"]),
+        framework=data["framework"],
+        model=data["model"],
+        hardware_profile=data["hardware_profile"],
+        base_image=data["base_image"],
+        lock=data.get("lock", "requirements.lock"),
+        train=TrainSpec(**data["train"]),
+        inference=InferenceSpec(**data["inference"]),
+        seed=data.get("seed", 0),
+        runs=data.get("runs", 1),
+        claimed=data.get("claimed", {}),
+        smoke=SmokeSpec(**data.get("smoke", {})),
+        source=data.get("source"),
+        description=data.get("description", ""),
+        raw=data,
+    )

@@ -1,0 +1,103 @@
+"""JSON Schema of ``entry.yaml``, published by ``runner schema``.
+
+Version 1. A change that makes an old manifest invalid bumps ``schema_version``.
+"""
+
+from __future__ import annotations
+
+from runner.tasks import TASKS
+
+SCHEMA_VERSION = 1
+
+BACKENDS = ["torch", "onnxruntime", "onnxruntime-cuda", "onnxruntime-tensorrt", "tensorrt"]
+FRAMEWORKS = ["pytorch", "tensorflow", "mxnet", "jax"]
+
+_NAME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]*$", "maxLength": 64}
+_COMMAND = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+
+ENTRY_SCHEMA: dict = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://runner.dev/schemas/entry/v1.json",
+    "title": "runner entry manifest",
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        "schema_version", "name", "task", "framework", "model",
+        "hardware_profile", "base_image", "train", "inference",
+    ],
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION, "description": "manifest schema version"},
+        "name": {**_NAME, "description": "entry name; the folder's name"},
+        "description": {"type": "string"},
+        "task": {"enum": sorted(TASKS), "description": "the benchmark task"},
+        "framework": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name", "version"],
+            "properties": {"name": {"enum": FRAMEWORKS}, "version": {"type": "string"}},
+        },
+        "model": {"type": "string", "minLength": 1, "description": "model architecture"},
+        "hardware_profile": {**_NAME, "description": "id of a file in hardware_profiles/"},
+        "base_image": {**_NAME, "description": "name of a recipe folder in images/"},
+        "lock": {
+            "type": "string",
+            "default": "requirements.lock",
+            "description": "hash-pinned lock of Python deps (pip --require-hashes format)",
+        },
+        "train": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["command"],
+            "properties": {
+                "command": {**_COMMAND, "description": "argv run in /entry"},
+                "timeout_minutes": {"type": "number", "exclusiveMinimum": 0, "default": 60},
+            },
+        },
+        "smoke": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "what a --smoke run (CPU, synthetic data, never conforming) uses instead",
+            "properties": {
+                "command": {**_COMMAND, "description": "argv for smoke runs"},
+                "base_image": {**_NAME, "description": "a base image this host can build"},
+                "lock": {"type": "string", "description": "a lock this host can resolve"},
+            },
+        },
+        "inference": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["builder", "weights"],
+            "properties": {
+                "builder": {
+                    "type": "string",
+                    "pattern": "^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$",
+                    "description": "module:function in /entry that returns the untrained model",
+                },
+                "weights": {"type": "string", "description": "state_dict path under /output"},
+                "backends": {
+                    "type": "array",
+                    "items": {"enum": BACKENDS},
+                    "minItems": 1,
+                    "uniqueItems": True,
+                    "default": ["torch"],
+                },
+                "warmup": {"type": "integer", "minimum": 0, "default": 100},
+                "threads": {"type": "integer", "minimum": 1, "default": 1},
+                "opset": {"type": "integer", "minimum": 7, "default": 17},
+                "fp16": {"type": "boolean", "default": False},
+            },
+        },
+        "seed": {"type": "integer", "minimum": 0, "default": 0},
+        "runs": {"type": "integer", "minimum": 1, "default": 1},
+        "claimed": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "tta_seconds": {"type": "number", "exclusiveMinimum": 0},
+                "latency_ms": {"type": "number", "exclusiveMinimum": 0},
+                "score": {"type": "number"},
+            },
+        },
+        "source": {"type": "string", "format": "uri"},
+    },
+}

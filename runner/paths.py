@@ -1,0 +1,51 @@
+"""Where the runner keeps things on the host.
+
+Everything lives under one home (``RUNNER_HOME``, default ``~/.cache/runner``) so that
+a user can see, move or wipe it at once. Results go to the repository's ``results/``
+(or ``RUNNER_RESULTS``), because they are what a user publishes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def home() -> Path:
+    return Path(os.environ.get("RUNNER_HOME", Path.home() / ".cache" / "runner")).expanduser()
+
+
+def data_dir() -> Path:
+    """Staged data sets: ``<task>/train``, ``<task>/eval`` (inputs) and ``<task>/labels``."""
+    return home() / "data"
+
+
+def wheelhouse_dir() -> Path:
+    """Content-addressed wheels, shared by every entry: ``sha256/<digest>/<file>``."""
+    return home() / "wheelhouse"
+
+
+def keys_dir() -> Path:
+    return home() / "keys"
+
+
+def repo_root() -> Path:
+    """The checkout this package runs from (entries/, images/, hardware_profiles/ live there)."""
+    return Path(__file__).resolve().parent.parent
+
+
+def results_dir() -> Path:
+    return Path(os.environ.get("RUNNER_RESULTS", repo_root() / "results"))
+
+
+def images_dir() -> Path:
+    return repo_root() / "images"
+
+
+def profiles_dir() -> Path:
+    return repo_root() / "hardware_profiles"
+
+
+def harness_dir() -> Path:
+    """The container-side inference harness, mounted read-only into inference containers."""
+    return Path(__file__).resolve().parent / "harness"

@@ -1,0 +1,152 @@
+"""Does a host fingerprint meet a profile? Every broken rule is reported, by name.
+
+Memory of a GPU must be within 5% of the profile's: NVML reports slightly less than the
+marketing size (a "16 GB" V100 shows 15.8 GiB), but a 32 GB board is not a 16 GB one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from runner.errors import UserError
+from runner.profiles.profile import Profile
+
+GIB = 1024**3
+GPU_MEMORY_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    rule: str        # e.g. "gpu.count", "gpu[3].name", "cpu.flags"
+    expected: object
+    actual: object
+    message: str     # the whole sentence, starting with the rule
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text))
+
+
+def _match_gpus(profile: Profile, gpu: dict) -> list[Mismatch]:
+    rules = profile.gpu
+    assert rules is not None
+    out: list[Mismatch] = []
+    gpus = gpu.get("gpus") or []
+    if gpu.get("driver") is None:
+        why = gpu.get("note") or "no NVIDIA driver"
+        return [Mismatch("gpu.count", rules.count, 0, f"gpu.count: expected {rules.count}, found 0 ({why})")]
+    if len(gpus) != rules.count:
+        out.append(Mismatch("gpu.count", rules.count, len(gpus), f"gpu.count: expected {rules.count}, found {len(gpus)}"))
+    if rules.min_driver and _version(gpu["driver"]) < _version(rules.min_driver):
+        out.append(Mismatch(
+            "gpu.driver", rules.min_driver, gpu["driver"],
+            f"gpu.driver: {gpu['driver']} is older than the required {rules.min_driver}",
+        ))
+    want_bytes = rules.memory_gib * GIB
+    for g in gpus:
+        at = f"gpu[{g.get('index')}]"
+        name = g.get("name")
+        if not name or not re.search(rules.name_pattern, name, re.IGNORECASE):
+            out.append(Mismatch(
+                f"{at}.name", rules.name_pattern, name,
+                f"{at}.name: {name!r} does not match {rules.name_pattern!r}",
+            ))
+        memory = g.get("memory_total_bytes")
+        if memory is None:
+            out.append(Mismatch(f"{at}.memory", rules.memory_gib, None,
+                                f"{at}.memory: unreadable; profile requires {_num(rules.memory_gib)} GiB"))
+        elif abs(memory - want_bytes) > GPU_MEMORY_TOLERANCE * want_bytes:
+            out.append(Mismatch(
+                f"{at}.memory", rules.memory_gib, memory,
+                f"{at}.memory: {_gib(memory)} is not within 5% of {_num(rules.memory_gib)} GiB",
+            ))
+        capability = g.get("compute_capability")
+        if rules.compute_capability and capability != rules.compute_capability:
+            out.append(Mismatch(
+                f"{at}.compute_capability", rules.compute_capability, capability,
+                f"{at}.compute_capability: expected {rules.compute_capability}, found {capability}",
+            ))
+        if not rules.allow_mig and (g.get("mig") or {}).get("enabled"):
+            out.append(Mismatch(
+                f"{at}.mig", False, True, f"{at}.mig: MIG mode is enabled; profile requires it disabled",
+            ))
+    return out
+
+
+def _match_cpu(profile: Profile, cpu: dict, memory: dict) -> list[Mismatch]:
+    rules = profile.cpu
+    out: list[Mismatch] = []
+    if rules.architecture and cpu.get("architecture") != rules.architecture:
+        out.append(Mismatch("cpu.architecture", rules.architecture, cpu.get("architecture"),
+                            f"cpu.architecture: expected {rules.architecture}, found {cpu.get('architecture')}"))
+    if rules.vendor and cpu.get("vendor") != rules.vendor:
+        out.append(Mismatch("cpu.vendor", rules.vendor, cpu.get("vendor"),
+                            f"cpu.vendor: expected {rules.vendor}, found {cpu.get('vendor')}"))
+    model = cpu.get("model_name")
+    if rules.model_pattern and not (model and re.search(rules.model_pattern, model, re.IGNORECASE)):
+        out.append(Mismatch("cpu.model_name", rules.model_pattern, model,
+                            f"cpu.model_name: {model!r} does not match {rules.model_pattern!r}"))
+    cores = cpu.get("logical_cores")
+    if rules.min_logical_cores and (cores is None or cores < rules.min_logical_cores):
+        out.append(Mismatch("cpu.logical_cores", rules.min_logical_cores, cores,
+                            f"cpu.logical_cores: expected at least {rules.min_logical_cores}, found {cores}"))
+    if rules.max_logical_cores and (cores is None or cores > rules.max_logical_cores):
+        out.append(Mismatch("cpu.logical_cores", rules.max_logical_cores, cores,
+                            f"cpu.logical_cores: expected at most {rules.max_logical_cores}, found {cores}"))
+    flags = set(cpu.get("flags") or [])
+    missing = [f for f in rules.required_flags if f not in flags]
+    if missing:
+        out.append(Mismatch("cpu.flags", list(rules.required_flags), sorted(flags & set(rules.required_flags)),
+                            f"cpu.flags: missing {', '.join(missing)}"))
+    total = memory.get("total_bytes")
+    if rules.min_memory_gib and (total is None or total < rules.min_memory_gib * GIB):
+        found = _gib(total) if total is not None else "unknown"
+        out.append(Mismatch("memory.total", rules.min_memory_gib, total,
+                            f"memory.total: {found} is less than the required {_num(rules.min_memory_gib)} GiB"))
+    return out
+
+
+def match(profile: Profile, fingerprint: dict) -> list[Mismatch]:
+    """Every rule of ``profile`` that the host in ``fingerprint`` breaks; [] when it matches."""
+    out: list[Mismatch] = []
+    if profile.gpu is not None:
+        out += _match_gpus(profile, fingerprint.get("gpu") or {})
+    out += _match_cpu(profile, fingerprint.get("cpu") or {}, fingerprint.get("memory") or {})
+    return out
+
+
+def hardware_record(profile: Profile, mismatches: list[Mismatch], allowed_mismatch: bool) -> dict:
+    """``result.json``'s ``hardware`` section."""
+    return {
+        "profile": profile.id,
+        "matched": not mismatches,
+        "mismatches": [str(m) for m in mismatches],
+        "allowed_mismatch": bool(allowed_mismatch and mismatches),
+    }
+
+
+def require_match(profile: Profile, fingerprint: dict, allow_mismatch: bool = False) -> dict:
+    """The ``hardware`` record, or a UserError naming every mismatch unless they are allowed.
+
+    With ``allow_mismatch`` the run goes ahead; the caller marks the result non-conforming
+    with ``"hardware mismatch: " + "; ".join(record["mismatches"])``.
+    """
+    mismatches = match(profile, fingerprint)
+    if mismatches and not allow_mismatch:
+        raise UserError(
+            f"this host does not match hardware profile '{profile.id}': " + "; ".join(map(str, mismatches)),
+            "run on the profile's hardware, or pass --allow-hardware-mismatch (the result is then non-conforming)",
+        )
+    return hardware_record(profile, mismatches, allow_mismatch)

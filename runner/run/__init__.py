@@ -1,0 +1,1 @@
+"""Running an entry's container and listening to what it reports."""

@@ -1,0 +1,181 @@
+"""Start an entry's container locked down, stream its output with host timestamps,
+and always remove it.
+
+The lock-down is the run contract's: no network, a non-root user, every capability
+dropped, no-new-privileges, a read-only root with tmpfs scratch, CPU/memory limits and
+the profile's GPUs. Timestamps are the host's monotonic clock, taken as each line arrives.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import docker
+from docker.types import DeviceRequest
+
+# Every container the runner starts carries this label, so an orphan left by a killed
+# runner can be found and removed by the next run.
+MANAGED_LABEL = "dev.runner.managed"
+CONTAINER_USER = "1000:1000"
+
+
+@dataclass(frozen=True)
+class Mount:
+    host: Path
+    container: str
+    read_only: bool = True
+
+
+@dataclass
+class ContainerSpec:
+    image: str
+    command: list[str]
+    mounts: list[Mount]
+    env: dict[str, str] = field(default_factory=dict)
+    workdir: str = "/entry"
+    cpus: float | None = None
+    memory: str | int | None = None
+    gpus: int = 0
+    timeout_s: float = 3600
+    label: str = "train"
+
+
+@dataclass
+class ContainerOutcome:
+    exit_code: int | None
+    timed_out: bool
+    interrupted: bool
+    wall_seconds: float
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not (self.timed_out or self.interrupted)
+
+    def reason(self) -> str | None:
+        """Why the run is incomplete, in words for result.json; None when it ended well."""
+        if self.interrupted:
+            return "interrupted"
+        if self.timed_out:
+            return f"timed out after {self.wall_seconds:.0f} s"
+        if self.error:
+            return self.error
+        if self.exit_code:
+            return f"container exited with code {self.exit_code}"
+        return None
+
+
+def prepare_writable(path: Path) -> None:
+    """Create a host folder the container's unprivileged user can write to."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        uid, gid = (int(x) for x in CONTAINER_USER.split(":"))
+        os.chown(path, uid, gid)
+
+
+def remove_orphans(client: docker.DockerClient) -> int:
+    """Remove containers of earlier runs whose runner was killed before it could clean up."""
+    orphans = client.containers.list(all=True, filters={"label": MANAGED_LABEL})
+    for c in orphans:
+        c.remove(force=True)
+    return len(orphans)
+
+
+def _create(client: docker.DockerClient, spec: ContainerSpec):
+    device_requests = (
+        [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])] if spec.gpus else None
+    )
+    return client.containers.create(
+        spec.image,
+        command=spec.command,
+        user=CONTAINER_USER,
+        working_dir=spec.workdir,
+        environment=spec.env,
+        network_mode="none",
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        read_only=True,
+        tmpfs={"/scratch": "rw,size=2g,mode=1777", "/tmp": "rw,size=512m,mode=1777"},
+        shm_size="1g",
+        pids_limit=4096,
+        nano_cpus=int(spec.cpus * 1e9) if spec.cpus else None,
+        mem_limit=spec.memory,
+        memswap_limit=spec.memory,  # no swap: a memory limit that swaps would skew timing
+        device_requests=device_requests,
+        volumes={
+            str(m.host): {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
+            for m in spec.mounts
+        },
+        labels={MANAGED_LABEL: spec.label},
+        detach=True,
+    )
+
+
+def run_container(
+    client: docker.DockerClient,
+    spec: ContainerSpec,
+    on_line: Callable[[str, float], None],
+    log_path: Path,
+) -> ContainerOutcome:
+    """Run ``spec`` to its end, calling ``on_line(line, t)`` for every output line, where
+    ``t`` is host monotonic seconds since just before the container started."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    container = _create(client, spec)
+    stream = container.attach(stdout=True, stderr=True, stream=True, logs=True)
+    failure: list[BaseException] = []
+    t0 = time.monotonic()
+
+    def pump() -> None:
+        pending = b""
+        try:
+            with open(log_path, "a", buffering=1) as log:
+                for chunk in stream:
+                    now = time.monotonic() - t0
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    for raw in lines:
+                        line = raw.decode("utf-8", "replace").rstrip("\r")
+                        log.write(f"[{now:10.3f}] {line}\n")
+                        on_line(line, now)
+                if pending:
+                    line = pending.decode("utf-8", "replace")
+                    log.write(f"[{time.monotonic() - t0:10.3f}] {line}\n")
+                    on_line(line, time.monotonic() - t0)
+        except BaseException as exc:  # surfaced in the main thread
+            failure.append(exc)
+
+    reader = threading.Thread(target=pump, name=f"runner-{spec.label}-output", daemon=True)
+    timed_out = interrupted = False
+    exit_code: int | None = None
+    error: str | None = None
+    try:
+        t0 = time.monotonic()
+        container.start()
+        reader.start()
+        deadline = t0 + spec.timeout_s
+        while reader.is_alive():
+            reader.join(timeout=0.2)
+            if time.monotonic() > deadline:
+                timed_out = True
+                break
+        if not timed_out:
+            exit_code = container.wait(timeout=60).get("StatusCode")
+    except KeyboardInterrupt:
+        interrupted = True
+    except docker.errors.APIError as exc:
+        error = f"engine error: {exc.explanation or exc}"
+    finally:
+        wall = time.monotonic() - t0
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        reader.join(timeout=5)
+    if failure and error is None:
+        error = f"output stream failed: {failure[0]}"
+    return ContainerOutcome(exit_code, timed_out, interrupted, wall, error)
