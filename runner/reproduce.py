@@ -25,7 +25,7 @@ from runner.fingerprint import capture_host, capture_image
 from runner.infer import check_backends_available, run_inference
 from runner.keys import load_signer
 from runner.manifest import Entry, load_entry
-from runner.profiles import cost_usd, load_profile, match
+from runner.profiles import cost_usd, hardware_record, load_profile, match, price_fields
 from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
 from runner.run.container import remove_orphans
 from runner.run.events import write_events
@@ -64,7 +64,7 @@ class RunContext:
     gpus: int
     nonconforming: list[str] = field(default_factory=list)
     allowed_mismatch: bool = False
-    mismatches: list[str] = field(default_factory=list)
+    mismatches: list = field(default_factory=list)
 
 
 def harness_digest() -> str:
@@ -90,7 +90,7 @@ def sigterm_as_interrupt():
 
 
 def _check_hardware(entry: Entry, profile, fingerprint: dict, opts: ReproduceOptions):
-    mismatches = [str(m) for m in match(profile, fingerprint)]
+    mismatches = match(profile, fingerprint)
     reasons = []
     if opts.smoke:
         reasons.append("smoke run: one short epoch on synthetic data")
@@ -98,11 +98,11 @@ def _check_hardware(entry: Entry, profile, fingerprint: dict, opts: ReproduceOpt
         if not (opts.allow_hardware_mismatch or opts.smoke):
             raise UserError(
                 f"this host does not match hardware profile '{profile.id}' of {entry.name}: "
-                + "; ".join(mismatches),
+                + "; ".join(map(str, mismatches)),
                 "run on matching hardware, or pass --allow-hardware-mismatch "
                 "(the result is then non-conforming), or --smoke for a quick CPU check",
             )
-        reasons.append("hardware mismatch: " + "; ".join(mismatches))
+        reasons.append("hardware mismatch: " + "; ".join(map(str, mismatches)))
     return mismatches, reasons
 
 
@@ -120,7 +120,7 @@ def _stage_data(entry: Entry, opts: ReproduceOptions, console: Console, scratch:
     try:
         return data.staged(entry.task.id)
     except UserError:
-        if entry.task.id not in data.OFFLINE_TASKS:
+        if entry.task.id not in data.PREPARABLE:
             raise
         console.print(f"[bold]data[/] {entry.task.id} is not staged yet: preparing it")
         return data.prepare(entry.task.id)
@@ -141,6 +141,8 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     backends = _choose_backends(entry, opts, gpus)
     check_backends_available(backends, fingerprint)
     staged = _stage_data(entry, opts, console, scratch)
+    if not staged.conforming and not opts.smoke:
+        reasons.append(f"data set {staged.task} was staged from unofficial files")
     console.print(f"[bold]build[/] {entry.name} (base {entry.base_image})")
     built = build_entry(entry, client)
     console.print(
@@ -170,7 +172,7 @@ def _train_env(ctx: RunContext, seed: int, smoke: bool) -> dict[str, str]:
 
 
 def _base_result(ctx: RunContext, run_id: str, seed: int, opts: ReproduceOptions) -> dict:
-    entry, task, price = ctx.entry, ctx.entry.task, ctx.profile.price
+    entry, task = ctx.entry, ctx.entry.task
     return {
         "schema_version": RESULT_SCHEMA_VERSION,
         "run_id": run_id,
@@ -199,21 +201,9 @@ def _base_result(ctx: RunContext, run_id: str, seed: int, opts: ReproduceOptions
         },
         "data": {"task": task.id, "digest": ctx.staged.digest, "source": ctx.staged.source},
         "training": None,
-        "cost": {
-            "training_usd": None,
-            "usd_per_hour": price.usd_per_hour,
-            "profile": ctx.profile.id,
-            "price_date": price.date,
-            "price_region": price.region,
-            "price_source": price.source,
-        },
+        "cost": {"training_usd": None, **price_fields(ctx.profile)},
         "inference": {},
-        "hardware": {
-            "profile": ctx.profile.id,
-            "matched": not ctx.mismatches,
-            "mismatches": ctx.mismatches,
-            "allowed_mismatch": ctx.allowed_mismatch,
-        },
+        "hardware": hardware_record(ctx.profile, ctx.mismatches, ctx.allowed_mismatch),
     }
 
 

@@ -17,7 +17,12 @@ from securesystemslib.signer import Signer
 
 from runner import paths
 from runner.bundle.claim import PREDICATE_TYPE, build_predicate
-from runner.bundle.filelist import ENVELOPE, MANIFEST, SIGNER_KEY, file_digests, write_manifest
+from runner.bundle.filelist import (
+    ENVELOPE,
+    SIGNER_KEY,
+    file_digests,
+    write_manifest,
+)
 from runner.bundle.open import Limits, OpenedBundle, UnsafeBundleError, open_bundle
 from runner.bundle.signing import PAYLOAD_TYPE, sign_statement, write_envelope
 from runner.bundle.statement import build_statement
@@ -28,8 +33,16 @@ from runner.keys import public_key_dict
 PROFILE_FILE = "profile.yaml"
 
 __all__ = [
-    "Bundle", "Limits", "OpenedBundle", "UnsafeBundleError", "PAYLOAD_TYPE", "PREDICATE_TYPE",
-    "PROFILE_FILE", "make_bundle", "open_bundle", "pack",
+    "PAYLOAD_TYPE",
+    "PREDICATE_TYPE",
+    "PROFILE_FILE",
+    "Bundle",
+    "Limits",
+    "OpenedBundle",
+    "UnsafeBundleError",
+    "make_bundle",
+    "open_bundle",
+    "pack",
 ]
 
 

@@ -181,7 +181,7 @@ def _single_top_folder(dest: Path) -> Path:
     return dest
 
 
-def open_bundle(path: Path | str, limits: Limits = Limits()) -> OpenedBundle:
+def open_bundle(path: Path | str, limits: Limits | None = None) -> OpenedBundle:
     """Copy a bundle (``.tar.gz`` or folder) into a fresh temporary folder, checking as it goes."""
     source = Path(path)
     if source.is_symlink():
@@ -193,12 +193,12 @@ def open_bundle(path: Path | str, limits: Limits = Limits()) -> OpenedBundle:
     dest.mkdir()
     try:
         if source.is_dir():
-            _copy_folder(source, dest, limits)
+            _copy_folder(source, dest, limits or Limits())
         elif source.is_file():
             with open(source, "rb") as fh:
                 if fh.read(2) != b"\x1f\x8b":
                     raise _refuse(source, "not a gzip file")
-            _extract_tar(source, dest, limits)
+            _extract_tar(source, dest, limits or Limits())
         else:
             raise _refuse(source, "neither a folder nor a file")
     except BaseException:

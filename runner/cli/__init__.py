@@ -13,6 +13,7 @@ from runner.errors import UserError
 # In the order a user meets them: set up, build, run, check.
 COMMANDS = [
     "doctor",
+    "setup",
     "images",
     "build",
     "data",
@@ -22,6 +23,7 @@ COMMANDS = [
     "fingerprint",
     "profile",
     "keys",
+    "bundle",
     "verify",
     "bench",
 ]

@@ -59,7 +59,12 @@ def load_batch(raw: bytes, *, what: str) -> tuple[np.ndarray, np.ndarray]:
         raise UserError(f"{what} is not a CIFAR-10 batch (not a dict)", FIX)
     batch = {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in batch.items()}
     data, labels = batch.get("data"), batch.get("labels")
-    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
+    if (
+        not isinstance(data, np.ndarray)
+        or data.dtype != np.uint8
+        or data.ndim != 2
+        or data.shape[1] != 3072
+    ):
         raise UserError(f"{what}: 'data' is not a uint8 array of N x 3072", FIX)
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (len(data),) or labels.min() < 0 or labels.max() > 9:
@@ -68,7 +73,9 @@ def load_batch(raw: bytes, *, what: str) -> tuple[np.ndarray, np.ndarray]:
     return data.reshape(-1, 3, 32, 32), labels
 
 
-def _read_split(tar: tarfile.TarFile, names: tuple[str, ...], archive: Path) -> tuple[np.ndarray, np.ndarray]:
+def _read_split(
+    tar: tarfile.TarFile, names: tuple[str, ...], archive: Path
+) -> tuple[np.ndarray, np.ndarray]:
     parts = []
     for name in names:
         member = f"{FOLDER}/{name}"
@@ -98,7 +105,8 @@ def import_archive(path: Path, target: Path, *, expected: Expected = OFFICIAL) -
     check_count("train", len(train_x), expected, what=what, fix=FIX)
     check_count("eval", len(eval_x), expected, what=what, fix=FIX)
     with Stage(
-        "cifar10", target,
+        "cifar10",
+        target,
         source=f"file:{path.name}",
         source_digest=source_digest,
         conforming=expected.official,

@@ -46,7 +46,11 @@ def _missing(folder: Path) -> list[str]:
 
 
 def _on_debian_as_root() -> bool:
-    return Path("/etc/debian_version").is_file() and os.geteuid() == 0 and shutil.which("apt-get") is not None
+    return (
+        Path("/etc/debian_version").is_file()
+        and os.geteuid() == 0
+        and shutil.which("apt-get") is not None
+    )
 
 
 def ensure_installed(folder: Path) -> None:
@@ -55,13 +59,19 @@ def ensure_installed(folder: Path) -> None:
         return
     fix = f"install the Debian package: `sudo apt-get install {DEBIAN_PACKAGE}`"
     if folder != DEFAULT_DIR or not _on_debian_as_root():
-        raise UserError(f"Fashion-MNIST files are missing from {folder}: {', '.join(_missing(folder))}", fix)
+        raise UserError(
+            f"Fashion-MNIST files are missing from {folder}: {', '.join(_missing(folder))}", fix
+        )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     with progress.step(f"installing {DEBIAN_PACKAGE} with apt-get"):
-        done = subprocess.run(["apt-get", "install", "-y", DEBIAN_PACKAGE], capture_output=True, text=True, env=env)
+        done = subprocess.run(
+            ["apt-get", "install", "-y", DEBIAN_PACKAGE], capture_output=True, text=True, env=env
+        )
         if done.returncode != 0:  # the package lists may be missing or stale
             subprocess.run(["apt-get", "update"], capture_output=True, text=True, env=env)
-            done = subprocess.run(["apt-get", "install", "-y", DEBIAN_PACKAGE], capture_output=True, text=True, env=env)
+            done = subprocess.run(
+                ["apt-get", "install", "-y", DEBIAN_PACKAGE], capture_output=True, text=True, env=env
+            )
     if done.returncode != 0 or _missing(folder):
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"apt-get could not install {DEBIAN_PACKAGE}: {last}", fix)
@@ -78,7 +88,9 @@ def read_idx(path: Path, magic: int) -> np.ndarray:
     dims = tuple(int(d) for d in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
     body = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
     if body.size != int(np.prod(dims)):
-        raise UserError(f"{path} is truncated ({body.size} bytes for shape {dims})", f"reinstall {DEBIAN_PACKAGE}")
+        raise UserError(
+            f"{path} is truncated ({body.size} bytes for shape {dims})", f"reinstall {DEBIAN_PACKAGE}"
+        )
     return body.reshape(dims)
 
 
@@ -109,7 +121,8 @@ def prepare(target: Path) -> None:
         train_x, train_y = read_split(folder, "train")
         eval_x, eval_y = read_split(folder, "eval")
     with Stage(
-        "fashion-mnist", target,
+        "fashion-mnist",
+        target,
         source=f"debian:{DEBIAN_PACKAGE} ({folder})",
         source_digest=source_digest(folder),
         conforming=True,

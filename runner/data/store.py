@@ -62,11 +62,14 @@ class StagedData:
         for rel, want in self.files.items():
             path = self.root / rel
             if not path.is_file():
-                raise UserError(f"staged {self.task} is missing {rel}", HOW_TO_STAGE.get(self.task, "stage it again"))
+                raise UserError(
+                    f"staged {self.task} is missing {rel}", HOW_TO_STAGE.get(self.task, "stage it again")
+                )
             got = file_digest(path, show=True)
             if got != want:
                 raise UserError(
-                    f"staged {self.task} file {rel} has changed since staging (sha256 {got}, recorded {want})",
+                    f"staged {self.task} file {rel} has changed since staging "
+                    f"(sha256 {got}, recorded {want})",
                     HOW_TO_STAGE.get(self.task, "stage it again"),
                 )
 

@@ -70,20 +70,21 @@ def read_caches(cpu_dir: str | Path = "/sys/devices/system/cpu/cpu0/cache") -> l
     """Caches seen by cpu0: level, type, size in bytes, which CPUs share it."""
     caches = []
     for index in sorted(Path(cpu_dir).glob("index*")):
-        def field(name: str) -> str | None:
-            try:
-                return (index / name).read_text().strip()
-            except OSError:
-                return None
-
-        size = field("size")
+        size = _read(index / "size")
         caches.append({
-            "level": int(field("level") or 0),
-            "type": field("type"),
+            "level": int(_read(index / "level") or 0),
+            "type": _read(index / "type"),
             "size_bytes": _parse_size(size) if size else None,
-            "shared_cpu_list": field("shared_cpu_list"),
+            "shared_cpu_list": _read(index / "shared_cpu_list"),
         })
     return caches
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
 
 
 def _parse_size(text: str) -> int | None:

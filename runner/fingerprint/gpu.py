@@ -7,8 +7,9 @@ older boards lack MIG, GeForce boards hide the serial, VMs hide PCIe and power d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 GIB = 1024**3
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,7 +23,7 @@ def capture_host(client: Any | None = None, nvml: ModuleType | None = None) -> d
     """Fingerprint this host. ``client`` is a docker SDK client (None: from the environment)."""
     return {
         "schema_version": SCHEMA_VERSION,
-        "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "captured_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "host": capture_host_identity(),
         "cpu": capture_cpu(),
         "memory": capture_memory(),

@@ -10,6 +10,7 @@ import fcntl
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import docker
 import docker.errors
@@ -36,9 +37,10 @@ class BaseImage:
     seconds: float = 0.0
 
 
-def find_base(name: str, client: docker.DockerClient) -> BaseImage | None:
+def find_base(name: str, client: docker.DockerClient, *,
+              images_root: Path | None = None) -> BaseImage | None:
     """The recipe's current image if it exists locally, without building anything."""
-    recipe = load_recipe(name)
+    recipe = load_recipe(name, images_root)
     ref = recipe.tag if recipe.kind == "debootstrap" else recipe.reference
     try:
         image = client.images.get(ref)
@@ -47,17 +49,20 @@ def find_base(name: str, client: docker.DockerClient) -> BaseImage | None:
     return BaseImage(name=name, tag=ref, id=image.id)
 
 
-def ensure_base(name: str, client: docker.DockerClient) -> BaseImage:
-    recipe = load_recipe(name)
+def ensure_base(name: str, client: docker.DockerClient, *,
+                images_root: Path | None = None, force: bool = False) -> BaseImage:
+    """The base image of recipe ``name`` (``images/<name>/``), built or pulled if missing.
+    ``force`` rebuilds a Debian recipe even when its tag exists (the tag then moves)."""
+    recipe = load_recipe(name, images_root)
     started = time.monotonic()
     if recipe.kind == "registry":
-        existing = find_base(name, client)
+        existing = find_base(name, client, images_root=images_root)
         if existing:
             return existing
         image = registry.ensure_pulled(recipe, client)
         return BaseImage(name, recipe.reference, image.id, True, time.monotonic() - started)
     with _recipe_lock(recipe):  # two processes must not debootstrap the same recipe at once
-        existing = find_base(name, client)
+        existing = None if force else find_base(name, client, images_root=images_root)
         if existing:
             return existing
         image_id = _build_debootstrap(recipe, client)
@@ -102,13 +107,4 @@ def _recipe_lock(recipe: Recipe):
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def remove_base(name: str, client: docker.DockerClient) -> bool:
-    """Remove the recipe's current image (used by tests and `runner images build --force`)."""
-    found = find_base(name, client)
-    if not found:
-        return False
-    client.images.remove(found.tag, force=True)
-    return True
 

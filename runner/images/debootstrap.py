@@ -84,6 +84,8 @@ def _build_env(recipe: Recipe) -> dict[str, str]:
         "DEBIAN_FRONTEND": "noninteractive",
         "SOURCE_DATE_EPOCH": str(recipe.source_date_epoch),
         "PYTHONHASHSEED": "0",
+        # Byte code is compiled once, explicitly, in hash mode (see _recompile_python).
+        "PYTHONDONTWRITEBYTECODE": "1",
     }
     for proxy in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
         if proxy in os.environ:
@@ -110,21 +112,21 @@ def _normalise(rootfs: Path, recipe: Recipe, env: dict[str, str], log_path: Path
 
 
 def _recompile_python(rootfs: Path, env: dict[str, str], log_path: Path) -> None:
-    """Replace install-time byte code (which embeds timestamps) with hash-checked byte code."""
+    """Replace install-time byte code (which embeds timestamps) with hash-checked byte code.
+    One process (no -j): the chroot has no /dev/shm for multiprocessing's locks."""
     dirs = sorted(str(p.relative_to(rootfs)) for p in (rootfs / "usr/lib").glob("python3*"))
     if not dirs or not (rootfs / "usr/bin/python3").exists():
         return
     for cache in sorted(rootfs.glob("usr/lib/python3*/**/__pycache__")):
         shutil.rmtree(cache, ignore_errors=True)
     _run(
-        ["chroot", str(rootfs), "/usr/bin/python3", "-m", "compileall", "-q", "-j", "0",
+        ["chroot", str(rootfs), "/usr/bin/python3", "-m", "compileall", "-q",
          "--invalidation-mode", "unchecked-hash", *("/" + d for d in dirs)],
-        env, log_path, what="recompiling Python byte code", check_output=False,
+        env, log_path, what="recompiling Python byte code",
     )
 
 
-def _run(command: list[str], env: dict[str, str], log_path: Path, *, what: str,
-         check_output: bool = True) -> None:
+def _run(command: list[str], env: dict[str, str], log_path: Path, *, what: str) -> None:
     with log_path.open("ab") as log:
         log.write(f"$ {' '.join(command)}\n".encode())
         log.flush()
@@ -138,7 +140,7 @@ def _run(command: list[str], env: dict[str, str], log_path: Path, *, what: str,
                 f"{what} did not finish in {DEBOOTSTRAP_TIMEOUT_S // 60} minutes (log: {log_path})",
                 f"check the mirror is reachable, or set RUNNER_DEBIAN_MIRROR to a closer one",
             ) from None
-    if proc.returncode != 0 and check_output:
+    if proc.returncode != 0:
         tail = _tail(log_path)
         raise UserError(
             f"{what} failed (exit {proc.returncode}): {tail} (full log: {log_path})",

@@ -23,6 +23,9 @@ from runner.errors import UserError
 
 TAG_REPOSITORY = "runner/base"
 MIRROR_ENV = "RUNNER_DEBIAN_MIRROR"
+# Part of every recipe hash: bumped when the way images are built changes, so images
+# built by an older builder are not mistaken for the current recipe's.
+BUILDER_FORMAT = "runner-base/2"
 _DIGEST_REF = re.compile(r"^[\w.\-/:]+@sha256:[0-9a-f]{64}$")
 
 
@@ -56,8 +59,9 @@ class Recipe:
 
 
 def recipe_hash(folder: Path) -> str:
-    """sha256 over every file in the folder (relative path and bytes, in sorted order)."""
-    digest = hashlib.sha256()
+    """sha256 over the builder format and every file in the folder (relative path and
+    bytes, in sorted order)."""
+    digest = hashlib.sha256(BUILDER_FORMAT.encode() + b"\0")
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         rel = path.relative_to(folder).as_posix().encode()
         data = path.read_bytes()

@@ -63,8 +63,14 @@ def evaluate_backend(
     labels: np.ndarray,
     window_seconds: float | None,
     usd_per_hour: float,
+    *,
+    expected_count: int | None = None,
 ) -> dict:
-    """The ``result.json`` ``inference.<backend>`` record for one backend's harness files."""
+    """The ``result.json`` ``inference.<backend>`` record for one backend's harness files.
+
+    ``expected_count`` defaults to the task's evaluation-set size; only a smoke run's
+    synthetic set (never a conforming result) may differ.
+    """
     info_path = backend_dir / "info.json"
     try:
         info = json.loads(info_path.read_text())
@@ -78,7 +84,7 @@ def evaluate_backend(
     latencies = _load_array(backend_dir / "latencies_ns.npy")
     if predictions is None or latencies is None:
         return _failed(f"{backend}: predictions.npy or latencies_ns.npy is missing or unreadable", **base)
-    n = task.eval_size
+    n = task.eval_size if expected_count is None else expected_count
     if len(predictions) != n:
         return _failed(
             f"{backend} predicted {len(predictions)} items; the evaluation set has {n}",

@@ -3,8 +3,15 @@
 from runner.profiles.cost import cost_usd, price_fields
 from runner.profiles.matching import Mismatch, hardware_record, match, require_match
 from runner.profiles.profile import (
-    ContainerLimits, CpuRules, GpuRules, Price, Profile,
-    list_profiles, load_profile, load_profile_file, profile_from_dict,
+    ContainerLimits,
+    CpuRules,
+    GpuRules,
+    Price,
+    Profile,
+    list_profiles,
+    load_profile,
+    load_profile_file,
+    profile_from_dict,
 )
 
 __all__ = [

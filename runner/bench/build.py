@@ -1,0 +1,55 @@
+"""Cold and warm build times of an entry image (default: the default entry).
+
+Cold: every layer of the entry image rebuilt (no layer cache), base image and wheelhouse
+already present, so it measures the build itself, not downloads. Warm: a rebuild of the
+unchanged entry, which should be a cache hit (target: under 5 s).
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from runner.build import build_entry
+from runner.engine import get_client
+from runner.images import ensure_base
+from runner.manifest import load_entry
+
+HELP = "cold and warm build time of an entry image"
+WARM_TARGET_S = 5.0
+
+
+def register(parser) -> None:
+    parser.add_argument("entry", nargs="?", default="entries/mnist-cnn-cpu",
+                        help="entry folder (default entries/mnist-cnn-cpu)")
+    parser.add_argument("--warm-runs", type=int, default=3, help="warm rebuilds to time")
+
+
+def run(args) -> int:
+    console = Console()
+    entry = load_entry(args.entry)
+    client = get_client()
+    with console.status("preparing: base image and wheelhouse"):
+        ensure_base(entry.base_image, client)
+        build_entry(entry, client)  # fills the wheelhouse, so cold time excludes downloads
+    with console.status("cold build (no layer cache)"):
+        started = time.monotonic()
+        cold = build_entry(entry, client, no_cache=True)
+        cold_s = time.monotonic() - started
+    warm_times = []
+    for _ in range(max(1, args.warm_runs)):
+        started = time.monotonic()
+        warm = build_entry(entry, client)
+        warm_times.append(time.monotonic() - started)
+    warm_s = min(warm_times)
+    table = Table(title=f"build benchmark: {entry.name}")
+    for column in ("measure", "seconds", "note"):
+        table.add_column(column)
+    table.add_row("cold build", f"{cold_s:.1f}", f"no layer cache; image {cold.image_id[7:19]}")
+    verdict = "[green]meets[/]" if warm_s < WARM_TARGET_S else "[red]misses[/]"
+    table.add_row("warm rebuild", f"{warm_s:.2f}",
+                  f"best of {len(warm_times)}; cache hit: {warm.cached}; {verdict} the {WARM_TARGET_S:.0f} s target")
+    console.print(table)
+    return 0

@@ -1,0 +1,48 @@
+"""``runner build entries/NAME``: build an entry's image hermetically and show its SBOM."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from runner.build import build_entry, version_of
+from runner.engine import get_client
+from runner.manifest import load_entry
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "build", help="build an entry's image (no network, hash-checked wheels) and record its SBOM"
+    )
+    p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
+    p.add_argument("--no-cache", action="store_true", help="rebuild every layer")
+    p.add_argument("-v", "--verbose", action="store_true", help="print the build output")
+    p.add_argument("--sbom", action="store_true", help="list every package in the image")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    entry = load_entry(args.entry)
+    client = get_client()
+    console = Console()
+    with console.status(f"building {entry.name}"):
+        built = build_entry(entry, client, no_cache=args.no_cache)
+    if args.verbose:
+        console.print("".join(built.log), markup=False, highlight=False)
+    how = "cache hit" if built.cached else "built"
+    console.print(f"{entry.name}: {built.tag} ({built.image_id[:19]}) {how} in {built.seconds:.1f} s")
+    console.print(f"base: {built.base.tag} ({built.base.id[:19]})")
+    key = ("torch", "numpy", "onnxruntime", "tensorflow", "jax")
+    shown = {name: version_of(built.sbom, name) for name in key}
+    shown = {k: v for k, v in shown.items() if v}
+    console.print(f"SBOM: {len(built.sbom['python'])} Python, {len(built.sbom['debian'])} Debian packages"
+                  + (f"; {', '.join(f'{k} {v}' for k, v in shown.items())}" if shown else ""))
+    if args.sbom:
+        table = Table(title=f"{entry.name} SBOM")
+        for column in ("kind", "name", "version"):
+            table.add_column(column)
+        for kind in ("python", "debian"):
+            for item in built.sbom[kind]:
+                table.add_row(kind, item["name"], item["version"])
+        console.print(table)
+    return 0

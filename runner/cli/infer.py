@@ -1,0 +1,165 @@
+"""``runner infer ENTRY``: re-run only the inference phase on a result's trained model.
+
+The new files are made in a temporary folder inside the result and swapped in only when
+the harness ran to its end, so a failed re-run leaves the previous inference intact.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from runner import data, paths
+from runner.errors import UserError
+from runner.infer import check_backends_available, run_inference
+from runner.manifest import Entry, load_entry
+from runner.manifest.schema import BACKENDS
+from runner.results import write_json
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "infer",
+        help="re-run only the inference phase (batch-1 latency) on a result's trained model",
+        description="Time each backend on every evaluation item, one at a time, inside the "
+        "entry's image, using the final model of an existing result (the latest by default), "
+        "and rewrite that result's inference section.",
+    )
+    p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
+    p.add_argument("--backend", action="append", dest="backends", choices=BACKENDS,
+                   help="backend to time (repeatable; default: the manifest's inference.backends)")
+    p.add_argument("--result", type=Path, help="result folder (default: the entry's latest result)")
+    p.add_argument("--threads", type=int, help="intra-op threads (default: the manifest's inference.threads)")
+    p.set_defaults(func=run)
+
+
+def latest_result(entry_name: str) -> Path:
+    folder = paths.results_dir() / entry_name
+    runs = sorted(p.parent for p in folder.glob("*/result.json"))  # run ids start with a UTC stamp
+    if not runs:
+        raise UserError(f"no results for {entry_name} in {folder}",
+                        f"run `runner reproduce entries/{entry_name}` first, or pass --result")
+    return runs[-1]
+
+
+def _read_result(result_dir: Path, entry: Entry) -> dict:
+    path = result_dir / "result.json"
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read {path}: {exc}", "pass a result folder written by `runner reproduce`") from None
+    if result.get("entry", {}).get("name") not in (None, entry.name):
+        raise UserError(f"{result_dir} is a result of {result['entry']['name']}, not {entry.name}",
+                        "pass the matching entry folder")
+    if result.get("smoke"):
+        raise UserError(f"{result_dir} is a smoke run, whose synthetic evaluation set was not kept",
+                        "re-run `runner reproduce --smoke`, or pick a full result with --result")
+    weights = result_dir / "output" / entry.inference.weights.removeprefix("/output/")
+    if not weights.is_file():
+        raise UserError(f"{result_dir} has no trained model at {weights}",
+                        "pick a result whose training completed, or run `runner reproduce` again")
+    return result
+
+
+def _image(client, result: dict, entry: Entry) -> str:
+    """The image that trained the result: by id, else by its content-addressed tag."""
+    import docker.errors
+
+    image = result.get("image") or {}
+    for ref in (image.get("id"), image.get("tag")):
+        if not ref:
+            continue
+        try:
+            return client.images.get(ref).id
+        except docker.errors.ImageNotFound:
+            continue
+    raise UserError(f"the image that trained this result ({image.get('tag') or image.get('id')}) is not in the engine",
+                    f"rebuild it with `runner build entries/{entry.name}`")
+
+
+def _staged(entry: Entry, result: dict):
+    staged = data.staged(entry.task.id)
+    recorded = (result.get("data") or {}).get("digest")
+    if recorded and staged.digest != recorded:
+        raise UserError(f"the staged {entry.task.id} data ({staged.digest}) is not the data this "
+                        f"result was trained and scored on ({recorded})",
+                        f"stage the same data again (`runner data prepare {entry.task.id}`)")
+    return staged
+
+
+def swap_in(result_dir: Path, work_dir: Path, result: dict, inference: dict) -> None:
+    """Replace ``inference/`` and ``logs/infer.log`` with the new ones, then result.json."""
+    old = result_dir / f".inference-old-{work_dir.name}"
+    if (result_dir / "inference").exists():
+        (result_dir / "inference").rename(old)
+    (work_dir / "inference").rename(result_dir / "inference")
+    (result_dir / "logs").mkdir(exist_ok=True)
+    (work_dir / "logs" / "infer.log").replace(result_dir / "logs" / "infer.log")
+    write_json(result_dir / "result.json", {**result, "inference": inference})
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def print_inference(console: Console, metric: str, inference: dict) -> None:
+    table = Table(title="inference (batch 1, every evaluation item)")
+    for col in ("backend", "gate", metric, "mean ms", "p50", "p90", "p99", "max", "items/s", "$ / 10k"):
+        table.add_column(col)
+
+    def fmt(value, spec):
+        return "--" if value is None else format(value, spec)
+
+    for name, rec in inference.items():
+        lat = rec.get("latency_ms") or {}
+        score = (rec.get("scores") or {}).get(metric)
+        table.add_row(
+            name,
+            "[green]pass[/]" if rec["passed_gate"] else f"[red]fail[/]: {rec['gate_reason']}",
+            fmt(None if score is None else score * 100, ".2f"),
+            *(fmt(lat.get(k), ".4f") for k in ("mean", "p50", "p90", "p99", "max")),
+            fmt(rec.get("throughput_per_s"), ".0f"), fmt(rec.get("cost_per_10k_usd"), ".3g"),
+        )
+    console.print(table)
+
+
+def run(args) -> int:
+    from runner.engine import get_client
+    from runner.profiles import load_profile
+
+    console = Console()
+    entry = load_entry(args.entry)
+    result_dir = Path(args.result).resolve() if args.result else latest_result(entry.name)
+    result = _read_result(result_dir, entry)
+    backends = args.backends or list(entry.inference.backends)
+    if args.threads is not None and args.threads < 1:
+        raise UserError("--threads must be at least 1", "pass --threads 1 or more")
+    check_backends_available(backends)  # before any work: GPU backends need a GPU host
+    profile = load_profile(entry.hardware_profile)
+    staged = _staged(entry, result)
+    client = get_client()
+    image_id = _image(client, result, entry)
+
+    console.print(f"[bold]infer[/] {entry.name} {', '.join(backends)} on {result_dir.name}")
+    work_dir = Path(tempfile.mkdtemp(prefix=".infer-", dir=result_dir))
+    try:
+        inference = run_inference(client, entry, image_id, result_dir, staged, backends, profile,
+                                  threads=args.threads, work_dir=work_dir)
+        print_inference(console, entry.task.metric, inference)
+        failed = {name: rec["error"] for name, rec in inference.items() if rec["error"]}
+        if failed:
+            log = result_dir / "logs" / "infer-failed.log"
+            log.parent.mkdir(exist_ok=True)
+            shutil.copyfile(work_dir / "logs" / "infer.log", log)
+            raise UserError(
+                "inference failed for " + "; ".join(f"{b}: {why}" for b, why in failed.items())
+                + f". The previous inference of {result_dir.name} is kept",
+                f"see {log}",
+            )
+        swap_in(result_dir, work_dir, result, inference)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    console.print(f"rewrote {result_dir / 'result.json'} (inference) and {result_dir / 'inference'}")
+    return 0 if all(rec["passed_gate"] for rec in inference.values()) else 1

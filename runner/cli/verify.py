@@ -1,0 +1,47 @@
+"""``runner verify BUNDLE``: check a result bundle offline, one line per check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from runner.keys import load_trusted_keys
+from runner.verify import Auditor, verify_bundle
+
+
+def run(args) -> int:
+    trusted = load_trusted_keys(Path(args.trusted_keys) if args.trusted_keys else None)
+    report = verify_bundle(Path(args.bundle), Auditor(trusted_keys=trusted))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0 if report.ok else 1
+    console = Console(highlight=False)
+    width = max(len(c.name) for c in report.checks)
+    for check in report.checks:
+        mark = "[dim]-[/]" if check.skipped else ("[green]✓[/]" if check.ok else "[red]✗[/]")
+        console.print(f"{mark} {check.name:<{width}}  {escape(check.detail)}")
+    for note in report.notes:
+        console.print(f"[yellow]note[/]: {escape(note)}")
+    if report.ok:
+        console.print(f"[green bold]verified[/]: all {len(report.checks)} checks pass")
+    else:
+        console.print(f"[red bold]NOT verified[/]: {len(report.failed)} of {len(report.checks)} checks fail "
+                      f"({', '.join(report.failed)})")
+    return 0 if report.ok else 1
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "verify", help="check a signed result bundle offline",
+        description="Open BUNDLE (a result folder or .tar.gz) safely and check its signature, "
+        "files, scores, time-to-accuracy, hardware and cost against your own keys, labels and "
+        "hardware profiles. Exit 0 only when every check passes.",
+    )
+    p.add_argument("bundle", help="a result folder or its .tar.gz")
+    p.add_argument("--trusted-keys", metavar="PATH",
+                   help="a *.pub.json file or a folder of them (default: your own public key)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)

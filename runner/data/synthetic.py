@@ -1,0 +1,90 @@
+"""Synthetic data sets for smoke runs: the real layout and shapes, random content.
+
+A run on them checks that an entry starts, trains, predicts and is scored, in seconds;
+its result is never conforming (``staged.json`` says so)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from runner.data.staging import Stage
+from runner.data.store import StagedData, load
+from runner.tasks import get_task
+
+_WORDS = (
+    "river stone castle garden winter lantern harbor violet engine meadow falcon copper "
+    "signal orchard canyon marble ribbon glacier timber beacon"
+).split()
+
+
+def _squad_articles(rng: np.random.Generator, n_questions: int, prefix: str) -> list[dict]:
+    """SQuAD-format articles whose answers are spans of their contexts."""
+    paragraphs = []
+    for i in range(n_questions):
+        words = [str(w) for w in rng.choice(_WORDS, size=int(rng.integers(12, 30)))]
+        start = int(rng.integers(0, len(words) - 2))
+        answer = " ".join(words[start : start + int(rng.integers(1, 3))])
+        context = " ".join(words)
+        paragraphs.append(
+            {
+                "context": context,
+                "qas": [
+                    {
+                        "id": f"{prefix}{i:06d}",
+                        "question": f"Which words follow {words[start - 1] if start else 'the start'}?",
+                        "answers": [{"answer_start": context.index(answer), "text": answer}],
+                    }
+                ],
+            }
+        )
+    return [{"title": f"Synthetic_{prefix}", "paragraphs": paragraphs}]
+
+
+def synthetic(task: str, root: Path, n_train: int, n_eval: int, seed: int) -> StagedData:
+    """Stage ``n_train``/``n_eval`` random items shaped like ``task`` into ``root``."""
+    spec = get_task(task)
+    rng = np.random.default_rng(seed)
+    with Stage(
+        task, Path(root), source=f"synthetic:seed={seed}", source_digest=None, conforming=False
+    ) as stage:
+        if spec.input_shape is None:  # SQuAD: text, not arrays
+            train = {"version": "1.1", "data": _squad_articles(rng, n_train, "train")}
+            stage.write_text("train/train-v1.1.json", json.dumps(train, sort_keys=True) + "\n")
+            articles = _squad_articles(rng, n_eval, "eval")
+            lines, answers = [], {}
+            for article in articles:
+                for para in article["paragraphs"]:
+                    for qa in para["qas"]:
+                        lines.append(
+                            json.dumps(
+                                {
+                                    "id": qa["id"],
+                                    "title": article["title"],
+                                    "context": para["context"],
+                                    "question": qa["question"],
+                                },
+                                sort_keys=True,
+                            )
+                        )
+                        answers[qa["id"]] = [a["text"] for a in qa["answers"]]
+            stage.write_text("eval/examples.jsonl", "".join(line + "\n" for line in lines))
+            stage.write_text("labels/answers.json", json.dumps(answers, sort_keys=True) + "\n")
+        else:
+            classes = spec.num_classes or 2
+            stage.save_array(
+                "train/images.npy",
+                rng.integers(0, 256, (n_train, *spec.input_shape), dtype=np.uint8),
+                "uint8",
+            )
+            stage.save_array("train/labels.npy", rng.integers(0, classes, n_train), "int64")
+            stage.save_array(
+                "eval/images.npy",
+                rng.integers(0, 256, (n_eval, *spec.input_shape), dtype=np.uint8),
+                "uint8",
+            )
+            stage.save_array("labels/eval_labels.npy", rng.integers(0, classes, n_eval), "int64")
+        stage.counts = {"train": n_train, "eval": n_eval}
+    return load(Path(root))

@@ -1,0 +1,17 @@
+"""The inference phase, host side: run the harness in the entry's image, then gate,
+check and summarise each backend's batch-1 timing."""
+
+from runner.infer.measure import TRANSPORT_SLACK_S, cost_per_10k_usd, evaluate_backend, latency_stats_ms
+from runner.infer.phase import harness_command, run_inference
+from runner.infer.preflight import GPU_BACKENDS, check_backends_available
+
+__all__ = [
+    "GPU_BACKENDS",
+    "TRANSPORT_SLACK_S",
+    "check_backends_available",
+    "cost_per_10k_usd",
+    "evaluate_backend",
+    "harness_command",
+    "latency_stats_ms",
+    "run_inference",
+]

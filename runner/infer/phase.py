@@ -1,0 +1,146 @@
+"""The inference phase: the entry's image runs the toolkit's harness on the trained model,
+the host stamps each backend's timed pass and scores its predictions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner import paths
+from runner.run.container import ContainerSpec, Mount, prepare_writable, run_container
+from runner.run.events import Event, parse_line, write_events
+from runner.infer.measure import evaluate_backend
+from runner.infer.preflight import GPU_BACKENDS, check_backends_available
+
+HARNESS_MOUNT = "/opt/runner/harness"
+INFER_TIMEOUT_S = 4 * 3600
+
+
+def container_weights_path(weights: str) -> str:
+    """The manifest's ``inference.weights`` (relative to /output, or absolute under it)."""
+    rel = weights.removeprefix("/output/").lstrip("/")
+    return f"/output/{rel}"
+
+
+def harness_command(entry, backends: list[str], threads: int) -> list[str]:
+    spec = entry.inference
+    command = [
+        "python3", "-m", "harness",
+        "--entry-dir", "/entry",
+        "--builder", spec.builder,
+        "--weights", container_weights_path(spec.weights),
+        "--eval-dir", "/data/eval",
+        "--out", "/inference",
+        "--backends", *backends,
+        "--warmup", str(spec.warmup),
+        "--threads", str(threads),
+        "--opset", str(spec.opset),
+        "--topk", "5" if entry.task.metric == "top5" else "1",
+    ]
+    if spec.fp16:
+        command.append("--fp16")
+    return command
+
+
+@dataclass
+class Windows:
+    """Host-stamped infer_start/infer_stop per backend, and the harness' error lines."""
+
+    events: list[Event] = field(default_factory=list)
+    start: dict[str, float] = field(default_factory=dict)
+    stop: dict[str, float] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def on_line(self, line: str, t: float) -> None:
+        if line.startswith("harness: error:"):
+            self.errors.append(line.removeprefix("harness: error:").strip())
+        ev = parse_line(line, len(self.events), t)
+        if ev is None:
+            return
+        self.events.append(ev)
+        backend = ev.metadata.get("backend")
+        if ev.key == "infer_start" and isinstance(backend, str):
+            self.start[backend] = t
+        elif ev.key == "infer_stop" and isinstance(backend, str):
+            self.stop[backend] = t
+
+    def window(self, backend: str) -> float | None:
+        if backend in self.start and backend in self.stop and self.stop[backend] >= self.start[backend]:
+            return self.stop[backend] - self.start[backend]
+        return None
+
+
+def run_inference(
+    client,
+    entry,
+    image_id: str,
+    result_dir: Path,
+    staged,
+    backends: list[str],
+    profile,
+    *,
+    threads: int | None = None,
+    work_dir: Path | None = None,
+) -> dict[str, dict]:
+    """Run the harness in ``image_id`` and return ``result.json``'s ``inference`` section.
+
+    Reads the trained model from ``result_dir/output`` (read-only). Writes
+    ``inference/`` and ``logs/infer.log`` under ``work_dir`` (default ``result_dir``), so a
+    re-run can stage its files elsewhere and swap them in only on success. Every backend
+    gets a record; one that failed says why in ``gate_reason`` (and ``error`` when the
+    harness or container failed rather than the gate).
+    """
+    check_backends_available(backends, client)
+    work_dir = Path(work_dir or result_dir)
+    inference_dir = work_dir / "inference"
+    prepare_writable(inference_dir)
+    threads = threads or entry.inference.threads
+    limits = getattr(profile, "container_limits", None)
+    spec = ContainerSpec(
+        image=image_id,
+        command=harness_command(entry, backends, threads),
+        mounts=[
+            Mount(Path(result_dir) / "output", "/output"),
+            Mount(Path(staged.eval_dir), "/data/eval"),
+            Mount(paths.harness_dir(), HARNESS_MOUNT),
+            Mount(inference_dir, "/inference", read_only=False),
+        ],
+        env={
+            "PYTHONPATH": "/opt/runner",
+            "PYTHONDONTWRITEBYTECODE": "1",  # the harness mount is read-only
+            "RUNNER_TASK": entry.task.id,
+            "RUNNER_THREADS": str(threads),
+            "OMP_NUM_THREADS": str(threads),
+            "HOME": "/tmp",
+        },
+        workdir="/entry",
+        cpus=limits.cpus if limits else None,
+        memory=limits.memory if limits else None,
+        gpus=1 if any(b in GPU_BACKENDS for b in backends) else 0,
+        timeout_s=INFER_TIMEOUT_S,
+        label="infer",
+    )
+    windows = Windows()
+    outcome = run_container(client, spec, windows.on_line, work_dir / "logs" / "infer.log")
+    write_events(inference_dir / "events.jsonl", windows.events)
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+
+    labels = staged.load_eval_labels()
+    # A conforming set has exactly the task's size (staging checks it); a smoke run's
+    # synthetic stand-in is smaller, and its predictions must match it instead.
+    expected = None if getattr(staged, "conforming", True) else len(labels)
+    usd_per_hour = profile.price.usd_per_hour
+    results: dict[str, dict] = {}
+    for backend in backends:
+        record = evaluate_backend(
+            backend, inference_dir / backend, entry.task, labels, windows.window(backend), usd_per_hour,
+            expected_count=expected,
+        )
+        if record["error"] == "no info.json" and not outcome.ok:
+            # The harness stopped before this backend: say what stopped it.
+            why = "; ".join(windows.errors) or outcome.reason() or "unknown"
+            record["gate_reason"] = f"inference phase failed before {backend} ran: {why}"
+            record["error"] = why
+        results[backend] = record
+    return results

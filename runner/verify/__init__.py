@@ -1,0 +1,117 @@
+"""``runner verify``: check a result bundle offline, one verdict per check.
+
+Checks run in a fixed order (``CHECKS``). Each recomputes what it can from the bundle's
+files and the auditor's own keys, labels and profiles, with the same functions
+``reproduce`` used; a claimed field that cannot be recomputed is never trusted.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from runner.bundle.open import Limits, UnsafeBundleError, open_bundle
+from runner.errors import UserError
+from runner.verify.evidence import Auditor, Evidence, Unavailable
+from runner.verify.hardware import check_cost, check_hardware_profile
+from runner.verify.inference import check_inference_gate
+from runner.verify.integrity import (
+    check_file_digests,
+    check_payload_type,
+    check_signature,
+    check_statement_matches_result,
+    check_trusted_key,
+)
+from runner.verify.report import CheckResult, Report
+from runner.verify.scoring import (
+    check_data_digest,
+    check_eval_set_complete,
+    check_scores,
+)
+from runner.verify.timing import check_events_order, check_first_crossing, check_tta
+
+SAFE_OPEN = "bundle-safe-to-open"
+
+CHECKS: list[tuple[str, Callable[[Evidence], CheckResult]]] = [
+    ("signature", check_signature),
+    ("trusted-key", check_trusted_key),
+    ("payload-type", check_payload_type),
+    ("file-digests", check_file_digests),
+    ("statement-matches-result", check_statement_matches_result),
+    ("data-digest", check_data_digest),
+    ("eval-set-complete", check_eval_set_complete),
+    ("scores", check_scores),
+    ("events-order", check_events_order),
+    ("tta", check_tta),
+    ("first-crossing", check_first_crossing),
+    ("inference-gate", check_inference_gate),
+    ("hardware-profile", check_hardware_profile),
+    ("cost", check_cost),
+]
+CHECK_NAMES = [SAFE_OPEN] + [name for name, _ in CHECKS]
+
+__all__ = ["CHECK_NAMES", "Auditor", "CheckResult", "Report", "run_checks", "verify_bundle"]
+
+
+def run_checks(root: Path, auditor: Auditor, scratch: Path) -> list[CheckResult]:
+    """Every check after opening, on an already opened (trusted-to-read) folder."""
+    evidence = Evidence(root, auditor, scratch)
+    results = []
+    for name, check in CHECKS:
+        try:
+            result = check(evidence)
+        except Unavailable as err:
+            result = CheckResult(name, False, str(err))
+        except UserError as err:  # e.g. predictions of the wrong shape for the task
+            result = CheckResult(name, False, err.problem)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError) as err:
+            # A hostile bundle can hold anything; a file the check cannot digest fails it.
+            result = CheckResult(name, False, f"cannot check: {type(err).__name__}: {err}")
+        results.append(result)
+    return results
+
+
+def verify_bundle(
+    path: Path | str, auditor: Auditor | None = None, limits: Limits | None = None
+) -> Report:
+    """Open ``path`` (a ``.tar.gz`` or folder) safely and run every check on it."""
+    auditor = auditor or Auditor()
+    report = Report(str(path))
+    if not Path(path).exists() and not Path(path).is_symlink():
+        raise UserError(f"no bundle at {path}", "pass a result folder or a .tar.gz written by runner")
+    try:
+        opened = open_bundle(path, limits or Limits())
+    except UnsafeBundleError as err:
+        report.checks.append(CheckResult(SAFE_OPEN, False, err.problem))
+        report.checks += [
+            CheckResult(name, False, "not run: the bundle was not opened", skipped=True) for name, _ in CHECKS
+        ]
+        return report
+    with opened, tempfile.TemporaryDirectory(prefix="runner-verify-scratch-") as scratch:
+        report.checks.append(CheckResult(SAFE_OPEN, True, f"opened safely into a private folder ({_count(opened.root)} files)"))
+        report.checks += run_checks(opened.root, auditor, Path(scratch))
+        report.notes += result_notes(opened.root)
+    return report
+
+
+def result_notes(root: Path) -> list[str]:
+    """What the result says about itself that a reader must see: smoke, non-conforming, incomplete."""
+    evidence = Evidence(root, Auditor(), root)
+    try:
+        result = evidence.result
+    except Unavailable:
+        return []
+    notes = []
+    if result.get("smoke"):
+        notes.append("a SMOKE run (synthetic data, one short epoch): never a benchmark result")
+    if result.get("conforming") is False:
+        reasons = "; ".join(map(str, result.get("nonconforming_reasons") or [])) or "no reason given"
+        notes.append(f"the result is marked NON-CONFORMING: {reasons}")
+    if result.get("status") != "complete":
+        notes.append(f"the run is {result.get('status')}: {result.get('incomplete_reason')}")
+    return notes
+
+
+def _count(root: Path) -> int:
+    return sum(1 for p in root.rglob("*") if p.is_file())

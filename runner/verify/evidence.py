@@ -1,0 +1,308 @@
+"""What an auditor reads from an opened bundle, and brings along (keys, labels, profiles).
+
+Every piece is loaded on first use and kept; a piece that cannot be loaded raises
+``Unavailable`` with the reason, which the check that needed it reports as its failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import yaml
+from securesystemslib.dsse import Envelope
+from securesystemslib.signer import SSlibKey
+
+from runner import paths
+from runner.bundle import PROFILE_FILE
+from runner.bundle.filelist import (
+    BOOKKEEPING,
+    ENVELOPE,
+    MANIFEST,
+    SIGNER_KEY,
+    file_digests,
+    list_files,
+    read_manifest,
+)
+from runner.bundle.signing import read_envelope
+from runner.errors import UserError
+from runner.keys import key_from_dict
+from runner.profiles import Profile, profile_from_dict
+from runner.run.events import Event, read_events
+from runner.score.evaluations import ScoredEvaluation, score_evaluations
+from runner.score.tta import Evaluation, EventStreamError, Timeline, timeline
+from runner.tasks import Task, get_task
+
+
+class Unavailable(Exception):
+    """A piece of evidence is missing or unreadable; the message says which and why."""
+
+
+def _staged_default(task_id: str):
+    from runner import data
+
+    return data.staged(task_id)
+
+
+def _synthetic_default(task_id: str, folder: Path):
+    """The smoke run's synthetic data, regenerated exactly as ``reproduce --smoke`` makes it."""
+    from runner import data
+    from runner.reproduce import SMOKE_SIZES
+
+    return data.synthetic(task_id, folder, seed=0, **SMOKE_SIZES)
+
+
+@dataclass
+class Auditor:
+    """What the person running ``verify`` trusts: keys, their own data, their own profiles."""
+
+    trusted_keys: list[SSlibKey] = field(default_factory=list)
+    staged: Callable[[str], object] = _staged_default
+    synthetic: Callable[[str, Path], object] = _synthetic_default
+    profiles_dir: Path | None = None  # default: the repository's hardware_profiles/
+
+    def repository_profile_path(self, profile_id: str) -> Path:
+        return Path(self.profiles_dir or paths.profiles_dir()) / f"{profile_id}.yaml"
+
+
+def _json(path: Path, what: str) -> object:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise Unavailable(f"the bundle has no {what}") from None
+    except (OSError, ValueError) as err:
+        raise Unavailable(f"{what} is not valid JSON ({err})") from None
+
+
+class Evidence:
+    def __init__(self, root: Path, auditor: Auditor, scratch: Path):
+        self.root = root
+        self.auditor = auditor
+        self.scratch = scratch  # a private folder for regenerated smoke data
+
+    # -- signature --------------------------------------------------------------------
+    @cached_property
+    def envelope(self) -> Envelope:
+        path = self.root / ENVELOPE
+        if not path.exists():
+            raise Unavailable(f"the bundle is unsigned (no {ENVELOPE})")
+        try:
+            return read_envelope(path)
+        except ValueError as err:
+            raise Unavailable(f"{ENVELOPE}: {err}") from None
+
+    @cached_property
+    def signer_key(self) -> SSlibKey:
+        data = _json(self.root / SIGNER_KEY, SIGNER_KEY)
+        if not isinstance(data, dict):
+            raise Unavailable(f"{SIGNER_KEY} is not a public key")
+        try:
+            return key_from_dict(data, SIGNER_KEY)
+        except UserError as err:
+            raise Unavailable(err.problem) from None
+
+    @cached_property
+    def statement(self) -> dict:
+        try:
+            statement = json.loads(self.envelope.payload)
+        except ValueError as err:
+            raise Unavailable(f"the signed payload is not JSON ({err})") from None
+        if not isinstance(statement, dict):
+            raise Unavailable("the signed payload is not a JSON object")
+        return statement
+
+    # -- files ------------------------------------------------------------------------
+    @cached_property
+    def actual_digests(self) -> dict[str, str]:
+        return file_digests(self.root)
+
+    @cached_property
+    def stray_bookkeeping(self) -> list[str]:
+        """Files under bundle/ that are not the bundle's own three files."""
+        return [
+            p for p in list_files(self.root, include_bookkeeping=True)
+            if p.startswith("bundle/") and p not in BOOKKEEPING
+        ]
+
+    @cached_property
+    def manifest(self) -> dict[str, str]:
+        try:
+            return read_manifest(self.root)
+        except FileNotFoundError:
+            raise Unavailable(f"the bundle has no {MANIFEST}") from None
+        except ValueError as err:
+            raise Unavailable(f"{MANIFEST}: {err}") from None
+
+    @cached_property
+    def result(self) -> dict:
+        data = _json(self.root / "result.json", "result.json")
+        if not isinstance(data, dict):
+            raise Unavailable("result.json is not an object")
+        return data
+
+    def claim(self, *keys: str, default: object = None) -> object:
+        data: object = self.result
+        for key in keys:
+            if not isinstance(data, dict) or key not in data:
+                return default
+            data = data[key]
+        return data
+
+    # -- task and the auditor's own labels -----------------------------------------------
+    @cached_property
+    def task(self) -> Task:
+        task_id = self.claim("task", "id")
+        if not isinstance(task_id, str):
+            raise Unavailable("result.json names no task")
+        try:
+            return get_task(task_id)
+        except UserError as err:
+            raise Unavailable(err.problem) from None
+
+    @cached_property
+    def smoke(self) -> bool:
+        return bool(self.claim("smoke"))
+
+    @cached_property
+    def staged(self):
+        """The auditor's data set: staged locally, or regenerated for a smoke run."""
+        try:
+            if self.smoke:
+                return self.auditor.synthetic(self.task.id, self.scratch / "smoke-data")
+            return self.auditor.staged(self.task.id)
+        except UserError as err:
+            raise Unavailable(f"no data of the auditor's own to check against: {err}") from None
+
+    @cached_property
+    def labels(self):
+        try:
+            return self.staged.load_eval_labels()
+        except (OSError, ValueError) as err:
+            raise Unavailable(f"the auditor's labels for {self.task.id} are unreadable ({err})") from None
+
+    @cached_property
+    def eval_size(self) -> int:
+        """Items every predictions file must have: the task's set (the smoke set for smoke runs)."""
+        n = len(self.labels)
+        if not self.smoke and n != self.task.eval_size:
+            raise Unavailable(
+                f"the auditor's staged {self.task.id} has {n} evaluation labels, the task {self.task.eval_size}"
+            )
+        return n
+
+    # -- evaluations -------------------------------------------------------------------
+    @cached_property
+    def claimed_evaluations(self) -> list[dict]:
+        evals = self.claim("training", "evaluations")
+        if not isinstance(evals, list) or not all(isinstance(e, dict) for e in evals):
+            raise Unavailable("result.json lists no evaluations")
+        return evals
+
+    @cached_property
+    def claimed_timeline(self) -> Timeline:
+        """The evaluations as result.json states them (to score predictions without events)."""
+        try:
+            evs = [
+                Evaluation(i, e.get("epoch"), float(e["start"]), float(e["stop"]), str(e["predictions"]))
+                for i, e in enumerate(self.claimed_evaluations)
+            ]
+        except (KeyError, TypeError, ValueError) as err:
+            raise Unavailable(f"result.json has a malformed evaluation ({err})") from None
+        return Timeline(0.0, None, evs)
+
+    @cached_property
+    def rescored(self) -> list[ScoredEvaluation]:
+        """Every claimed evaluation scored again from its predictions and the auditor's labels."""
+        return score_evaluations(self.task, self.claimed_timeline, self.root / "output", self.labels)
+
+    @cached_property
+    def events(self) -> list[Event]:
+        path = self.root / "events.jsonl"
+        if not path.exists():
+            raise Unavailable("the bundle has no events.jsonl")
+        try:
+            return read_events(path)
+        except (ValueError, TypeError) as err:
+            raise Unavailable(f"events.jsonl is malformed ({err})") from None
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        try:
+            return timeline(self.events)
+        except EventStreamError as err:
+            raise Unavailable(f"the events do not form a valid run: {err}") from None
+
+    @cached_property
+    def scored_from_events(self) -> list[ScoredEvaluation]:
+        return score_evaluations(self.task, self.timeline, self.root / "output", self.labels)
+
+    # -- hardware --------------------------------------------------------------------
+    @cached_property
+    def fingerprint(self) -> dict:
+        data = _json(self.root / "fingerprint.json", "fingerprint.json")
+        if not isinstance(data, dict):
+            raise Unavailable("fingerprint.json is not an object")
+        return data
+
+    @cached_property
+    def profile_data(self) -> dict:
+        return self._profile_yaml(self.root / PROFILE_FILE, f"the bundle's {PROFILE_FILE}")
+
+    @cached_property
+    def profile(self) -> Profile:
+        return self._profile(self.profile_data, f"the bundle's {PROFILE_FILE}")
+
+    @cached_property
+    def repository_profile_data(self) -> dict | None:
+        """The auditor's own copy of the profile, or None if they have none."""
+        path = self.auditor.repository_profile_path(self.profile.id)
+        return self._profile_yaml(path, str(path)) if path.is_file() else None
+
+    @cached_property
+    def repository_profile(self) -> Profile | None:
+        data = self.repository_profile_data
+        path = self.auditor.repository_profile_path(self.profile.id)
+        return None if data is None else self._profile(data, str(path))
+
+    @staticmethod
+    def _profile_yaml(path: Path, what: str) -> dict:
+        try:
+            data = yaml.safe_load(path.read_text())
+        except FileNotFoundError:
+            raise Unavailable(f"{what} is missing") from None
+        except (OSError, yaml.YAMLError) as err:
+            raise Unavailable(f"{what} is not readable YAML ({err})") from None
+        if not isinstance(data, dict):
+            raise Unavailable(f"{what} is not a hardware profile")
+        return data
+
+    @staticmethod
+    def _profile(data: dict, what: str) -> Profile:
+        try:
+            return profile_from_dict(data, what)
+        except UserError as err:
+            raise Unavailable(err.problem) from None
+
+    # -- inference --------------------------------------------------------------------
+    def backend_array(self, backend: str, name: str) -> np.ndarray:
+        path = self.root / "inference" / backend / name
+        try:
+            return np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise Unavailable(f"inference/{backend}/{name} is missing") from None
+        except (OSError, ValueError) as err:
+            raise Unavailable(f"inference/{backend}/{name} is unreadable ({err})") from None
+
+    @cached_property
+    def inference_events(self) -> list[Event]:
+        path = self.root / "inference" / "events.jsonl"
+        if not path.exists():
+            return []
+        try:
+            return read_events(path)
+        except (ValueError, TypeError) as err:
+            raise Unavailable(f"inference/events.jsonl is malformed ({err})") from None

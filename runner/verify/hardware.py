@@ -1,0 +1,100 @@
+"""Checks of where and at what price: the fingerprint meets the profile, the dollars follow."""
+
+from __future__ import annotations
+
+from runner.bundle import PROFILE_FILE
+from runner.bundle.claim import differences
+from runner.infer.measure import cost_per_10k_usd
+from runner.profiles import cost_usd, match
+from runner.score.tta import time_to_accuracy
+from runner.verify.evidence import Evidence
+from runner.verify.report import CheckResult
+from runner.verify.tolerance import RELATIVE, close, shown
+
+
+def _rules(data: dict) -> dict:
+    """A profile's matching rules and limits: everything but its words and its price."""
+    return {k: v for k, v in data.items() if k not in ("description", "price")}
+
+
+def check_hardware_profile(ev: Evidence) -> CheckResult:
+    profile = ev.profile
+    claimed_id = ev.claim("hardware", "profile")
+    if claimed_id != profile.id:
+        return CheckResult("hardware-profile", False, f"result.json names profile {claimed_id!r}, the bundle's {PROFILE_FILE} is {profile.id!r}")
+    problems = []
+    repo = ev.repository_profile_data
+    if repo is not None:
+        diffs = differences(_rules(repo), _rules(ev.profile_data))
+        if diffs:
+            path = ev.auditor.repository_profile_path(profile.id)
+            problems.append(f"the bundle's {PROFILE_FILE} rules differ from {path} at: {', '.join(diffs)}")
+    mismatches = [str(m) for m in match(profile, ev.fingerprint)]
+    hardware = ev.claim("hardware") or {}
+    if hardware.get("matched") != (not mismatches) or list(hardware.get("mismatches") or []) != mismatches:
+        problems.append(
+            f"result.json says matched={hardware.get('matched')} {hardware.get('mismatches')}, "
+            f"the fingerprint gives {mismatches or 'a match'}"
+        )
+    if mismatches:
+        if ev.claim("conforming"):
+            problems.append(f"the host does not match {profile.id} yet the result claims to conform: {'; '.join(mismatches)}")
+        elif hardware.get("allowed_mismatch"):
+            problems.append(
+                f"reported: a NON-CONFORMING result, run with an allowed hardware mismatch on {profile.id}: {'; '.join(mismatches)}"
+            )
+        else:
+            problems.append(f"the host does not match {profile.id}: {'; '.join(mismatches)}")
+    if problems:
+        return CheckResult("hardware-profile", False, "; ".join(problems))
+    cpu = ev.fingerprint.get("cpu") or {}
+    return CheckResult(
+        "hardware-profile", True,
+        f"fingerprint ({cpu.get('model_name')}, {cpu.get('logical_cores')} cores) matches {profile.id}",
+    )
+
+
+def _price_text(price) -> str:
+    return f"${price.usd_per_hour}/h ({price.region}, {price.date})"
+
+
+def check_cost(ev: Evidence) -> CheckResult:
+    profile = ev.profile
+    price = profile.price
+    problems = []
+    repo = ev.repository_profile
+    if repo is not None and repo.price != price:
+        problems.append(
+            f"the bundle's {PROFILE_FILE} prices {profile.id} at {_price_text(price)}, "
+            f"the repository's {ev.auditor.repository_profile_path(profile.id)} at {_price_text(repo.price)}"
+        )
+    cost = ev.claim("cost") or {}
+    expected = {
+        "usd_per_hour": price.usd_per_hour, "profile": profile.id, "price_date": price.date,
+        "price_region": price.region, "price_source": price.source,
+    }
+    for field, value in expected.items():
+        if cost.get(field) != value:
+            problems.append(f"cost.{field} is {cost.get(field)!r}, the profile's {value!r}")
+    line = ev.timeline  # Unavailable -> this check fails: no TTA, no dollars
+    tta = time_to_accuracy(line, [s.meets for s in ev.scored_from_events])
+    training_usd = cost_usd(tta.seconds, profile) if tta.reached else None
+    if not close(cost.get("training_usd"), training_usd, abs_tol=1e-12, rel_tol=RELATIVE):
+        problems.append(f"training_usd claimed {shown(cost.get('training_usd'))}, recomputed {shown(training_usd)}")
+    for backend, record in sorted((ev.claim("inference") or {}).items()):
+        if not isinstance(record, dict) or record.get("latency_ms") is None:
+            continue
+        mean_ms = record["latency_ms"].get("mean")  # itself recomputed by the inference-gate check
+        if not isinstance(mean_ms, (int, float)):
+            problems.append(f"inference.{backend} has no mean latency")
+            continue
+        want = cost_per_10k_usd(mean_ms / 1e3, price.usd_per_hour)
+        if not close(record.get("cost_per_10k_usd"), want, abs_tol=1e-15, rel_tol=RELATIVE):
+            problems.append(
+                f"inference.{backend}.cost_per_10k_usd claimed {shown(record.get('cost_per_10k_usd'))}, "
+                f"recomputed {shown(want)}"
+            )
+    if problems:
+        return CheckResult("cost", False, "; ".join(problems))
+    total = f"${training_usd:.6f}" if training_usd is not None else "none (threshold not reached)"
+    return CheckResult("cost", True, f"training cost {total} at {_price_text(price)}")

@@ -1,0 +1,64 @@
+"""Check that every latency claim earned its gate, recomputed with the host's own measure."""
+
+from __future__ import annotations
+
+from runner.infer.measure import evaluate_backend
+from runner.infer.phase import Windows
+from runner.verify.evidence import Evidence
+from runner.verify.report import CheckResult
+from runner.verify.tolerance import RELATIVE, close
+
+# cost_per_10k_usd depends on the price: the cost check owns it.
+_COMPARED = (
+    "passed_gate", "scores", "count", "warmup", "latency_ms", "throughput_per_s",
+    "window_seconds", "timed_seconds",
+)
+
+
+def _windows(ev: Evidence) -> Windows:
+    """The host-stamped infer_start/infer_stop per backend, as the inference phase kept them."""
+    windows = Windows(events=list(ev.inference_events))
+    for event in windows.events:
+        backend = event.metadata.get("backend")
+        if event.key == "infer_start" and isinstance(backend, str):
+            windows.start[backend] = event.t
+        elif event.key == "infer_stop" and isinstance(backend, str):
+            windows.stop[backend] = event.t
+    return windows
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+        return close(a, float(b), abs_tol=1e-9, rel_tol=RELATIVE)
+    return a == b
+
+
+def check_inference_gate(ev: Evidence) -> CheckResult:
+    claims = ev.claim("inference") or {}
+    timed = {b: r for b, r in sorted(claims.items()) if isinstance(r, dict) and r.get("latency_ms") is not None}
+    if not timed:
+        return CheckResult("inference-gate", True, "no latency is claimed")
+    usd_per_hour = ev.claim("cost", "usd_per_hour")
+    windows = _windows(ev)
+    problems = []
+    for backend, claim in timed.items():
+        if claim.get("passed_gate") is not True:
+            problems.append(f"{backend}: a latency is claimed but the backend did not pass the gate")
+            continue
+        record = evaluate_backend(
+            backend, ev.root / "inference" / backend, ev.task, ev.labels,
+            windows.window(backend), float(usd_per_hour or 0.0),
+        )
+        if not record["passed_gate"]:
+            problems.append(f"{backend}: fails the gate when recomputed: {record['gate_reason']}")
+            continue
+        diffs = [f for f in _COMPARED if not _same(claim.get(f), record.get(f))]
+        if diffs:
+            detail = ", ".join(f"{f} claimed {claim.get(f)!r}, recomputed {record.get(f)!r}" for f in diffs)
+            problems.append(f"{backend}: {detail}")
+    if problems:
+        return CheckResult("inference-gate", False, "; ".join(problems))
+    summary = ", ".join(f"{b} mean {r['latency_ms']['mean']:.3f} ms" for b, r in timed.items())
+    return CheckResult("inference-gate", True, f"gate passed and latencies recomputed: {summary}")

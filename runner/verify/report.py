@@ -1,0 +1,45 @@
+"""What ``verify`` says: one verdict per check, in a fixed order."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str
+    skipped: bool = False  # could not run (an earlier failure left nothing to check); never a pass
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Report:
+    bundle: str
+    checks: list[CheckResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what a reader must know even when all pass
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    @property
+    def failed(self) -> list[str]:
+        """Names of the checks that did not pass, in check order (skipped ones included)."""
+        return [c.name for c in self.checks if not c.ok]
+
+    @property
+    def first_failure(self) -> str | None:
+        return next((c.name for c in self.checks if not c.ok and not c.skipped), None)
+
+    def get(self, name: str) -> CheckResult:
+        return next(c for c in self.checks if c.name == name)
+
+    def to_dict(self) -> dict:
+        return {
+            "bundle": self.bundle, "ok": self.ok, "checks": [c.to_dict() for c in self.checks],
+            "notes": list(self.notes),
+        }

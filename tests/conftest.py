@@ -1,0 +1,70 @@
+"""Session fixtures for tests that need the real Docker engine.
+
+``docker_client`` makes sure an engine runs (installing and starting it on a fresh
+Debian-like CI machine, as .ci/run does), and ``cpu_base_image`` builds the CPU base
+image once per session when its recipe's tag is not present yet.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runner import paths
+
+CPU_BASE = "python3.11-bookworm"
+DEFAULT_ENTRY = paths.repo_root() / "entries" / "mnist-cnn-cpu"
+# Captured before any test points RUNNER_HOME somewhere private.
+SHARED_WHEELHOUSE = paths.wheelhouse_dir()
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    from runner.engine import ensure_engine
+
+    client = ensure_engine(install=True)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def cpu_base_image(docker_client):
+    from runner.images import ensure_base
+
+    return ensure_base(CPU_BASE, docker_client)
+
+
+def make_entry(folder: Path, *, dockerfile: str, lock: str, files: dict[str, str] | None = None,
+               base_image: str = CPU_BASE) -> Path:
+    """Write a small but valid entry folder (manifest copied from the default entry's shape)."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = yaml.safe_load((DEFAULT_ENTRY / "entry.yaml").read_text())
+    manifest.update(name=folder.name, base_image=base_image, lock="requirements.lock",
+                    description="test entry")
+    (folder / "entry.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    (folder / "Dockerfile").write_text(dockerfile)
+    (folder / "requirements.lock").write_text(lock)
+    for name, text in (files or {}).items():
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.fixture
+def private_home(tmp_path, monkeypatch):
+    """A throw-away RUNNER_HOME (own wheelhouse, records), so tests may tamper with it."""
+    home = tmp_path / "runner-home"
+    home.mkdir()
+    monkeypatch.setenv("RUNNER_HOME", str(home))
+    return home
+
+
+def copy_wheel_into(home: Path, stored: Path) -> Path:
+    """Seed a private wheelhouse with a wheel from the shared one (no download needed)."""
+    target = home / "wheelhouse" / stored.relative_to(SHARED_WHEELHOUSE)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(stored, target)
+    return target

@@ -1,0 +1,158 @@
+"""A realistic result folder without Docker: a fake MNIST run whose every derived number
+(scores, TTA, curve, latency, gate, cost, hardware record) is computed by the project's
+own functions, exactly as ``reproduce`` computes them, never typed by hand.
+
+The run: run_start, three evaluations (the second is the first to meet 99.3% top-1),
+run_stop; a torch inference backend with batch-1 latencies; the real host fingerprint
+and the ``cpu-2core-x86`` profile.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from runner import __version__
+from runner.infer.measure import evaluate_backend
+from runner.profiles import cost_usd, hardware_record, load_profile, match, price_fields
+from runner.run.events import Event, write_events
+from runner.score.curve import write_curve
+from runner.score.evaluations import score_evaluations
+from runner.score.tta import time_to_accuracy, timeline
+from runner.tasks import get_task
+
+TASK = "mnist"
+PROFILE = "cpu-2core-x86"
+# Wrong answers per evaluation: 60% top-1, then 99.5% (first crossing), then 99.7%.
+WRONG_PER_EVAL = (4000, 50, 30)
+WRONG_INFERENCE = 20
+
+
+def wrong_predictions(labels: np.ndarray, wrong: int, rng: np.random.Generator) -> np.ndarray:
+    """The labels with ``wrong`` items changed to another class."""
+    preds = labels.astype(np.int64).copy()
+    idx = rng.choice(len(labels), size=wrong, replace=False)
+    preds[idx] = (preds[idx] + 1 + rng.integers(0, 9, size=wrong)) % 10
+    return preds
+
+
+def _events(n_evals: int) -> list[Event]:
+    """Host-stamped events: 1.5 s of startup, 4 s epochs, evaluations of 0.5 s."""
+    out: list[tuple[float, str, dict]] = [(1.5, "run_start", {})]
+    t = 1.5
+    for epoch in range(1, n_evals + 1):
+        out.append((t + 0.01, "epoch_start", {"epoch_num": epoch}))
+        t += 4.0 + 0.25 * epoch
+        out.append((t, "epoch_stop", {"epoch_num": epoch}))
+        out.append((t + 0.001, "eval_start", {"epoch_num": epoch}))
+        t += 0.5
+        out.append((t, "eval_stop", {"epoch_num": epoch, "predictions": f"predictions/eval-{epoch}.npy"}))
+    out.append((t + 0.2, "run_stop", {"status": "success"}))
+    return [
+        Event(seq=i, t=round(when, 6), key=key, metadata=meta, event_type="POINT_IN_TIME")
+        for i, (when, key, meta) in enumerate(out)
+    ]
+
+
+def _write_json(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -> Path:
+    """Write a complete, self-consistent result folder for ``staged`` (a StagedData)."""
+    task = get_task(TASK)
+    profile = load_profile(PROFILE)
+    labels = staged.load_eval_labels()
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    output = folder / "output"
+    (output / "predictions").mkdir(parents=True)
+    (output / "model").mkdir()
+    (output / "model" / "weights.pt").write_bytes(rng.bytes(4096))
+    for epoch, wrong in enumerate(WRONG_PER_EVAL, start=1):
+        np.save(output / "predictions" / f"eval-{epoch}.npy", wrong_predictions(labels, wrong, rng))
+
+    events = _events(len(WRONG_PER_EVAL))
+    write_events(folder / "events.jsonl", events)
+    line = timeline(events)
+    scored = score_evaluations(task, line, output, labels)
+    tta = time_to_accuracy(line, [s.meets for s in scored])
+    write_curve(folder / "curve.tsv", task, line, scored)
+
+    # Inference: one backend, batch-1 latencies around 0.2 ms, inside a host-stamped window.
+    backend_dir = folder / "inference" / "torch"
+    backend_dir.mkdir(parents=True)
+    np.save(backend_dir / "predictions.npy", wrong_predictions(labels, WRONG_INFERENCE, rng))
+    latencies = rng.integers(150_000, 400_000, size=len(labels)).astype(np.int64)
+    np.save(backend_dir / "latencies_ns.npy", latencies)
+    _write_json(backend_dir / "info.json", {
+        "backend": "torch", "version": "2.13.0+cpu", "threads": 1, "warmup": {"count": 200},
+        "model_sha256": "0" * 64,
+    })
+    (folder / "inference" / "model.onnx").write_bytes(rng.bytes(2048))
+    window = float(latencies.sum()) / 1e9 + 0.75
+    write_events(folder / "inference" / "events.jsonl", [
+        Event(0, 100.0, "infer_start", metadata={"backend": "torch"}),
+        Event(1, round(100.0 + window, 6), "infer_stop", metadata={"backend": "torch"}),
+    ])
+    infer_record = evaluate_backend(
+        "torch", backend_dir, task, labels, round(window, 6), profile.price.usd_per_hour
+    )
+    assert infer_record["passed_gate"], infer_record["gate_reason"]
+
+    (folder / "logs").mkdir()
+    (folder / "logs" / "train.log").write_text(
+        "".join(f":::MLLOG {json.dumps({'key': e.key, 'metadata': e.metadata})}\n" for e in events)
+    )
+    (folder / "logs" / "infer.log").write_text("harness: torch 10000 items\n")
+    _write_json(folder / "fingerprint.json", fingerprint)
+    _write_json(folder / "sbom.json", {"python": [{"name": "torch", "version": "2.13.0+cpu"}], "debian": []})
+    shutil.copyfile(profile.path, folder / "profile.yaml")
+
+    mismatches = match(profile, fingerprint)
+    result = {
+        "schema_version": 1,
+        "run_id": folder.name,
+        "toolkit": {"name": "runner", "version": __version__, "harness_sha256": "1" * 64},
+        "entry": {
+            "name": "mnist-cnn-cpu", "model": "small-bn-cnn",
+            "framework": {"name": "pytorch", "version": "2.13.0+cpu"}, "source": None, "claimed": {},
+            "digests": {"manifest": "2" * 64, "dockerfile": "3" * 64, "lock": "4" * 64},
+        },
+        "task": {"id": task.id, "metric": task.metric, "threshold": task.threshold, "eval_size": task.eval_size},
+        "seed": seed,
+        "smoke": False,
+        "status": "complete",
+        "incomplete_reason": None,
+        "conforming": not mismatches,
+        "nonconforming_reasons": [f"hardware mismatch: {'; '.join(map(str, mismatches))}"] if mismatches else [],
+        "image": {"id": "sha256:" + "5" * 64, "tag": "runner/mnist-cnn-cpu:test", "base_id": "sha256:" + "6" * 64,
+                  "base_tag": "runner-base/python3.11-bookworm"},
+        "data": {"task": task.id, "digest": staged.digest, "source": staged.source},
+        "training": {
+            "wall_seconds": round(line.run_stop + 0.4, 6),
+            "reached": tta.reached,
+            "tta_seconds": tta.seconds,
+            "tta_hours": tta.seconds / 3600,
+            "startup_seconds": line.run_start,
+            "excluded_eval_seconds": tta.excluded_eval_seconds,
+            "crossing": tta.crossing,
+            "evaluations": [s.to_dict() for s in scored],
+        },
+        "cost": {"training_usd": cost_usd(tta.seconds, profile), **price_fields(profile)},
+        "inference": {"torch": infer_record},
+        "hardware": hardware_record(profile, mismatches, False),
+    }
+    _write_json(folder / "result.json", result)
+    return folder
+
+
+def stage_mnist_stand_in(home: Path, seed: int = 7):
+    """Random MNIST-shaped data with the real evaluation size, staged under ``home``."""
+    from runner.data import synthetic
+
+    return synthetic(TASK, home / "data" / TASK, n_train=8, n_eval=get_task(TASK).eval_size, seed=seed)

@@ -1,0 +1,81 @@
+"""The engine helper against the real Docker engine, and its errors when there is none."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.cli import main
+from runner.engine import engine_version, get_client, require_free_space
+from runner.engine.client import ping
+from runner.engine.daemon import ensure_engine
+from runner.errors import UserError
+
+NO_ENGINE = "unix:///nonexistent/runner-test/docker.sock"
+
+
+@pytest.mark.docker
+def test_client_reaches_the_engine_and_reports_its_version(docker_client):
+    client = get_client()
+    assert client.ping()
+    version = engine_version(client)
+    assert version["version"] == docker_client.version()["Version"]
+    assert version["api"].count(".") == 1
+
+
+@pytest.mark.docker
+def test_ensure_engine_is_a_no_op_when_the_engine_runs(docker_client):
+    client = ensure_engine(install=False)
+    assert client.ping()
+
+
+def test_no_engine_is_one_line_with_the_fix(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
+    assert not ping(timeout=1)
+    with pytest.raises(UserError) as err:
+        get_client()
+    assert "no Docker engine is reachable" in err.value.problem
+    assert "runner setup" in err.value.fix
+    assert "\n" not in str(err.value)
+
+
+def test_ensure_engine_without_install_refuses_cleanly(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
+    with pytest.raises(UserError, match="no Docker engine"):
+        ensure_engine(install=False)
+
+
+def test_cli_prints_the_missing_engine_as_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
+    assert main(["images", "list"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("runner: error: no Docker engine is reachable")
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_full_disk_is_refused_before_work(tmp_path):
+    require_free_space(tmp_path, 1, "a tiny job")  # plenty of room for one byte
+    with pytest.raises(UserError) as err:
+        require_free_space(tmp_path, 10**18, "building an entry image")
+    assert "GiB free" in err.value.problem and "needs at least" in err.value.problem
+    assert "docker system prune" in err.value.fix
+
+
+def test_starting_the_engine_needs_root(monkeypatch):
+    # The only way to be "not root" inside this root-run test suite.
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    from runner.engine.daemon import apt_install, start_dockerd
+
+    with pytest.raises(UserError, match="needs root"):
+        start_dockerd()
+    with pytest.raises(UserError, match="needs root"):
+        apt_install(["docker.io"], __import__("pathlib").Path("/dev/null"))
+
+
+@pytest.mark.docker
+def test_doctor_lists_what_the_host_has(docker_client, capsys):
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    for check in ("Docker engine", "debootstrap", "free disk", "GPUs",
+                  "NVIDIA container runtime", "Python"):
+        assert check in out
+    assert docker_client.version()["Version"] in out

@@ -1,0 +1,246 @@
+"""The host side of the inference phase: gate, wall-window check, statistics, preflight,
+and (with the real engine) the whole phase in a container."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runner import paths
+from runner.errors import UserError
+from runner.infer import (
+    TRANSPORT_SLACK_S, check_backends_available, cost_per_10k_usd, evaluate_backend,
+    harness_command, latency_stats_ms,
+)
+from runner.infer.phase import Windows
+from runner.manifest import load_entry
+from runner.tasks import Task, get_task
+
+N = 200
+TASK = Task("small", "top1", 0.9, N, "test", 10, (1, 28, 28), ("top1Accuracy",))
+LABELS = np.arange(N, dtype=np.int64) % 10
+DEFAULT_ENTRY = paths.repo_root() / "entries" / "mnist-cnn-cpu"
+
+
+def write_backend(folder: Path, predictions: np.ndarray, latencies_ns: np.ndarray, **info) -> Path:
+    folder.mkdir(parents=True)
+    np.save(folder / "predictions.npy", predictions)
+    np.save(folder / "latencies_ns.npy", latencies_ns)
+    (folder / "info.json").write_text(json.dumps({"backend": folder.name, "warmup": {"count": 7}, **info}))
+    return folder
+
+
+def evaluate(folder: Path, window: float | None, usd_per_hour: float = 0.1008) -> dict:
+    return evaluate_backend(folder.name, folder, TASK, LABELS, window, usd_per_hour)
+
+
+def test_latency_statistics_in_milliseconds():
+    stats = latency_stats_ms(np.arange(1, 101, dtype=np.int64) * 1_000_000)  # 1..100 ms
+    assert stats == {"mean": 50.5, "p50": 50.5, "p90": 90.1, "p99": 99.01, "max": 100.0}
+
+
+def test_cost_of_ten_thousand_items():
+    # 0.2 ms per item -> 2 s for 10,000 items -> 2/3600 h at $0.1008/h
+    assert cost_per_10k_usd(0.0002, 0.1008) == pytest.approx(2 / 3600 * 0.1008)
+
+
+def test_a_backend_that_meets_the_threshold_inside_its_window_gets_a_claim(tmp_path):
+    folder = write_backend(tmp_path / "torch", LABELS.copy(), np.full(N, 250_000, np.int64))
+    rec = evaluate(folder, window=0.06)  # 200 x 0.25 ms = 0.05 s timed
+    assert rec["passed_gate"] and rec["gate_reason"] is None and rec["error"] is None
+    assert rec["scores"] == {"top1": 1.0} and rec["count"] == N and rec["warmup"] == 7
+    assert rec["latency_ms"]["mean"] == 0.25 and rec["latency_ms"]["max"] == 0.25
+    assert rec["throughput_per_s"] == 4000
+    assert rec["cost_per_10k_usd"] == pytest.approx(0.00025 * 10_000 / 3600 * 0.1008)
+    assert rec["timed_seconds"] == pytest.approx(0.05) and rec["window_seconds"] == 0.06
+
+
+def test_a_wrong_count_fails_the_gate_with_the_reason(tmp_path):
+    folder = write_backend(tmp_path / "onnxruntime", LABELS[:-1].copy(), np.full(N - 1, 1000, np.int64))
+    rec = evaluate(folder, window=1.0)
+    assert not rec["passed_gate"]
+    assert rec["gate_reason"] == f"onnxruntime predicted {N - 1} items; the evaluation set has {N}"
+    assert rec["latency_ms"] is None and rec["throughput_per_s"] is None
+
+
+def test_predictions_below_the_threshold_get_no_latency_claim(tmp_path):
+    preds = LABELS.copy()
+    preds[: N // 5] = (preds[: N // 5] + 1) % 10  # 80% right, threshold 90%
+    rec = evaluate(write_backend(tmp_path / "torch", preds, np.full(N, 1000, np.int64)), window=1.0)
+    assert not rec["passed_gate"] and rec["scores"]["top1"] == pytest.approx(0.8)
+    assert "top1 0.8000 misses the threshold 0.9" in rec["gate_reason"]
+    assert rec["latency_ms"] is None and rec["cost_per_10k_usd"] is None
+
+
+def test_latencies_that_do_not_fit_the_host_window_get_no_claim(tmp_path):
+    folder = write_backend(tmp_path / "torch", LABELS.copy(), np.full(N, 1_000_000, np.int64))  # 0.2 s
+    rec = evaluate(folder, window=0.2 - TRANSPORT_SLACK_S - 0.01)
+    assert not rec["passed_gate"] and "more than the" in rec["gate_reason"]
+    assert rec["scores"] == {"top1": 1.0} and rec["latency_ms"] is None
+    assert evaluate(folder, window=0.2)["passed_gate"]  # the same files inside a wide enough window
+    missing = evaluate(folder, window=None)
+    assert not missing["passed_gate"] and "infer_start/infer_stop" in missing["gate_reason"]
+
+
+def test_non_positive_latencies_are_refused(tmp_path):
+    lat = np.full(N, 1000, np.int64)
+    lat[3] = 0
+    rec = evaluate(write_backend(tmp_path / "torch", LABELS.copy(), lat), window=1.0)
+    assert not rec["passed_gate"] and "non-positive" in rec["gate_reason"]
+
+
+def test_harness_failures_are_errors_not_gate_misses(tmp_path):
+    failed = tmp_path / "tensorrt"
+    failed.mkdir()
+    (failed / "info.json").write_text(json.dumps({"backend": "tensorrt", "error": "no CUDA"}))
+    rec = evaluate(failed, window=None)
+    assert not rec["passed_gate"] and rec["error"] == "no CUDA" and "no CUDA" in rec["gate_reason"]
+    nothing = evaluate(tmp_path / "onnxruntime", window=None)
+    assert not nothing["passed_gate"] and nothing["error"] == "no info.json"
+
+
+def test_windows_are_stamped_per_backend_from_mllog_lines():
+    w = Windows()
+    w.on_line('noise', 0.5)
+    w.on_line(':::MLLOG {"key": "infer_start", "metadata": {"backend": "torch"}}', 1.0)
+    w.on_line(':::MLLOG {"key": "infer_stop", "metadata": {"backend": "torch"}}', 3.5)
+    w.on_line(':::MLLOG {"key": "infer_start", "metadata": {"backend": "onnxruntime"}}', 4.0)
+    w.on_line("harness: error: backend onnxruntime: boom", 4.2)
+    assert w.window("torch") == 2.5 and w.window("onnxruntime") is None
+    assert w.errors == ["backend onnxruntime: boom"] and len(w.events) == 3
+
+
+def fingerprint(gpus: int, nvidia_runtime: bool) -> dict:
+    return {"gpu": {"gpus": [{"index": i} for i in range(gpus)]}, "docker": {"nvidia_runtime": nvidia_runtime}}
+
+
+@pytest.mark.parametrize("backend", ["tensorrt", "onnxruntime-cuda", "onnxruntime-tensorrt"])
+def test_gpu_backends_are_refused_before_any_work_without_a_gpu(backend):
+    with pytest.raises(UserError, match="needs an NVIDIA GPU") as err:
+        check_backends_available(["torch", backend], fingerprint(0, False))
+    assert backend in str(err.value) and "Fix:" in str(err.value)
+    with pytest.raises(UserError, match="NVIDIA container runtime"):
+        check_backends_available([backend], fingerprint(1, False))
+    check_backends_available([backend], fingerprint(1, True))
+
+
+def test_this_host_really_has_no_gpu_for_tensorrt():
+    """NVML, not a stand-in: this machine has no NVIDIA driver."""
+    with pytest.raises(UserError, match="needs an NVIDIA GPU"):
+        check_backends_available(["tensorrt"], None)
+
+
+def test_cpu_backends_and_unknown_names():
+    check_backends_available(["torch", "onnxruntime"], None)
+    with pytest.raises(UserError, match="unknown inference backend 'openvino'"):
+        check_backends_available(["openvino"], None)
+
+
+def test_harness_command_follows_the_manifest():
+    entry = load_entry(DEFAULT_ENTRY)
+    cmd = harness_command(entry, ["torch", "onnxruntime"], threads=1)
+    spec = entry.inference
+    assert cmd[:3] == ["python3", "-m", "harness"]
+    assert cmd[cmd.index("--weights") + 1] == f"/output/{spec.weights}"
+    assert cmd[cmd.index("--warmup") + 1] == str(spec.warmup)
+    assert cmd[cmd.index("--topk") + 1] == "1"
+    imagenet = dataclasses.replace(entry, task=get_task("imagenet"),
+                                   inference=dataclasses.replace(spec, fp16=True))
+    cmd = harness_command(imagenet, ["tensorrt"], threads=2)
+    assert cmd[cmd.index("--topk") + 1] == "5" and "--fp16" in cmd
+
+
+# --- the whole phase, in a real container -----------------------------------------------
+
+@pytest.fixture
+def shared_tmp():
+    """A folder the container's unprivileged user can read (pytest's tmp_path is 0700)."""
+    folder = Path(tempfile.mkdtemp(prefix="runner-test-infer-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.docker
+def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
+    import torch
+    import yaml
+
+    from conftest import make_entry
+    from runner.build import build_entry
+    from runner.data.store import StagedData
+    from runner.infer import run_inference
+    from runner.profiles import load_profile
+    from test_harness import MODEL_SOURCE
+
+    # An entry with the default entry's image recipe and a tiny model, for MNIST's 10,000 items.
+    folder = make_entry(
+        shared_tmp / "infer-probe",
+        dockerfile=(DEFAULT_ENTRY / "Dockerfile").read_text(),
+        lock=(DEFAULT_ENTRY / "requirements.lock").read_text(),
+        files={"bands.py": MODEL_SOURCE},
+    )
+    manifest = yaml.safe_load((folder / "entry.yaml").read_text())
+    manifest["inference"].update(builder="bands:build", warmup=50)
+    (folder / "entry.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    entry = load_entry(folder)
+    built = build_entry(entry, docker_client)
+
+    import sys
+    sys.path.insert(0, str(folder))
+    try:
+        import bands
+    finally:
+        sys.path.remove(str(folder))
+    model = bands.build()
+    with torch.no_grad():
+        model.scale.weight.fill_(1 / 255)
+        model.scale.bias.zero_()
+        model.head.weight.zero_()
+        model.head.bias.zero_()
+        for c in range(10):
+            model.head.weight[c, 2 * c + 4 : 2 * c + 6] = 1
+    result_dir = shared_tmp / "result"
+    (result_dir / "output" / "model").mkdir(parents=True)
+    torch.save(model.state_dict(), result_dir / "output" / entry.inference.weights)
+
+    n = entry.task.eval_size
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 10, n).astype(np.int64)
+    images = rng.integers(0, 40, (n, 1, 28, 28)).astype(np.uint8)
+    for i, c in enumerate(labels):
+        images[i, 0, 2 * c + 4 : 2 * c + 6, :] = 200
+    data_root = shared_tmp / "data"
+    for sub in ("eval", "labels"):
+        (data_root / sub).mkdir(parents=True)
+    np.save(data_root / "eval" / "images.npy", images)
+    np.save(data_root / "labels" / "eval_labels.npy", labels)
+    staged = StagedData(task="mnist", root=data_root, train_dir=data_root / "train",
+                        eval_dir=data_root / "eval", labels=data_root / "labels",
+                        digest="sha256:test", source="test")
+    os.chmod(data_root / "eval" / "images.npy", 0o644)
+
+    profile = load_profile(entry.hardware_profile)
+    records = run_inference(docker_client, entry, built.image_id, result_dir, staged,
+                            ["torch", "onnxruntime"], profile)
+    log = (result_dir / "logs" / "infer.log").read_text()
+    for backend in ("torch", "onnxruntime"):
+        rec = records[backend]
+        assert rec["passed_gate"], (rec["gate_reason"], log[-2000:])
+        assert rec["count"] == n and rec["scores"]["top1"] == 1.0
+        assert len(np.load(result_dir / "inference" / backend / "latencies_ns.npy")) == n
+        assert 0 < rec["timed_seconds"] <= rec["window_seconds"] + TRANSPORT_SLACK_S
+        assert rec["cost_per_10k_usd"] == pytest.approx(
+            rec["latency_ms"]["mean"] / 1e3 * 10_000 / 3600 * profile.price.usd_per_hour)
+        assert rec["info"]["warmup"]["count"] == 50
+    assert records["onnxruntime"]["info"]["model_sha256"] == records["onnxruntime"]["info"]["onnx"]["sha256"]
+    assert (result_dir / "inference" / "model.onnx").is_file()
+    events = [json.loads(line) for line in (result_dir / "inference" / "events.jsonl").read_text().splitlines()]
+    assert [e["key"] for e in events].count("infer_start") == 2

@@ -1,0 +1,117 @@
+"""``runner reproduce`` against the real engine, with the contract-probe test entry."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.cli import main
+from runner.run.container import MANAGED_LABEL
+
+pytestmark = pytest.mark.docker
+PROBE = Path(__file__).parent / "entries" / "contract-probe"
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    folder = tmp_path / "results"
+    monkeypatch.setenv("RUNNER_RESULTS", str(folder))
+    return folder
+
+
+def probe_entry(tmp_path: Path, mode: str) -> Path:
+    """The probe entry, running in ``mode`` (its image layers are shared across modes)."""
+    folder = tmp_path / "contract-probe"
+    shutil.copytree(PROBE, folder)
+    manifest = yaml.safe_load((folder / "entry.yaml").read_text())
+    manifest["train"]["command"] = ["python3", "/entry/probe.py", mode]
+    (folder / "entry.yaml").write_text(yaml.safe_dump(manifest))
+    return folder
+
+
+def only_result(results: Path) -> dict:
+    (folder,) = (results / "contract-probe").iterdir()
+    return json.loads((folder / "result.json").read_text()) | {"_folder": str(folder)}
+
+
+def events(result: dict) -> list[dict]:
+    lines = Path(result["_folder"], "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_sandbox_hides_labels_and_locks_the_container_down(docker_client, tmp_path, results):
+    assert main(["reproduce", str(probe_entry(tmp_path, "sandbox")), "--no-infer"]) == 0
+    result = only_result(results)
+    (probe,) = [e["metadata"] for e in events(result) if e["key"] == "sandbox_probe"]
+    # Only the training split carries labels; the evaluation labels stay on the host.
+    assert [f for f in probe["files"] if f.endswith(".npy")] == [
+        "/data/eval/images.npy", "/data/train/images.npy", "/data/train/labels.npy"
+    ]
+    assert probe["network"] is False
+    assert probe["uid"] == 1000
+    assert int(probe["cap_eff"], 16) == 0
+    assert (probe["write_root"], probe["write_data"]) == (False, False)
+    assert (probe["write_output"], probe["write_scratch"]) == (True, True)
+    assert "RUNNER_SEED" in probe["env"]
+    # All zeros on real MNIST is ~9.8%: complete, scored, and far from the threshold.
+    assert result["status"] == "complete" and result["conforming"]
+    (evaluation,) = result["training"]["evaluations"]
+    assert evaluation["count"] == 10_000 and 0.05 < evaluation["scores"]["top1"] < 0.15
+    assert result["training"]["reached"] is False and result["cost"]["training_usd"] is None
+
+
+def test_an_entry_that_reaches_for_the_network_fails(docker_client, tmp_path, results):
+    assert main(["reproduce", str(probe_entry(tmp_path, "network")), "--smoke", "--no-infer"]) == 1
+    result = only_result(results)
+    assert result["status"] == "incomplete"
+    assert "exited with code 1" in result["incomplete_reason"]
+    log = Path(result["_folder"], "logs", "train.log").read_text()
+    assert "URLError" in log
+
+
+def test_wrong_prediction_count_invalidates_the_run(docker_client, tmp_path, results):
+    assert main(["reproduce", str(probe_entry(tmp_path, "short")), "--smoke", "--no-infer"]) == 1
+    result = only_result(results)
+    assert result["status"] == "invalid"
+    assert "511 predictions for an evaluation set of 512" in result["incomplete_reason"]
+    assert result["training"]["reached"] is False
+    assert not result["conforming"]  # a smoke run never is
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_run_killed_midway_keeps_an_incomplete_result_and_no_container(
+    docker_client, tmp_path, results, sig
+):
+    entry = probe_entry(tmp_path, "sleep")
+    env = {**os.environ, "RUNNER_RESULTS": str(results)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "reproduce", str(entry), "--smoke", "--no-infer"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 300
+    log = None
+    while time.monotonic() < deadline:
+        logs = list(results.glob("contract-probe/*/logs/train.log"))
+        if logs and "epoch_start" in logs[0].read_text():
+            log = logs[0]
+            break
+        assert proc.poll() is None, proc.stdout.read().decode()
+        time.sleep(0.2)
+    assert log is not None, "the run never started"
+    proc.send_signal(sig)
+    out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode == 130, out
+    assert "Traceback" not in out
+    result = only_result(results)
+    assert (result["status"], result["incomplete_reason"]) == ("incomplete", "interrupted")
+    assert [e["key"] for e in events(result)][:2] == ["run_start", "epoch_start"]
+    assert docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}) == []

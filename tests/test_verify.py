@@ -1,0 +1,417 @@
+"""``runner verify``: a fresh bundle passes every check; each tampering fails and is named.
+
+Tamperings that leave the signature intact are caught by the integrity checks. The ones
+that re-hash and re-sign with the *trusted* key show the semantic checks catching what a
+signature cannot: a publisher signing a claim its own files contradict.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import shutil
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from securesystemslib.signer import CryptoSigner
+from synthetic_result import make_result_folder, stage_mnist_stand_in
+
+from runner.bundle import make_bundle, pack
+from runner.bundle.filelist import ENVELOPE, SIGNER_KEY
+from runner.bundle.signing import read_envelope, sign_statement, write_envelope
+from runner.cli import main
+from runner.errors import UserError
+from runner.fingerprint import capture_host
+from runner.keys import public_key_dict
+from runner.verify import CHECK_NAMES, Auditor, verify_bundle
+
+
+@dataclass
+class Setup:
+    pristine: Path
+    trusted: CryptoSigner
+    untrusted: CryptoSigner
+    auditor: Auditor
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RUNNER_HOME", str(home))  # the auditor's staged data lives here
+        staged = stage_mnist_stand_in(home)
+        trusted = CryptoSigner.generate_ed25519()
+        folder = make_result_folder(
+            tmp_path_factory.mktemp("results") / "20261122T010203Z-s0-abc123", staged, capture_host()
+        )
+        make_bundle(folder, trusted)
+        yield Setup(folder, trusted, CryptoSigner.generate_ed25519(), Auditor(trusted_keys=[trusted.public_key]))
+
+
+@pytest.fixture
+def bundle(setup, tmp_path) -> Path:
+    copy = tmp_path / setup.pristine.name
+    shutil.copytree(setup.pristine, copy)
+    return copy
+
+
+def test_fresh_bundle_passes_every_check(setup, bundle):
+    report = verify_bundle(bundle, setup.auditor)
+    assert [c.name for c in report.checks] == CHECK_NAMES
+    assert report.ok, [(c.name, c.detail) for c in report.checks if not c.ok]
+
+
+def test_packed_bundle_passes_every_check(setup, bundle, tmp_path):
+    report = verify_bundle(pack(bundle, tmp_path / "b.tar.gz"), setup.auditor)
+    assert report.ok, [(c.name, c.detail) for c in report.checks if not c.ok]
+
+
+# -- tamperings ------------------------------------------------------------------------
+
+def _edit_json(path: Path, edit: Callable[[dict], None]) -> None:
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def _envelope_dict(folder: Path) -> dict:
+    return json.loads((folder / ENVELOPE).read_text())
+
+
+def _resign(folder: Path, s: Setup) -> None:
+    """Re-hash and re-sign with the trusted key: the publisher signs the tampered folder."""
+    make_bundle(folder, s.trusted)
+
+
+def edit_result_tta(folder, s):
+    _edit_json(folder / "result.json", lambda r: r["training"].update(tta_seconds=r["training"]["tta_seconds"] * 0.5))
+
+
+def edit_result_tta_resigned(folder, s):
+    edit_result_tta(folder, s)
+    _resign(folder, s)
+
+
+def edit_curve(folder, s):
+    path = folder / "curve.tsv"
+    path.write_text(path.read_text().replace("99.50", "99.90"))
+
+
+def edit_log(folder, s):
+    with open(folder / "logs" / "train.log", "a") as fh:
+        fh.write('  :::MLLOG {"key": "eval_accuracy", "value": 0.999}\n')
+
+
+def edit_model(folder, s):
+    path = folder / "output" / "model" / "weights.pt"
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def add_file(folder, s):
+    (folder / "output" / "predictions" / "eval-best.npy").write_bytes(b"\x93NUMPY")
+
+
+def add_file_under_bundle(folder, s):
+    (folder / "bundle" / "extra.json").write_text("{}")
+
+
+def remove_file(folder, s):
+    (folder / "sbom.json").unlink()
+
+
+def change_signature_bytes(folder, s):
+    env = _envelope_dict(folder)
+    sig = bytearray(base64.b64decode(env["signatures"][0]["sig"]))
+    sig[0] ^= 0x01
+    env["signatures"][0]["sig"] = base64.b64encode(bytes(sig)).decode()
+    (folder / ENVELOPE).write_text(json.dumps(env))
+
+
+def change_payload_type(folder, s):
+    env = _envelope_dict(folder)
+    env["payloadType"] = "application/json"
+    (folder / ENVELOPE).write_text(json.dumps(env))
+
+
+def change_payload_type_resigned(folder, s):
+    envelope = read_envelope(folder / ENVELOPE)
+    envelope.payload_type = "application/json"
+    envelope.signatures = {}
+    envelope.sign(s.trusted)
+    write_envelope(folder / ENVELOPE, envelope)
+
+
+def _sign_as(folder: Path, statement: dict, signer: CryptoSigner) -> None:
+    write_envelope(folder / ENVELOPE, sign_statement(statement, signer))
+    (folder / SIGNER_KEY).write_text(json.dumps(public_key_dict(signer.public_key)))
+
+
+def sign_with_untrusted_key(folder, s):
+    _sign_as(folder, json.loads(read_envelope(folder / ENVELOPE).payload), s.untrusted)
+
+
+def resign_modified_statement_untrusted(folder, s):
+    statement = json.loads(read_envelope(folder / ENVELOPE).payload)
+    statement["predicate"]["training"]["tta_seconds"] = 1.0
+    _sign_as(folder, statement, s.untrusted)
+
+
+def edit_statement_keep_signature(folder, s):
+    env = _envelope_dict(folder)
+    statement = json.loads(base64.b64decode(env["payload"]))
+    statement["predicate"]["cost"]["training_usd"] = 0.0
+    env["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    (folder / ENVELOPE).write_text(json.dumps(env))
+
+
+def edit_statement_resigned(folder, s):
+    statement = json.loads(read_envelope(folder / ENVELOPE).payload)
+    statement["predicate"]["inference"]["torch"]["latency_ms"]["mean"] /= 2
+    _sign_as(folder, statement, s.trusted)
+
+
+def change_data_digest_resigned(folder, s):
+    _edit_json(folder / "result.json", lambda r: r["data"].update(digest="sha256:" + "9" * 64))
+    _resign(folder, s)
+
+
+def reorder_events_resigned(folder, s):
+    path = folder / "events.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[3], lines[4] = lines[4], lines[3]  # epoch_stop <-> eval_start of the first epoch
+    path.write_text("".join(lines))
+    _resign(folder, s)
+
+
+def flip_prediction_resigned(folder, s):
+    # One more wrong answer in the first evaluation (not the crossing): only the scores move.
+    path = folder / "output" / "predictions" / "eval-1.npy"
+    preds = np.load(path)
+    preds[0] = (preds[0] + 1) % 10
+    np.save(path, preds)
+    _resign(folder, s)
+
+
+def flip_inference_prediction_resigned(folder, s):
+    path = folder / "inference" / "torch" / "predictions.npy"
+    preds = np.load(path)
+    preds[:5] = (preds[:5] + 1) % 10
+    np.save(path, preds)
+    _resign(folder, s)
+
+
+def drop_prediction_rows_resigned(folder, s):
+    path = folder / "output" / "predictions" / "eval-3.npy"
+    np.save(path, np.load(path)[:-10])
+    _resign(folder, s)
+
+
+def claim_later_crossing_resigned(folder, s):
+    _edit_json(folder / "result.json", lambda r: r["training"].update(crossing=2))
+    _resign(folder, s)
+
+
+def claim_lower_threshold_resigned(folder, s):
+    _edit_json(folder / "result.json", lambda r: r["task"].update(threshold=0.9))
+    _resign(folder, s)
+
+
+def edit_latency_resigned(folder, s):
+    def halve(r):
+        r["inference"]["torch"]["latency_ms"]["mean"] /= 2
+
+    _edit_json(folder / "result.json", halve)
+    _resign(folder, s)
+
+
+def edit_latencies_file_resigned(folder, s):
+    path = folder / "inference" / "torch" / "latencies_ns.npy"
+    np.save(path, np.load(path) // 2)
+    _resign(folder, s)
+
+
+def change_fingerprint_resigned(folder, s):
+    _edit_json(folder / "fingerprint.json", lambda f: f["cpu"].update(architecture="aarch64"))
+    _resign(folder, s)
+
+
+def change_price_resigned(folder, s):
+    path = folder / "profile.yaml"
+    profile = yaml.safe_load(path.read_text())
+    profile["price"]["usd_per_hour"] = 0.0101
+    path.write_text(yaml.safe_dump(profile))
+    _resign(folder, s)
+
+
+def _retar(folder: Path, extra: tarfile.TarInfo, data: bytes | None = None) -> Path:
+    archive = pack(folder, folder.with_name("bundle.tar.gz"))
+    out = folder.with_name("evil.tar.gz")
+    with tarfile.open(archive) as src, tarfile.open(out, "w:gz", format=tarfile.GNU_FORMAT) as dst:
+        for m in src.getmembers():
+            dst.addfile(m, src.extractfile(m))
+        dst.addfile(extra, io.BytesIO(data) if data is not None else None)
+    return out
+
+
+def tar_path_traversal(folder, s):
+    info = tarfile.TarInfo(f"{folder.name}/../../etc/evil")
+    info.size = 4
+    return _retar(folder, info, b"evil")
+
+
+def tar_symlink_member(folder, s):
+    info = tarfile.TarInfo(f"{folder.name}/output/passwd")
+    info.type = tarfile.SYMTYPE
+    info.linkname = "/etc/passwd"
+    return _retar(folder, info)
+
+
+TAMPERINGS = [
+    (edit_result_tta, "file-digests"),
+    (edit_result_tta_resigned, "tta"),
+    (edit_curve, "file-digests"),
+    (edit_log, "file-digests"),
+    (edit_model, "file-digests"),
+    (add_file, "file-digests"),
+    (add_file_under_bundle, "file-digests"),
+    (remove_file, "file-digests"),
+    (change_signature_bytes, "signature"),
+    (change_payload_type, "signature"),
+    (change_payload_type_resigned, "payload-type"),
+    (sign_with_untrusted_key, "trusted-key"),
+    (resign_modified_statement_untrusted, "trusted-key"),
+    (edit_statement_keep_signature, "signature"),
+    (edit_statement_resigned, "statement-matches-result"),
+    (change_data_digest_resigned, "data-digest"),
+    (drop_prediction_rows_resigned, "eval-set-complete"),
+    (flip_prediction_resigned, "scores"),
+    (flip_inference_prediction_resigned, "scores"),
+    (reorder_events_resigned, "events-order"),
+    (claim_later_crossing_resigned, "first-crossing"),
+    (claim_lower_threshold_resigned, "first-crossing"),
+    (edit_latency_resigned, "inference-gate"),
+    (edit_latencies_file_resigned, "inference-gate"),
+    (change_fingerprint_resigned, "hardware-profile"),
+    (change_price_resigned, "cost"),
+    (tar_path_traversal, "bundle-safe-to-open"),
+    (tar_symlink_member, "bundle-safe-to-open"),
+]
+
+
+@pytest.mark.parametrize("tamper, failing", TAMPERINGS, ids=[t.__name__ for t, _ in TAMPERINGS])
+def test_tampering_fails_and_names_the_check(setup, bundle, tamper, failing):
+    target = tamper(bundle, setup) or bundle
+    report = verify_bundle(target, setup.auditor)
+    assert not report.ok
+    assert report.first_failure == failing, [(c.name, c.detail) for c in report.checks if not c.ok]
+    assert report.get(failing).detail  # the verdict says why
+
+
+def test_tamperings_cover_every_check():
+    assert {failing for _, failing in TAMPERINGS} == set(CHECK_NAMES)
+
+
+# -- what the verdicts say ----------------------------------------------------------------
+
+def test_price_change_names_both_prices(setup, bundle):
+    change_price_resigned(bundle, setup)
+    detail = verify_bundle(bundle, setup.auditor).get("cost").detail
+    assert "$0.0101/h" in detail and "$0.1008/h" in detail
+
+
+def test_file_digests_name_missing_added_and_changed(setup, bundle):
+    remove_file(bundle, setup)
+    add_file(bundle, setup)
+    edit_curve(bundle, setup)
+    detail = verify_bundle(bundle, setup.auditor).get("file-digests").detail
+    assert "changed: curve.tsv" in detail
+    assert "missing: sbom.json" in detail
+    assert "added: output/predictions/eval-best.npy" in detail
+
+
+def test_unsigned_bundle_fails_signature_but_semantics_still_run(setup, bundle):
+    make_bundle(bundle, signer=None)
+    report = verify_bundle(bundle, setup.auditor)
+    assert report.first_failure == "signature"
+    assert "unsigned" in report.get("signature").detail
+    assert report.get("scores").ok and report.get("tta").ok and report.get("cost").ok
+    assert "UNSIGNED manifest" in report.get("file-digests").detail
+
+
+def test_no_trusted_keys_fails_trust(setup, bundle):
+    report = verify_bundle(bundle, Auditor(trusted_keys=[]))
+    assert report.failed == ["trusted-key"]
+
+
+def test_non_conforming_hardware_is_reported_not_passed(setup, bundle):
+    change_fingerprint_resigned(bundle, setup)
+    def own_up(r):
+        r["conforming"] = False
+        r["nonconforming_reasons"] = ["hardware mismatch: cpu.architecture: expected x86_64, found aarch64"]
+        r["hardware"].update(matched=False, allowed_mismatch=True,
+                             mismatches=["cpu.architecture: expected x86_64, found aarch64"])
+    _edit_json(bundle / "result.json", own_up)
+    _resign(bundle, setup)
+    report = verify_bundle(bundle, setup.auditor)
+    assert report.failed == ["hardware-profile"]
+    assert "NON-CONFORMING" in report.get("hardware-profile").detail
+
+
+def test_missing_auditor_data_fails_the_data_checks(setup, bundle, tmp_path, monkeypatch):
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "empty-home"))
+    report = verify_bundle(bundle, setup.auditor)
+    assert "data-digest" in report.failed and "scores" in report.failed
+    assert "not staged" in report.get("data-digest").detail
+
+
+# -- the command -------------------------------------------------------------------------
+
+@pytest.fixture
+def trusted_key_file(setup, tmp_path) -> Path:
+    path = tmp_path / "publisher.pub.json"
+    path.write_text(json.dumps(public_key_dict(setup.trusted.public_key)))
+    return path
+
+
+def test_cli_prints_one_line_per_check_and_exits_zero(setup, bundle, trusted_key_file, capsys):
+    assert main(["verify", str(bundle), "--trusted-keys", str(trusted_key_file)]) == 0
+    out = capsys.readouterr().out
+    for name in CHECK_NAMES:
+        assert any(line.startswith("✓ " + name) for line in out.splitlines()), name
+    assert "verified" in out
+
+
+def test_cli_json_and_exit_one_on_failure(setup, bundle, trusted_key_file, capsys):
+    edit_model(bundle, setup)
+    assert main(["verify", str(bundle), "--trusted-keys", str(trusted_key_file), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is False
+    assert [c["name"] for c in report["checks"] if not c["ok"]] == ["file-digests"]
+
+
+def test_cli_bad_bundle_path_is_a_user_error(trusted_key_file, tmp_path, capsys):
+    code = main(["verify", str(tmp_path / "nope"), "--trusted-keys", str(trusted_key_file)])
+    assert code == UserError.exit_code
+    assert "no bundle at" in capsys.readouterr().err
+
+
+def test_a_non_conforming_result_is_noted_even_when_every_check_passes(setup, bundle, capsys, trusted_key_file):
+    def smoke(r):
+        r["conforming"] = False
+        r["nonconforming_reasons"] = ["entry used an unpinned wheel"]
+
+    _edit_json(bundle / "result.json", smoke)
+    _resign(bundle, setup)
+    report = verify_bundle(bundle, setup.auditor)
+    assert report.ok
+    assert report.notes == ["the result is marked NON-CONFORMING: entry used an unpinned wheel"]
+    assert main(["verify", str(bundle), "--trusted-keys", str(trusted_key_file)]) == 0
+    assert "NON-CONFORMING" in capsys.readouterr().out

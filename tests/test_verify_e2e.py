@@ -1,0 +1,39 @@
+"""The acceptance test: a fresh bundle from the default entry verifies.
+
+A real ``runner reproduce entries/mnist-cnn-cpu`` (Docker, real MNIST, training to the
+threshold), signed with a fresh key, then ``runner verify`` on the folder and on its
+``.tar.gz`` with that key as the only trusted one.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner import keys, paths
+from runner.bundle import pack
+from runner.cli import main
+from runner.verify import CHECK_NAMES
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_fresh_bundle_from_the_default_entry_verifies(docker_client, tmp_path, monkeypatch, capsys):
+    pair = keys.generate(tmp_path / "keys")
+    monkeypatch.setenv(keys.ENV_VAR, str(pair.private))
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
+
+    assert main(["reproduce", str(paths.repo_root() / "entries" / "mnist-cnn-cpu")]) == 0
+    (folder,) = (tmp_path / "results" / "mnist-cnn-cpu").iterdir()
+    result = json.loads((folder / "result.json").read_text())
+    assert result["training"]["reached"] and result["conforming"]
+    capsys.readouterr()
+
+    assert main(["verify", str(folder), "--trusted-keys", str(pair.public), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [c["name"] for c in report["checks"]] == CHECK_NAMES
+    assert all(c["ok"] for c in report["checks"]), [c for c in report["checks"] if not c["ok"]]
+
+    archive = pack(folder, tmp_path / f"{folder.name}.tar.gz")
+    assert main(["verify", str(archive), "--trusted-keys", str(pair.public)]) == 0
