@@ -11,7 +11,7 @@ from runner.cli import main
 from runner.errors import UserError
 from runner.manifest import load_entry
 
-from conftest import DEFAULT_ENTRY, copy_wheel_into, make_entry
+from conftest import DEFAULT_ENTRY, SHARED_WHEELHOUSE, copy_wheel_into, make_entry
 
 # A small pure-Python wheel, pinned exactly as the default entry pins it (no extra download).
 SMALL_PIN = next(p for p in parse_lock(DEFAULT_ENTRY / "requirements.lock")
@@ -95,7 +95,7 @@ def test_wheelhouse_is_content_addressed_and_verified(tmp_path):
 @pytest.mark.docker
 def test_tampered_wheel_is_refused_before_building(private_home, tmp_path, docker_client,
                                                    cpu_base_image):
-    shared = wheelhouse.resolve(parse_lock(_write_lock(tmp_path, SMALL_LOCK)))
+    shared = wheelhouse.resolve(parse_lock(_write_lock(tmp_path, SMALL_LOCK)), SHARED_WHEELHOUSE)
     copied = copy_wheel_into(private_home, shared["typing-extensions"])
     copied.chmod(0o644)
     with open(copied, "ab") as f:
@@ -113,7 +113,7 @@ def test_tampered_wheel_is_refused_before_building(private_home, tmp_path, docke
 def test_pip_inside_the_build_also_refuses_a_wheel_that_does_not_match(
         private_home, tmp_path, docker_client, cpu_base_image, monkeypatch):
     """Second line of defence: even if a changed wheel reached the context, the build fails."""
-    shared = wheelhouse.resolve(parse_lock(_write_lock(tmp_path, SMALL_LOCK)))
+    shared = wheelhouse.resolve(parse_lock(_write_lock(tmp_path, SMALL_LOCK)), SHARED_WHEELHOUSE)
     entry = load_entry(make_entry(tmp_path / "pip-refuses", dockerfile=SMALL_DOCKERFILE,
                                   lock=SMALL_LOCK))
     real_link_into = wheelhouse.link_into

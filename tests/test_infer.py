@@ -244,3 +244,56 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     assert (result_dir / "inference" / "model.onnx").is_file()
     events = [json.loads(line) for line in (result_dir / "inference" / "events.jsonl").read_text().splitlines()]
     assert [e["key"] for e in events].count("infer_start") == 2
+
+
+# --- `runner infer`: which result, and replacing its inference only on success ----------
+
+def test_runner_infer_picks_the_latest_result_and_refuses_what_it_cannot_rerun(tmp_path, monkeypatch):
+    from runner.cli.infer import _read_result, latest_result
+
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path))
+    with pytest.raises(UserError, match="no results for mnist-cnn-cpu"):
+        latest_result("mnist-cnn-cpu")
+    for run_id in ("20261121T000000Z-s0-aaaaaa", "20261122T000000Z-s0-bbbbbb"):
+        (tmp_path / "mnist-cnn-cpu" / run_id).mkdir(parents=True)
+        (tmp_path / "mnist-cnn-cpu" / run_id / "result.json").write_text(
+            json.dumps({"entry": {"name": "mnist-cnn-cpu"}, "smoke": run_id.endswith("b")}))
+    newest = latest_result("mnist-cnn-cpu")
+    assert newest.name.startswith("20261122")
+    entry = load_entry(DEFAULT_ENTRY)
+    with pytest.raises(UserError, match="smoke run"):
+        _read_result(newest, entry)
+    with pytest.raises(UserError, match="no trained model"):
+        _read_result(newest.parent / "20261121T000000Z-s0-aaaaaa", entry)
+
+
+def test_swap_in_replaces_inference_and_result_together(tmp_path):
+    from runner.cli.infer import swap_in
+
+    result_dir = tmp_path / "run"
+    (result_dir / "inference" / "torch").mkdir(parents=True)
+    (result_dir / "inference" / "torch" / "info.json").write_text("old")
+    (result_dir / "logs").mkdir()
+    (result_dir / "logs" / "infer.log").write_text("old log")
+    work = result_dir / ".infer-x"
+    (work / "inference" / "onnxruntime").mkdir(parents=True)
+    (work / "inference" / "onnxruntime" / "info.json").write_text("new")
+    (work / "logs").mkdir()
+    (work / "logs" / "infer.log").write_text("new log")
+    swap_in(result_dir, work, {"run_id": "r", "inference": {"torch": {}}}, {"onnxruntime": {"passed_gate": True}})
+    assert (result_dir / "inference" / "onnxruntime" / "info.json").read_text() == "new"
+    assert not (result_dir / "inference" / "torch").exists()
+    assert (result_dir / "logs" / "infer.log").read_text() == "new log"
+    assert json.loads((result_dir / "result.json").read_text()) == {
+        "run_id": "r", "inference": {"onnxruntime": {"passed_gate": True}}}
+    assert sorted(p.name for p in result_dir.iterdir()) == [".infer-x", "inference", "logs", "result.json"]
+
+
+def test_runner_infer_refuses_a_gpu_backend_here_before_any_work(tmp_path, monkeypatch, capsys):
+    from runner.cli import main
+
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path))  # no results: the GPU check must come first
+    assert main(["infer", str(DEFAULT_ENTRY), "--backend", "tensorrt"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("runner: error: backend tensorrt needs an NVIDIA GPU") and "Fix:" in err
+    assert not list(tmp_path.iterdir())

@@ -6,4 +6,6 @@ A benchmark module defines ``HELP`` (one line), ``register(parser)`` (its option
 
 BENCHMARKS: list[str] = [
     "build",  # cold and warm build time of an entry image
+    "tta",  # TTA median of N, runner overhead, host vs container speed
+    "infer",  # batch-1 p50 of torch vs onnxruntime on the default entry's model
 ]

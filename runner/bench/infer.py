@@ -22,6 +22,7 @@ from runner import paths
 from runner.errors import UserError
 from runner.manifest import Entry, load_entry
 
+HELP = "batch-1 p50 latency of torch and onnxruntime on the default entry's model, and their ratio"
 DEFAULT_ENTRY = "entries/mnist-cnn-cpu"
 BACKENDS = ("torch", "onnxruntime")
 TARGET_RATIO = 0.5
@@ -92,7 +93,8 @@ def bench_infer(entry_path: str | Path = DEFAULT_ENTRY, *, items: int = 2000, wa
     "headline_threads": t, "ratio": r, "weights": ..., "images": ...}``.
     """
     console = console or Console()
-    entry = load_entry(Path(entry_path) if Path(entry_path).is_absolute() else paths.repo_root() / entry_path)
+    folder = Path(entry_path)
+    entry = load_entry(folder if folder.exists() else paths.repo_root() / folder)
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="runner-bench-infer-") as tmp:
         scratch = Path(tmp)
@@ -125,5 +127,13 @@ def bench_infer(entry_path: str | Path = DEFAULT_ENTRY, *, items: int = 2000, wa
             "weights": weights_note, "images": images_note}
 
 
-if __name__ == "__main__":
-    bench_infer(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_ENTRY)
+def register(parser) -> None:
+    parser.add_argument("entry", nargs="?", default=DEFAULT_ENTRY, help=f"entry folder (default {DEFAULT_ENTRY})")
+    parser.add_argument("--items", type=int, default=2000, help="evaluation items timed per backend")
+    parser.add_argument("--warmup", type=int, default=200, help="untimed items first")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="intra-op thread counts to sweep")
+
+
+def run(args) -> int:
+    bench_infer(args.entry, items=args.items, warmup=args.warmup, threads=tuple(args.threads))
+    return 0

@@ -131,12 +131,12 @@ def run(args) -> int:
 
     console = Console()
     entry = load_entry(args.entry)
-    result_dir = Path(args.result).resolve() if args.result else latest_result(entry.name)
-    result = _read_result(result_dir, entry)
     backends = args.backends or list(entry.inference.backends)
+    check_backends_available(backends)  # before any work: GPU backends need a GPU host
     if args.threads is not None and args.threads < 1:
         raise UserError("--threads must be at least 1", "pass --threads 1 or more")
-    check_backends_available(backends)  # before any work: GPU backends need a GPU host
+    result_dir = Path(args.result).resolve() if args.result else latest_result(entry.name)
+    result = _read_result(result_dir, entry)
     profile = load_profile(entry.hardware_profile)
     staged = _staged(entry, result)
     client = get_client()
