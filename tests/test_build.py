@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import contextlib
 
-from runner.build import build_entry, parse_lock, version_of
-from runner.build import entry_image, wheelhouse
+import docker.errors
+import pytest
+from conftest import DEFAULT_ENTRY, SHARED_WHEELHOUSE, copy_wheel_into, make_entry
+
+from runner.build import build_entry, entry_image, parse_lock, version_of, wheelhouse
 from runner.build.lockfile import normalise_name
 from runner.cli import main
 from runner.errors import UserError
 from runner.manifest import load_entry
-
-from conftest import DEFAULT_ENTRY, SHARED_WHEELHOUSE, copy_wheel_into, make_entry
 
 # A small pure-Python wheel, pinned exactly as the default entry pins it (no extra download).
 SMALL_PIN = next(p for p in parse_lock(DEFAULT_ENTRY / "requirements.lock")
@@ -114,6 +115,7 @@ def test_pip_inside_the_build_also_refuses_a_wheel_that_does_not_match(
         private_home, tmp_path, docker_client, cpu_base_image, monkeypatch):
     """Second line of defence: even if a changed wheel reached the context, the build fails."""
     shared = wheelhouse.resolve(parse_lock(_write_lock(tmp_path, SMALL_LOCK)), SHARED_WHEELHOUSE)
+    copy_wheel_into(private_home, shared["typing-extensions"])  # the good wheel, no download
     entry = load_entry(make_entry(tmp_path / "pip-refuses", dockerfile=SMALL_DOCKERFILE,
                                   lock=SMALL_LOCK))
     real_link_into = wheelhouse.link_into
@@ -142,11 +144,8 @@ def small_entry(tmp_path_factory):
 def small_build(small_entry, docker_client, cpu_base_image):
     built = build_entry(small_entry, docker_client, no_cache=True)
     yield built
-    for tag in {built.tag}:
-        try:
-            docker_client.images.remove(tag, force=True)
-        except Exception:
-            pass
+    with contextlib.suppress(docker.errors.APIError):
+        docker_client.images.remove(built.tag, force=True)
 
 
 @pytest.mark.docker
@@ -228,8 +227,8 @@ def default_build(docker_client, cpu_base_image):
 def test_default_entry_image_imports_its_frameworks(default_build, docker_client):
     out = docker_client.containers.run(
         default_build.tag,
-        ["python3", "-c", "import torch, numpy, onnxruntime, onnx; print(torch.__version__); "
-                          "import os; print(os.getuid())"],
+        ["python3", "-c", ("import torch, numpy, onnxruntime, onnx; print(torch.__version__); "
+                           "import os; print(os.getuid())")],
         network_mode="none", remove=True,
     ).decode().split()
     pinned = {p.key: p.version for p in parse_lock(DEFAULT_ENTRY / "requirements.lock")}

@@ -7,14 +7,18 @@ import shutil
 
 import docker.errors
 import pytest
+from conftest import CPU_BASE
 
 from runner.cli import main
 from runner.errors import UserError
-from runner.images import LABEL_RECIPE_HASH, available, ensure_base, load_recipe
-from runner.images import debootstrap
+from runner.images import (
+    LABEL_RECIPE_HASH,
+    available,
+    debootstrap,
+    ensure_base,
+    load_recipe,
+)
 from runner.images.recipe import MIRROR_ENV, recipe_hash
-
-from conftest import CPU_BASE
 
 
 def test_repository_has_the_cpu_and_cuda_recipes():

@@ -42,16 +42,18 @@ def _debootstrap() -> tuple[str, str]:
     if tool is None:
         return "missing", "needed to build base images: `sudo runner setup`"
     version = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "debootstrap"],
-                             capture_output=True, text=True).stdout if shutil.which("dpkg-query") else ""
+                             capture_output=True, text=True, check=False).stdout if shutil.which("dpkg-query") else ""
     return "ok", f"{version or 'installed'} ({tool})"
 
 
 def _gpus() -> tuple[str, str]:
     try:
         import pynvml
-
+    except ImportError:
+        return "none", "nvidia-ml-py is not installed"
+    try:
         pynvml.nvmlInit()
-    except Exception as exc:  # NVML absent or no driver: both mean "no GPU here"
+    except pynvml.NVMLError as exc:  # no NVML or no driver: no GPU here
         return "none", f"NVML unavailable ({type(exc).__name__})"
     try:
         count = pynvml.nvmlDeviceGetCount()

@@ -10,8 +10,8 @@ import shutil
 
 from rich.console import Console
 
-from runner import paths
-from runner.engine import ensure_engine, engine_version
+from runner import keys, paths
+from runner.engine import engine_version, ensure_engine
 from runner.engine.daemon import apt_install
 from runner.images import ensure_base
 
@@ -44,4 +44,11 @@ def run(args) -> int:
         base = ensure_base(args.base, client)
     state = f"built in {base.seconds:.0f} s" if base.built else "present"
     console.print(f"[green]ok[/] base image {base.tag} {state}")
+    # Results are signed from the first run on; an existing key is never replaced.
+    private = keys.default_private_path()
+    if not private.exists():
+        keys.generate()
+        console.print(f"[green]ok[/] signing key created in {private.parent}")
+    else:
+        console.print(f"[green]ok[/] signing key {private}")
     return 0

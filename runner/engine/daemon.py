@@ -49,7 +49,7 @@ def apt_install(packages: list[str], log_path: Path) -> None:
     with log_path.open("ab") as log:
         for command in (["apt-get", "update"], ["apt-get", "install", "-y", *packages]):
             try:
-                proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=False,
                                       timeout=APT_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 raise UserError(f"`{' '.join(command)}` did not finish in time (log: {log_path})",

@@ -132,13 +132,13 @@ def _run(command: list[str], env: dict[str, str], log_path: Path, *, what: str) 
         log.flush()
         try:
             proc = subprocess.run(
-                command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                command, env=env, stdout=log, stderr=subprocess.STDOUT, check=False,
                 timeout=DEBOOTSTRAP_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
             raise UserError(
                 f"{what} did not finish in {DEBOOTSTRAP_TIMEOUT_S // 60} minutes (log: {log_path})",
-                f"check the mirror is reachable, or set RUNNER_DEBIAN_MIRROR to a closer one",
+                "check the mirror is reachable, or set RUNNER_DEBIAN_MIRROR to a closer one",
             ) from None
     if proc.returncode != 0:
         tail = _tail(log_path)

@@ -94,13 +94,13 @@ def load_recipe(name: str, root: Path | None = None) -> Recipe:
     if not isinstance(data, dict):
         raise UserError(f"{recipe_file} is not a mapping", "write the recipe as key: value pairs")
     kind = data.get("kind")
-    common = dict(
-        name=name,
-        folder=folder,
-        kind=kind,
-        content_hash=recipe_hash(folder),
-        description=str(data.get("description", "")),
-    )
+    common = {
+        "name": name,
+        "folder": folder,
+        "kind": kind,
+        "content_hash": recipe_hash(folder),
+        "description": str(data.get("description", "")),
+    }
     if kind == "debootstrap":
         missing = [k for k in ("suite", "mirror", "packages", "source_date_epoch") if k not in data]
         if missing:
