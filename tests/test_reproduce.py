@@ -115,3 +115,27 @@ def test_a_run_killed_midway_keeps_an_incomplete_result_and_no_container(
     assert (result["status"], result["incomplete_reason"]) == ("incomplete", "interrupted")
     assert [e["key"] for e in events(result)][:2] == ["run_start", "epoch_start"]
     assert docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}) == []
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_gpu_entry_without_its_gpu_is_refused_with_the_fix(docker_client, results, capsys):
+    assert main(["reproduce", str(REPO / "entries" / "resnet9-v100")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("runner: error: this host does not match hardware profile 'aws-p3.2xlarge'")
+    assert "gpu.count: expected 1, found 0" in err and "--smoke" in err
+    assert not (results / "resnet9-v100").exists()
+
+
+def test_gpu_entry_smoke_runs_on_cpu_and_is_non_conforming(docker_client, results):
+    assert main(["reproduce", str(REPO / "entries" / "resnet9-v100"), "--smoke"]) == 0
+    (folder,) = (results / "resnet9-v100").iterdir()
+    result = json.loads((folder / "result.json").read_text())
+    assert result["status"] == "complete" and result["smoke"]
+    assert not result["conforming"]
+    assert any(r.startswith("smoke run") for r in result["nonconforming_reasons"])
+    assert result["training"]["evaluations"][0]["count"] == 512
+    # Random labels: the gate must refuse a latency claim, and say why.
+    for backend in result["inference"].values():
+        assert not backend["passed_gate"] and "misses the threshold" in backend["gate_reason"]

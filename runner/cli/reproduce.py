@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -16,7 +17,8 @@ def _fmt(value, spec: str, missing: str = "--") -> str:
 
 def print_results(console: Console, folders) -> None:
     table = Table(title="runs")
-    for col in ("run", "status", "reached", "TTA (s)", "cost ($)", "startup (s)", "conforming"):
+    table.add_column("run", no_wrap=True)
+    for col in ("status", "reached", "TTA s", "cost $", "startup s", "conforming"):
         table.add_column(col)
     for folder in folders:
         r = json.loads((folder / "result.json").read_text())
@@ -30,19 +32,22 @@ def print_results(console: Console, folders) -> None:
     last = json.loads((folders[-1] / "result.json").read_text())
     if last.get("inference"):
         inf = Table(title="inference (batch 1, every evaluation item)")
-        for col in ("backend", "gate", "score", "mean ms", "p50", "p90", "p99", "$ / 10k"):
+        for col in ("backend", "gate", "score %", "mean ms", "p50", "p90", "p99", "$ / 10k"):
             inf.add_column(col)
         for name, b in last["inference"].items():
             lat = b.get("latency_ms") or {}
             score = (b.get("scores") or {}).get(last["task"]["metric"])
             inf.add_row(
-                name, "pass" if b.get("passed_gate") else f"fail: {b.get('gate_reason')}",
+                name, "pass" if b.get("passed_gate") else "fail",
                 _fmt(score * 100 if score is not None else None, ".2f"),
                 _fmt(lat.get("mean"), ".3f"), _fmt(lat.get("p50"), ".3f"),
                 _fmt(lat.get("p90"), ".3f"), _fmt(lat.get("p99"), ".3f"),
                 _fmt(b.get("cost_per_10k_usd"), ".6f"),
             )
         console.print(inf)
+        for name, b in last["inference"].items():
+            if not b.get("passed_gate"):
+                console.print(f"[yellow]no latency claim[/] for {name}: {b.get('gate_reason')}")
     for folder in folders:
         r = json.loads((folder / "result.json").read_text())
         if not r["conforming"]:
@@ -53,7 +58,8 @@ def print_results(console: Console, folders) -> None:
 
 
 def run(args) -> int:
-    console = Console()
+    # Logs (CI, files) get full-width tables rather than rich's 80-column default.
+    console = Console() if sys.stdout.isatty() else Console(width=120)
     opts = ReproduceOptions(
         runs=args.runs, seed=args.seed, smoke=args.smoke,
         allow_hardware_mismatch=args.allow_hardware_mismatch,

@@ -52,4 +52,7 @@ class TrainingProgress:
         return self
 
     def __exit__(self, *exc):
-        return self._live.__exit__(*exc)
+        result = self._live.__exit__(*exc)
+        if not self.console.is_terminal:
+            self.console.line()  # a log file gets the last state as a line of its own
+        return result
