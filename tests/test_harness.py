@@ -7,12 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from bands_model import MODEL_SOURCE, trained_bands
 
 from runner import paths
 from runner.infer.measure import evaluate_backend
@@ -20,41 +20,6 @@ from runner.infer.phase import Windows
 from runner.tasks import Task
 
 N_EVAL = 300
-
-# A real (tiny) image classifier: class c is a bright horizontal band at rows 2c+4..2c+5.
-# Normalisation (x / 255) lives inside the model, as the run contract asks.
-MODEL_SOURCE = textwrap.dedent(
-    """
-    import torch
-    from torch import nn
-
-
-    class Bands(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.scale = nn.Conv2d(1, 1, 1)
-            self.pool = nn.AvgPool2d((1, 28))
-            self.head = nn.Linear(28, 10)
-
-        def forward(self, x):
-            return self.head(torch.flatten(self.pool(self.scale(x)), 1))
-
-
-    class BrokenExport(Bands):
-        # Correct in eager PyTorch, wrong in the ONNX graph: what a bad export looks like.
-        def forward(self, x):
-            scores = super().forward(x)
-            return -scores if torch.onnx.is_in_onnx_export() else scores
-
-
-    def build():
-        return Bands()
-
-
-    def build_broken():
-        return BrokenExport()
-    """
-)
 
 TASK = Task("bands", "top1", 0.99, N_EVAL, "test", 10, (1, 28, 28), ("top1Accuracy",))
 
@@ -66,19 +31,7 @@ def entry(tmp_path_factory) -> dict:
 
     root = tmp_path_factory.mktemp("entry")
     (root / "bands.py").write_text(MODEL_SOURCE)
-    sys.path.insert(0, str(root))
-    try:
-        import bands
-    finally:
-        sys.path.remove(str(root))
-    model = bands.build()
-    with torch.no_grad():
-        model.scale.weight.fill_(1 / 255)
-        model.scale.bias.zero_()
-        model.head.weight.zero_()
-        model.head.bias.zero_()
-        for c in range(10):
-            model.head.weight[c, 2 * c + 4 : 2 * c + 6] = 1
+    model = trained_bands(root)
     (root / "output" / "model").mkdir(parents=True)
     weights = root / "output" / "model" / "weights.pt"
     torch.save(model.state_dict(), weights)

@@ -178,7 +178,7 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     from runner.data.store import StagedData
     from runner.infer import run_inference
     from runner.profiles import load_profile
-    from test_harness import MODEL_SOURCE
+    from bands_model import MODEL_SOURCE, trained_bands
 
     # An entry with the default entry's image recipe and a tiny model, for MNIST's 10,000 items.
     folder = make_entry(
@@ -193,20 +193,7 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     entry = load_entry(folder)
     built = build_entry(entry, docker_client)
 
-    import sys
-    sys.path.insert(0, str(folder))
-    try:
-        import bands
-    finally:
-        sys.path.remove(str(folder))
-    model = bands.build()
-    with torch.no_grad():
-        model.scale.weight.fill_(1 / 255)
-        model.scale.bias.zero_()
-        model.head.weight.zero_()
-        model.head.bias.zero_()
-        for c in range(10):
-            model.head.weight[c, 2 * c + 4 : 2 * c + 6] = 1
+    model = trained_bands(folder)
     result_dir = shared_tmp / "result"
     (result_dir / "output" / "model").mkdir(parents=True)
     torch.save(model.state_dict(), result_dir / "output" / entry.inference.weights)

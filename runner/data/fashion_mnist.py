@@ -15,7 +15,7 @@ import numpy as np
 
 from runner.data import progress
 from runner.data.checks import file_digest
-from runner.data.staging import Stage
+from runner.data.staging import Stage, save_classification
 from runner.errors import UserError
 
 DEBIAN_PACKAGE = "dataset-fashion-mnist"
@@ -128,8 +128,4 @@ def prepare(target: Path) -> None:
         conforming=True,
         pinned=PINNED,
     ) as stage:
-        stage.save_array("train/images.npy", train_x, "uint8")
-        stage.save_array("train/labels.npy", train_y, "int64")
-        stage.save_array("eval/images.npy", eval_x, "uint8")
-        stage.save_array("labels/eval_labels.npy", eval_y, "int64")
-        stage.counts = {"train": len(train_x), "eval": len(eval_x)}
+        save_classification(stage, train_x, train_y, eval_x, eval_y)

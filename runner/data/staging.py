@@ -45,6 +45,22 @@ def save_array(path: Path, array: np.ndarray, dtype: str) -> None:
         np.lib.format.write_array(fh, arr, version=NPY_VERSION, allow_pickle=False)
 
 
+def save_classification(
+    stage: Stage,
+    train_x: np.ndarray,
+    train_y: np.ndarray,
+    eval_x: np.ndarray,
+    eval_y: np.ndarray,
+) -> None:
+    """Stage an image classification set in the layout every such task uses: uint8 images
+    and int64 labels, the evaluation labels kept host-only under ``labels/``."""
+    stage.save_array("train/images.npy", train_x, "uint8")
+    stage.save_array("train/labels.npy", train_y, "int64")
+    stage.save_array("eval/images.npy", eval_x, "uint8")
+    stage.save_array("labels/eval_labels.npy", eval_y, "int64")
+    stage.counts = {"train": len(train_x), "eval": len(eval_x)}
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

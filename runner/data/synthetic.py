@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.data.staging import Stage
+from runner.data.staging import Stage, save_classification
 from runner.data.store import StagedData, load
 from runner.tasks import get_task
 
@@ -72,19 +72,13 @@ def synthetic(task: str, root: Path, n_train: int, n_eval: int, seed: int) -> St
                         answers[qa["id"]] = [a["text"] for a in qa["answers"]]
             stage.write_text("eval/examples.jsonl", "".join(line + "\n" for line in lines))
             stage.write_text("labels/answers.json", json.dumps(answers, sort_keys=True) + "\n")
+            stage.counts = {"train": n_train, "eval": n_eval}
         else:
             classes = spec.num_classes or 2
-            stage.save_array(
-                "train/images.npy",
-                rng.integers(0, 256, (n_train, *spec.input_shape), dtype=np.uint8),
-                "uint8",
-            )
-            stage.save_array("train/labels.npy", rng.integers(0, classes, n_train), "int64")
-            stage.save_array(
-                "eval/images.npy",
-                rng.integers(0, 256, (n_eval, *spec.input_shape), dtype=np.uint8),
-                "uint8",
-            )
-            stage.save_array("labels/eval_labels.npy", rng.integers(0, classes, n_eval), "int64")
-        stage.counts = {"train": n_train, "eval": n_eval}
+            # The order of the draws fixes what a seed gives; keep it.
+            train_x = rng.integers(0, 256, (n_train, *spec.input_shape), dtype=np.uint8)
+            train_y = rng.integers(0, classes, n_train)
+            eval_x = rng.integers(0, 256, (n_eval, *spec.input_shape), dtype=np.uint8)
+            eval_y = rng.integers(0, classes, n_eval)
+            save_classification(stage, train_x, train_y, eval_x, eval_y)
     return load(Path(root))
