@@ -62,6 +62,7 @@ def test_sandbox_hides_labels_and_locks_the_container_down(docker_client, tmp_pa
     assert (probe["write_root"], probe["write_data"]) == (False, False)
     assert (probe["write_output"], probe["write_scratch"]) == (True, True)
     assert "RUNNER_SEED" in probe["env"]
+    assert probe["cpus"] == 2  # the cpu-2core-x86 profile's limit, as a cpuset
     # All zeros on real MNIST is ~9.8%: complete, scored, and far from the threshold.
     assert result["status"] == "complete" and result["conforming"]
     (evaluation,) = result["training"]["evaluations"]

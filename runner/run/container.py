@@ -86,6 +86,18 @@ def remove_orphans(client: docker.DockerClient) -> int:
     return len(orphans)
 
 
+def cpu_limits(cpus: float | None) -> dict:
+    """Whole cores are given as a cpuset: pinned cores have no CFS quota to hit, and a
+    quota throttles multi-threaded math libraries in bursts that skew timing. Fractions
+    of a core can only be a quota."""
+    if not cpus:
+        return {}
+    host = os.cpu_count() or 1
+    if float(cpus).is_integer() and cpus <= host:
+        return {"cpuset_cpus": f"0-{int(cpus) - 1}"}
+    return {"nano_cpus": int(cpus * 1e9)}
+
+
 def _create(client: docker.DockerClient, spec: ContainerSpec):
     device_requests = (
         [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])] if spec.gpus else None
@@ -103,7 +115,7 @@ def _create(client: docker.DockerClient, spec: ContainerSpec):
         tmpfs={"/scratch": "rw,size=2g,mode=1777", "/tmp": "rw,size=512m,mode=1777"},
         shm_size="1g",
         pids_limit=4096,
-        nano_cpus=int(spec.cpus * 1e9) if spec.cpus else None,
+        **cpu_limits(spec.cpus),
         mem_limit=spec.memory,
         memswap_limit=spec.memory,  # no swap: a memory limit that swaps would skew timing
         device_requests=device_requests,

@@ -1,0 +1,128 @@
+"""MNIST to 99.3% top-1 in ~5 s on 2 CPU cores (Sapphire Rapids, AMX).
+
+Recipe (everything below runs in this order; the network is in model.py):
+  - net: 4x4/2 stem (16 ch) -> conv 32 -> pool -> conv 64 -> pool -> flatten -> FC 256 -> 10,
+    BatchNorm + ReLU, pool-before-BN, channels_last; 174k parameters.
+  - 2 epochs, batch 256, SGD Nesterov (momentum 0.9, lr 0.2, wd 5e-4), label smoothing 0.1,
+    one-cycle: linear warm-up over the first 20% of steps, then linear decay to 0.
+  - bf16 autocast for training (AMX makes a step ~1.9x faster than fp32; measured),
+    fp32 for evaluation and for the saved model.
+  - evaluate after each epoch; the end of epoch 2 is the planned crossing.
+Measured on this machine (2 threads): ~2.0 s per epoch; TTA ~5 s; final scores
+99.38-99.48% over seeds 0-4 (see the entry's README / results for the exact runs).
+"""
+import json
+import os
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from model import build_model
+
+
+def log(key, value=None, event_type="POINT_IN_TIME", **metadata):
+    # MLPerf-style event line; the harness stamps each line on arrival, so flush every time.
+    event = dict(namespace="", time_ms=int(time.time() * 1000), event_type=event_type,
+                 key=key, value=value, metadata=metadata)
+    print(":::MLLOG " + json.dumps(event), flush=True)
+
+
+log("run_start", event_type="INTERVAL_START")
+
+# ---- configuration ----------------------------------------------------------------------
+DATA = os.environ.get("RUNNER_DATA", "/data")
+OUTPUT = os.environ.get("RUNNER_OUTPUT", "/output")
+SEED = int(os.environ.get("RUNNER_SEED", "0"))
+SMOKE = os.environ.get("RUNNER_SMOKE") == "1"
+torch.set_num_threads(int(os.environ.get("RUNNER_THREADS", str(os.cpu_count()))))
+torch.manual_seed(SEED)
+
+EPOCHS = 1 if SMOKE else 2       # 2 epochs cross 99.3% with ~0.1% margin; 1.5 is marginal
+BATCH = 256                      # 512 runs no faster per image and needs more epochs
+LR, MOMENTUM, WD = 0.2, 0.9, 5e-4
+LABEL_SMOOTHING = 0.1            # the fastest-converging of 0 / 0.1 / 0.2 in our sweeps
+WARMUP = 0.2                     # fraction of steps spent warming up the learning rate
+log("seed", SEED)
+log("global_batch_size", BATCH)
+
+# ---- data -------------------------------------------------------------------------------
+# Kept as uint8 (47 MB); each batch is gathered and cast to float32 on the fly, which is
+# cheaper than converting the whole set up front. The model normalises internally.
+train_x = torch.from_numpy(np.load(f"{DATA}/train/images.npy"))
+train_y = torch.from_numpy(np.load(f"{DATA}/train/labels.npy"))
+eval_x = torch.from_numpy(np.load(f"{DATA}/eval/images.npy"))
+n_train = len(train_x)
+steps_per_epoch = max(1, n_train // BATCH)
+if SMOKE:
+    steps_per_epoch = min(steps_per_epoch, 10)
+total_steps = EPOCHS * steps_per_epoch
+
+# ---- model and optimiser ----------------------------------------------------------------
+# channels_last: oneDNN's fast (AMX) conv kernels are NHWC; NCHW costs reorders (~1.5x).
+model = build_model().to(memory_format=torch.channels_last)
+params = list(model.parameters())
+momentum_buffers = [torch.zeros_like(p) for p in params]
+warmup_steps = max(1, int(WARMUP * total_steps))
+
+
+def lr_at(step):
+    # One-cycle: linear warm-up, then linear decay to exactly 0 at the last step.
+    if step < warmup_steps:
+        return LR * (step + 1) / warmup_steps
+    return LR * (total_steps - step) / (total_steps - warmup_steps)
+
+
+@torch.no_grad()
+def sgd_step(lr):
+    # Nesterov SGD with coupled weight decay, the same update as torch.optim.SGD(nesterov=True).
+    # Hand-written because constructing torch.optim.SGD imports torch._dynamo: ~1 s of the
+    # timed window on this machine (measured), a fifth of the whole run.
+    grads = [p.grad for p in params]
+    torch._foreach_add_(grads, params, alpha=WD)
+    torch._foreach_mul_(momentum_buffers, MOMENTUM)
+    torch._foreach_add_(momentum_buffers, grads)
+    torch._foreach_add_(grads, momentum_buffers, alpha=MOMENTUM)
+    torch._foreach_add_(params, grads, alpha=-lr)
+
+
+def evaluate(epoch):
+    # fp32, eval-mode BN: the same arithmetic as the harness's re-inference of the saved model.
+    log("eval_start", epoch_num=epoch)
+    model.eval()
+    with torch.no_grad():
+        preds = torch.cat([model(eval_x[i:i + 2000].float()).argmax(1)
+                           for i in range(0, len(eval_x), 2000)])
+    model.train()
+    rel = f"eval/epoch_{epoch}.npy"
+    os.makedirs(f"{OUTPUT}/eval", exist_ok=True)
+    with open(f"{OUTPUT}/{rel}", "wb") as f:
+        np.save(f, preds.numpy().astype(np.int64))
+    log("eval_stop", epoch_num=epoch, predictions=rel)
+
+
+# ---- training ---------------------------------------------------------------------------
+step = 0
+for epoch in range(1, EPOCHS + 1):
+    log("epoch_start", event_type="INTERVAL_START", epoch_num=epoch)
+    perm = torch.randperm(n_train)
+    for i in range(steps_per_epoch):
+        idx = perm[i * BATCH:(i + 1) * BATCH]
+        x = train_x[idx].float().contiguous(memory_format=torch.channels_last)
+        # bf16 autocast: AMX bf16 convs/matmuls make a step ~1.9x faster than fp32 (measured).
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), train_y[idx], label_smoothing=LABEL_SMOOTHING)
+        model.zero_grad(set_to_none=True)
+        loss.backward()
+        sgd_step(lr_at(step))
+        step += 1
+    log("epoch_stop", event_type="INTERVAL_END", epoch_num=epoch)
+    # Evaluation time is not counted, so evaluate after every epoch; the fixed schedule is
+    # planned to cross 99.3% at the end of the last one.
+    evaluate(epoch)
+
+# ---- final model (after the last evaluation, so outside the timed window) --------------
+os.makedirs(f"{OUTPUT}/model", exist_ok=True)
+torch.save(model.state_dict(), f"{OUTPUT}/model/weights.pt")
+log("run_stop", event_type="INTERVAL_END", status="success")
