@@ -140,3 +140,13 @@ def test_gpu_entry_smoke_runs_on_cpu_and_is_non_conforming(docker_client, result
     # Random labels: the gate must refuse a latency claim, and say why.
     for backend in result["inference"].values():
         assert not backend["passed_gate"] and "misses the threshold" in backend["gate_reason"]
+
+
+def test_a_timeout_keeps_an_incomplete_result_and_no_container(docker_client, tmp_path, results):
+    entry = probe_entry(tmp_path, "sleep")
+    assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--timeout-minutes", "0.1"]) == 1
+    result = only_result(results)
+    assert result["status"] == "incomplete"
+    assert result["incomplete_reason"].startswith("timed out after 6")
+    assert "epoch_start" in [e["key"] for e in events(result)]
+    assert docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}) == []
