@@ -30,7 +30,7 @@ class Net(nn.Module):
         self.stage1 = conv_bn_relu(w0, w1, pool=True)                         # 7x7
         self.stage2 = conv_bn_relu(w1, w2, pool=True)                         # 3x3
         # Flatten (keeps where a stroke is) + one hidden layer: the hidden layer is what
-        # lifts the 2-epoch score from ~99.3% to ~99.4%, at almost no cost.
+        # lifts the short-schedule score by ~0.1% (99.3 -> 99.4), at almost no cost.
         self.head = nn.Sequential(
             nn.Flatten(),
             nn.Linear(w2 * 9, hidden, bias=False), nn.BatchNorm1d(hidden), nn.ReLU(inplace=True),

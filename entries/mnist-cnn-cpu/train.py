@@ -1,15 +1,17 @@
-"""MNIST to 99.3% top-1 in ~5 s on 2 CPU cores (Sapphire Rapids, AMX).
+"""MNIST to 99.3% top-1 in ~5.5 s on 2 CPU cores (Sapphire Rapids, AMX).
 
 Recipe (everything below runs in this order; the network is in model.py):
   - net: 4x4/2 stem (16 ch) -> conv 32 -> pool -> conv 64 -> pool -> flatten -> FC 256 -> 10,
-    BatchNorm + ReLU, pool-before-BN, channels_last; 174k parameters.
-  - 2 epochs, batch 256, SGD Nesterov (momentum 0.9, lr 0.2, wd 5e-4), label smoothing 0.1,
-    one-cycle: linear warm-up over the first 20% of steps, then linear decay to 0.
-  - bf16 autocast for training (AMX makes a step ~1.9x faster than fp32; measured),
+    BatchNorm + ReLU, pool before BN, channels_last; 174k parameters.
+  - 3-epoch schedule, batch 256, Nesterov SGD (momentum 0.9, lr 0.2, wd 5e-4), label
+    smoothing 0.1, one-cycle: linear warm-up over 20% of the steps, linear decay to 0.
+  - bf16 autocast for training (AMX: a step is ~1.9x faster than fp32; measured),
     fp32 for evaluation and for the saved model.
-  - evaluate after each epoch; the end of epoch 2 is the planned crossing.
-Measured on this machine (2 threads): ~2.0 s per epoch; TTA ~5 s; final scores
-99.38-99.48% over seeds 0-4 (see the entry's README / results for the exact runs).
+  - evaluate after every epoch (free: evaluation time is not counted). The planned
+    crossing is the end of epoch 2 (99.30-99.51% over seeds 0-8); epoch 3 is the safety
+    net and the saved model (99.41-99.52%).
+Measured here with 2 threads: ~2.4 s per epoch (the first ~0.5 s more: one-time oneDNN
+kernel setup); TTA 5.4-5.6 s (crossing at epoch 2) on a quiet machine.
 """
 import json
 import os
@@ -39,17 +41,19 @@ SMOKE = os.environ.get("RUNNER_SMOKE") == "1"
 torch.set_num_threads(int(os.environ.get("RUNNER_THREADS", str(os.cpu_count()))))
 torch.manual_seed(SEED)
 
-EPOCHS = 1 if SMOKE else 2       # 2 epochs cross 99.3% with ~0.1% margin; 1.5 is marginal
+# A 3-epoch schedule already crosses at the end of epoch 2 (a 2-epoch schedule crosses at
+# about the same time but with a 0.03% margin); epoch 3 gives the saved model its margin.
+EPOCHS = 1 if SMOKE else 3
 BATCH = 256                      # 512 runs no faster per image and needs more epochs
 LR, MOMENTUM, WD = 0.2, 0.9, 5e-4
-LABEL_SMOOTHING = 0.1            # the fastest-converging of 0 / 0.1 / 0.2 in our sweeps
+LABEL_SMOOTHING = 0.1            # best of 0 / 0.1 / 0.2 in our sweeps
 WARMUP = 0.2                     # fraction of steps spent warming up the learning rate
 log("seed", SEED)
 log("global_batch_size", BATCH)
 
 # ---- data -------------------------------------------------------------------------------
-# Kept as uint8 (47 MB); each batch is gathered and cast to float32 on the fly, which is
-# cheaper than converting the whole set up front. The model normalises internally.
+# Kept as uint8 (47 MB); each batch is gathered and cast to float32 on the fly (~0.04 s an
+# epoch, measured). No normalisation here: the model does it internally.
 train_x = torch.from_numpy(np.load(f"{DATA}/train/images.npy"))
 train_y = torch.from_numpy(np.load(f"{DATA}/train/labels.npy"))
 eval_x = torch.from_numpy(np.load(f"{DATA}/eval/images.npy"))
@@ -60,7 +64,7 @@ if SMOKE:
 total_steps = EPOCHS * steps_per_epoch
 
 # ---- model and optimiser ----------------------------------------------------------------
-# channels_last: oneDNN's fast (AMX) conv kernels are NHWC; NCHW costs reorders (~1.5x).
+# channels_last: oneDNN's fast (AMX) conv kernels are NHWC; NCHW was 1.6-1.9x slower (measured).
 model = build_model().to(memory_format=torch.channels_last)
 params = list(model.parameters())
 momentum_buffers = [torch.zeros_like(p) for p in params]
@@ -118,8 +122,8 @@ for epoch in range(1, EPOCHS + 1):
         sgd_step(lr_at(step))
         step += 1
     log("epoch_stop", event_type="INTERVAL_END", epoch_num=epoch)
-    # Evaluation time is not counted, so evaluate after every epoch; the fixed schedule is
-    # planned to cross 99.3% at the end of the last one.
+    # Evaluation time is not counted, so evaluate after every epoch: the harness takes the
+    # first crossing (planned: epoch 2), and the schedule still runs to its end.
     evaluate(epoch)
 
 # ---- final model (after the last evaluation, so outside the timed window) --------------
