@@ -28,6 +28,11 @@ def test_fresh_bundle_from_the_default_entry_verifies(docker_client, tmp_path, m
     (folder,) = (tmp_path / "results" / "mnist-cnn-cpu").iterdir()
     result = json.loads((folder / "result.json").read_text())
     assert result["training"]["reached"] and result["conforming"]
+    # Issue 4's acceptance: both CPU backends timed on every item and through the gate.
+    assert set(result["inference"]) == {"torch", "onnxruntime"}
+    for name, backend in result["inference"].items():
+        assert backend["passed_gate"], (name, backend["gate_reason"])
+        assert backend["count"] == 10_000 and backend["latency_ms"]["p50"] > 0
     capsys.readouterr()
 
     assert main(["verify", str(folder), "--trusted-keys", str(pair.public), "--json"]) == 0
