@@ -1,0 +1,221 @@
+"""Build an entry's image hermetically: base image, verified wheels, ``--network none``.
+
+The image is tagged ``runner/entry/<name>:<content key>``. When an image with that tag
+exists, nothing is rebuilt (a cache hit costs a hash of the entry folder and one look-up). Otherwise the legacy builder runs with no network, the image is labelled with
+the entry's identity, and its SBOM is read from inside it and recorded on the host.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from runner import paths
+from runner.build import context as build_context
+from runner.build import wheelhouse
+from runner.build.lockfile import parse_lock
+from runner.build.sbom import read_sbom
+from runner.engine.disk import require_free_space
+from runner.errors import UserError
+from runner.images import BaseImage, ensure_base
+from runner.manifest import Entry
+
+BUILD_TIMEOUT_S = int(os.environ.get("RUNNER_BUILD_TIMEOUT_S", "2700"))
+MIN_FREE_GIB = float(os.environ.get("RUNNER_MIN_FREE_GIB", "4"))
+TAG_REPOSITORY = "runner/entry"
+LABEL_PREFIX = "org.runner.entry"
+
+# Build output that means a step tried to use the network (which builds never have).
+_NETWORK_SIGNS = re.compile(
+    r"Temporary failure in name resolution|Network is unreachable|Could not resolve host|"
+    r"Name or service not known|NewConnectionError|Failed to establish a new connection|"
+    r"URLError|nodename nor servname|No address associated with hostname|Connection refused",
+    re.IGNORECASE,
+)
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_BUILDER_CHATTER = ("Removing intermediate container", "--->", "Step ")
+
+
+@dataclass
+class BuiltImage:
+    image_id: str
+    tag: str
+    base: BaseImage
+    labels: dict[str, str]
+    sbom: dict[str, list[dict[str, str]]]
+    cached: bool
+    seconds: float
+    log: list[str] = field(default_factory=list, repr=False)
+
+
+def image_tag(entry_name: str, key: str) -> str:
+    return f"{TAG_REPOSITORY}/{entry_name}:{key[:20]}"
+
+
+def build_entry(
+    entry: Entry,
+    client: docker.DockerClient,
+    *,
+    no_cache: bool = False,
+    base_image: str | None = None,
+    lock_path: Path | None = None,
+) -> BuiltImage:
+    """Build (or find) the entry's image. ``base_image``/``lock_path`` override the
+    manifest's (smoke runs); ``no_cache`` rebuilds every layer."""
+    started = time.monotonic()
+    if not entry.path.is_dir():
+        raise UserError(f"no entry folder at {entry.path}", "pass an entry folder such as entries/mnist-cnn-cpu")
+    lock_path = Path(lock_path) if lock_path else entry.lock_path
+    pins = parse_lock(lock_path)  # refuses unpinned or unhashed lines before any work
+    base = ensure_base(base_image or entry.base_image, client)
+    key = build_context.content_key(entry.path, base.id, lock_path)
+    tag = image_tag(entry.name, key)
+    labels = _labels(entry, key, base, lock_path)
+
+    with _entry_lock(entry.name):
+        if not no_cache:
+            found = _existing(client, tag)
+            if found is not None:  # built before from verified wheels: nothing to redo
+                sbom = _recorded_sbom(found.id) or _record(entry, found.id, tag, base, labels,
+                                                           read_sbom(client, tag))
+                return BuiltImage(found.id, tag, base, labels, sbom, True,
+                                  time.monotonic() - started)
+        _check_disk(client)
+        wheels = wheelhouse.resolve(pins)
+        ctx = build_context.make_context(entry.path, wheels, lock_path)
+        try:
+            image_id, log = _docker_build(client, ctx, tag, base, labels, no_cache, entry.name)
+        finally:
+            build_context.remove_context(ctx)
+        sbom = _record(entry, image_id, tag, base, labels, read_sbom(client, tag))
+    return BuiltImage(image_id, tag, base, labels, sbom, False, time.monotonic() - started, log)
+
+
+def _labels(entry: Entry, key: str, base: BaseImage, lock_path: Path) -> dict[str, str]:
+    digests = entry.digests()
+    digests["lock"] = wheelhouse.sha256_file(lock_path)
+    return {
+        LABEL_PREFIX: entry.name,
+        f"{LABEL_PREFIX}.manifest-sha256": digests["manifest"],
+        f"{LABEL_PREFIX}.dockerfile-sha256": digests["dockerfile"],
+        f"{LABEL_PREFIX}.lock-sha256": digests["lock"],
+        f"{LABEL_PREFIX}.content-key": key,
+        f"{LABEL_PREFIX}.base-image": base.tag,
+        f"{LABEL_PREFIX}.base-image-id": base.id,
+    }
+
+
+def _existing(client: docker.DockerClient, tag: str):
+    try:
+        return client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def _check_disk(client: docker.DockerClient) -> None:
+    minimum = int(MIN_FREE_GIB * 1024**3)
+    docker_root = Path(client.info().get("DockerRootDir", "/var/lib/docker"))
+    if docker_root.exists():  # a local engine: its disk is the one that fills
+        require_free_space(docker_root, minimum, "building an entry image")
+    require_free_space(paths.wheelhouse_dir(), minimum // 4, "the wheelhouse")
+
+
+def _docker_build(client, ctx: Path, tag: str, base: BaseImage, labels: dict[str, str],
+                  no_cache: bool, name: str) -> tuple[str, list[str]]:
+    deadline = time.monotonic() + BUILD_TIMEOUT_S
+    log: list[str] = []
+    step = ""
+    try:
+        stream = client.api.build(
+            path=str(ctx), dockerfile="entry/Dockerfile", tag=tag,
+            buildargs={"BASE_IMAGE": base.tag}, labels=labels, network_mode="none",
+            nocache=no_cache, rm=True, forcerm=True, pull=False, decode=True,
+        )
+        for chunk in stream:
+            if "stream" in chunk:
+                text = chunk["stream"]
+                log.append(text)
+                if text.startswith("Step "):
+                    step = text.strip()
+            if "error" in chunk:
+                raise _build_failure(name, step, chunk["error"], log)
+            if time.monotonic() > deadline:
+                stream.close()
+                raise UserError(
+                    f"building {name} took longer than {BUILD_TIMEOUT_S // 60} minutes (at {step})",
+                    "set RUNNER_BUILD_TIMEOUT_S higher if the build is legitimately long",
+                )
+    except docker.errors.APIError as exc:
+        raise UserError(f"the engine refused to build {name}: {exc.explanation or exc}",
+                        "check `runner doctor` and the entry's Dockerfile") from None
+    return client.images.get(tag).id, log
+
+
+def _build_failure(name: str, step: str, error: str, log: list[str]) -> UserError:
+    output = _ANSI.sub("", "".join(log[-40:]) + error)
+    lines = [line.strip() for line in output.splitlines()
+             if line.strip() and not line.strip().startswith(_BUILDER_CHATTER)]
+    tail = " | ".join(lines[-2:])[-500:]
+    if _NETWORK_SIGNS.search(output):
+        return UserError(
+            f"building {name} failed because a step tried to reach the network ({step}): {tail}",
+            "entry builds have no network; put Python dependencies in the hash-pinned lock "
+            "(the runner supplies them as wheels/) and remove downloads from the Dockerfile",
+        )
+    if "hashes" in output.lower() and "require" in output.lower() or "DO NOT MATCH" in output:
+        return UserError(f"pip refused a wheel while building {name} ({step}): {tail}",
+                         "regenerate the lock, or delete the wheel from the wheelhouse and rebuild")
+    return UserError(f"building {name} failed at {step or 'the start'}: {tail}",
+                     "fix the Dockerfile step shown (full output: runner build -v)")
+
+
+def _record_path(image_id: str) -> Path:
+    return paths.home() / "builds" / f"{image_id.replace('sha256:', '')}.json"
+
+
+def _record(entry: Entry, image_id: str, tag: str, base: BaseImage, labels: dict,
+            sbom: dict) -> dict:
+    record = {
+        "entry": entry.name, "image_id": image_id, "tag": tag,
+        "base": {"name": base.name, "tag": base.tag, "id": base.id},
+        "labels": labels, "sbom": sbom, "built_at": time.time(),
+    }
+    path = _record_path(image_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+    return sbom
+
+
+def _recorded_sbom(image_id: str) -> dict | None:
+    try:
+        return json.loads(_record_path(image_id).read_text())["sbom"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+class _entry_lock:
+    """One build of an entry at a time across processes."""
+
+    def __init__(self, name: str):
+        folder = paths.home() / "locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"entry-{name}.lock"
+
+    def __enter__(self):
+        self.handle = open(self.path, "w")
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()

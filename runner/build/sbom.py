@@ -1,0 +1,47 @@
+"""What is inside a built image, read from the image itself (not from the lock):
+Python distributions with versions, and Debian packages with versions."""
+
+from __future__ import annotations
+
+import json
+
+import docker
+import docker.errors
+
+from runner.errors import UserError
+
+# Runs inside the image with its own Python (the entry's venv, first on PATH).
+_PROBE = r"""
+import importlib.metadata as md, json, subprocess
+python = sorted({(d.metadata["Name"], d.version) for d in md.distributions() if d.metadata["Name"]})
+try:
+    out = subprocess.run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"],
+                         capture_output=True, text=True, check=True).stdout
+    debian = sorted(tuple(line.split("\t", 1)) for line in out.splitlines() if "\t" in line)
+except (OSError, subprocess.CalledProcessError):
+    debian = []
+print(json.dumps({"python": [{"name": n, "version": v} for n, v in python],
+                  "debian": [{"name": n, "version": v} for n, v in debian]}))
+"""
+
+
+def read_sbom(client: docker.DockerClient, image: str) -> dict[str, list[dict[str, str]]]:
+    try:
+        output = client.containers.run(
+            image, ["python3", "-c", _PROBE], entrypoint=[], network_mode="none",
+            remove=True, stdout=True, stderr=False,
+        )
+    except docker.errors.ContainerError as exc:
+        raise UserError(
+            f"could not list the packages inside {image}: {exc.stderr.decode(errors='replace')[-300:]}",
+            "the image needs python3 on its PATH (the base images provide it)",
+        ) from None
+    return json.loads(output.decode().strip().splitlines()[-1])
+
+
+def version_of(sbom: dict, name: str, kind: str = "python") -> str | None:
+    wanted = name.lower().replace("_", "-")
+    for item in sbom.get(kind, []):
+        if item["name"].lower().replace("_", "-") == wanted:
+            return item["version"]
+    return None
