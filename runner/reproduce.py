@@ -7,6 +7,7 @@ check the host -> stage data -> build the image -> train (the harness keeps the 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import signal
 import tempfile
@@ -14,10 +15,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import docker
 from rich.console import Console
 
 from runner import __version__, data, paths
-from runner.build import build_entry
+from runner.build import BuiltImage, build_entry
 from runner.bundle import make_bundle
 from runner.engine import get_client
 from runner.errors import UserError
@@ -25,7 +27,8 @@ from runner.fingerprint import capture_host, capture_image
 from runner.infer import check_backends_available, run_inference
 from runner.keys import load_signer
 from runner.manifest import Entry, load_entry
-from runner.profiles import cost_usd, hardware_record, load_profile, match, price_fields
+from runner.data import StagedData
+from runner.profiles import Profile, cost_usd, hardware_record, load_profile, match, price_fields
 from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
 from runner.run.container import remove_orphans
 from runner.run.events import write_events
@@ -54,11 +57,11 @@ class RunContext:
     """What every run of one reproduction shares."""
 
     entry: Entry
-    profile: object
-    client: object
-    built: object
-    staged: object
-    labels: object
+    profile: Profile
+    client: docker.DockerClient
+    built: BuiltImage
+    staged: StagedData
+    labels: object  # int64 array, or SQuAD's {id: answers}
     fingerprint: dict
     backends: list[str]
     gpus: int
@@ -304,8 +307,6 @@ def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list
 
 
 def summarize(folders: list[Path]):
-    import json
-
     ttas = []
     for folder in folders:
         training = json.loads((folder / "result.json").read_text()).get("training") or {}

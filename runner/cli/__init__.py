@@ -25,6 +25,7 @@ COMMANDS = [
     "keys",
     "bundle",
     "verify",
+    "drift",
     "bench",
 ]
 

@@ -1,0 +1,45 @@
+"""``runner drift [BUNDLE ...]``: rebuild archived entries and report what changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from runner.drift import archived_bundles, check_drift
+from runner.errors import UserError
+
+
+def run(args) -> int:
+    console = Console()
+    bundles = [Path(b) for b in args.bundles] or archived_bundles()
+    if not bundles:
+        raise UserError("no archived bundles to check", "pass a bundle, or archive one under results/archive/")
+    drifted = 0
+    for bundle in bundles:
+        drift = check_drift(bundle, Path(args.entry) if args.entry else None, console,
+                            rerun=args.rerun, tolerance=args.tolerance)
+        verdict = "[yellow]drift[/]" if drift.drifted else "[green]no drift[/]"
+        console.print(f"{verdict} {drift.entry} ({bundle})")
+        for change in drift.changes:
+            console.print(f"  - {change}")
+        if drift.tta_now is not None:
+            console.print(f"  TTA now {drift.tta_now:.2f} s, archived {drift.tta_archived:.2f} s")
+        drifted += drift.drifted
+    return 1 if drifted and args.fail_on_drift else 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "drift", help="rebuild the entries of archived bundles and report what changed",
+        description="Rebuild the entry behind each archived bundle (default: results/archive/"
+        "*.tar.gz) and report changes to its files, base image and packages; with --rerun, "
+        "reproduce it and compare TTA.",
+    )
+    p.add_argument("bundles", nargs="*", help="bundles (.tar.gz or folders)")
+    p.add_argument("--entry", help="entry folder (default: entries/<the bundle's entry>)")
+    p.add_argument("--rerun", action="store_true", help="also reproduce and compare TTA")
+    p.add_argument("--tolerance", type=float, default=0.25,
+                   help="relative TTA change that counts as drift (default 0.25)")
+    p.add_argument("--fail-on-drift", action="store_true", help="exit 1 when anything drifted")
+    p.set_defaults(func=run)
