@@ -82,3 +82,12 @@ def test_schema_command_prints_json_schema(capsys):
     schema = json.loads(capsys.readouterr().out)
     assert schema["properties"]["schema_version"] == {"const": 1, "description": "manifest schema version"}
     assert "task" in schema["required"]
+
+
+def test_schema_command_prints_the_result_schema(capsys):
+    import json
+
+    assert main(["schema", "--result"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["properties"]["schema_version"] == {"const": 1}
+    assert "training" in schema["required"]

@@ -11,10 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
 from runner.cli import main
+from runner.results import RESULT_SCHEMA
 from runner.run.container import MANAGED_LABEL
 
 pytestmark = pytest.mark.docker
@@ -39,8 +41,11 @@ def probe_entry(tmp_path: Path, mode: str) -> Path:
 
 
 def only_result(results: Path) -> dict:
+    """The one result of the probe, checked against the published result.json schema."""
     (folder,) = (results / "contract-probe").iterdir()
-    return json.loads((folder / "result.json").read_text()) | {"_folder": str(folder)}
+    result = json.loads((folder / "result.json").read_text())
+    jsonschema.Draft202012Validator(RESULT_SCHEMA).validate(result)
+    return result | {"_folder": str(folder)}
 
 
 def events(result: dict) -> list[dict]:

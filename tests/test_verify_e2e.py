@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 
 from runner import keys, paths
 from runner.bundle import pack
 from runner.cli import main
+from runner.results import RESULT_SCHEMA
 from runner.verify import CHECK_NAMES
 
 
@@ -27,6 +29,7 @@ def test_fresh_bundle_from_the_default_entry_verifies(docker_client, tmp_path, m
     assert main(["reproduce", str(paths.repo_root() / "entries" / "mnist-cnn-cpu")]) == 0
     (folder,) = (tmp_path / "results" / "mnist-cnn-cpu").iterdir()
     result = json.loads((folder / "result.json").read_text())
+    jsonschema.Draft202012Validator(RESULT_SCHEMA).validate(result)
     assert result["training"]["reached"] and result["conforming"]
     # Issue 4's acceptance: both CPU backends timed on every item and through the gate.
     assert set(result["inference"]) == {"torch", "onnxruntime"}

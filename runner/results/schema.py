@@ -1,0 +1,120 @@
+"""JSON Schema of ``result.json`` (version 1), published by ``runner schema --result``.
+
+Fields an auditor recomputes are typed strictly; free-form records (the backends' info,
+the entry's framework) are left open.
+"""
+
+from __future__ import annotations
+
+RESULT_SCHEMA_VERSION = 1
+
+_NUM = {"type": ["number", "null"]}
+_STR = {"type": ["string", "null"]}
+_SHA = {"type": "string", "pattern": "^(sha256:)?[0-9a-f]{64}$"}
+
+_EVALUATION = {
+    "type": "object",
+    "required": ["index", "epoch", "start", "stop", "predictions", "count", "scores", "meets"],
+    "properties": {
+        "index": {"type": "integer", "minimum": 0},
+        "epoch": {"type": ["integer", "null"]},
+        "start": {"type": "number"},
+        "stop": {"type": "number"},
+        "predictions": {"type": "string"},
+        "count": {"type": ["integer", "null"]},
+        "scores": {"type": "object", "additionalProperties": {"type": "number"}},
+        "meets": {"type": "boolean"},
+        "problem": _STR,
+    },
+}
+
+_BACKEND = {
+    "type": "object",
+    "required": ["passed_gate", "gate_reason", "scores", "count", "latency_ms"],
+    "properties": {
+        "passed_gate": {"type": "boolean"},
+        "gate_reason": _STR,
+        "scores": {"type": ["object", "null"]},
+        "count": {"type": ["integer", "null"]},
+        "latency_ms": {
+            "type": ["object", "null"],
+            "properties": {k: {"type": "number"} for k in ("mean", "p50", "p90", "p99", "max")},
+        },
+        "throughput_per_s": _NUM,
+        "cost_per_10k_usd": _NUM,
+        "window_seconds": _NUM,
+        "info": {"type": ["object", "null"]},
+    },
+}
+
+RESULT_SCHEMA: dict = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://runner.dev/schemas/result/v1.json",
+    "title": "runner result",
+    "type": "object",
+    "required": [
+        "schema_version", "run_id", "toolkit", "entry", "task", "seed", "smoke", "status",
+        "incomplete_reason", "conforming", "nonconforming_reasons", "image", "data",
+        "training", "cost", "inference", "hardware",
+    ],
+    "properties": {
+        "schema_version": {"const": RESULT_SCHEMA_VERSION},
+        "run_id": {"type": "string", "pattern": r"^\d{8}T\d{6}Z-s\d+-[0-9a-f]{6}$"},
+        "toolkit": {
+            "type": "object",
+            "required": ["name", "version", "harness_sha256"],
+            "properties": {"harness_sha256": _SHA},
+        },
+        "entry": {
+            "type": "object",
+            "required": ["name", "model", "framework", "digests"],
+            "properties": {
+                "digests": {
+                    "type": "object",
+                    "required": ["manifest", "dockerfile", "lock"],
+                    "additionalProperties": _SHA,
+                },
+            },
+        },
+        "task": {
+            "type": "object",
+            "required": ["id", "metric", "threshold", "eval_size"],
+            "properties": {
+                "metric": {"enum": ["top1", "top5", "f1"]},
+                "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                "eval_size": {"type": "integer", "minimum": 1},
+            },
+        },
+        "seed": {"type": "integer"},
+        "smoke": {"type": "boolean"},
+        "status": {"enum": ["running", "complete", "incomplete", "invalid"]},
+        "incomplete_reason": _STR,
+        "conforming": {"type": "boolean"},
+        "nonconforming_reasons": {"type": "array", "items": {"type": "string"}},
+        "image": {"type": "object", "required": ["id", "tag", "base_id"]},
+        "data": {"type": "object", "required": ["task", "digest"]},
+        "training": {
+            "type": ["object", "null"],
+            "properties": {
+                "reached": {"type": "boolean"},
+                "tta_seconds": _NUM,
+                "tta_hours": _NUM,
+                "startup_seconds": _NUM,
+                "excluded_eval_seconds": _NUM,
+                "wall_seconds": {"type": "number"},
+                "crossing": {"type": ["integer", "null"]},
+                "evaluations": {"type": "array", "items": _EVALUATION},
+            },
+        },
+        "cost": {
+            "type": "object",
+            "required": ["training_usd", "usd_per_hour", "profile", "price_date", "price_source"],
+            "properties": {"training_usd": _NUM, "usd_per_hour": {"type": "number"}},
+        },
+        "inference": {"type": "object", "additionalProperties": _BACKEND},
+        "hardware": {
+            "type": "object",
+            "required": ["profile", "matched", "mismatches", "allowed_mismatch"],
+        },
+    },
+}
