@@ -9,7 +9,6 @@ against the lock each time it is used, so a wheel changed on disk is refused.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -20,17 +19,10 @@ from pathlib import Path
 from runner import paths
 from runner.build.lockfile import Pin
 from runner.build.platform import PIP_TARGET_FLAGS
+from runner.digests import sha256_file
 from runner.errors import UserError
 
 DOWNLOAD_TIMEOUT_S = 30 * 60
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def wheel_path(digest: str, root: Path | None = None) -> Path | None:

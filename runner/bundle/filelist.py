@@ -7,11 +7,11 @@ the rest. Any other file, in any folder, is covered.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
+from runner.digests import sha256_file
 from runner.errors import UserError
 
 BUNDLE_DIR = "bundle"
@@ -20,15 +20,6 @@ ENVELOPE = f"{BUNDLE_DIR}/statement.dsse.json"
 SIGNER_KEY = f"{BUNDLE_DIR}/signer.pub.json"
 BOOKKEEPING = (MANIFEST, ENVELOPE, SIGNER_KEY)
 
-_CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def list_files(root: Path, include_bookkeeping: bool = False) -> list[str]:

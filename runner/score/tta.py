@@ -8,6 +8,7 @@ function serves ``reproduce`` and ``verify``, so an auditor recomputes exactly t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 from runner.run.events import Event
 
@@ -44,7 +45,7 @@ class Timeline:
 
 def timeline(events: list[Event]) -> Timeline:
     """Check the stream's order and pair each ``eval_start`` with its ``eval_stop``."""
-    for prev, cur in zip(events, events[1:]):
+    for prev, cur in pairwise(events):
         if cur.seq <= prev.seq or cur.t < prev.t:
             raise EventStreamError(f"event {cur.seq} ({cur.key}) is out of order")
     starts = [e for e in events if e.key == "run_start"]
