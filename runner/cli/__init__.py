@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from runner import __version__
@@ -43,6 +44,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if not sys.stdout.isatty():
+        # Logs and pipes (CI) get tables at 120 columns rather than rich's 80-column default.
+        os.environ.setdefault("COLUMNS", "120")
     args = parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -58,8 +57,7 @@ def print_results(console: Console, folders) -> None:
 
 
 def run(args) -> int:
-    # Logs (CI, files) get full-width tables rather than rich's 80-column default.
-    console = Console() if sys.stdout.isatty() else Console(width=120)
+    console = Console()
     opts = ReproduceOptions(
         runs=args.runs, seed=args.seed, smoke=args.smoke,
         allow_hardware_mismatch=args.allow_hardware_mismatch,
