@@ -109,6 +109,14 @@ def _check_hardware(entry: Entry, profile, fingerprint: dict, opts: ReproduceOpt
     return mismatches, reasons
 
 
+def gpu_containers_possible(fingerprint: dict) -> bool:
+    """Can the engine hand GPUs to a container? Docker's --gpus works through the NVIDIA
+    Container Toolkit: either its runtime is registered or its prestart hook is installed."""
+    if (fingerprint.get("docker") or {}).get("nvidia_runtime"):
+        return True
+    return any(shutil.which(tool) for tool in ("nvidia-container-runtime-hook", "nvidia-container-cli"))
+
+
 def _choose_backends(entry: Entry, opts: ReproduceOptions, gpus: int) -> list[str]:
     backends = opts.backends or list(entry.inference.backends)
     if opts.smoke and gpus == 0:
@@ -141,6 +149,13 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     mismatches, reasons = _check_hardware(entry, profile, fingerprint, opts)
     host_gpus = len((fingerprint.get("gpu") or {}).get("gpus") or [])
     gpus = min(profile.gpu_count, host_gpus)
+    if gpus and not gpu_containers_possible(fingerprint):
+        raise UserError(
+            f"this host has {host_gpus} NVIDIA GPU(s) but the Docker engine cannot give them "
+            "to containers",
+            "install the NVIDIA Container Toolkit (nvidia-container-toolkit), run "
+            "`nvidia-ctk runtime configure --runtime=docker` and restart dockerd",
+        )
     backends = _choose_backends(entry, opts, gpus)
     check_backends_available(backends, fingerprint)
     staged = _stage_data(entry, opts, console, scratch)
