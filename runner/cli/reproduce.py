@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner.reproduce import ReproduceOptions, reproduce, summarize
+from runner.results import write_json
 
 
 def _fmt(value, spec: str, missing: str = "--") -> str:
@@ -71,6 +72,9 @@ def run(args) -> int:
             f"{s.reached}/{s.runs} runs reached the threshold; median TTA "
             f"{_fmt(s.median, '.2f')} s; coefficient of variation {_fmt(s.cv, '.3f')}"
         )
+        summary = folders[0].parent / f"runs-{folders[0].name}.json"
+        write_json(summary, {"run_ids": [f.name for f in folders], **s.to_dict()})
+        console.print(f"summary of the runs: {summary}")
     statuses = [json.loads((f / "result.json").read_text())["status"] for f in folders]
     console.print(f"results: {', '.join(str(f) for f in folders)}")
     return 0 if all(s == "complete" for s in statuses) else 1
