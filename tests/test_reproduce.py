@@ -155,3 +155,15 @@ def test_a_timeout_keeps_an_incomplete_result_and_no_container(docker_client, tm
     assert result["incomplete_reason"].startswith("timed out after 6")
     assert "epoch_start" in [e["key"] for e in events(result)]
     assert docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}) == []
+
+
+def test_runs_repeat_with_successive_seeds_and_are_summarised(docker_client, tmp_path, results):
+    entry = probe_entry(tmp_path, "sandbox")
+    assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--runs", "2", "--seed", "7"]) == 0
+    folders = sorted(p for p in (results / "contract-probe").iterdir() if p.is_dir())
+    seeds = [json.loads((f / "result.json").read_text())["seed"] for f in folders]
+    assert sorted(seeds) == [7, 8]
+    (summary,) = (results / "contract-probe").glob("runs-*.json")
+    data = json.loads(summary.read_text())
+    assert (data["runs"], data["reached"], data["median_tta_seconds"]) == (2, 0, None)
+    assert sorted(data["run_ids"]) == [f.name for f in folders]
