@@ -4,16 +4,22 @@ test-only ``expected`` parameter, which also marks the result non-conforming."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import pickle
 import sys
 
 import numpy as np
 import pytest
-from data_samples import make_cifar_archive, make_devkit, make_squad_file, make_val_tar, md5
+from data_samples import (
+    make_cifar_archive,
+    make_devkit,
+    make_squad_file,
+    make_val_tar,
+    md5,
+)
 
 from runner import data
+from runner.cli import main
 from runner.data import cifar10
 from runner.data.checks import Expected
 from runner.errors import UserError
@@ -31,17 +37,8 @@ def _corrupt(path):
 
 
 def _cli(argv: list[str], capsys) -> tuple[int, str, str]:
-    """Run ``runner data ...`` through its parser and the CLI's error handling."""
-    from runner.cli import data as data_cli
-
-    top = argparse.ArgumentParser(prog="runner")
-    data_cli.register(top.add_subparsers(dest="command", required=True))
-    args = top.parse_args(argv)
-    try:
-        code = args.func(args)
-    except UserError as err:
-        print(f"runner: error: {err}", file=sys.stderr)
-        code = err.exit_code
+    """Run ``runner ...`` as the command does; return its exit code, stdout and stderr."""
+    code = main(argv)
     out = capsys.readouterr()
     return code, out.out, out.err
 

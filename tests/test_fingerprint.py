@@ -18,8 +18,14 @@ from pathlib import Path
 import pynvml
 import pytest
 
+from runner.cli import main
 from runner.errors import UserError
-from runner.fingerprint import capture_host, capture_image, load_fingerprint, system_description
+from runner.fingerprint import (
+    capture_host,
+    capture_image,
+    load_fingerprint,
+    system_description,
+)
 from runner.fingerprint.cpu import capture_cpu
 from runner.fingerprint.docker_engine import capture_docker
 from runner.fingerprint.gpu import capture_gpu
@@ -369,29 +375,18 @@ def test_image_without_python_is_a_user_error(engine):
 # --- CLI ---------------------------------------------------------------------------
 
 
-def _cli(argv: list[str]) -> int:
-    import argparse
-
-    from runner.cli import fingerprint as fingerprint_cli
-
-    top = argparse.ArgumentParser(prog="runner")
-    fingerprint_cli.register(top.add_subparsers(dest="command", required=True))
-    args = top.parse_args(argv)
-    return args.func(args)
-
-
 def test_cli_writes_json_that_loads_back_and_mlperf_fields(tmp_path):
     out = tmp_path / "fp.json"
-    assert _cli(["fingerprint", "--format", "json", "-o", str(out)]) == 0
+    assert main(["fingerprint", "--format", "json", "-o", str(out)]) == 0
     fp = load_fingerprint(out)
     assert fp["cpu"]["logical_cores"] == os.cpu_count()
     mlperf = tmp_path / "system.json"
-    assert _cli(["fingerprint", "--format", "mlperf", "--mlperf-benchmark", "training", "-o", str(mlperf)]) == 0
+    assert main(["fingerprint", "--format", "mlperf", "--mlperf-benchmark", "training", "-o", str(mlperf)]) == 0
     desc = json.loads(mlperf.read_text())
     assert list(desc) == MLPERF_TRAINING
     assert desc["host_processor_vcpu_count"] == str(os.cpu_count())
     table = tmp_path / "fp.txt"
-    assert _cli(["fingerprint", "-o", str(table)]) == 0
+    assert main(["fingerprint", "-o", str(table)]) == 0
     assert fp["cpu"]["model_name"] in table.read_text()
 
 

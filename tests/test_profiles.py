@@ -3,13 +3,13 @@ named), the real host against the CPU profiles, container limits and cost."""
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
 import pytest
 import yaml
 
+from runner.cli import main
 from runner.errors import UserError
 from runner.fingerprint import capture_host, load_fingerprint
 from runner.profiles import (
@@ -260,22 +260,13 @@ def test_unknown_profile_lists_the_known_ones():
 # --- CLI ---------------------------------------------------------------------------------
 
 
-def _cli(argv: list[str]) -> int:
-    from runner.cli import profile as profile_cli
-
-    top = argparse.ArgumentParser(prog="runner")
-    profile_cli.register(top.add_subparsers(dest="command", required=True))
-    args = top.parse_args(argv)
-    return args.func(args)
-
-
 def test_cli_match_exit_codes_and_lines(capsys):
-    assert _cli(["profile", "match", "aws-p4d.24xlarge", str(RECORDED / "p4d.24xlarge-8xA100.json")]) == 0
+    assert main(["profile", "match", "aws-p4d.24xlarge", str(RECORDED / "p4d.24xlarge-8xA100.json")]) == 0
     assert "matches hardware profile aws-p4d.24xlarge" in capsys.readouterr().out
-    assert _cli(["profile", "match", "aws-p4d.24xlarge", str(RECORDED / "p4d.24xlarge-8xA100-mig0.json")]) == 1
+    assert main(["profile", "match", "aws-p4d.24xlarge", str(RECORDED / "p4d.24xlarge-8xA100-mig0.json")]) == 1
     out = capsys.readouterr().out
     assert "  - gpu[0].mig: MIG mode is enabled; profile requires it disabled\n" in out
-    assert _cli(["profile", "list"]) == 0
+    assert main(["profile", "list"]) == 0
     assert "aws-p5.48xlarge" in capsys.readouterr().out
-    assert _cli(["profile", "show", "aws-p5.48xlarge"]) == 0
+    assert main(["profile", "show", "aws-p5.48xlarge"]) == 0
     assert "55.04" in capsys.readouterr().out
