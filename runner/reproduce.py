@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import signal
 import tempfile
@@ -176,7 +177,8 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
 
 def _train_env(ctx: RunContext, seed: int, smoke: bool) -> dict[str, str]:
     limits = ctx.profile.container_limits
-    threads = int(limits.cpus) if limits and limits.cpus else 1
+    # CPU profiles grant a number of cores; GPU profiles get the whole host's CPUs.
+    threads = int(limits.cpus) if limits and limits.cpus else os.cpu_count() or 1
     return {
         "RUNNER_TASK": ctx.entry.task.id,
         "RUNNER_SEED": str(seed),

@@ -48,8 +48,13 @@ def print_results(console: Console, folders) -> None:
         for name, b in last["inference"].items():
             if not b.get("passed_gate"):
                 console.print(f"[yellow]no latency claim[/] for {name}: {b.get('gate_reason')}")
+    claimed = last["entry"].get("claimed") or {}
     for folder in folders:
         r = json.loads((folder / "result.json").read_text())
+        tta = (r.get("training") or {}).get("tta_seconds")
+        if claimed.get("tta_seconds") and tta is not None:
+            console.print(f"claimed TTA {claimed['tta_seconds']:g} s; measured {tta:.2f} s "
+                          f"({tta / claimed['tta_seconds']:.2f}x the claim) in {r['run_id']}")
         if not r["conforming"]:
             console.print(f"[yellow]non-conforming[/] {r['run_id']}: "
                           + "; ".join(r["nonconforming_reasons"]))
