@@ -152,7 +152,8 @@ def test_a_timeout_keeps_an_incomplete_result_and_no_container(docker_client, tm
     assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--timeout-minutes", "0.1"]) == 1
     result = only_result(results)
     assert result["status"] == "incomplete"
-    assert result["incomplete_reason"].startswith("timed out after 6")
+    reason = result["incomplete_reason"]
+    assert reason.startswith("timed out after ") and int(reason.split()[3]) >= 6
     assert "epoch_start" in [e["key"] for e in events(result)]
     assert docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}) == []
 
