@@ -29,7 +29,7 @@ from runner.infer import check_backends_available, run_inference
 from runner.keys import load_signer
 from runner.manifest import Entry, load_entry
 from runner.data import StagedData
-from runner.profiles import Profile, cost_usd, hardware_record, load_profile, match, price_fields
+from runner.profiles import Profile, cost_usd, load_profile, price_fields, require_match
 from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
 from runner.run.container import remove_orphans
 from runner.run.events import write_events
@@ -67,8 +67,7 @@ class RunContext:
     backends: list[str]
     gpus: int
     nonconforming: list[str] = field(default_factory=list)
-    allowed_mismatch: bool = False
-    mismatches: list = field(default_factory=list)
+    hardware: dict = field(default_factory=dict)  # result.json's hardware record
 
 
 def harness_digest() -> str:
@@ -94,20 +93,15 @@ def sigterm_as_interrupt():
 
 
 def _check_hardware(entry: Entry, profile, fingerprint: dict, opts: ReproduceOptions):
-    mismatches = match(profile, fingerprint)
-    reasons = []
-    if opts.smoke:
-        reasons.append("smoke run: one short epoch on synthetic data")
-    if mismatches:
-        if not (opts.allow_hardware_mismatch or opts.smoke):
-            raise UserError(
-                f"this host does not match hardware profile '{profile.id}' of {entry.name}: "
-                + "; ".join(map(str, mismatches)),
-                "run on matching hardware, or pass --allow-hardware-mismatch "
-                "(the result is then non-conforming), or --smoke for a quick CPU check",
-            )
-        reasons.append("hardware mismatch: " + "; ".join(map(str, mismatches)))
-    return mismatches, reasons
+    """The result's ``hardware`` record and the reasons the run is non-conforming."""
+    record = require_match(
+        profile, fingerprint, opts.allow_hardware_mismatch or opts.smoke,
+        of=entry.name, also="or --smoke for a quick CPU check",
+    )
+    reasons = ["smoke run: one short epoch on synthetic data"] if opts.smoke else []
+    if record["mismatches"]:
+        reasons.append("hardware mismatch: " + "; ".join(record["mismatches"]))
+    return record, reasons
 
 
 def gpu_containers_possible(fingerprint: dict) -> bool:
@@ -147,7 +141,7 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     if removed := remove_orphans(client):
         console.print(f"removed {removed} container(s) left by an earlier, killed run")
     fingerprint = capture_host(client)
-    mismatches, reasons = _check_hardware(entry, profile, fingerprint, opts)
+    hardware, reasons = _check_hardware(entry, profile, fingerprint, opts)
     host_gpus = len((fingerprint.get("gpu") or {}).get("gpus") or [])
     gpus = min(profile.gpu_count, host_gpus)
     if gpus and not gpu_containers_possible(fingerprint):
@@ -171,7 +165,7 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     fingerprint = {**fingerprint, "image": capture_image(client, built.image_id)}
     return RunContext(
         entry, profile, client, built, staged, staged.load_eval_labels(), fingerprint,
-        backends, gpus, reasons, bool(mismatches), mismatches,
+        backends, gpus, reasons, hardware,
     )
 
 
@@ -223,7 +217,7 @@ def _base_result(ctx: RunContext, run_id: str, seed: int, opts: ReproduceOptions
         "training": None,
         "cost": {"training_usd": None, **price_fields(ctx.profile)},
         "inference": {},
-        "hardware": hardware_record(ctx.profile, ctx.mismatches, ctx.allowed_mismatch),
+        "hardware": ctx.hardware,
     }
 
 

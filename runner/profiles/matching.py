@@ -137,16 +137,21 @@ def hardware_record(profile: Profile, mismatches: list[Mismatch], allowed_mismat
     }
 
 
-def require_match(profile: Profile, fingerprint: dict, allow_mismatch: bool = False) -> dict:
+def require_match(profile: Profile, fingerprint: dict, allow_mismatch: bool = False, *,
+                  of: str | None = None, also: str | None = None) -> dict:
     """The ``hardware`` record, or a UserError naming every mismatch unless they are allowed.
 
     With ``allow_mismatch`` the run goes ahead; the caller marks the result non-conforming
-    with ``"hardware mismatch: " + "; ".join(record["mismatches"])``.
+    with ``"hardware mismatch: " + "; ".join(record["mismatches"])``. ``of`` names what needs
+    the profile (an entry) and ``also`` adds another way out to the fix.
     """
     mismatches = match(profile, fingerprint)
     if mismatches and not allow_mismatch:
+        whose = f" of {of}" if of else ""
         raise UserError(
-            f"this host does not match hardware profile '{profile.id}': " + "; ".join(map(str, mismatches)),
-            "run on the profile's hardware, or pass --allow-hardware-mismatch (the result is then non-conforming)",
+            f"this host does not match hardware profile '{profile.id}'{whose}: "
+            + "; ".join(map(str, mismatches)),
+            "run on the profile's hardware, or pass --allow-hardware-mismatch (the result is then "
+            "non-conforming)" + (f", {also}" if also else ""),
         )
     return hardware_record(profile, mismatches, allow_mismatch)
