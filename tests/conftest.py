@@ -7,6 +7,7 @@ image once per session when its recipe's tag is not present yet.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -68,3 +69,29 @@ def copy_wheel_into(home: Path, stored: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(stored, target)
     return target
+
+
+# --- a skipped test is a missing capability, not a pass --------------------------------
+# Only a missing (or present) GPU may skip a test: everything else the suite needs is
+# installed by the README's test command, so any other skip means that command is broken.
+GPU_SKIP = re.compile(r"\b(GPU|NVIDIA|CUDA)\b")
+_forbidden_skips: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+        if not GPU_SKIP.search(reason):
+            _forbidden_skips.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _forbidden_skips and exitstatus == 0:
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _forbidden_skips:
+        terminalreporter.section("skips that are not allowed (only a missing GPU may skip)")
+        for line in _forbidden_skips:
+            terminalreporter.write_line(line)
