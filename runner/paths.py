@@ -46,6 +46,11 @@ def profiles_dir() -> Path:
     return repo_root() / "hardware_profiles"
 
 
+def launcher_dir() -> Path:
+    """The runner's launcher script, mounted read-only into training containers."""
+    return Path(__file__).resolve().parent / "run" / "launcher"
+
+
 def harness_dir() -> Path:
     """The container-side inference harness, mounted read-only into inference containers."""
     return Path(__file__).resolve().parent / "harness"

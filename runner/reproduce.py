@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import tempfile
@@ -21,6 +22,7 @@ from rich.console import Console
 
 from runner import __version__, data, paths
 from runner.build import BuiltImage, build_entry
+from runner.build.context import entry_files
 from runner.bundle import make_bundle
 from runner.engine import get_client
 from runner.errors import UserError
@@ -33,13 +35,19 @@ from runner.profiles import Profile, cost_usd, load_profile, price_fields, requi
 from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
 from runner.run.container import remove_orphans
 from runner.run.events import write_events
-from runner.run.training import TrainingInputs, run_training
+from runner.run.training import CHECKPOINTS_DIR, TrainingInputs, run_training
 from runner.score.curve import write_curve
-from runner.score.evaluations import score_evaluations
+from runner.score.evaluations import primary_score, score_evaluations, score_file
+from runner.score.probe import make_probe_inputs, probe_problem, probe_shift
 from runner.score.tta import EventStreamError, time_to_accuracy, timeline
 
 CPU_BACKENDS = ("torch", "onnxruntime")
 SMOKE_SIZES = {"n_train": 2048, "n_eval": 512}
+# Container start -> launch stamp: the image's /bin/sh runs the launcher, so anything an
+# image did before it (a doctored shell) shows up here. Honest launches take ~0.1 s.
+LAUNCH_GAP_LIMIT_S = 2.0
+# The crossing checkpoint is kept in the bundle up to this size (its sha256 always).
+KEEP_CHECKPOINT_BYTES = 256 * 2**20
 
 
 @dataclass
@@ -221,7 +229,40 @@ def _base_result(ctx: RunContext, run_id: str, seed: int, opts: ReproduceOptions
     }
 
 
-def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Console) -> Path:
+def copy_entry_files(entry: Entry, target: Path) -> None:
+    """The entry's files, signed with the result: what a replay rebuilds and a human reviews."""
+    for path in entry_files(entry.path):
+        dest = target / path.relative_to(entry.path)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
+
+
+def _keep_crossing_checkpoint(result_dir: Path, crossing: int | None) -> None:
+    """Keep the crossing checkpoint (under the size limit) and the final model's copy; the
+    other copies are gone once evaluated (their sha256 stays in the records)."""
+    folder = result_dir / CHECKPOINTS_DIR
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        stem = path.name.split(".", 1)[0]
+        keep = stem == str(crossing) and path.stat().st_size <= KEEP_CHECKPOINT_BYTES
+        if not keep:
+            path.unlink()
+
+
+def _final_record(task, final: dict | None, result_dir: Path, labels) -> dict | None:
+    """The evaluator's score of the final model (the timed model), probe included."""
+    if final is None or "predictions" not in final:
+        return final
+    _, scores, problem = score_file(task, result_dir, final["predictions"], labels)
+    record = {**final, "scores": scores, "problem": problem}
+    if final.get("probe_predictions"):
+        _, probe_scores, _ = score_file(task, result_dir, final["probe_predictions"], labels)
+        record["probe_scores"] = probe_scores
+    return record
+
+
+def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Console, scratch: Path) -> Path:
     entry = ctx.entry
     run_id = new_run_id(seed)
     result_dir = paths.results_dir() / entry.name / run_id
@@ -229,26 +270,32 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
     write_json(result_dir / "fingerprint.json", ctx.fingerprint)
     write_json(result_dir / "sbom.json", ctx.built.sbom)
     shutil.copyfile(ctx.profile.path, result_dir / "profile.yaml")
+    copy_entry_files(entry, result_dir / "entry")
     result = _base_result(ctx, run_id, seed, opts)
     write_json(result_dir / "result.json", result)  # a crash from here on still leaves a record
 
     limits = ctx.profile.container_limits
     timeout_min = opts.timeout_minutes or entry.train.timeout_minutes
+    probe_dir = make_probe_inputs(ctx.staged.eval_dir, scratch / f"probe-{run_id}", seed)
+    result["probe"] = {"shift_pixels": list(probe_shift(seed))} if probe_dir else None
+    env = _train_env(ctx, seed, opts.smoke)
     console.print(f"[bold]train[/] {entry.name} seed {seed} -> {result_dir}")
     run = run_training(
         ctx.client, entry.task, ctx.labels,
         TrainingInputs(
             image=ctx.built.image_id, command=entry.train.command, train_dir=ctx.staged.train_dir,
-            eval_dir=ctx.staged.eval_dir, result_dir=result_dir,
-            env=_train_env(ctx, seed, opts.smoke),
+            eval_dir=ctx.staged.eval_dir, probe_dir=probe_dir, result_dir=result_dir,
+            scratch_dir=scratch, env=env,
             cpus=limits.cpus if limits else None, memory=limits.memory if limits else None,
-            gpus=ctx.gpus, timeout_s=timeout_min * 60,
+            gpus=ctx.gpus, timeout_s=timeout_min * 60, builder=entry.inference.builder,
+            final_weights=entry.inference.weights.removeprefix("/output/").lstrip("/"),
+            topk=5 if entry.task.metric == "top5" else 1, threads=int(env["RUNNER_THREADS"]),
         ),
     )
     write_events(result_dir / "events.jsonl", run.events)
     result["status"] = "complete" if run.outcome.ok else "incomplete"
     result["incomplete_reason"] = run.outcome.reason()
-    result["training"] = training = {"wall_seconds": round(run.outcome.wall_seconds, 6)}
+    result["training"] = training = {"wall_seconds": round(run.outcome.wall_seconds, 6), "notes": run.notes}
     try:
         line = timeline(run.events)
     except EventStreamError as exc:
@@ -256,25 +303,40 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
         if result["status"] == "complete":
             result["status"], result["incomplete_reason"] = "invalid", f"event stream: {exc}"
     if line is not None:
-        scored = score_evaluations(entry.task, line, result_dir / "output", ctx.labels)
+        scored = score_evaluations(entry.task, line, result_dir, ctx.labels)
         tta = time_to_accuracy(line, [s.meets for s in scored])
-        problems = [f"evaluation {s.index}: {s.problem}" for s in scored if s.problem]
-        if problems and result["status"] == "complete":
-            result["status"], result["incomplete_reason"] = "invalid", "; ".join(problems)
         write_curve(result_dir / "curve.tsv", entry.task, line, scored)
+        launch = next(e for e in run.events if e.key == "launch" and e.origin == "runner")
         training.update(
-            reached=tta.reached and result["status"] != "invalid",
+            reached=tta.reached,
             tta_seconds=tta.seconds,
             tta_hours=tta.seconds / 3600 if tta.seconds is not None else None,
-            startup_seconds=line.run_start,
+            launch_seconds=line.clock_start,
+            launch_stamp=launch.metadata.get("stamp"),
             excluded_eval_seconds=tta.excluded_eval_seconds,
             crossing=tta.crossing,
             evaluations=[s.to_dict() for s in scored],
+            final_model=_final_record(entry.task, run.final, result_dir, ctx.labels),
         )
+        reasons = result["nonconforming_reasons"]
+        if launch.metadata.get("stamp") != "launcher" or line.clock_start > LAUNCH_GAP_LIMIT_S:
+            reasons.append(
+                f"class 1 (work before the clock): {line.clock_start:.2f} s passed between the container's "
+                f"start and the launcher's stamp (limit {LAUNCH_GAP_LIMIT_S:g} s); the clock started at the container's start"
+                if launch.metadata.get("stamp") == "launcher" else
+                "class 1 (work before the clock): the runner's launcher did not speak first; the clock started at the container's start"
+            )
+        if any(not e.excluded for e in line.evaluations):
+            training["notes"].append("the engine could not freeze the entry: evaluation time counts toward TTA")
+        if tta.crossing is not None and (problem := probe_problem(scored[tta.crossing].probe_gap)):
+            reasons.append(problem)
+        result["conforming"] = not reasons
         if training["reached"]:
             result["cost"]["training_usd"] = cost_usd(tta.seconds, ctx.profile)
+        _keep_crossing_checkpoint(result_dir, tta.crossing)
     else:
         training["reached"] = False
+        _keep_crossing_checkpoint(result_dir, None)
     write_json(result_dir / "result.json", result)
     if run.outcome.interrupted:
         console.print(f"[red]interrupted[/]: the incomplete result is kept in {result_dir}")
@@ -307,11 +369,12 @@ def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list
     """Run an entry ``runs`` times; return each run's result folder."""
     with tempfile.TemporaryDirectory(prefix="runner-") as tmp, sigterm_as_interrupt():
         ctx = prepare(entry_path, opts, console, Path(tmp))
-        first_seed = ctx.entry.seed if opts.seed is None else opts.seed
+        # The seed is the runner's (or the auditor's --seed), never the entry's.
+        first_seed = secrets.randbelow(2**31) if opts.seed is None else opts.seed
         runs = opts.runs or ctx.entry.runs
         folders = []
         for i in range(runs):
-            folder = run_once(ctx, first_seed + i, opts, console)
+            folder = run_once(ctx, first_seed + i, opts, console, Path(tmp))
             sign(folder, console)
             folders.append(folder)
     return folders

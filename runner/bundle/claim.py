@@ -58,7 +58,7 @@ def build_predicate(result: dict, digests: dict[str, str]) -> dict:
             "reached": training.get("reached"),
             "tta_seconds": training.get("tta_seconds"),
             "tta_hours": training.get("tta_hours"),
-            "startup_seconds": training.get("startup_seconds"),
+            "launch_seconds": training.get("launch_seconds"),
             "excluded_eval_seconds": training.get("excluded_eval_seconds"),
             "wall_seconds": training.get("wall_seconds"),
             "crossing": crossing,

@@ -18,7 +18,7 @@ def _fmt(value, spec: str, missing: str = "--") -> str:
 def print_results(console: Console, folders) -> None:
     table = Table(title="runs")
     table.add_column("run", no_wrap=True)
-    for col in ("status", "reached", "TTA s", "cost $", "startup s", "conforming"):
+    for col in ("status", "reached", "TTA s", "cost $", "launch s", "conforming"):
         table.add_column(col)
     for folder in folders:
         r = json.loads((folder / "result.json").read_text())
@@ -26,7 +26,7 @@ def print_results(console: Console, folders) -> None:
         table.add_row(
             r["run_id"], r["status"], str(t.get("reached", False)),
             _fmt(t.get("tta_seconds"), ".2f"), _fmt(r["cost"].get("training_usd"), ".6f"),
-            _fmt(t.get("startup_seconds"), ".2f"), "yes" if r["conforming"] else "no",
+            _fmt(t.get("launch_seconds"), ".2f"), "yes" if r["conforming"] else "no",
         )
     console.print(table)
     last = json.loads((folders[-1] / "result.json").read_text())

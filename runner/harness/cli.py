@@ -134,6 +134,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["evaluate"]:
+        from .evaluate import main as evaluate_main
+
+        return evaluate_main(argv[1:])
     args = parse_args(argv)
     try:
         return run(args)

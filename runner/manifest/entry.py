@@ -52,7 +52,6 @@ class Entry:
     lock: str
     train: TrainSpec
     inference: InferenceSpec
-    seed: int = 0
     runs: int = 1
     claimed: dict = field(default_factory=dict)
     smoke: SmokeSpec = field(default_factory=SmokeSpec)
@@ -138,6 +137,12 @@ def load_entry(path: str | Path) -> Entry:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         at = f" at line {line + 1}" if line is not None else ""
         raise UserError(f"{manifest} is not valid YAML{at}", "fix the YAML syntax") from None
+    if isinstance(data, dict) and "seed" in data:
+        # The seed is the auditor's: an entry that picked its own could keep a lucky one.
+        raise UserError(
+            f"{manifest}: field 'seed' is not allowed: the runner chooses each run's seed",
+            "remove 'seed' from entry.yaml (an auditor fixes one with `runner reproduce --seed N`)",
+        )
     validate_manifest(data, str(manifest))
     if data["name"] != folder.name:
         raise UserError(
@@ -159,7 +164,6 @@ def load_entry(path: str | Path) -> Entry:
         lock=data.get("lock", "requirements.lock"),
         train=TrainSpec(**data["train"]),
         inference=InferenceSpec(**data["inference"]),
-        seed=data.get("seed", 0),
         runs=data.get("runs", 1),
         claimed=data.get("claimed", {}),
         smoke=SmokeSpec(**data.get("smoke", {})),

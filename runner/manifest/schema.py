@@ -87,7 +87,6 @@ ENTRY_SCHEMA: dict = {
                 "fp16": {"type": "boolean", "default": False},
             },
         },
-        "seed": {"type": "integer", "minimum": 0, "default": 0},
         "runs": {"type": "integer", "minimum": 1, "default": 1},
         "claimed": {
             "type": "object",

@@ -25,6 +25,11 @@ _EVALUATION = {
         "scores": {"type": "object", "additionalProperties": {"type": "number"}},
         "meets": {"type": "boolean"},
         "problem": _STR,
+        "checkpoint": _STR,
+        "checkpoint_sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
+        "excluded": {"type": "boolean"},
+        "probe_scores": {"type": ["object", "null"], "additionalProperties": {"type": "number"}},
+        "probe_gap": _NUM,
     },
 }
 
@@ -92,6 +97,11 @@ RESULT_SCHEMA: dict = {
         "conforming": {"type": "boolean"},
         "nonconforming_reasons": {"type": "array", "items": {"type": "string"}},
         "image": {"type": "object", "required": ["id", "tag", "base_id"]},
+        "probe": {
+            "type": ["object", "null"],
+            "properties": {"shift_pixels": {"type": "array", "items": {"type": "integer"}}},
+        },
+        "image_audit": {"type": ["object", "null"]},
         "data": {"type": "object", "required": ["task", "digest"]},
         "training": {
             "type": ["object", "null"],
@@ -99,8 +109,11 @@ RESULT_SCHEMA: dict = {
                 "reached": {"type": "boolean"},
                 "tta_seconds": _NUM,
                 "tta_hours": _NUM,
-                "startup_seconds": _NUM,
+                "launch_seconds": _NUM,
+                "launch_stamp": {"enum": ["launcher", "container-start", None]},
                 "excluded_eval_seconds": _NUM,
+                "notes": {"type": "array", "items": {"type": "string"}},
+                "final_model": {"type": ["object", "null"]},
                 "wall_seconds": {"type": "number"},
                 "crossing": {"type": ["integer", "null"]},
                 "evaluations": {"type": "array", "items": _EVALUATION},

@@ -20,7 +20,7 @@ from docker.types import DeviceRequest
 
 # Every container the runner starts carries this label, so an orphan left by a killed
 # runner can be found and removed by the next run.
-MANAGED_LABEL = "dev.runner.managed"
+MANAGED_LABEL = "dev.runner.container"
 CONTAINER_USER = "1000:1000"
 
 
@@ -43,6 +43,7 @@ class ContainerSpec:
     gpus: int = 0
     timeout_s: float = 3600
     label: str = "train"
+    entrypoint: list[str] | None = None  # overrides the image's ENTRYPOINT (the launcher)
 
 
 @dataclass
@@ -105,6 +106,7 @@ def _create(client: docker.DockerClient, spec: ContainerSpec):
     return client.containers.create(
         spec.image,
         command=spec.command,
+        entrypoint=spec.entrypoint,
         user=CONTAINER_USER,
         working_dir=spec.workdir,
         environment=spec.env,
@@ -133,9 +135,16 @@ def run_container(
     spec: ContainerSpec,
     on_line: Callable[[str, float], None],
     log_path: Path,
+    *,
+    on_started: Callable[[object, Callable[[], float]], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> ContainerOutcome:
     """Run ``spec`` to its end, calling ``on_line(line, t)`` for every output line, where
-    ``t`` is host monotonic seconds since just before the container started."""
+    ``t`` is host monotonic seconds since just before the container started.
+
+    ``on_started(container, clock)`` is called once the container runs, before any line
+    is read; ``clock()`` gives the time on the same scale as ``t``. Setting ``cancel``
+    stops and removes the container (recorded as interrupted)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     container = _create(client, spec)
     stream = container.attach(stdout=True, stderr=True, stream=True, logs=True)
@@ -168,10 +177,15 @@ def run_container(
     try:
         t0 = time.monotonic()
         container.start()
+        if on_started is not None:
+            on_started(container, lambda: time.monotonic() - t0)
         reader.start()
         deadline = t0 + spec.timeout_s
         while reader.is_alive():
             reader.join(timeout=0.2)
+            if cancel is not None and cancel.is_set():
+                interrupted = True
+                break
             if time.monotonic() > deadline:
                 timed_out = True
                 break
@@ -187,6 +201,8 @@ def run_container(
             container.remove(force=True)
         except docker.errors.NotFound:
             pass
+        except docker.errors.APIError as exc:  # e.g. a removal already in progress
+            error = error or f"engine error while removing the container: {exc.explanation or exc}"
         reader.join(timeout=5)
     if failure and error is None:
         error = f"output stream failed: {failure[0]}"

@@ -1,7 +1,11 @@
-"""The entry's MLPerf-style ``:::MLLOG {json}`` lines, stamped on the host's clock.
+"""Events of a run, stamped on the host's clock: the entry's MLPerf-style
+``:::MLLOG {json}`` lines, and the runner's own events.
 
 The entry's own ``time_ms`` is kept for reference but never used: an event's time is
 when its line reached the host, on the monotonic clock, relative to the container start.
+Only events whose ``origin`` is ``runner`` drive the clock (the launch stamp, the
+freezes around evaluations): the entry can print any key it likes, and its lines are
+parsed with ``origin="entry"`` whatever they say.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 PREFIX = ":::MLLOG"
+ENTRY, RUNNER = "entry", "runner"
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,11 @@ class Event:
     metadata: dict = field(default_factory=dict)
     event_type: str | None = None
     entry_time_ms: float | None = None  # what the entry claimed; informational only
+    origin: str = ENTRY  # "runner" only for events the runner made itself
+
+
+def runner_event(seq: int, t: float, key: str, **metadata) -> Event:
+    return Event(seq=seq, t=t, key=key, metadata=metadata, origin=RUNNER)
 
 
 def parse_line(line: str, seq: int, t: float) -> Event | None:

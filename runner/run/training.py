@@ -1,26 +1,48 @@
-"""The training phase: run the entry's container under the contract and collect its
-host-stamped events."""
+"""The training phase: run the entry's container under the contract, keep its clock, and
+evaluate the checkpoints it asks to have evaluated.
+
+The clock starts at the launch stamp of the runner's launcher. When the entry asks for
+an evaluation (an ``eval_request`` event naming a checkpoint under /output), the runner
+freezes the training container (the cgroup freezer, ``docker pause``), copies and hashes
+the checkpoint, has its evaluator predict the evaluation and probe inputs, and thaws the
+container. Only the frozen time is excluded from TTA; the runner's own events record it.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import queue
+import shutil
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker
 
+from runner import paths
 from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
-from runner.run.events import Event, parse_line
+from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
+from runner.run.events import Event, parse_line, runner_event
 from runner.run.progress import TrainingProgress
-from runner.score.evaluations import load_predictions, primary_score, resolve_inside, score_predictions
+from runner.score.evaluations import primary_score, resolve_inside, score_file
+from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
 from runner.tasks import Task
+
+LAUNCHER_MOUNT = "/opt/runner/launch"
+LAUNCH_MARKER = ":::RUNNER launch"
+EVAL_REQUEST = "eval_request"
+MAX_EVALUATIONS = 100  # each freezes the clock: an entry may not buy unlimited free time
+MAX_CHECKPOINT_BYTES = 16 * 2**30
+EVALUATIONS_DIR, CHECKPOINTS_DIR = "evaluations", "checkpoints"
 
 
 @dataclass
 class TrainingRun:
     events: list[Event]
     outcome: ContainerOutcome
+    final: dict | None = None  # the evaluator's predictions for the final model
+    notes: list[str] = field(default_factory=list)  # what the runner refused or could not do
 
 
 @dataclass(frozen=True)
@@ -28,39 +50,191 @@ class TrainingInputs:
     image: str
     command: list[str]
     train_dir: Path
-    eval_dir: Path
+    eval_dir: Path  # the evaluator's, never mounted into the training container
+    probe_dir: Path | None
     result_dir: Path
+    scratch_dir: Path
     env: dict[str, str]
     cpus: float | None
     memory: str | int | None
     gpus: int
     timeout_s: float
+    builder: str
+    final_weights: str  # the manifest's inference.weights, relative to /output
+    topk: int
+    threads: int
 
 
-def _listen(task: Task, labels, output_dir: Path, lines: queue.Queue, events: list[Event],
-            progress: TrainingProgress) -> None:
-    """Turn output lines into events. Runs beside the output reader, so scoring for the
-    progress display never delays the timestamping of the next line."""
-    while (item := lines.get()) is not None:
-        line, t = item
-        ev = parse_line(line, len(events), t)
+class CheckpointError(Exception):
+    """A requested checkpoint the runner will not evaluate; the message says why."""
+
+
+def copy_checkpoint(output_dir: Path, relative: object, target: Path) -> str:
+    """Copy the entry's checkpoint to a runner-owned file; return its sha256."""
+    if not isinstance(relative, str) or not relative or "\0" in relative:
+        raise CheckpointError("the request names no checkpoint")
+    source = resolve_inside(output_dir, relative)
+    if source is None:
+        raise CheckpointError(f"checkpoint {relative!r} leaves /output")
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise CheckpointError(f"checkpoint {relative} cannot be read: {exc.strerror}") from None
+    digest = hashlib.sha256()
+    with os.fdopen(fd, "rb") as src:
+        if not os.path.isfile(f"/proc/self/fd/{fd}") or os.fstat(fd).st_size > MAX_CHECKPOINT_BYTES:
+            raise CheckpointError(f"checkpoint {relative} is not a regular file under {MAX_CHECKPOINT_BYTES} bytes")
+        with open(target, "wb") as dst:
+            while chunk := src.read(1 << 20):
+                digest.update(chunk)
+                dst.write(chunk)
+    return digest.hexdigest()
+
+
+class _TrainingSession:
+    """Everything the host does while the training container runs, in arrival order."""
+
+    def __init__(self, client, task: Task, labels, inputs: TrainingInputs, progress: TrainingProgress):
+        self.task, self.labels, self.inputs, self.progress = task, labels, inputs, progress
+        self.output_dir = inputs.result_dir / "output"
+        self.checkpoints_dir = inputs.result_dir / CHECKPOINTS_DIR
+        self.events: list[Event] = []
+        self.notes: list[str] = []
+        self.container = None
+        self.clock = lambda: 0.0
+        self.seen_output = False
+        self.evaluations = 0
+        self.evaluator = Evaluator(
+            client,
+            EvaluatorInputs(
+                image=inputs.image, builder=inputs.builder, eval_dir=inputs.eval_dir,
+                probe_dir=inputs.probe_dir, checkpoints_dir=self.checkpoints_dir,
+                evaluations_dir=inputs.result_dir / EVALUATIONS_DIR,
+                requests_dir=inputs.scratch_dir / "evaluator-requests",
+                log_path=inputs.result_dir / "logs" / "evaluator.log", topk=inputs.topk,
+                threads=inputs.threads, cpus=inputs.cpus, memory=inputs.memory, gpus=inputs.gpus,
+                timeout_s=inputs.timeout_s + 3600,
+            ),
+        )
+
+    def add(self, event: Event) -> None:
+        self.events.append(event)
+
+    def ours(self, t: float, key: str, **metadata) -> None:
+        self.add(runner_event(len(self.events), t, key, **metadata))
+
+    def started(self, container, clock) -> None:
+        self.container, self.clock = container, clock
+
+    # -- output lines ---------------------------------------------------------------------
+    def on_line(self, line: str, t: float) -> None:
+        if not self.seen_output:
+            self.seen_output = True
+            if line.strip() == LAUNCH_MARKER:
+                self.ours(t, LAUNCH, stamp="launcher")
+                return
+            # Something ran before the launcher spoke: the clock falls back to the start.
+            self.ours(0.0, LAUNCH, stamp="container-start", first_line=line[:200])
+        ev = parse_line(line, len(self.events), t)
         if ev is None:
-            continue
-        events.append(ev)
-        if ev.key == "epoch_start" and isinstance(ev.metadata.get("epoch_num"), int):
-            progress.update(epoch=ev.metadata["epoch_num"], elapsed=t)
-        elif ev.key == "eval_stop":
-            score = None
-            path = resolve_inside(output_dir, str(ev.metadata.get("predictions", "")))
-            if path is not None and path.is_file():
-                try:
-                    _, scores, _ = score_predictions(task, load_predictions(path), labels)
-                    score = primary_score(task, scores)
-                except (ValueError, OSError):
-                    pass
-            progress.update(elapsed=t, score=score, evaluated=True)
+            return
+        self.add(ev)
+        if ev.key == EVAL_REQUEST:
+            self.evaluate_request(ev)
+        elif ev.key == "epoch_start" and isinstance(ev.metadata.get("epoch_num"), int):
+            self.progress.update(epoch=ev.metadata["epoch_num"], elapsed=t)
         else:
-            progress.update(elapsed=t)
+            self.progress.update(elapsed=t)
+
+    # -- freezing -----------------------------------------------------------------------
+    def freeze(self) -> str:
+        """"frozen", "exited" (nothing left to freeze) or "running" (the engine refused)."""
+        try:
+            self.container.pause()
+            return "frozen"
+        except docker.errors.NotFound:
+            return "exited"
+        except docker.errors.APIError:
+            try:
+                self.container.reload()
+            except docker.errors.NotFound:
+                return "exited"
+            return "running" if self.container.status in ("running", "restarting") else "exited"
+
+    def thaw(self, state: str) -> None:
+        if state != "frozen":
+            return
+        try:
+            self.container.unpause()
+        except docker.errors.APIError:
+            pass  # removed meanwhile (a timeout or Ctrl-C): nothing to thaw
+
+    # -- one evaluation -----------------------------------------------------------------
+    def evaluate_request(self, request: Event) -> None:
+        if self.evaluations >= MAX_EVALUATIONS:
+            if self.evaluations == MAX_EVALUATIONS:
+                self.notes.append(f"evaluation requests beyond {MAX_EVALUATIONS} were ignored")
+            self.evaluations += 1
+            return
+        index = self.evaluations
+        self.evaluations += 1
+        checkpoint = request.metadata.get("checkpoint")
+        state = self.freeze()
+        epoch = request.metadata.get("epoch_num")
+        self.ours(
+            self.clock(), EVAL_FREEZE, index=index, request_seq=request.seq,
+            epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None,
+            checkpoint=checkpoint if isinstance(checkpoint, str) else None,
+            frozen=state != "running", state=state,
+        )
+        digest = problem = None
+        files: dict[str, str] = {}
+        try:
+            self.checkpoints_dir.mkdir(exist_ok=True)
+            name = f"{index}{Path(str(checkpoint)).suffix[:16]}"
+            digest = copy_checkpoint(self.output_dir, checkpoint, self.checkpoints_dir / name)
+            files = self.evaluator.evaluate(index, name)
+        except (CheckpointError, EvaluatorError, OSError) as exc:
+            problem = str(exc)
+        finally:
+            self.thaw(state)
+        t = self.clock()
+        self.ours(
+            t, EVAL_THAW, index=index, checkpoint_sha256=digest, problem=problem,
+            predictions=f"{EVALUATIONS_DIR}/{files.get('clean', f'{index}/clean.npy')}",
+            probe_predictions=f"{EVALUATIONS_DIR}/{files['probe']}" if "probe" in files else None,
+        )
+        score = None
+        if problem is None:
+            _, scores, _ = score_file(self.task, self.inputs.result_dir, f"{EVALUATIONS_DIR}/{files['clean']}", self.labels)
+            score = primary_score(self.task, scores)
+        self.progress.update(elapsed=t, score=score, evaluated=True)
+
+    def evaluate_final(self) -> dict | None:
+        """The evaluator's predictions for the final model (not part of TTA)."""
+        weights = self.output_dir / self.inputs.final_weights
+        if not weights.is_file():
+            return None
+        index = self.evaluations
+        record: dict = {"index": index, "weights": self.inputs.final_weights}
+        try:
+            self.checkpoints_dir.mkdir(exist_ok=True)
+            name = f"final{Path(self.inputs.final_weights).suffix[:16]}"
+            record["sha256"] = copy_checkpoint(self.output_dir, self.inputs.final_weights, self.checkpoints_dir / name)
+            files = self.evaluator.evaluate(index, name)
+            record["predictions"] = f"{EVALUATIONS_DIR}/{files['clean']}"
+            if "probe" in files:
+                record["probe_predictions"] = f"{EVALUATIONS_DIR}/{files['probe']}"
+        except (CheckpointError, EvaluatorError, OSError) as exc:
+            record["problem"] = str(exc)
+        return record
+
+
+def _in_arrival_order(events: list[Event]) -> list[Event]:
+    """Lines that were in flight while the runner froze the entry are stamped inside the
+    frozen window but handled after it: order every event by its host time."""
+    ordered = sorted(events, key=lambda e: (e.t, e.seq))
+    return [Event(**{**e.__dict__, "seq": i}) for i, e in enumerate(ordered)]
 
 
 def run_training(client: docker.DockerClient, task: Task, labels, inputs: TrainingInputs) -> TrainingRun:
@@ -69,9 +243,10 @@ def run_training(client: docker.DockerClient, task: Task, labels, inputs: Traini
     spec = ContainerSpec(
         image=inputs.image,
         command=inputs.command,
+        entrypoint=["/bin/sh", f"{LAUNCHER_MOUNT}/launch.sh"],
         mounts=[
             Mount(inputs.train_dir, "/data/train"),
-            Mount(inputs.eval_dir, "/data/eval"),
+            Mount(paths.launcher_dir(), LAUNCHER_MOUNT),
             Mount(output_dir, "/output", read_only=False),
         ],
         env=inputs.env,
@@ -82,18 +257,33 @@ def run_training(client: docker.DockerClient, task: Task, labels, inputs: Traini
         label="train",
     )
     lines: queue.Queue = queue.Queue()
-    events: list[Event] = []
     with TrainingProgress(task, "train") as progress:
-        listener = threading.Thread(
-            target=_listen, args=(task, labels, output_dir, lines, events, progress), daemon=True
-        )
+        session = _TrainingSession(client, task, labels, inputs, progress)
+
+        def listen() -> None:
+            while (item := lines.get()) is not None:
+                try:
+                    session.on_line(*item)
+                except Exception as exc:  # noqa: BLE001 - recorded: a lost event must not pass silently
+                    session.notes.append(f"the runner failed on an output line: {type(exc).__name__}: {exc}")
+
+        listener = threading.Thread(target=listen, name="runner-train-events", daemon=True)
         listener.start()
         try:
             outcome = run_container(
                 client, spec, lambda line, t: lines.put((line, t)),
-                inputs.result_dir / "logs" / "train.log",
+                inputs.result_dir / "logs" / "train.log", on_started=session.started,
             )
+            exit_t = session.clock()
         finally:
             lines.put(None)
             listener.join()
-    return TrainingRun(events, outcome)
+        try:
+            if not session.seen_output:
+                session.ours(0.0, LAUNCH, stamp="container-start", first_line=None)
+            session.ours(exit_t, CONTAINER_EXIT, exit_code=outcome.exit_code)
+            final = session.evaluate_final() if outcome.ok else None
+        finally:
+            session.evaluator.close()
+    shutil.rmtree(inputs.scratch_dir / "evaluator-requests", ignore_errors=True)
+    return TrainingRun(_in_arrival_order(session.events), outcome, final, session.notes)

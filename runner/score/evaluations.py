@@ -1,5 +1,5 @@
-"""Score every evaluation the entry reported, from its predictions file, against the
-harness' own labels."""
+"""Score every evaluation the runner made, from the harness' predictions files, against
+the runner's own labels; and the same checkpoint on the perturbed probe inputs."""
 
 from __future__ import annotations
 
@@ -26,6 +26,12 @@ class ScoredEvaluation:
     scores: dict[str, float]
     meets: bool
     problem: str | None = None  # why this evaluation could not be scored
+    checkpoint: str | None = None
+    checkpoint_sha256: str | None = None
+    excluded: bool = True
+    probe_scores: dict[str, float] | None = None  # the generalization probe
+    probe_gap: float | None = None  # primary score minus the probe's
+    probe_predictions: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -58,27 +64,36 @@ def primary_score(task: Task, scores: dict[str, float]) -> float | None:
     return scores.get(task.metric)
 
 
-def score_evaluations(
-    task: Task, line: Timeline, output_dir: Path, labels
-) -> list[ScoredEvaluation]:
+def score_file(task: Task, root: Path, relative: str, labels):
+    """(count, scores, problem) for one predictions file under ``root``."""
+    path = resolve_inside(root, relative)
+    if path is None:
+        return None, {}, f"predictions path {relative!r} leaves the result folder"
+    if not path.is_file():
+        return None, {}, f"predictions file {relative} is missing"
+    try:
+        return score_predictions(task, load_predictions(path), labels)
+    except (ValueError, OSError) as exc:
+        return None, {}, f"predictions file {relative} is unreadable: {exc}"
+
+
+def score_evaluations(task: Task, line: Timeline, result_dir: Path, labels) -> list[ScoredEvaluation]:
     scored: list[ScoredEvaluation] = []
     for ev in line.evaluations:
-        path = resolve_inside(output_dir, ev.predictions)
-        count, scores, problem = None, {}, None
-        if path is None:
-            problem = f"predictions path {ev.predictions!r} leaves the output folder"
-        elif not path.is_file():
-            problem = f"predictions file {ev.predictions} is missing"
-        else:
-            try:
-                count, scores, problem = score_predictions(task, load_predictions(path), labels)
-            except (ValueError, OSError) as exc:
-                problem = f"predictions file {ev.predictions} is unreadable: {exc}"
+        count, scores, problem = score_file(task, result_dir, ev.predictions, labels)
         value = primary_score(task, scores)
         meets = problem is None and value is not None and task.meets(value)
+        probe_scores = probe_gap = None
+        if ev.probe_predictions and problem is None:
+            _, probe_scores, probe_problem = score_file(task, result_dir, ev.probe_predictions, labels)
+            probe_value = primary_score(task, probe_scores)
+            if probe_problem is None and value is not None and probe_value is not None:
+                probe_gap = round(value - probe_value, 6)
         scored.append(
             ScoredEvaluation(
-                ev.index, ev.epoch, ev.start, ev.stop, ev.predictions, count, scores, meets, problem
+                ev.index, ev.epoch, ev.start, ev.stop, ev.predictions, count, scores, meets, problem,
+                ev.checkpoint, ev.checkpoint_sha256, ev.excluded, probe_scores or None, probe_gap,
+                ev.probe_predictions,
             )
         )
     return scored

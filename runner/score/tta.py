@@ -1,8 +1,12 @@
-"""Time-to-accuracy from a stream of host-stamped events (DAWNBench's rulings).
+"""Time-to-accuracy from the runner's own host-stamped events (DAWNBench's rulings).
 
-TTA runs from ``run_start`` to the ``eval_stop`` of the first evaluation that meets the
-threshold, minus the time inside every evaluation up to and including that one. The same
-function serves ``reproduce`` and ``verify``, so an auditor recomputes exactly this.
+The clock starts when the runner's launcher starts the entry's process (the ``launch``
+event): interpreter start-up, imports, data loading and model init all count. Each
+evaluation is the runner's: it froze the training container (``eval_freeze``), evaluated
+the checkpoint itself and thawed it (``eval_thaw``); only frozen time is excluded. TTA runs
+to the end of the first evaluation that meets the threshold. Events the entry printed
+never move the clock, whatever their keys. The same function serves ``reproduce`` and
+``verify``, so an auditor recomputes exactly this.
 """
 
 from __future__ import annotations
@@ -10,20 +14,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import pairwise
 
-from runner.run.events import Event
+from runner.run.events import RUNNER, Event
+
+LAUNCH, EVAL_FREEZE, EVAL_THAW, CONTAINER_EXIT = "launch", "eval_freeze", "eval_thaw", "container_exit"
 
 
 class EventStreamError(ValueError):
-    """The events do not form a valid run (order, pairing, or a missing ``run_start``)."""
+    """The events do not form a valid run (order, pairing, or a missing launch stamp)."""
 
 
 @dataclass(frozen=True)
 class Evaluation:
     index: int  # 0-based, in the order evaluations happened
     epoch: int | None
-    start: float  # host seconds since container start
-    stop: float
-    predictions: str  # path relative to the output folder
+    start: float  # host seconds since container start: the freeze
+    stop: float  # the thaw
+    predictions: str  # the harness' predictions, relative to the result folder
+    probe_predictions: str | None = None  # the same model on the perturbed inputs
+    checkpoint: str | None = None  # the entry's path, relative to /output
+    checkpoint_sha256: str | None = None
+    excluded: bool = True  # False when the engine could not freeze the entry
 
     @property
     def seconds(self) -> float:
@@ -32,48 +42,67 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class Timeline:
-    run_start: float
-    run_stop: float | None
+    clock_start: float  # the launcher's stamp
+    run_stop: float | None  # the container's exit
     evaluations: list[Evaluation]
 
+    def excluded_seconds_through(self, index: int) -> float:
+        return sum(e.seconds for e in self.evaluations[: index + 1] if e.excluded)
+
     def train_seconds_at(self, index: int) -> float:
-        """Training time from run_start to the end of evaluation ``index``, evaluations excluded."""
-        ev = self.evaluations[index]
-        excluded = sum(e.seconds for e in self.evaluations[: index + 1])
-        return ev.stop - self.run_start - excluded
+        """Time from the launch to the end of evaluation ``index``, frozen time excluded."""
+        return self.evaluations[index].stop - self.clock_start - self.excluded_seconds_through(index)
+
+
+def _metadata_int(ev: Event, key: str) -> int | None:
+    value = ev.metadata.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def timeline(events: list[Event]) -> Timeline:
-    """Check the stream's order and pair each ``eval_start`` with its ``eval_stop``."""
+    """Check the stream's order and pair each runner ``eval_freeze`` with its ``eval_thaw``."""
     for prev, cur in pairwise(events):
         if cur.seq <= prev.seq or cur.t < prev.t:
             raise EventStreamError(f"event {cur.seq} ({cur.key}) is out of order")
-    starts = [e for e in events if e.key == "run_start"]
-    if len(starts) != 1:
-        raise EventStreamError(f"expected one run_start, found {len(starts)}")
-    run_start = starts[0].t
-    stops = [e for e in events if e.key == "run_stop"]
+    ours = [e for e in events if e.origin == RUNNER]
+    launches = [e for e in ours if e.key == LAUNCH]
+    if len(launches) != 1:
+        raise EventStreamError(f"expected one launch stamp by the runner, found {len(launches)}")
+    clock_start = launches[0].t
+    exits = [e for e in ours if e.key == CONTAINER_EXIT]
     evaluations: list[Evaluation] = []
-    open_eval: Event | None = None
-    for ev in events:
-        if ev.key == "eval_start":
-            if open_eval is not None:
-                raise EventStreamError(f"eval_start at event {ev.seq} inside another evaluation")
-            if ev.t < run_start:
-                raise EventStreamError(f"eval_start at event {ev.seq} comes before run_start")
-            open_eval = ev
-        elif ev.key == "eval_stop":
-            if open_eval is None:
-                raise EventStreamError(f"eval_stop at event {ev.seq} has no eval_start")
+    frozen: Event | None = None
+    for ev in ours:
+        if ev.key == EVAL_FREEZE:
+            if frozen is not None:
+                raise EventStreamError(f"eval_freeze at event {ev.seq} inside another evaluation")
+            if ev.t < clock_start:
+                raise EventStreamError(f"eval_freeze at event {ev.seq} comes before the launch")
+            frozen = ev
+        elif ev.key == EVAL_THAW:
+            if frozen is None:
+                raise EventStreamError(f"eval_thaw at event {ev.seq} has no eval_freeze")
             preds = ev.metadata.get("predictions")
             if not isinstance(preds, str) or not preds:
-                raise EventStreamError(f"eval_stop at event {ev.seq} names no predictions file")
-            epoch = ev.metadata.get("epoch_num", open_eval.metadata.get("epoch_num"))
+                raise EventStreamError(f"eval_thaw at event {ev.seq} names no predictions file")
+            probe = ev.metadata.get("probe_predictions")
             evaluations.append(
-                Evaluation(len(evaluations), epoch, open_eval.t, ev.t, preds)
+                Evaluation(
+                    index=len(evaluations),
+                    epoch=_metadata_int(frozen, "epoch"),
+                    start=frozen.t,
+                    stop=ev.t,
+                    predictions=preds,
+                    probe_predictions=probe if isinstance(probe, str) else None,
+                    checkpoint=frozen.metadata.get("checkpoint"),
+                    checkpoint_sha256=ev.metadata.get("checkpoint_sha256"),
+                    excluded=frozen.metadata.get("frozen") is True,
+                )
             )
-            open_eval = None
-    return Timeline(run_start, stops[-1].t if stops else None, evaluations)
+            frozen = None
+    if frozen is not None:
+        raise EventStreamError(f"eval_freeze at event {frozen.seq} was never thawed")
+    return Timeline(clock_start, exits[-1].t if exits else None, evaluations)
 
 
 @dataclass(frozen=True)
@@ -87,11 +116,8 @@ class TTA:
 def time_to_accuracy(line: Timeline, meets: list[bool]) -> TTA:
     """``meets[i]`` says whether evaluation ``i`` met the threshold (scored by the harness)."""
     if len(meets) != len(line.evaluations):
-        raise EventStreamError(
-            f"{len(meets)} scores for {len(line.evaluations)} evaluations"
-        )
+        raise EventStreamError(f"{len(meets)} scores for {len(line.evaluations)} evaluations")
     for i, ok in enumerate(meets):
         if ok:
-            excluded = sum(e.seconds for e in line.evaluations[: i + 1])
-            return TTA(True, i, line.train_seconds_at(i), excluded)
+            return TTA(True, i, line.train_seconds_at(i), line.excluded_seconds_through(i))
     return TTA(False, None, None, None)

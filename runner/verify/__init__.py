@@ -29,7 +29,13 @@ from runner.verify.scoring import (
     check_eval_set_complete,
     check_scores,
 )
-from runner.verify.timing import check_events_order, check_first_crossing, check_tta
+from runner.verify.timing import (
+    check_checkpoints,
+    check_events_order,
+    check_first_crossing,
+    check_probe,
+    check_tta,
+)
 
 SAFE_OPEN = "bundle-safe-to-open"
 
@@ -45,6 +51,8 @@ CHECKS: list[tuple[str, Callable[[Evidence], CheckResult]]] = [
     ("events-order", check_events_order),
     ("tta", check_tta),
     ("first-crossing", check_first_crossing),
+    ("checkpoints", check_checkpoints),
+    ("probe", check_probe),
     ("inference-gate", check_inference_gate),
     ("hardware-profile", check_hardware_profile),
     ("cost", check_cost),

@@ -207,7 +207,12 @@ class Evidence:
         """The evaluations as result.json states them (to score predictions without events)."""
         try:
             evs = [
-                Evaluation(i, e.get("epoch"), float(e["start"]), float(e["stop"]), str(e["predictions"]))
+                Evaluation(
+                    i, e.get("epoch"), float(e["start"]), float(e["stop"]), str(e["predictions"]),
+                    probe_predictions=e.get("probe_predictions") if isinstance(e.get("probe_predictions"), str) else None,
+                    checkpoint=e.get("checkpoint"), checkpoint_sha256=e.get("checkpoint_sha256"),
+                    excluded=e.get("excluded", True) is True,
+                )
                 for i, e in enumerate(self.claimed_evaluations)
             ]
         except (KeyError, TypeError, ValueError) as err:
@@ -217,7 +222,7 @@ class Evidence:
     @cached_property
     def rescored(self) -> list[ScoredEvaluation]:
         """Every claimed evaluation scored again from its predictions and the auditor's labels."""
-        return score_evaluations(self.task, self.claimed_timeline, self.root / "output", self.labels)
+        return score_evaluations(self.task, self.claimed_timeline, self.root, self.labels)
 
     @cached_property
     def events(self) -> list[Event]:
@@ -238,7 +243,7 @@ class Evidence:
 
     @cached_property
     def scored_from_events(self) -> list[ScoredEvaluation]:
-        return score_evaluations(self.task, self.timeline, self.root / "output", self.labels)
+        return score_evaluations(self.task, self.timeline, self.root, self.labels)
 
     # -- hardware --------------------------------------------------------------------
     @cached_property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runner.digests import sha256_file
 from runner.score.curve import curve_rows
 from runner.score.tta import time_to_accuracy
 from runner.verify.evidence import Evidence, Unavailable
@@ -27,6 +28,8 @@ def check_events_order(ev: Evidence) -> CheckResult:
         same = (
             c.get("predictions") == e.predictions
             and c.get("epoch") == e.epoch
+            and c.get("checkpoint_sha256") == e.checkpoint_sha256
+            and c.get("excluded", True) == e.excluded
             and close(c.get("start"), e.start, abs_tol=TTA_SECONDS)
             and close(c.get("stop"), e.stop, abs_tol=TTA_SECONDS)
         )
@@ -63,9 +66,9 @@ def check_tta(ev: Evidence) -> CheckResult:
         ):
             if not close(training.get(field), value, abs_tol=tol):
                 problems.append(f"{field} claimed {shown(training.get(field))}, recomputed {shown(value)}")
-    if not close(training.get("startup_seconds"), line.run_start, abs_tol=TTA_SECONDS):
+    if not close(training.get("launch_seconds"), line.clock_start, abs_tol=TTA_SECONDS):
         problems.append(
-            f"startup_seconds claimed {shown(training.get('startup_seconds'))}, the events say {shown(line.run_start)}"
+            f"launch_seconds claimed {shown(training.get('launch_seconds'))}, the events say {shown(line.clock_start)}"
         )
     curve = ev.root / "curve.tsv"
     if curve.exists():
@@ -111,3 +114,60 @@ def check_first_crossing(ev: Evidence) -> CheckResult:
         "first-crossing", True,
         f"evaluation {first} is the first to meet {task.metric} >= {task.threshold} ({value:.4f})",
     )
+
+
+def check_checkpoints(ev: Evidence) -> CheckResult:
+    """The crossing checkpoint in the bundle is the one the runner evaluated, and every
+    evaluation record names the checkpoint digest the runner's events recorded."""
+    line = ev.timeline
+    missing = [e.index for e in line.evaluations if e.checkpoint_sha256 is None and e.predictions]
+    scored = ev.scored_from_events
+    problems = []
+    crossing = ev.claim("training", "crossing")
+    if isinstance(crossing, int) and 0 <= crossing < len(line.evaluations):
+        record = line.evaluations[crossing]
+        kept = sorted((ev.root / "checkpoints").glob(f"{crossing}.*")) + sorted((ev.root / "checkpoints").glob(f"{crossing}"))
+        if kept:
+            digest = sha256_file(kept[0])
+            if digest != record.checkpoint_sha256:
+                problems.append(
+                    f"checkpoints/{kept[0].name} has sha256 {digest[:16]}, the runner evaluated {str(record.checkpoint_sha256)[:16]}"
+                )
+        elif ev.claim("training", "reached"):
+            problems.append(f"the crossing checkpoint (evaluation {crossing}) is not in the bundle")
+    final = ev.claim("training", "final_model")
+    if isinstance(final, dict) and final.get("sha256"):
+        weights = ev.root / "output" / str(final.get("weights", ""))
+        if weights.is_file() and sha256_file(weights) != final["sha256"]:
+            problems.append("the final model in output/ is not the one the runner evaluated")
+    for s in scored:
+        if s.problem is None and s.index in missing:
+            problems.append(f"evaluation {s.index} was scored but names no checkpoint digest")
+    if problems:
+        return CheckResult("checkpoints", False, "; ".join(problems))
+    return CheckResult(
+        "checkpoints", True,
+        f"{len(line.evaluations)} evaluation(s) name their checkpoint digests; the crossing checkpoint matches",
+    )
+
+
+def check_probe(ev: Evidence) -> CheckResult:
+    """The generalization probe's scores, recomputed; a crossing far worse on the probe
+    must be marked non-conforming."""
+    from runner.score.probe import probe_problem
+
+    scored = ev.scored_from_events
+    claimed = ev.claimed_evaluations
+    for s, c in zip(scored, claimed):
+        if not close(c.get("probe_gap"), s.probe_gap, abs_tol=1e-6):
+            return CheckResult(
+                "probe", False,
+                f"evaluation {s.index}: probe gap claimed {shown(c.get('probe_gap'))}, recomputed {shown(s.probe_gap)}",
+            )
+    crossing = ev.claim("training", "crossing")
+    if isinstance(crossing, int) and 0 <= crossing < len(scored):
+        problem = probe_problem(scored[crossing].probe_gap)
+        if problem and ev.claim("conforming"):
+            return CheckResult("probe", False, f"claims conforming, but {problem}")
+    gaps = [s.probe_gap for s in scored if s.probe_gap is not None]
+    return CheckResult("probe", True, f"probe gaps recomputed ({', '.join(f'{g * 100:.2f}' for g in gaps) or 'none'} points)")

@@ -1,0 +1,104 @@
+"""``python3 -m harness evaluate``: the runner's evaluator, one per training run.
+
+Started by the runner on the first evaluation request and kept waiting, so that an
+evaluation costs only the forward passes. For request ``n`` the runner writes
+``REQUESTS/n.json`` (the checkpoint to load); the evaluator rebuilds the model with the
+manifest's builder, loads the checkpoint, predicts every item of each input set (the
+clean evaluation inputs and the runner's perturbed probe) and writes
+``OUT/n/<set>.npy``, then prints ``evaluation_done``. The host stamps, scores and times
+everything; this process only computes predictions. It never sees labels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import mllog
+from .errors import HarnessError
+
+POLL_SECONDS = 0.005
+BATCH = 500
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="harness evaluate")
+    p.add_argument("--entry-dir", type=Path, default=Path("/entry"))
+    p.add_argument("--builder", required=True)
+    p.add_argument("--requests", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--inputs", nargs="+", required=True, help="NAME=FOLDER holding images.npy")
+    p.add_argument("--topk", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    return p.parse_args(argv)
+
+
+def _input_sets(specs: list[str]) -> dict[str, np.ndarray]:
+    sets = {}
+    for spec in specs:
+        name, _, folder = spec.partition("=")
+        path = Path(folder) / "images.npy"
+        if not path.is_file():
+            raise HarnessError(f"no evaluation inputs at {path}; the evaluator needs image inputs")
+        sets[name] = np.load(path, mmap_mode="r")
+    return sets
+
+
+def predict(model, images: np.ndarray, topk: int) -> np.ndarray:
+    import torch
+
+    rows = []
+    with torch.no_grad():
+        for i in range(0, len(images), BATCH):
+            x = torch.from_numpy(np.ascontiguousarray(images[i:i + BATCH])).float()
+            scores = model(x)
+            rows.append(scores.topk(topk, dim=1).indices if topk > 1 else scores.argmax(1))
+    return torch.cat(rows).numpy().astype(np.int64)
+
+
+def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
+    from .model import load_model
+
+    loaded = load_model(args.entry_dir, args.builder, Path(request["checkpoint"]))
+    folder = args.out / str(n)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, images in sets.items():
+        np.save(folder / f"{name}.npy", predict(loaded.module, images, args.topk))
+
+
+def serve(args: argparse.Namespace) -> int:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    sets = _input_sets(args.inputs)
+    mllog.emit("evaluator_ready")
+    n = 0
+    while True:
+        request = args.requests / f"{n}.json"
+        if request.exists():
+            try:
+                _handle(args, sets, n, json.loads(request.read_text()))
+                mllog.emit("evaluation_done", index=n)
+            except HarnessError as exc:
+                mllog.emit("evaluation_failed", index=n, message=str(exc))
+            except Exception as exc:  # the entry's builder may raise anything
+                mllog.emit("evaluation_failed", index=n, message=f"{type(exc).__name__}: {exc}")
+            n += 1
+        elif (args.requests / "stop").exists():
+            return 0
+        else:
+            time.sleep(POLL_SECONDS)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    try:
+        return serve(args)
+    except HarnessError as err:
+        print(f"harness: error: {err}", file=sys.stderr, flush=True)
+        return err.exit_code
