@@ -22,30 +22,29 @@ from rich.console import Console
 
 from runner import __version__, data, paths
 from runner.build import BuiltImage, build_entry
+from runner.build import parse_lock, resolve_wheels
 from runner.build.context import entry_files
-from runner.bundle import make_bundle
+from runner.build.image_audit import AUDIT_FILE, ImageAudit, audit_image
+from runner.bundle import sign_folder
 from runner.engine import get_client
+from runner.engine.gpus import gpu_containers_possible
 from runner.errors import UserError
 from runner.fingerprint import capture_host, capture_image
 from runner.infer import check_backends_available, run_inference
-from runner.keys import load_signer
 from runner.manifest import Entry, load_entry
 from runner.data import StagedData
+from runner.data.synthetic import SMOKE_SIZES
 from runner.profiles import Profile, cost_usd, load_profile, price_fields, require_match
 from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
 from runner.run.container import remove_orphans
 from runner.run.events import write_events
-from runner.run.training import CHECKPOINTS_DIR, TrainingInputs, run_training
+from runner.run.training import CHECKPOINTS_DIR, LAUNCH_GAP_LIMIT_S, TrainingInputs, run_training
 from runner.score.curve import write_curve
 from runner.score.evaluations import primary_score, score_evaluations, score_file
 from runner.score.probe import make_probe_inputs, probe_problem, probe_shift
 from runner.score.tta import EventStreamError, time_to_accuracy, timeline
 
 CPU_BACKENDS = ("torch", "onnxruntime")
-SMOKE_SIZES = {"n_train": 2048, "n_eval": 512}
-# Container start -> launch stamp: the image's /bin/sh runs the launcher, so anything an
-# image did before it (a doctored shell) shows up here. Honest launches take ~0.1 s.
-LAUNCH_GAP_LIMIT_S = 2.0
 # The crossing checkpoint is kept in the bundle up to this size (its sha256 always).
 KEEP_CHECKPOINT_BYTES = 256 * 2**20
 
@@ -76,6 +75,7 @@ class RunContext:
     gpus: int
     nonconforming: list[str] = field(default_factory=list)
     hardware: dict = field(default_factory=dict)  # result.json's hardware record
+    audit: ImageAudit | None = None
 
 
 def harness_digest() -> str:
@@ -110,14 +110,6 @@ def _check_hardware(entry: Entry, profile, fingerprint: dict, opts: ReproduceOpt
     if record["mismatches"]:
         reasons.append("hardware mismatch: " + "; ".join(record["mismatches"]))
     return record, reasons
-
-
-def gpu_containers_possible(fingerprint: dict) -> bool:
-    """Can the engine hand GPUs to a container? Docker's --gpus works through the NVIDIA
-    Container Toolkit: either its runtime is registered or its prestart hook is installed."""
-    if (fingerprint.get("docker") or {}).get("nvidia_runtime"):
-        return True
-    return any(shutil.which(tool) for tool in ("nvidia-container-runtime-hook", "nvidia-container-cli"))
 
 
 def _choose_backends(entry: Entry, opts: ReproduceOptions, gpus: int) -> list[str]:
@@ -171,9 +163,15 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
         f"in {built.seconds:.1f} s"
     )
     fingerprint = {**fingerprint, "image": capture_image(client, built.image_id)}
+    with console.status("auditing the image for weights and data it should not carry"):
+        wheels = list(resolve_wheels(parse_lock(entry.lock_path)).values())
+        audit = audit_image(client, built.image_id, built.base.id, wheels, entry.path,
+                            entry_files(entry.path), Path(staged.eval_dir) / "images.npy")
+    if problem := audit.problem():
+        reasons.append(problem)
     return RunContext(
         entry, profile, client, built, staged, staged.load_eval_labels(), fingerprint,
-        backends, gpus, reasons, hardware,
+        backends, gpus, reasons, hardware, audit,
     )
 
 
@@ -222,6 +220,7 @@ def _base_result(ctx: RunContext, run_id: str, seed: int, opts: ReproduceOptions
             "base_tag": ctx.built.base.tag,
         },
         "data": {"task": task.id, "digest": ctx.staged.digest, "source": ctx.staged.source},
+        "image_audit": ctx.audit.summary() if ctx.audit else None,
         "training": None,
         "cost": {"training_usd": None, **price_fields(ctx.profile)},
         "inference": {},
@@ -271,6 +270,8 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
     write_json(result_dir / "sbom.json", ctx.built.sbom)
     shutil.copyfile(ctx.profile.path, result_dir / "profile.yaml")
     copy_entry_files(entry, result_dir / "entry")
+    if ctx.audit is not None:
+        write_json(result_dir / AUDIT_FILE, ctx.audit.to_dict())
     result = _base_result(ctx, run_id, seed, opts)
     write_json(result_dir / "result.json", result)  # a crash from here on still leaves a record
 
@@ -319,12 +320,14 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
             final_model=_final_record(entry.task, run.final, result_dir, ctx.labels),
         )
         reasons = result["nonconforming_reasons"]
-        if launch.metadata.get("stamp") != "launcher" or line.clock_start > LAUNCH_GAP_LIMIT_S:
+        if launch.metadata.get("stamp") != "launcher":
+            late = launch.metadata.get("marker_at")
             reasons.append(
-                f"class 1 (work before the clock): {line.clock_start:.2f} s passed between the container's "
-                f"start and the launcher's stamp (limit {LAUNCH_GAP_LIMIT_S:g} s); the clock started at the container's start"
-                if launch.metadata.get("stamp") == "launcher" else
-                "class 1 (work before the clock): the runner's launcher did not speak first; the clock started at the container's start"
+                f"class 1 (work before the clock): {late:.2f} s passed between the container's start and the "
+                f"launcher's stamp (limit {LAUNCH_GAP_LIMIT_S:g} s); the clock started at the container's start"
+                if isinstance(late, float) else
+                "class 1 (work before the clock): the runner's launcher did not speak first; "
+                "the clock started at the container's start"
             )
         if any(not e.excluded for e in line.evaluations):
             training["notes"].append("the engine could not freeze the entry: evaluation time counts toward TTA")
@@ -353,18 +356,6 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
     return result_dir
 
 
-def sign(result_dir: Path, console: Console) -> None:
-    signer = load_signer()
-    bundle = make_bundle(result_dir, signer)
-    if signer is None:
-        console.print(
-            "[yellow]not signed[/]: no signing key is configured. "
-            "Fix: run `runner keys generate`, then `runner reproduce` again"
-        )
-    else:
-        console.print(f"[bold]bundle[/] signed by key {bundle.keyid[:16]}")
-
-
 def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list[Path]:
     """Run an entry ``runs`` times; return each run's result folder."""
     with tempfile.TemporaryDirectory(prefix="runner-") as tmp, sigterm_as_interrupt():
@@ -375,7 +366,7 @@ def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list
         folders = []
         for i in range(runs):
             folder = run_once(ctx, first_seed + i, opts, console, Path(tmp))
-            sign(folder, console)
+            sign_folder(folder, console)
             folders.append(folder)
     return folders
 

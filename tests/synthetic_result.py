@@ -2,9 +2,10 @@
 (scores, TTA, curve, latency, gate, cost, hardware record) is computed by the project's
 own functions, exactly as ``reproduce`` computes them, never typed by hand.
 
-The run: run_start, three evaluations (the second is the first to meet 99.3% top-1),
-run_stop; a torch inference backend with batch-1 latencies; the real host fingerprint
-and the ``cpu-2core-x86`` profile.
+The run: the launcher's stamp, three runner evaluations of the entry's checkpoints (the
+second is the first to meet 99.3% top-1, each with its probe predictions), the container's
+exit; a torch inference backend with batch-1 latencies; the real host fingerprint and the
+``cpu-2core-x86`` profile.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import numpy as np
 from runner import __version__
 from runner.infer.measure import evaluate_backend
 from runner.profiles import cost_usd, hardware_record, load_profile, match, price_fields
-from runner.run.events import Event, write_events
+from runner.digests import sha256_file
+from runner.run.events import Event, runner_event, write_events
 from runner.score.curve import write_curve
 from runner.score.evaluations import score_evaluations
 from runner.score.tta import time_to_accuracy, timeline
@@ -39,21 +41,27 @@ def wrong_predictions(labels: np.ndarray, wrong: int, rng: np.random.Generator) 
     return preds
 
 
-def _events(n_evals: int) -> list[Event]:
-    """Host-stamped events: 1.5 s of startup, 4 s epochs, evaluations of 0.5 s."""
-    out: list[tuple[float, str, dict]] = [(1.5, "run_start", {})]
+def _events(digests: list[str]) -> list[Event]:
+    """Host-stamped events: a 0.15 s launch, 4 s epochs, frozen evaluations of 0.5 s."""
+    out: list[tuple[float, str, dict, str]] = [(0.15, "launch", {"stamp": "launcher"}, "runner")]
     t = 1.5
-    for epoch in range(1, n_evals + 1):
-        out.append((t + 0.01, "epoch_start", {"epoch_num": epoch}))
+    for i, digest in enumerate(digests):
+        epoch = i + 1
+        out.append((t + 0.01, "epoch_start", {"epoch_num": epoch}, "entry"))
         t += 4.0 + 0.25 * epoch
-        out.append((t, "epoch_stop", {"epoch_num": epoch}))
-        out.append((t + 0.001, "eval_start", {"epoch_num": epoch}))
+        ckpt = f"checkpoints/epoch_{epoch}.pt"
+        out.append((t, "eval_request", {"epoch_num": epoch, "checkpoint": ckpt}, "entry"))
+        out.append((t + 0.01, "eval_freeze", {"index": i, "epoch": epoch, "checkpoint": ckpt, "frozen": True,
+                                              "state": "frozen"}, "runner"))
         t += 0.5
-        out.append((t, "eval_stop", {"epoch_num": epoch, "predictions": f"predictions/eval-{epoch}.npy"}))
-    out.append((t + 0.2, "run_stop", {"status": "success"}))
+        out.append((t, "eval_thaw", {"index": i, "checkpoint_sha256": digest, "problem": None,
+                                     "predictions": f"evaluations/{i}/clean.npy",
+                                     "probe_predictions": f"evaluations/{i}/probe.npy"}, "runner"))
+    out.append((t + 0.2, "container_exit", {"exit_code": 0}, "runner"))
     return [
-        Event(seq=i, t=round(when, 6), key=key, metadata=meta, event_type="POINT_IN_TIME")
-        for i, (when, key, meta) in enumerate(out)
+        runner_event(i, round(when, 6), key, **meta) if origin == "runner"
+        else Event(seq=i, t=round(when, 6), key=key, metadata=meta, event_type="POINT_IN_TIME")
+        for i, (when, key, meta, origin) in enumerate(out)
     ]
 
 
@@ -70,17 +78,26 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
     output = folder / "output"
-    (output / "predictions").mkdir(parents=True)
-    (output / "model").mkdir()
+    (output / "model").mkdir(parents=True)
     (output / "model" / "weights.pt").write_bytes(rng.bytes(4096))
-    for epoch, wrong in enumerate(WRONG_PER_EVAL, start=1):
-        np.save(output / "predictions" / f"eval-{epoch}.npy", wrong_predictions(labels, wrong, rng))
+    (folder / "checkpoints").mkdir()
+    digests = []
+    for i, wrong in enumerate(WRONG_PER_EVAL):
+        (folder / "evaluations" / str(i)).mkdir(parents=True)
+        np.save(folder / "evaluations" / str(i) / "clean.npy", wrong_predictions(labels, wrong, rng))
+        np.save(folder / "evaluations" / str(i) / "probe.npy", wrong_predictions(labels, wrong + 30, rng))
+        checkpoint = folder / "checkpoints" / f"{i}.pt"
+        checkpoint.write_bytes(rng.bytes(2048))
+        digests.append(sha256_file(checkpoint))
 
-    events = _events(len(WRONG_PER_EVAL))
+    events = _events(digests)
     write_events(folder / "events.jsonl", events)
     line = timeline(events)
-    scored = score_evaluations(task, line, output, labels)
+    scored = score_evaluations(task, line, folder, labels)
     tta = time_to_accuracy(line, [s.meets for s in scored])
+    for path in (folder / "checkpoints").iterdir():  # only the crossing checkpoint is kept
+        if path.name != f"{tta.crossing}.pt":
+            path.unlink()
     write_curve(folder / "curve.tsv", task, line, scored)
 
     # Inference: one backend, batch-1 latencies around 0.2 ms, inside a host-stamped window.
@@ -130,6 +147,7 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
         "incomplete_reason": None,
         "conforming": not mismatches,
         "nonconforming_reasons": [f"hardware mismatch: {'; '.join(map(str, mismatches))}"] if mismatches else [],
+        "probe": {"shift_pixels": [0, 1]},
         "image": {"id": "sha256:" + "5" * 64, "tag": "runner/mnist-cnn-cpu:test", "base_id": "sha256:" + "6" * 64,
                   "base_tag": "runner-base/python3.11-bookworm"},
         "data": {"task": task.id, "digest": staged.digest, "source": staged.source},
@@ -138,7 +156,9 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
             "reached": tta.reached,
             "tta_seconds": tta.seconds,
             "tta_hours": tta.seconds / 3600,
-            "startup_seconds": line.run_start,
+            "launch_seconds": line.clock_start,
+            "launch_stamp": "launcher",
+            "notes": [],
             "excluded_eval_seconds": tta.excluded_eval_seconds,
             "crossing": tta.crossing,
             "evaluations": [s.to_dict() for s in scored],

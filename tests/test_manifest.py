@@ -38,7 +38,7 @@ def test_every_shipped_entry_is_valid():
     [
         (lambda d: d.pop("task"), "(top level)", "add 'task'"),
         (lambda d: d.update(task="mnist2"), "task", "one of"),
-        (lambda d: d.update(seed="zero"), "seed", "integer"),
+        (lambda d: d.update(runs="two"), "runs", "integer"),
         (lambda d: d["train"].update(command=[]), "train.command", "correct train.command"),
         (lambda d: d.update(schema_version=2), "schema_version", "set schema_version to 1"),
         (lambda d: d.update(colour="red"), "(top level)", "remove or rename"),

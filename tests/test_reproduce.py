@@ -57,9 +57,10 @@ def test_sandbox_hides_labels_and_locks_the_container_down(docker_client, tmp_pa
     assert main(["reproduce", str(probe_entry(tmp_path, "sandbox")), "--no-infer"]) == 0
     result = only_result(results)
     (probe,) = [e["metadata"] for e in events(result) if e["key"] == "sandbox_probe"]
-    # Only the training split carries labels; the evaluation labels stay on the host.
+    # Only the training split is mounted: evaluation inputs go to the runner's evaluator,
+    # and the evaluation labels never leave the host.
     assert [f for f in probe["files"] if f.endswith(".npy")] == [
-        "/data/eval/images.npy", "/data/train/images.npy", "/data/train/labels.npy"
+        "/data/train/images.npy", "/data/train/labels.npy"
     ]
     assert probe["network"] is False
     assert probe["uid"] == 1000
@@ -68,11 +69,13 @@ def test_sandbox_hides_labels_and_locks_the_container_down(docker_client, tmp_pa
     assert (probe["write_output"], probe["write_scratch"]) == (True, True)
     assert "RUNNER_SEED" in probe["env"]
     assert probe["cpus"] == 2  # the cpu-2core-x86 profile's limit, as a cpuset
-    # All zeros on real MNIST is ~9.8%: complete, scored, and far from the threshold.
-    assert result["status"] == "complete" and result["conforming"]
+    # An untrained model on real MNIST: complete, evaluated by the runner, far from the threshold.
+    assert result["status"] == "complete" and result["conforming"], result["nonconforming_reasons"]
     (evaluation,) = result["training"]["evaluations"]
-    assert evaluation["count"] == 10_000 and 0.05 < evaluation["scores"]["top1"] < 0.15
+    assert evaluation["count"] == 10_000 and evaluation["scores"]["top1"] < 0.3
+    assert evaluation["excluded"] and len(evaluation["checkpoint_sha256"]) == 64
     assert result["training"]["reached"] is False and result["cost"]["training_usd"] is None
+    assert result["training"]["launch_stamp"] == "launcher"
 
 
 def test_an_entry_that_reaches_for_the_network_fails(docker_client, tmp_path, results):
@@ -84,11 +87,12 @@ def test_an_entry_that_reaches_for_the_network_fails(docker_client, tmp_path, re
     assert "URLError" in log
 
 
-def test_wrong_prediction_count_invalidates_the_run(docker_client, tmp_path, results):
-    assert main(["reproduce", str(probe_entry(tmp_path, "short")), "--smoke", "--no-infer"]) == 1
+def test_checkpoints_the_runner_cannot_evaluate_are_recorded_not_scored(docker_client, tmp_path, results):
+    assert main(["reproduce", str(probe_entry(tmp_path, "badckpt")), "--smoke", "--no-infer"]) == 0
     result = only_result(results)
-    assert result["status"] == "invalid"
-    assert "511 predictions for an evaluation set of 512" in result["incomplete_reason"]
+    missing, outside = result["training"]["evaluations"]
+    assert "cannot be read" in missing["problem"] and not missing["meets"]
+    assert "leaves /output" in outside["problem"] and not outside["meets"]
     assert result["training"]["reached"] is False
     assert not result["conforming"]  # a smoke run never is
 
@@ -119,7 +123,7 @@ def test_a_run_killed_midway_keeps_an_incomplete_result_and_no_container(
     assert "Traceback" not in out
     result = only_result(results)
     assert (result["status"], result["incomplete_reason"]) == ("incomplete", "interrupted")
-    assert [e["key"] for e in events(result)][:2] == ["run_start", "epoch_start"]
+    assert [e["key"] for e in events(result)][:3] == ["launch", "run_start", "epoch_start"]
     assert docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}) == []
 
 
@@ -142,7 +146,7 @@ def test_gpu_entry_smoke_runs_on_cpu_and_is_non_conforming(docker_client, result
     assert not result["conforming"]
     assert any(r.startswith("smoke run") for r in result["nonconforming_reasons"])
     assert result["training"]["evaluations"][0]["count"] == 512
-    # Random labels: the gate must refuse a latency claim, and say why.
+    # Three steps of training: the gate must refuse a latency claim, and say why.
     for backend in result["inference"].values():
         assert not backend["passed_gate"] and "misses the threshold" in backend["gate_reason"]
 

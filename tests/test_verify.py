@@ -116,7 +116,7 @@ def edit_model(folder, s):
 
 
 def add_file(folder, s):
-    (folder / "output" / "predictions" / "eval-best.npy").write_bytes(b"\x93NUMPY")
+    (folder / "evaluations" / "0" / "best.npy").write_bytes(b"\x93NUMPY")
 
 
 def add_file_under_bundle(folder, s):
@@ -186,14 +186,14 @@ def change_data_digest_resigned(folder, s):
 def reorder_events_resigned(folder, s):
     path = folder / "events.jsonl"
     lines = path.read_text().splitlines(keepends=True)
-    lines[3], lines[4] = lines[4], lines[3]  # epoch_stop <-> eval_start of the first epoch
+    lines[3], lines[4] = lines[4], lines[3]  # eval_freeze <-> eval_thaw of the first evaluation
     path.write_text("".join(lines))
     _resign(folder, s)
 
 
 def flip_prediction_resigned(folder, s):
     # One more wrong answer in the first evaluation (not the crossing): only the scores move.
-    path = folder / "output" / "predictions" / "eval-1.npy"
+    path = folder / "evaluations" / "0" / "clean.npy"
     preds = np.load(path)
     preds[0] = (preds[0] + 1) % 10
     np.save(path, preds)
@@ -209,8 +209,56 @@ def flip_inference_prediction_resigned(folder, s):
 
 
 def drop_prediction_rows_resigned(folder, s):
-    path = folder / "output" / "predictions" / "eval-3.npy"
+    path = folder / "evaluations" / "2" / "clean.npy"
     np.save(path, np.load(path)[:-10])
+    _resign(folder, s)
+
+
+def _edit_events(folder: Path, edit) -> None:
+    path = folder / "events.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    edit(events)
+    path.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in events))
+
+
+def _runner_events(events, key):
+    return [e for e in events if e["origin"] == "runner" and e["key"] == key]
+
+
+def move_launch_stamp_resigned(folder, s):
+    # A later clock start: TTA would shrink by a second.
+    _edit_events(folder, lambda evs: _runner_events(evs, "launch")[0].update(t=1.15))
+    _resign(folder, s)
+
+
+def widen_frozen_window_resigned(folder, s):
+    # An earlier freeze of the crossing evaluation: more excluded time.
+    _edit_events(folder, lambda evs: _runner_events(evs, "eval_freeze")[1].update(t=5.0))
+    _resign(folder, s)
+
+
+def edit_evaluation_record_resigned(folder, s):
+    _edit_json(folder / "result.json", lambda r: r["training"]["evaluations"][1].update(stop=5.0))
+    _resign(folder, s)
+
+
+def edit_checkpoint_digest_resigned(folder, s):
+    def edit(evs):
+        _runner_events(evs, "eval_thaw")[1]["metadata"]["checkpoint_sha256"] = "a" * 64
+
+    _edit_events(folder, edit)
+    _edit_json(folder / "result.json", lambda r: r["training"]["evaluations"][1].update(checkpoint_sha256="a" * 64))
+    _resign(folder, s)
+
+
+def swap_crossing_checkpoint_resigned(folder, s):
+    (folder / "checkpoints" / "1.pt").write_bytes(b"another model")
+    _resign(folder, s)
+
+
+def claim_conforming_despite_probe_resigned(folder, s):
+    path = folder / "evaluations" / "1" / "probe.npy"
+    np.save(path, (np.load(path) + 1) % 10)  # the probe collapses: recalled answers
     _resign(folder, s)
 
 
@@ -295,6 +343,12 @@ TAMPERINGS = [
     (flip_prediction_resigned, "scores"),
     (flip_inference_prediction_resigned, "scores"),
     (reorder_events_resigned, "events-order"),
+    (move_launch_stamp_resigned, "tta"),
+    (widen_frozen_window_resigned, "events-order"),
+    (edit_evaluation_record_resigned, "events-order"),
+    (edit_checkpoint_digest_resigned, "checkpoints"),
+    (swap_crossing_checkpoint_resigned, "checkpoints"),
+    (claim_conforming_despite_probe_resigned, "probe"),
     (claim_later_crossing_resigned, "first-crossing"),
     (claim_lower_threshold_resigned, "first-crossing"),
     (edit_latency_resigned, "inference-gate"),
@@ -334,7 +388,7 @@ def test_file_digests_name_missing_added_and_changed(setup, bundle):
     detail = verify_bundle(bundle, setup.auditor).get("file-digests").detail
     assert "changed: curve.tsv" in detail
     assert "missing: sbom.json" in detail
-    assert "added: output/predictions/eval-best.npy" in detail
+    assert "added: evaluations/0/best.npy" in detail
 
 
 def test_unsigned_bundle_fails_signature_but_semantics_still_run(setup, bundle):

@@ -120,6 +120,22 @@ def make_bundle(result_dir: Path, signer: Signer | None = None) -> Bundle:
     return Bundle(result_dir, manifest, result_dir / ENVELOPE, signer.public_key.keyid, digests, warnings)
 
 
+def sign_folder(result_dir: Path, console) -> Bundle:
+    """Bundle a result folder with the configured key, saying so when there is none."""
+    from runner.keys import load_signer
+
+    signer = load_signer()
+    bundle = make_bundle(result_dir, signer)
+    if signer is None:
+        console.print(
+            "[yellow]not signed[/]: no signing key is configured. "
+            "Fix: run `runner keys generate`, then `runner reproduce` again"
+        )
+    else:
+        console.print(f"[bold]bundle[/] signed by key {bundle.keyid[:16]}")
+    return bundle
+
+
 def pack(result_dir: Path, out_path: Path | None = None) -> Path:
     """The bundle as a deterministic ``.tar.gz`` (default: ``<result_dir>.tar.gz`` beside it)."""
     result_dir = Path(result_dir)

@@ -127,7 +127,7 @@ def print_inference(console: Console, metric: str, inference: dict) -> None:
 
 def run(args) -> int:
     from runner.engine import get_client
-    from runner.reproduce import sign
+    from runner.bundle import sign_folder
     from runner.profiles import load_profile
 
     console = Console()
@@ -166,5 +166,5 @@ def run(args) -> int:
     if replaced := sorted(set(result.get("inference") or {}) - set(inference)):
         console.print(f"the earlier inference phase ({', '.join(replaced)}) was replaced by this one")
     # The result changed, so its bundle must be re-made, or verify would rightly refuse it.
-    sign(result_dir, console)
+    sign_folder(result_dir, console)
     return 0 if all(rec["passed_gate"] for rec in inference.values()) else 1

@@ -93,7 +93,8 @@ def register(subparsers) -> None:
     )
     p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
     p.add_argument("--runs", type=int, help="repeat with seeds seed, seed+1, ... (default: manifest)")
-    p.add_argument("--seed", type=int, help="first seed (default: manifest)")
+    p.add_argument("--seed", type=int,
+                   help="first seed, the auditor's to fix (default: the runner draws one at random)")
     p.add_argument("--smoke", action="store_true",
                    help="one short epoch on synthetic data, on CPU; never conforming")
     p.add_argument("--allow-hardware-mismatch", action="store_true",

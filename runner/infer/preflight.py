@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from runner.engine.gpus import gpu_containers_possible
 from runner.errors import UserError
 from runner.manifest.schema import BACKENDS
 
@@ -11,8 +12,8 @@ from runner.manifest.schema import BACKENDS
 GPU_BACKENDS = frozenset({"tensorrt", "onnxruntime-cuda", "onnxruntime-tensorrt"})
 
 
-def _gpu_facts(host: Any) -> tuple[int, bool | None]:
-    """(visible NVIDIA GPUs, NVIDIA container runtime installed) from a host fingerprint
+def _gpu_facts(host: Any) -> tuple[int, bool]:
+    """(visible NVIDIA GPUs, can the engine give them to containers) from a host fingerprint
     dict (``runner.fingerprint.capture_host``) or, given a docker client or None, captured now."""
     if isinstance(host, dict):
         gpu, engine = host.get("gpu") or {}, host.get("docker") or {}
@@ -21,7 +22,7 @@ def _gpu_facts(host: Any) -> tuple[int, bool | None]:
         from runner.fingerprint.gpu import capture_gpu
 
         gpu, engine = capture_gpu(), capture_docker(host)
-    return len(gpu.get("gpus") or []), engine.get("nvidia_runtime")
+    return len(gpu.get("gpus") or []), gpu_containers_possible({"docker": engine})
 
 
 def check_backends_available(backends: Iterable[str], host: Any = None) -> None:
@@ -40,16 +41,16 @@ def check_backends_available(backends: Iterable[str], host: Any = None) -> None:
     wanted = [b for b in backends if b in GPU_BACKENDS]
     if not wanted:
         return
-    gpus, nvidia_runtime = _gpu_facts(host)
+    gpus, containers_get_gpus = _gpu_facts(host)
     names = ", ".join(wanted)
     if gpus == 0:
         raise UserError(
             f"backend {names} needs an NVIDIA GPU, and this host has none visible to NVML",
             "run on a GPU host with the NVIDIA driver, or choose --backend torch / --backend onnxruntime",
         )
-    if not nvidia_runtime:
+    if not containers_get_gpus:
         raise UserError(
-            f"backend {names} needs the NVIDIA container runtime, which the Docker engine does not list",
+            f"backend {names} needs the NVIDIA Container Toolkit, which this host's Docker engine lacks",
             "install nvidia-container-toolkit and run `nvidia-ctk runtime configure --runtime=docker`, "
             "then restart Docker",
         )

@@ -31,6 +31,10 @@ from runner.tasks import Task
 
 LAUNCHER_MOUNT = "/opt/runner/launch"
 LAUNCH_MARKER = ":::RUNNER launch"
+# Container start -> launch stamp: the image's /bin/sh runs the launcher, so anything an
+# image does before it (a doctored shell) shows up here. Honest launches take ~0.1-0.3 s;
+# past the limit the clock starts at the container's start instead.
+LAUNCH_GAP_LIMIT_S = 2.0
 EVAL_REQUEST = "eval_request"
 MAX_EVALUATIONS = 100  # each freezes the clock: an entry may not buy unlimited free time
 MAX_CHECKPOINT_BYTES = 16 * 2**30
@@ -130,11 +134,15 @@ class _TrainingSession:
     def on_line(self, line: str, t: float) -> None:
         if not self.seen_output:
             self.seen_output = True
-            if line.strip() == LAUNCH_MARKER:
+            marker = line.strip() == LAUNCH_MARKER
+            if marker and t <= LAUNCH_GAP_LIMIT_S:
                 self.ours(t, LAUNCH, stamp="launcher")
                 return
             # Something ran before the launcher spoke: the clock falls back to the start.
-            self.ours(0.0, LAUNCH, stamp="container-start", first_line=line[:200])
+            self.ours(0.0, LAUNCH, stamp="container-start", marker_at=t if marker else None,
+                      first_line=None if marker else line[:200])
+            if marker:
+                return
         ev = parse_line(line, len(self.events), t)
         if ev is None:
             return

@@ -80,7 +80,10 @@ def score_file(task: Task, root: Path, relative: str, labels):
 def score_evaluations(task: Task, line: Timeline, result_dir: Path, labels) -> list[ScoredEvaluation]:
     scored: list[ScoredEvaluation] = []
     for ev in line.evaluations:
-        count, scores, problem = score_file(task, result_dir, ev.predictions, labels)
+        if ev.problem is not None:  # the runner could not evaluate it: nothing to score
+            count, scores, problem = None, {}, ev.problem
+        else:
+            count, scores, problem = score_file(task, result_dir, ev.predictions, labels)
         value = primary_score(task, scores)
         meets = problem is None and value is not None and task.meets(value)
         probe_scores = probe_gap = None

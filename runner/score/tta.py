@@ -34,6 +34,7 @@ class Evaluation:
     checkpoint: str | None = None  # the entry's path, relative to /output
     checkpoint_sha256: str | None = None
     excluded: bool = True  # False when the engine could not freeze the entry
+    problem: str | None = None  # why the runner could not evaluate the checkpoint
 
     @property
     def seconds(self) -> float:
@@ -97,6 +98,7 @@ def timeline(events: list[Event]) -> Timeline:
                     checkpoint=frozen.metadata.get("checkpoint"),
                     checkpoint_sha256=ev.metadata.get("checkpoint_sha256"),
                     excluded=frozen.metadata.get("frozen") is True,
+                    problem=ev.metadata.get("problem") if isinstance(ev.metadata.get("problem"), str) else None,
                 )
             )
             frozen = None

@@ -51,7 +51,7 @@ def _staged_default(task_id: str):
 def _synthetic_default(task_id: str, folder: Path):
     """The smoke run's synthetic data, regenerated exactly as ``reproduce --smoke`` makes it."""
     from runner import data
-    from runner.reproduce import SMOKE_SIZES
+    from runner.data.synthetic import SMOKE_SIZES
 
     return data.synthetic(task_id, folder, seed=0, **SMOKE_SIZES)
 
@@ -212,6 +212,7 @@ class Evidence:
                     probe_predictions=e.get("probe_predictions") if isinstance(e.get("probe_predictions"), str) else None,
                     checkpoint=e.get("checkpoint"), checkpoint_sha256=e.get("checkpoint_sha256"),
                     excluded=e.get("excluded", True) is True,
+                    problem=e.get("problem") if e.get("count") is None and isinstance(e.get("problem"), str) else None,
                 )
                 for i, e in enumerate(self.claimed_evaluations)
             ]

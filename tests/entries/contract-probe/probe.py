@@ -1,9 +1,10 @@
 """A test entry that probes the run contract from inside the container.
 
 ``python3 probe.py MODE``: every mode reports through :::MLLOG events like a real entry.
-  sandbox  report what the container can see and do, then one evaluation of the right size
+  sandbox  report what the container can see and do, then ask for one evaluation of an
+           untrained model
   network  try to reach the outside; exit non-zero when it can't (it must not)
-  short    one evaluation with one prediction too few
+  badckpt  ask for evaluations of checkpoints the runner must refuse (missing, outside /output)
   sleep    start, then hang (a run killed midway)
 """
 
@@ -42,16 +43,18 @@ def can_write(path):
         return False
 
 
-def evaluate(n):
-    (OUT / "predictions").mkdir(parents=True, exist_ok=True)
-    log("eval_start", epoch_num=1)
-    np.save(OUT / "predictions" / "eval-1.npy", np.zeros(n, dtype=np.int64))
-    log("eval_stop", epoch_num=1, predictions="predictions/eval-1.npy")
+def evaluate():
+    import torch
+
+    from tiny import build
+
+    (OUT / "checkpoints").mkdir(parents=True, exist_ok=True)
+    torch.save(build().state_dict(), OUT / "checkpoints" / "1.pt")
+    log("eval_request", epoch_num=1, checkpoint="checkpoints/1.pt")
 
 
 def main(mode):
     log("run_start")
-    n = len(np.load(DATA / "eval" / "images.npy", mmap_mode="r"))
     if mode == "sandbox":
         files = sorted(str(p) for p in Path("/data").rglob("*"))
         status = Path("/proc/self/status").read_text()
@@ -61,14 +64,15 @@ def main(mode):
             write_root=can_write("/probe"), write_data=can_write("/data/train/probe"),
             write_output=can_write(OUT / "probe"), write_scratch=can_write("/scratch/probe"),
             cpus=len(os.sched_getaffinity(0)), env=sorted(k for k in os.environ if k.startswith("RUNNER_")))
-        evaluate(n)
+        evaluate()
     elif mode == "network":
         import urllib.request
 
         urllib.request.urlopen("https://pypi.org/simple/", timeout=5)
-        evaluate(n)
-    elif mode == "short":
-        evaluate(n - 1)
+        evaluate()
+    elif mode == "badckpt":
+        log("eval_request", epoch_num=1, checkpoint="checkpoints/missing.pt")
+        log("eval_request", epoch_num=2, checkpoint="../../../etc/passwd")
     elif mode == "sleep":
         log("epoch_start", epoch_num=1)
         time.sleep(600)

