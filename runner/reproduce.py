@@ -25,8 +25,9 @@ from runner.build import BuiltImage, build_entry
 from runner.build import parse_lock, resolve_wheels
 from runner.build.context import entry_files
 from runner.build.image_audit import AUDIT_FILE, ImageAudit, audit_image
-from runner.bundle import sign_folder
+from runner.bundle import PROFILE_FILE, sign_folder
 from runner.engine import get_client
+from runner.harness.backends import CPU_BACKENDS
 from runner.engine.gpus import gpu_containers_possible
 from runner.errors import UserError
 from runner.fingerprint import capture_host, capture_image
@@ -37,14 +38,13 @@ from runner.data.synthetic import SMOKE_SIZES
 from runner.profiles import Profile, cost_usd, load_profile, price_fields, require_match
 from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
 from runner.run.container import remove_orphans
-from runner.run.events import write_events
+from runner.events import write_events
 from runner.run.training import CHECKPOINTS_DIR, LAUNCH_GAP_LIMIT_S, TrainingInputs, run_training
 from runner.score.curve import write_curve
 from runner.score.evaluations import primary_score, score_evaluations, score_file
 from runner.score.probe import make_probe_inputs, probe_problem, probe_shift
 from runner.score.tta import EventStreamError, time_to_accuracy, timeline
 
-CPU_BACKENDS = ("torch", "onnxruntime")
 # The crossing checkpoint is kept in the bundle up to this size (its sha256 always).
 KEEP_CHECKPOINT_BYTES = 256 * 2**20
 
@@ -268,7 +268,7 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
     (result_dir / "logs").mkdir(parents=True)
     write_json(result_dir / "fingerprint.json", ctx.fingerprint)
     write_json(result_dir / "sbom.json", ctx.built.sbom)
-    shutil.copyfile(ctx.profile.path, result_dir / "profile.yaml")
+    shutil.copyfile(ctx.profile.path, result_dir / PROFILE_FILE)
     copy_entry_files(entry, result_dir / "entry")
     if ctx.audit is not None:
         write_json(result_dir / AUDIT_FILE, ctx.audit.to_dict())
@@ -290,7 +290,7 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
             cpus=limits.cpus if limits else None, memory=limits.memory if limits else None,
             gpus=ctx.gpus, timeout_s=timeout_min * 60, builder=entry.inference.builder,
             final_weights=entry.inference.weights.removeprefix("/output/").lstrip("/"),
-            topk=5 if entry.task.metric == "top5" else 1, threads=int(env["RUNNER_THREADS"]),
+            topk=entry.task.topk, threads=int(env["RUNNER_THREADS"]),
         ),
     )
     write_events(result_dir / "events.jsonl", run.events)
@@ -350,7 +350,7 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
         console.print(f"[bold]infer[/] {', '.join(ctx.backends)} (batch 1, every eval item)")
         result["inference"] = run_inference(
             ctx.client, entry, ctx.built.image_id, result_dir, ctx.staged, ctx.backends,
-            ctx.profile,
+            ctx.profile, labels=ctx.labels, host=ctx.fingerprint,
         )
         write_json(result_dir / "result.json", result)
     return result_dir

@@ -20,7 +20,7 @@ from runner import __version__
 from runner.infer.measure import evaluate_backend
 from runner.profiles import cost_usd, hardware_record, load_profile, match, price_fields
 from runner.digests import sha256_file
-from runner.run.events import Event, runner_event, write_events
+from runner.events import Event, runner_event, write_events
 from runner.score.curve import write_curve
 from runner.score.evaluations import score_evaluations
 from runner.score.tta import time_to_accuracy, timeline

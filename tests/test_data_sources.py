@@ -97,3 +97,20 @@ def test_fashion_mnist_prepare_matches_the_pinned_arrays():
     assert np.bincount(staged.load_eval_labels()).tolist() == [1000] * 10
     train = np.load(staged.train_dir / "images.npy", mmap_mode="r")
     assert train.shape == (60_000, 1, 28, 28) and train.dtype == np.uint8
+
+
+def test_every_task_has_one_source_with_the_one_interface():
+    import inspect
+
+    from runner.data.sources import SOURCES
+    from runner.tasks.registry import TASKS
+
+    assert set(SOURCES) == set(TASKS)
+    for source in SOURCES.values():
+        module = source.load()
+        if source.imported:
+            params = inspect.signature(module.import_files).parameters
+            assert list(params)[:2] == ["path", "target"] and "expected" in params
+            assert set(source.extras) <= set(params) and hasattr(module, "OFFICIAL")
+        else:
+            assert list(inspect.signature(module.prepare).parameters) == ["target"]

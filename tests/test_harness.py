@@ -21,7 +21,7 @@ from runner.tasks import Task
 
 N_EVAL = 300
 
-TASK = Task("bands", "top1", 0.99, N_EVAL, "test", 10, (1, 28, 28), ("top1Accuracy",))
+TASK = Task("bands", "top1", 0.99, N_EVAL, 10, (1, 28, 28), ("top1Accuracy",))
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from runner.manifest import load_entry
 from runner.tasks import Task, get_task
 
 N = 200
-TASK = Task("small", "top1", 0.9, N, "test", 10, (1, 28, 28), ("top1Accuracy",))
+TASK = Task("small", "top1", 0.9, N, 10, (1, 28, 28), ("top1Accuracy",))
 LABELS = np.arange(N, dtype=np.int64) % 10
 DEFAULT_ENTRY = paths.repo_root() / "entries" / "mnist-cnn-cpu"
 
@@ -284,3 +284,21 @@ def test_runner_infer_refuses_a_gpu_backend_here_before_any_work(tmp_path, monke
     err = capsys.readouterr().err
     assert err.startswith("runner: error: backend tensorrt needs an NVIDIA GPU") and "Fix:" in err
     assert not list(tmp_path.iterdir())
+
+
+def test_one_backend_table_drives_the_schema_the_preflight_and_smoke_runs():
+    """Every list of backends is derived from the harness' table: none can drift."""
+    from runner.harness.backends import CPU_BACKENDS, GPU_BACKENDS, REGISTRY
+    from runner.manifest.schema import ENTRY_SCHEMA
+    from runner.infer import preflight
+
+    enum = ENTRY_SCHEMA["properties"]["inference"]["properties"]["backends"]["items"]["enum"]
+    assert enum == list(REGISTRY)
+    assert preflight.GPU_BACKENDS is GPU_BACKENDS
+    assert set(CPU_BACKENDS) | GPU_BACKENDS == set(REGISTRY) and not set(CPU_BACKENDS) & GPU_BACKENDS
+    for name, spec in REGISTRY.items():  # a GPU backend is refused here, a CPU one is not
+        if spec.needs_gpu:
+            with pytest.raises(UserError):
+                check_backends_available([name], fingerprint(0, False))
+        else:
+            check_backends_available([name], fingerprint(0, False))

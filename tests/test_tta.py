@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.run.events import Event, parse_line, runner_event
+from runner.events import Event, parse_line, runner_event
 from runner.score.tta import EventStreamError, time_to_accuracy, timeline
 
 

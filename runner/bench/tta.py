@@ -30,7 +30,7 @@ from rich.table import Table
 from runner import data
 from runner.manifest import load_entry
 from runner.reproduce import ReproduceOptions, reproduce, summarize
-from runner.run.events import parse_line
+from runner.events import parse_line
 from runner.score.evaluations import primary_score, score_predictions
 from runner.score.tta import Evaluation, Timeline, time_to_accuracy
 
@@ -52,7 +52,7 @@ def _evaluate_on_host(entry, checkpoint: Path, images, labels) -> bool:
     from runner.harness.model import load_model
 
     loaded = load_model(entry.path, entry.inference.builder, checkpoint)
-    preds = predict(loaded.module, images, 5 if entry.task.metric == "top5" else 1)
+    preds = predict(loaded.module, images, entry.task.topk)
     _, scores, _ = score_predictions(entry.task, preds, labels)
     value = primary_score(entry.task, scores)
     return value is not None and entry.task.meets(value)

@@ -19,6 +19,7 @@ from runner import paths
 from runner.bundle.claim import PREDICATE_TYPE, build_predicate
 from runner.bundle.filelist import (
     ENVELOPE,
+    PROFILE_FILE,
     SIGNER_KEY,
     file_digests,
     write_manifest,
@@ -30,7 +31,6 @@ from runner.bundle.tarball import pack_folder
 from runner.errors import UserError
 from runner.keys import public_key_dict
 
-PROFILE_FILE = "profile.yaml"
 
 __all__ = [
     "PAYLOAD_TYPE",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.bundle.filelist import PROFILE_FILE
+
 PREDICATE_TYPE = "https://runner.dev/attestations/benchmark-result/v1"
 PREDICATE_VERSION = 1
 
@@ -74,7 +76,7 @@ def build_predicate(result: dict, digests: dict[str, str]) -> dict:
         "digests": {
             "result": digests.get("result.json"),
             "fingerprint": digests.get("fingerprint.json"),
-            "hardware_profile": digests.get("profile.yaml"),
+            "hardware_profile": digests.get(PROFILE_FILE),
             "image": _get(result, "image", "id"),
             "base_image": _get(result, "image", "base_id"),
             "manifest": _get(entry, "digests", "manifest"),

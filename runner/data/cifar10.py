@@ -89,7 +89,7 @@ def _read_split(
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def import_archive(path: Path, target: Path, *, expected: Expected = OFFICIAL) -> None:
+def import_files(path: Path, target: Path, *, expected: Expected = OFFICIAL) -> None:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path} does not exist", f"pass the path of {ARCHIVE}")

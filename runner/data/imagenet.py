@@ -121,8 +121,8 @@ def _jpeg_members(tar: tarfile.TarFile, path: Path) -> list[tuple[int, tarfile.T
     return sorted(found, key=lambda item: item[0])
 
 
-def import_archives(
-    path: Path, target: Path, *, devkit: Path | None, expected: Expected = OFFICIAL
+def import_files(
+    path: Path, target: Path, *, devkit: Path | None = None, expected: Expected = OFFICIAL
 ) -> None:
     path = Path(path)
     image_module = _pillow()

@@ -46,10 +46,6 @@ class StagedData:
     counts: dict[str, int] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # relpath -> sha256
 
-    @property
-    def is_text(self) -> bool:
-        return (self.labels / "answers.json").exists()
-
     def load_eval_labels(self) -> np.ndarray | dict[str, list[str]]:
         """The int64 evaluation labels, or for SQuAD ``{question_id: [answers...]}``."""
         answers = self.labels / "answers.json"

@@ -16,7 +16,6 @@ from runner.fingerprint.memory import capture_memory
 from runner.fingerprint.operating_system import capture_host_identity, capture_os
 
 SCHEMA_VERSION = 1
-SECTIONS = ("host", "cpu", "memory", "os", "gpu", "docker")
 
 
 def capture_host(client: Any | None = None, nvml: ModuleType | None = None) -> dict:

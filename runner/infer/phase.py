@@ -8,7 +8,7 @@ from pathlib import Path
 
 from runner import paths
 from runner.run.container import ContainerSpec, Mount, prepare_writable, run_container
-from runner.run.events import Event, parse_line, write_events
+from runner.events import Event, parse_line, write_events
 from runner.infer.measure import evaluate_backend
 from runner.infer.preflight import GPU_BACKENDS, check_backends_available
 
@@ -35,7 +35,7 @@ def harness_command(entry, backends: list[str], threads: int) -> list[str]:
         "--warmup", str(spec.warmup),
         "--threads", str(threads),
         "--opset", str(spec.opset),
-        "--topk", "5" if entry.task.metric == "top5" else "1",
+        "--topk", str(entry.task.topk),
     ]
     if spec.fp16:
         command.append("--fp16")
@@ -51,18 +51,28 @@ class Windows:
     stop: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
+    @classmethod
+    def from_events(cls, events: list[Event]) -> "Windows":
+        """The windows of an inference phase already recorded (``inference/events.jsonl``)."""
+        windows = cls()
+        for ev in events:
+            windows.add(ev)
+        return windows
+
     def on_line(self, line: str, t: float) -> None:
         if line.startswith("harness: error:"):
             self.errors.append(line.removeprefix("harness: error:").strip())
         ev = parse_line(line, len(self.events), t)
-        if ev is None:
-            return
+        if ev is not None:
+            self.add(ev)
+
+    def add(self, ev: Event) -> None:
         self.events.append(ev)
         backend = ev.metadata.get("backend")
         if ev.key == "infer_start" and isinstance(backend, str):
-            self.start[backend] = t
+            self.start[backend] = ev.t
         elif ev.key == "infer_stop" and isinstance(backend, str):
-            self.stop[backend] = t
+            self.stop[backend] = ev.t
 
     def window(self, backend: str) -> float | None:
         if backend in self.start and backend in self.stop and self.stop[backend] >= self.start[backend]:
@@ -81,6 +91,8 @@ def run_inference(
     *,
     threads: int | None = None,
     work_dir: Path | None = None,
+    labels=None,
+    host: dict | None = None,
 ) -> dict[str, dict]:
     """Run the harness in ``image_id`` and return ``result.json``'s ``inference`` section.
 
@@ -88,9 +100,10 @@ def run_inference(
     ``inference/`` and ``logs/infer.log`` under ``work_dir`` (default ``result_dir``), so a
     re-run can stage its files elsewhere and swap them in only on success. Every backend
     gets a record; one that failed says why in ``gate_reason`` (and ``error`` when the
-    harness or container failed rather than the gate).
+    harness or container failed rather than the gate). ``labels`` and ``host`` (the host
+    fingerprint) are what a reproduce already has; without them they are read afresh.
     """
-    check_backends_available(backends, client)
+    check_backends_available(backends, host if host is not None else client)
     work_dir = Path(work_dir or result_dir)
     inference_dir = work_dir / "inference"
     prepare_writable(inference_dir)
@@ -126,7 +139,7 @@ def run_inference(
     if outcome.interrupted:
         raise KeyboardInterrupt
 
-    labels = staged.load_eval_labels()
+    labels = staged.load_eval_labels() if labels is None else labels
     # A conforming set has exactly the task's size (staging checks it); a smoke run's
     # synthetic stand-in is smaller, and its predictions must match it instead.
     expected = None if getattr(staged, "conforming", True) else len(labels)

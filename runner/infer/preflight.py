@@ -8,8 +8,7 @@ from runner.engine.gpus import gpu_containers_possible
 from runner.errors import UserError
 from runner.manifest.schema import BACKENDS
 
-# Backends that need an NVIDIA GPU and the NVIDIA container runtime.
-GPU_BACKENDS = frozenset({"tensorrt", "onnxruntime-cuda", "onnxruntime-tensorrt"})
+from runner.harness.backends import GPU_BACKENDS
 
 
 def _gpu_facts(host: Any) -> tuple[int, bool]:

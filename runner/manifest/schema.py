@@ -5,11 +5,11 @@ Version 1. A change that makes an old manifest invalid bumps ``schema_version``.
 
 from __future__ import annotations
 
+from runner.harness.backends import REGISTRY as BACKEND_TABLE
 from runner.tasks import TASKS
 
 SCHEMA_VERSION = 1
-
-BACKENDS = ["torch", "onnxruntime", "onnxruntime-cuda", "onnxruntime-tensorrt", "tensorrt"]
+BACKENDS = list(BACKEND_TABLE)  # the harness' backend table is the one list
 FRAMEWORKS = ["pytorch", "tensorflow", "mxnet", "jax"]
 
 _NAME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]*$", "maxLength": 64}

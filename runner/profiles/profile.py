@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +13,6 @@ from runner import paths
 from runner.errors import UserError
 from runner.profiles.schema import PROFILE_SCHEMA
 
-_MEMORY_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
 @dataclass(frozen=True)
@@ -44,16 +42,6 @@ class ContainerLimits:
 
     cpus: float
     memory: str
-
-    @property
-    def memory_bytes(self) -> int:
-        number, unit = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgKMG]?)", self.memory).groups()
-        return int(float(number) * _MEMORY_UNITS[unit.lower()])
-
-    @property
-    def nano_cpus(self) -> int:
-        """The docker SDK's ``nano_cpus`` for ``cpus``."""
-        return int(self.cpus * 1e9)
 
 
 @dataclass(frozen=True)

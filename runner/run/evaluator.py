@@ -20,7 +20,7 @@ import docker
 
 from runner import paths
 from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
-from runner.run.events import parse_line
+from runner.events import parse_line
 
 HARNESS_MOUNT = "/opt/runner/harness"
 READY_TIMEOUT_S = 300.0

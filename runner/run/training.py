@@ -23,7 +23,7 @@ import docker
 from runner import paths
 from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
-from runner.run.events import Event, parse_line, runner_event
+from runner.events import Event, parse_line, runner_event
 from runner.run.progress import TrainingProgress
 from runner.score.evaluations import primary_score, resolve_inside, score_file
 from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH

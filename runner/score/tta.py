@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import pairwise
 
-from runner.run.events import RUNNER, Event
+from runner.events import RUNNER, Event
 
 LAUNCH, EVAL_FREEZE, EVAL_THAW, CONTAINER_EXIT = "launch", "eval_freeze", "eval_thaw", "container_exit"
 

@@ -33,6 +33,6 @@ def topk_accuracy(predictions: np.ndarray, labels: np.ndarray, k: int) -> float:
 def score_classification(task: Task, predictions: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     """Every accuracy the task's curve reports (top-1, and top-5 where it applies)."""
     scores = {"top1": topk_accuracy(predictions, labels, 1)}
-    if task.metric == "top5":
-        scores["top5"] = topk_accuracy(predictions, labels, 5)
+    if task.topk > 1:
+        scores[f"top{task.topk}"] = topk_accuracy(predictions, labels, task.topk)
     return scores

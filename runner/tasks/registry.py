@@ -14,10 +14,14 @@ class Task:
     metric: str  # "top1", "top5" or "f1"
     threshold: float  # as a fraction for accuracies, as F1 points / 100 for SQuAD
     eval_size: int  # items in the evaluation set; a predictions file must have exactly this many
-    eval_split: str  # what the evaluation set is called by its publisher
     num_classes: int | None
     input_shape: tuple[int, ...] | None  # one item, C x H x W; None for text
     curve_columns: tuple[str, ...]  # DAWNBench's TSV columns after "epoch hours"
+
+    @property
+    def topk(self) -> int:
+        """Ranked classes a prediction must give: 5 for top-5 tasks, else 1."""
+        return 5 if self.metric == "top5" else 1
 
     @property
     def threshold_percent(self) -> float:
@@ -31,14 +35,14 @@ class Task:
 TASKS: dict[str, Task] = {
     t.id: t
     for t in [
-        Task("mnist", "top1", 0.993, 10_000, "test", 10, (1, 28, 28), ("top1Accuracy",)),
-        Task("fashion-mnist", "top1", 0.92, 10_000, "test", 10, (1, 28, 28), ("top1Accuracy",)),
-        Task("cifar10", "top1", 0.94, 10_000, "test", 10, (3, 32, 32), ("top1Accuracy",)),
+        Task("mnist", "top1", 0.993, 10_000, 10, (1, 28, 28), ("top1Accuracy",)),
+        Task("fashion-mnist", "top1", 0.92, 10_000, 10, (1, 28, 28), ("top1Accuracy",)),
+        Task("cifar10", "top1", 0.94, 10_000, 10, (3, 32, 32), ("top1Accuracy",)),
         Task(
-            "imagenet", "top5", 0.93, 50_000, "val", 1000, (3, 224, 224),
+            "imagenet", "top5", 0.93, 50_000, 1000, (3, 224, 224),
             ("top1Accuracy", "top5Accuracy"),
         ),
-        Task("squad-v1.1", "f1", 0.75, 10_570, "dev", None, None, ("f1Score",)),
+        Task("squad-v1.1", "f1", 0.75, 10_570, None, None, ("f1Score",)),
     ]
 }
 

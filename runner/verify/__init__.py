@@ -68,7 +68,8 @@ def run_checks(root: Path, auditor: Auditor, scratch: Path) -> list[CheckResult]
     results = []
     for name, check in CHECKS:
         try:
-            result = check(evidence)
+            verdict = check(evidence)
+            result = CheckResult(name, verdict.ok, verdict.detail)
         except Unavailable as err:
             result = CheckResult(name, False, str(err))
         except UserError as err:  # e.g. predictions of the wrong shape for the task

@@ -32,7 +32,7 @@ from runner.bundle.signing import read_envelope
 from runner.errors import UserError
 from runner.keys import key_from_dict
 from runner.profiles import Profile, profile_from_dict
-from runner.run.events import Event, read_events
+from runner.events import Event, read_events
 from runner.score.evaluations import ScoredEvaluation, score_evaluations
 from runner.score.tta import Evaluation, EventStreamError, Timeline, timeline
 from runner.tasks import Task, get_task

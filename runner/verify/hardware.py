@@ -5,10 +5,10 @@ from __future__ import annotations
 from runner.bundle import PROFILE_FILE
 from runner.bundle.claim import differences
 from runner.infer.measure import cost_per_10k_usd
-from runner.profiles import cost_usd, match
+from runner.profiles import cost_usd, match, price_fields
 from runner.score.tta import time_to_accuracy
 from runner.verify.evidence import Evidence
-from runner.verify.report import CheckResult
+from runner.verify.report import Verdict
 from runner.verify.tolerance import RELATIVE, close, shown
 
 
@@ -17,11 +17,11 @@ def _rules(data: dict) -> dict:
     return {k: v for k, v in data.items() if k not in ("description", "price")}
 
 
-def check_hardware_profile(ev: Evidence) -> CheckResult:
+def check_hardware_profile(ev: Evidence) -> Verdict:
     profile = ev.profile
     claimed_id = ev.claim("hardware", "profile")
     if claimed_id != profile.id:
-        return CheckResult("hardware-profile", False, f"result.json names profile {claimed_id!r}, the bundle's {PROFILE_FILE} is {profile.id!r}")
+        return Verdict(False, f"result.json names profile {claimed_id!r}, the bundle's {PROFILE_FILE} is {profile.id!r}")
     problems = []
     repo = ev.repository_profile_data
     if repo is not None:
@@ -46,10 +46,9 @@ def check_hardware_profile(ev: Evidence) -> CheckResult:
         else:
             problems.append(f"the host does not match {profile.id}: {'; '.join(mismatches)}")
     if problems:
-        return CheckResult("hardware-profile", False, "; ".join(problems))
+        return Verdict(False, "; ".join(problems))
     cpu = ev.fingerprint.get("cpu") or {}
-    return CheckResult(
-        "hardware-profile", True,
+    return Verdict(True,
         f"fingerprint ({cpu.get('model_name')}, {cpu.get('logical_cores')} cores) matches {profile.id}",
     )
 
@@ -58,7 +57,7 @@ def _price_text(price) -> str:
     return f"${price.usd_per_hour}/h ({price.region}, {price.date})"
 
 
-def check_cost(ev: Evidence) -> CheckResult:
+def check_cost(ev: Evidence) -> Verdict:
     profile = ev.profile
     price = profile.price
     problems = []
@@ -69,11 +68,7 @@ def check_cost(ev: Evidence) -> CheckResult:
             f"the repository's {ev.auditor.repository_profile_path(profile.id)} at {_price_text(repo.price)}"
         )
     cost = ev.claim("cost") or {}
-    expected = {
-        "usd_per_hour": price.usd_per_hour, "profile": profile.id, "price_date": price.date,
-        "price_region": price.region, "price_source": price.source,
-    }
-    for field, value in expected.items():
+    for field, value in price_fields(profile).items():
         if cost.get(field) != value:
             problems.append(f"cost.{field} is {cost.get(field)!r}, the profile's {value!r}")
     line = ev.timeline  # Unavailable -> this check fails: no TTA, no dollars
@@ -95,6 +90,6 @@ def check_cost(ev: Evidence) -> CheckResult:
                 f"recomputed {shown(want)}"
             )
     if problems:
-        return CheckResult("cost", False, "; ".join(problems))
+        return Verdict(False, "; ".join(problems))
     total = f"${training_usd:.6f}" if training_usd is not None else "none (threshold not reached)"
-    return CheckResult("cost", True, f"training cost {total} at {_price_text(price)}")
+    return Verdict(True, f"training cost {total} at {_price_text(price)}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from runner.infer.measure import evaluate_backend
 from runner.infer.phase import Windows
 from runner.verify.evidence import Evidence
-from runner.verify.report import CheckResult
+from runner.verify.report import Verdict
 from runner.verify.tolerance import RELATIVE, close
 
 # cost_per_10k_usd depends on the price: the cost check owns it.
@@ -13,18 +13,6 @@ _COMPARED = (
     "passed_gate", "scores", "count", "warmup", "latency_ms", "throughput_per_s",
     "window_seconds", "timed_seconds",
 )
-
-
-def _windows(ev: Evidence) -> Windows:
-    """The host-stamped infer_start/infer_stop per backend, as the inference phase kept them."""
-    windows = Windows(events=list(ev.inference_events))
-    for event in windows.events:
-        backend = event.metadata.get("backend")
-        if event.key == "infer_start" and isinstance(backend, str):
-            windows.start[backend] = event.t
-        elif event.key == "infer_stop" and isinstance(backend, str):
-            windows.stop[backend] = event.t
-    return windows
 
 
 def _same(a: object, b: object) -> bool:
@@ -35,13 +23,13 @@ def _same(a: object, b: object) -> bool:
     return a == b
 
 
-def check_inference_gate(ev: Evidence) -> CheckResult:
+def check_inference_gate(ev: Evidence) -> Verdict:
     claims = ev.claim("inference") or {}
     timed = {b: r for b, r in sorted(claims.items()) if isinstance(r, dict) and r.get("latency_ms") is not None}
     if not timed:
-        return CheckResult("inference-gate", True, "no latency is claimed")
+        return Verdict(True, "no latency is claimed")
     usd_per_hour = ev.claim("cost", "usd_per_hour")
-    windows = _windows(ev)
+    windows = Windows.from_events(ev.inference_events)
     problems = []
     for backend, claim in timed.items():
         if claim.get("passed_gate") is not True:
@@ -59,6 +47,6 @@ def check_inference_gate(ev: Evidence) -> CheckResult:
             detail = ", ".join(f"{f} claimed {claim.get(f)!r}, recomputed {record.get(f)!r}" for f in diffs)
             problems.append(f"{backend}: {detail}")
     if problems:
-        return CheckResult("inference-gate", False, "; ".join(problems))
+        return Verdict(False, "; ".join(problems))
     summary = ", ".join(f"{b} mean {r['latency_ms']['mean']:.3f} ms" for b, r in timed.items())
-    return CheckResult("inference-gate", True, f"gate passed and latencies recomputed: {summary}")
+    return Verdict(True, f"gate passed and latencies recomputed: {summary}")

@@ -10,54 +10,52 @@ from runner.bundle.claim import PREDICATE_TYPE, build_predicate, differences
 from runner.bundle.signing import PAYLOAD_TYPE
 from runner.bundle.statement import STATEMENT_TYPE, subjects
 from runner.verify.evidence import Evidence, Unavailable
-from runner.verify.report import CheckResult
+from runner.verify.report import Verdict
 
 
 def _short(keyid: str) -> str:
     return keyid[:16]
 
 
-def check_signature(ev: Evidence) -> CheckResult:
+def check_signature(ev: Evidence) -> Verdict:
     """The envelope's signature verifies under the public key shipped in the bundle."""
     envelope, key = ev.envelope, ev.signer_key
     if key.keyid not in envelope.signatures:
         ids = ", ".join(_short(k) for k in envelope.signatures) or "none"
-        return CheckResult("signature", False, f"no signature by the bundled key {_short(key.keyid)} (signatures by: {ids})")
+        return Verdict(False, f"no signature by the bundled key {_short(key.keyid)} (signatures by: {ids})")
     try:
         envelope.verify([key], 1)
     except (VerificationError, ValueError) as err:
-        return CheckResult("signature", False, f"the signature by {_short(key.keyid)} does not verify ({err})")
-    return CheckResult("signature", True, f"valid Ed25519 signature by key {_short(key.keyid)}")
+        return Verdict(False, f"the signature by {_short(key.keyid)} does not verify ({err})")
+    return Verdict(True, f"valid Ed25519 signature by key {_short(key.keyid)}")
 
 
-def check_trusted_key(ev: Evidence) -> CheckResult:
+def check_trusted_key(ev: Evidence) -> Verdict:
     trusted = ev.auditor.trusted_keys
     if not trusted:
-        return CheckResult("trusted-key", False, "no trusted keys given (pass --trusted-keys with the publisher's *.pub.json)")
+        return Verdict(False, "no trusted keys given (pass --trusted-keys with the publisher's *.pub.json)")
     try:
         accepted = ev.envelope.verify(trusted, 1)
     except (VerificationError, ValueError):
         ids = ", ".join(_short(k) for k in ev.envelope.signatures) or "no key"
-        return CheckResult(
-            "trusted-key", False,
+        return Verdict(False,
             f"signed by {ids}, which is not among the {len(trusted)} trusted key(s) "
             f"({', '.join(_short(k.keyid) for k in trusted)})",
         )
-    return CheckResult("trusted-key", True, f"signed by trusted key {', '.join(_short(k) for k in accepted)}")
+    return Verdict(True, f"signed by trusted key {', '.join(_short(k) for k in accepted)}")
 
 
-def check_payload_type(ev: Evidence) -> CheckResult:
+def check_payload_type(ev: Evidence) -> Verdict:
     envelope = ev.envelope
     if envelope.payload_type != PAYLOAD_TYPE:
-        return CheckResult("payload-type", False, f"payloadType is {envelope.payload_type!r}, expected {PAYLOAD_TYPE!r}")
+        return Verdict(False, f"payloadType is {envelope.payload_type!r}, expected {PAYLOAD_TYPE!r}")
     statement = ev.statement
     if statement.get("_type") != STATEMENT_TYPE:
-        return CheckResult("payload-type", False, f"_type is {statement.get('_type')!r}, expected {STATEMENT_TYPE!r}")
+        return Verdict(False, f"_type is {statement.get('_type')!r}, expected {STATEMENT_TYPE!r}")
     if statement.get("predicateType") != PREDICATE_TYPE:
-        return CheckResult(
-            "payload-type", False, f"predicateType is {statement.get('predicateType')!r}, expected {PREDICATE_TYPE!r}"
+        return Verdict(False, f"predicateType is {statement.get('predicateType')!r}, expected {PREDICATE_TYPE!r}"
         )
-    return CheckResult("payload-type", True, f"in-toto Statement v1, predicate {PREDICATE_TYPE}")
+    return Verdict(True, f"in-toto Statement v1, predicate {PREDICATE_TYPE}")
 
 
 def _signed_subjects(ev: Evidence) -> tuple[dict[str, str], str]:
@@ -75,7 +73,7 @@ def _listing(names: list[str], limit: int = 5) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def check_file_digests(ev: Evidence) -> CheckResult:
+def check_file_digests(ev: Evidence) -> Verdict:
     expected, source = _signed_subjects(ev)
     actual = ev.actual_digests
     missing = sorted(set(expected) - set(actual))
@@ -94,11 +92,11 @@ def check_file_digests(ev: Evidence) -> CheckResult:
     except Unavailable as err:
         problems.append(str(err))
     if problems:
-        return CheckResult("file-digests", False, f"against {source}: " + "; ".join(problems))
-    return CheckResult("file-digests", True, f"{len(actual)} files match {source}, none missing or added")
+        return Verdict(False, f"against {source}: " + "; ".join(problems))
+    return Verdict(True, f"{len(actual)} files match {source}, none missing or added")
 
 
-def check_statement_matches_result(ev: Evidence) -> CheckResult:
+def check_statement_matches_result(ev: Evidence) -> Verdict:
     """The signed predicate is exactly the claim rebuilt from result.json."""
     try:
         digests = subjects(ev.statement)
@@ -107,7 +105,6 @@ def check_statement_matches_result(ev: Evidence) -> CheckResult:
     expected = json.loads(json.dumps(build_predicate(ev.result, digests)))
     diffs = differences(expected, ev.statement.get("predicate"))
     if diffs:
-        return CheckResult(
-            "statement-matches-result", False, f"the signed claim differs from result.json at: {_listing(diffs)}"
+        return Verdict(False, f"the signed claim differs from result.json at: {_listing(diffs)}"
         )
-    return CheckResult("statement-matches-result", True, "the signed claim is result.json's")
+    return Verdict(True, "the signed claim is result.json's")

@@ -103,7 +103,7 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
                 image=built.image_id, builder=entry.inference.builder, eval_dir=Path(staged.eval_dir),
                 probe_dir=probe_dir, checkpoints_dir=checkpoints, evaluations_dir=tmp / "evaluations",
                 requests_dir=tmp / "requests", log_path=tmp / "evaluator.log",
-                topk=5 if entry.task.metric == "top5" else 1, threads=1, cpus=None, memory=None,
+                topk=entry.task.topk, threads=1, cpus=None, memory=None,
                 gpus=1 if gpus else 0, timeout_s=3600,
             ))
             try:

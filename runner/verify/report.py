@@ -6,6 +6,14 @@ from dataclasses import asdict, dataclass, field
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """What one check function says; ``run_checks`` names it from the one table of checks."""
+
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True)
 class CheckResult:
     name: str
     ok: bool

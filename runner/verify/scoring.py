@@ -5,23 +5,23 @@ from __future__ import annotations
 from runner.errors import UserError
 from runner.score.evaluations import score_predictions
 from runner.verify.evidence import Evidence, Unavailable
-from runner.verify.report import CheckResult
+from runner.verify.report import Verdict
 from runner.verify.tolerance import SCORE, close
 
 
-def check_data_digest(ev: Evidence) -> CheckResult:
+def check_data_digest(ev: Evidence) -> Verdict:
     claimed = ev.claim("data", "digest")
     claimed_task = ev.claim("data", "task")
     mine = ev.staged.digest
     where = "regenerated smoke data" if ev.smoke else f"staged {ev.task.id}"
     if claimed_task not in (None, ev.task.id):
-        return CheckResult("data-digest", False, f"the data set is for task {claimed_task!r}, the result for {ev.task.id!r}")
+        return Verdict(False, f"the data set is for task {claimed_task!r}, the result for {ev.task.id!r}")
     if claimed != mine:
-        return CheckResult("data-digest", False, f"the run used data {claimed}, the auditor's {where} is {mine}")
-    return CheckResult("data-digest", True, f"the run's data is the auditor's {where} ({mine[:23]})")
+        return Verdict(False, f"the run used data {claimed}, the auditor's {where} is {mine}")
+    return Verdict(True, f"the run's data is the auditor's {where} ({mine[:23]})")
 
 
-def check_eval_set_complete(ev: Evidence) -> CheckResult:
+def check_eval_set_complete(ev: Evidence) -> Verdict:
     n = ev.eval_size
     problems = []
     if ev.claim("task", "eval_size") != ev.task.eval_size:
@@ -45,9 +45,8 @@ def check_eval_set_complete(ev: Evidence) -> CheckResult:
         if record.get("count") != n:
             problems.append(f"inference.{backend}.count is {record.get('count')} (need {n})")
     if problems:
-        return CheckResult("eval-set-complete", False, "; ".join(problems))
-    return CheckResult(
-        "eval-set-complete", True, f"{len(ev.rescored)} evaluation(s) and every timed backend cover all {n} items"
+        return Verdict(False, "; ".join(problems))
+    return Verdict(True, f"{len(ev.rescored)} evaluation(s) and every timed backend cover all {n} items"
     )
 
 
@@ -63,7 +62,7 @@ def _fmt(scores: object) -> str:
     return ", ".join(f"{k} {v:.6f}" if isinstance(v, float) else f"{k} {v!r}" for k, v in sorted(scores.items()))
 
 
-def check_scores(ev: Evidence) -> CheckResult:
+def check_scores(ev: Evidence) -> Verdict:
     """Every evaluation and every backend, scored again against the auditor's labels."""
     problems = []
     for claimed, scored in zip(ev.claimed_evaluations, ev.rescored):
@@ -92,11 +91,10 @@ def check_scores(ev: Evidence) -> CheckResult:
         elif not _scores_equal(record["scores"], scores):
             problems.append(f"inference.{backend}: claimed {_fmt(record['scores'])}, recomputed {_fmt(scores)}")
     if problems:
-        return CheckResult("scores", False, "; ".join(problems))
+        return Verdict(False, "; ".join(problems))
     metric = ev.task.metric
     best = max((s.scores.get(metric, 0.0) for s in ev.rescored), default=None)
     best_text = f"; best {metric} {best:.4f}" if best is not None else ""
-    return CheckResult(
-        "scores", True,
+    return Verdict(True,
         f"{len(ev.rescored)} evaluation(s) and {len(ev.claim('inference') or {})} backend(s) rescored equal{best_text}",
     )

@@ -6,22 +6,21 @@ from runner.digests import sha256_file
 from runner.score.curve import curve_rows
 from runner.score.tta import time_to_accuracy
 from runner.verify.evidence import Evidence, Unavailable
-from runner.verify.report import CheckResult
+from runner.verify.report import Verdict
 from runner.verify.tolerance import TTA_SECONDS, close, shown
 
 
-def check_events_order(ev: Evidence) -> CheckResult:
+def check_events_order(ev: Evidence) -> Verdict:
     """Arrival order and host times increase, evaluations pair up, and match result.json."""
     try:
         line = ev.timeline
     except Unavailable as err:
-        return CheckResult("events-order", False, str(err))
+        return Verdict(False, str(err))
     if line.run_stop is None:
-        return CheckResult("events-order", False, "the events have no run_stop")
+        return Verdict(False, "the events have no container exit")
     claimed = ev.claimed_evaluations
     if len(claimed) != len(line.evaluations):
-        return CheckResult(
-            "events-order", False,
+        return Verdict(False,
             f"the events hold {len(line.evaluations)} evaluations, result.json {len(claimed)}",
         )
     for e, c in zip(line.evaluations, claimed):
@@ -34,22 +33,20 @@ def check_events_order(ev: Evidence) -> CheckResult:
             and close(c.get("stop"), e.stop, abs_tol=TTA_SECONDS)
         )
         if not same:
-            return CheckResult(
-                "events-order", False,
+            return Verdict(False,
                 f"evaluation {e.index} in the events (epoch {e.epoch}, {e.start:.6f}-{e.stop:.6f} s, "
                 f"{e.predictions}) differs from result.json's",
             )
-    return CheckResult(
-        "events-order", True, f"{len(ev.events)} events in order; {len(line.evaluations)} evaluations paired"
+    return Verdict(True, f"{len(ev.events)} events in order; {len(line.evaluations)} evaluations paired"
     )
 
 
-def check_tta(ev: Evidence) -> CheckResult:
+def check_tta(ev: Evidence) -> Verdict:
     """TTA, its exclusions and the curve's hours, recomputed from the events and rescored predictions."""
     try:
         line = ev.timeline
     except Unavailable as err:
-        return CheckResult("tta", False, f"cannot recompute TTA: {err}")
+        return Verdict(False, f"cannot recompute TTA: {err}")
     scored = ev.scored_from_events
     tta = time_to_accuracy(line, [s.meets for s in scored])
     training = ev.claim("training") or {}
@@ -78,22 +75,20 @@ def check_tta(ev: Evidence) -> CheckResult:
     else:
         problems.append("the bundle has no curve.tsv")
     if problems:
-        return CheckResult("tta", False, "; ".join(problems))
+        return Verdict(False, "; ".join(problems))
     if not tta.reached:
-        return CheckResult("tta", True, "threshold never reached, as claimed")
-    return CheckResult(
-        "tta", True,
+        return Verdict(True, "threshold never reached, as claimed")
+    return Verdict(True,
         f"TTA {tta.seconds:.3f} s recomputed (evaluations excluded: {tta.excluded_eval_seconds:.3f} s)",
     )
 
 
-def check_first_crossing(ev: Evidence) -> CheckResult:
+def check_first_crossing(ev: Evidence) -> Verdict:
     """The claimed crossing meets the task's threshold and no earlier evaluation does."""
     task = ev.task
     claimed_task = ev.claim("task") or {}
     if claimed_task.get("threshold") != task.threshold or claimed_task.get("metric") != task.metric:
-        return CheckResult(
-            "first-crossing", False,
+        return Verdict(False,
             f"result.json claims {claimed_task.get('metric')} >= {claimed_task.get('threshold')}, "
             f"the task {task.id} requires {task.metric} >= {task.threshold}",
         )
@@ -103,20 +98,18 @@ def check_first_crossing(ev: Evidence) -> CheckResult:
     if crossing != first:
         where = "never" if first is None else f"first at evaluation {first}"
         scores = ", ".join(f"{s.index}: {s.scores.get(task.metric, float('nan')):.4f}" for s in scored)
-        return CheckResult(
-            "first-crossing", False,
+        return Verdict(False,
             f"claims the crossing at evaluation {crossing}; {task.metric} >= {task.threshold} is met {where} ({scores})",
         )
     if first is None:
-        return CheckResult("first-crossing", True, f"no evaluation meets {task.metric} >= {task.threshold}, as claimed")
+        return Verdict(True, f"no evaluation meets {task.metric} >= {task.threshold}, as claimed")
     value = scored[first].scores[task.metric]
-    return CheckResult(
-        "first-crossing", True,
+    return Verdict(True,
         f"evaluation {first} is the first to meet {task.metric} >= {task.threshold} ({value:.4f})",
     )
 
 
-def check_checkpoints(ev: Evidence) -> CheckResult:
+def check_checkpoints(ev: Evidence) -> Verdict:
     """The crossing checkpoint in the bundle is the one the runner evaluated, and every
     evaluation record names the checkpoint digest the runner's events recorded."""
     line = ev.timeline
@@ -144,14 +137,13 @@ def check_checkpoints(ev: Evidence) -> CheckResult:
         if s.problem is None and s.index in missing:
             problems.append(f"evaluation {s.index} was scored but names no checkpoint digest")
     if problems:
-        return CheckResult("checkpoints", False, "; ".join(problems))
-    return CheckResult(
-        "checkpoints", True,
+        return Verdict(False, "; ".join(problems))
+    return Verdict(True,
         f"{len(line.evaluations)} evaluation(s) name their checkpoint digests; the crossing checkpoint matches",
     )
 
 
-def check_probe(ev: Evidence) -> CheckResult:
+def check_probe(ev: Evidence) -> Verdict:
     """The generalization probe's scores, recomputed; a crossing far worse on the probe
     must be marked non-conforming."""
     from runner.score.probe import probe_problem
@@ -160,14 +152,13 @@ def check_probe(ev: Evidence) -> CheckResult:
     claimed = ev.claimed_evaluations
     for s, c in zip(scored, claimed):
         if not close(c.get("probe_gap"), s.probe_gap, abs_tol=1e-6):
-            return CheckResult(
-                "probe", False,
+            return Verdict(False,
                 f"evaluation {s.index}: probe gap claimed {shown(c.get('probe_gap'))}, recomputed {shown(s.probe_gap)}",
             )
     crossing = ev.claim("training", "crossing")
     if isinstance(crossing, int) and 0 <= crossing < len(scored):
         problem = probe_problem(scored[crossing].probe_gap)
         if problem and ev.claim("conforming"):
-            return CheckResult("probe", False, f"claims conforming, but {problem}")
+            return Verdict(False, f"claims conforming, but {problem}")
     gaps = [s.probe_gap for s in scored if s.probe_gap is not None]
-    return CheckResult("probe", True, f"probe gaps recomputed ({', '.join(f'{g * 100:.2f}' for g in gaps) or 'none'} points)")
+    return Verdict(True, f"probe gaps recomputed ({', '.join(f'{g * 100:.2f}' for g in gaps) or 'none'} points)")

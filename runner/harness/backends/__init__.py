@@ -1,32 +1,46 @@
-"""The backend registry: a backend's name -> the module and class that implement it.
+"""The backend table: every inference backend's name, the module and class that implement
+it, whether it needs an NVIDIA GPU, and the packages it imports.
 
-Adding a backend is one module in this package plus one line here. Modules are imported
-only when their backend is asked for, so a missing optional package (tensorrt) fails
-only the backend that needs it.
+This is the one list of backends: the manifest's schema, the host's GPU preflight, the
+smoke runs' CPU choice and the benchmarks derive theirs from it. Adding a backend is one
+module in this package plus one row here. Modules are imported only when their backend is
+asked for, so a missing optional package (tensorrt) fails only the backend that needs it.
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 
 from ..errors import HarnessError
 from .base import Backend, ModelFiles
 
-REGISTRY: dict[str, tuple[str, str]] = {
-    "torch": ("torch_eager", "TorchEager"),
-    "onnxruntime": ("onnxruntime_backend", "OnnxRuntimeBackend"),
-    "onnxruntime-cuda": ("onnxruntime_backend", "OnnxRuntimeCuda"),
-    "onnxruntime-tensorrt": ("onnxruntime_backend", "OnnxRuntimeTensorRT"),
-    "tensorrt": ("tensorrt_backend", "TensorRTBackend"),
+
+@dataclass(frozen=True)
+class BackendSpec:
+    module: str
+    cls: str
+    needs_gpu: bool
+    imports: tuple[str, ...]
+
+
+REGISTRY: dict[str, BackendSpec] = {
+    "torch": BackendSpec("torch_eager", "TorchEager", False, ("torch",)),
+    "onnxruntime": BackendSpec("onnxruntime_backend", "OnnxRuntimeBackend", False, ("onnxruntime", "onnx")),
+    "onnxruntime-cuda": BackendSpec("onnxruntime_backend", "OnnxRuntimeCuda", True, ("onnxruntime", "onnx")),
+    "onnxruntime-tensorrt": BackendSpec("onnxruntime_backend", "OnnxRuntimeTensorRT", True, ("onnxruntime", "onnx", "tensorrt")),
+    "tensorrt": BackendSpec("tensorrt_backend", "TensorRTBackend", True, ("tensorrt", "onnx")),
 }
+GPU_BACKENDS = frozenset(name for name, spec in REGISTRY.items() if spec.needs_gpu)
+CPU_BACKENDS = tuple(name for name, spec in REGISTRY.items() if not spec.needs_gpu)
 
 
 def backend_class(name: str) -> type[Backend]:
     try:
-        module, cls = REGISTRY[name]
+        spec = REGISTRY[name]
     except KeyError:
         raise HarnessError(f"unknown backend '{name}'; known: {', '.join(REGISTRY)}") from None
-    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    return getattr(importlib.import_module(f"{__name__}.{spec.module}"), spec.cls)
 
 
-__all__ = ["REGISTRY", "Backend", "ModelFiles", "backend_class"]
+__all__ = ["CPU_BACKENDS", "GPU_BACKENDS", "REGISTRY", "Backend", "BackendSpec", "ModelFiles", "backend_class"]
