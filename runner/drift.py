@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -21,6 +22,7 @@ from runner.bundle import open_bundle
 from runner.engine import get_client
 from runner.errors import UserError
 from runner.manifest import load_entry
+from runner.results.record import Result
 
 
 @dataclass
@@ -55,35 +57,36 @@ def sbom_changes(before: dict, after: dict) -> list[str]:
     return changes
 
 
-def check_drift(bundle: Path, entry_path: Path | None, console: Console, rerun: bool = False,
-                tolerance: float = 0.25) -> Drift:
+def check_drift(bundle: Path, entry_path: Path | None, console: Console,
+                rerun: Callable[[Path, int, bool], Path] | None = None, tolerance: float = 0.25) -> Drift:
+    """What moved since ``bundle`` was made. ``rerun(entry folder, seed, smoke)`` runs the
+    entry again and returns its result folder (the CLI passes ``runner reproduce``)."""
     with open_bundle(bundle) as opened:
-        result = json.loads((opened.root / "result.json").read_text())
+        try:
+            result = Result.read(opened.root)
+        except ValueError as err:
+            raise UserError(f"{bundle} holds no readable result: {err}", "pass a bundle written by runner") from None
         sbom = json.loads((opened.root / "sbom.json").read_text())
-    name = result["entry"]["name"]
+    name = result.entry.name
     entry = load_entry(entry_path or paths.repo_root() / "entries" / name)
     if entry.name != name:
         raise UserError(f"{bundle} is a result of {name}, not {entry.name}",
                         f"pass --entry with the folder of {name}")
     drift = Drift(str(bundle), name)
     for what, digest in entry.digests().items():
-        if result["entry"]["digests"].get(what) != digest:
+        if result.entry.digests.get(what) != digest:
             drift.changes.append(f"the entry's {what} changed since the archived run")
     client = get_client()
-    built = build_entry(entry.for_smoke() if result.get("smoke") else entry, client)
-    if built.base.id != result["image"]["base_id"]:
+    built = build_entry(entry.for_smoke() if result.smoke else entry, client)
+    if built.base.id != result.image.base_id:
         drift.changes.append(
-            f"base image {built.base.tag} is {built.base.id[:19]}, was {result['image']['base_id'][:19]}"
+            f"base image {built.base.tag} is {built.base.id[:19]}, was {result.image.base_id[:19]}"
         )
     drift.changes += sbom_changes(sbom, built.sbom)
-    if rerun:
-        from runner.reproduce import ReproduceOptions, reproduce
-
-        (folder,) = reproduce(str(entry.path), ReproduceOptions(
-            runs=1, seed=result["seed"], smoke=bool(result.get("smoke")), infer=False), console)
-        now = json.loads((folder / "result.json").read_text())["training"]
-        drift.tta_archived = (result.get("training") or {}).get("tta_seconds")
-        drift.tta_now = now.get("tta_seconds") if now.get("reached") else None
+    if rerun is not None:
+        folder = rerun(entry.path, result.seed, result.smoke)
+        drift.tta_archived = result.tta_seconds
+        drift.tta_now = Result.read(folder).tta_seconds
         if drift.tta_now is None and drift.tta_archived is not None:
             drift.changes.append("the rerun did not reach the threshold")
         elif drift.tta_archived and drift.tta_now is not None:

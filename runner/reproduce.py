@@ -7,7 +7,6 @@ check the host -> stage data -> build the image -> train (the harness keeps the 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import secrets
 import shutil
@@ -37,13 +36,11 @@ from runner.data import StagedData
 from runner.data.synthetic import SMOKE_SIZES
 from runner.profiles import Profile, cost_usd, load_profile, price_fields, require_match
 from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
+from runner.results.record import Cost, DataInfo, EntryInfo, ImageInfo, Result, TaskInfo, Toolkit
 from runner.run.container import remove_orphans
-from runner.events import write_events
-from runner.run.training import CHECKPOINTS_DIR, LAUNCH_GAP_LIMIT_S, TrainingInputs, run_training
-from runner.score.curve import write_curve
-from runner.score.evaluations import primary_score, score_evaluations, score_file
-from runner.score.probe import make_probe_inputs, probe_problem, probe_shift
-from runner.score.tta import EventStreamError, time_to_accuracy, timeline
+from runner.run.training import CHECKPOINTS_DIR, LAUNCH_GAP_LIMIT_S, TrainingInputs, TrainingRun, run_training
+from runner.score.probe import make_probe_inputs, probe_shift
+from runner.score.summary import summarize_training
 
 # The crossing checkpoint is kept in the bundle up to this size (its sha256 always).
 KEEP_CHECKPOINT_BYTES = 256 * 2**20
@@ -191,41 +188,26 @@ def _train_env(ctx: RunContext, seed: int, smoke: bool) -> dict[str, str]:
     }
 
 
-def _base_result(ctx: RunContext, run_id: str, seed: int, opts: ReproduceOptions) -> dict:
-    entry, task = ctx.entry, ctx.entry.task
-    return {
-        "schema_version": RESULT_SCHEMA_VERSION,
-        "run_id": run_id,
-        "toolkit": {"name": "runner", "version": __version__, "harness_sha256": harness_digest()},
-        "entry": {
-            "name": entry.name,
-            "model": entry.model,
-            "framework": entry.framework,
-            "source": entry.source,
-            "claimed": entry.claimed,
-            "digests": entry.digests(),
-        },
-        "task": {
-            "id": task.id, "metric": task.metric, "threshold": task.threshold,
-            "eval_size": task.eval_size,
-        },
-        "seed": seed,
-        "smoke": opts.smoke,
-        "status": "running",
-        "incomplete_reason": None,
-        "conforming": not ctx.nonconforming,
-        "nonconforming_reasons": list(ctx.nonconforming),
-        "image": {
-            "id": ctx.built.image_id, "tag": ctx.built.tag, "base_id": ctx.built.base.id,
-            "base_tag": ctx.built.base.tag,
-        },
-        "data": {"task": task.id, "digest": ctx.staged.digest, "source": ctx.staged.source},
-        "image_audit": ctx.audit.summary() if ctx.audit else None,
-        "training": None,
-        "cost": {"training_usd": None, **price_fields(ctx.profile)},
-        "inference": {},
-        "hardware": ctx.hardware,
-    }
+def _started_result(ctx: RunContext, run_id: str, seed: int, opts: ReproduceOptions) -> Result:
+    entry, task, built = ctx.entry, ctx.entry.task, ctx.built
+    return Result(
+        schema_version=RESULT_SCHEMA_VERSION,
+        run_id=run_id,
+        toolkit=Toolkit("runner", __version__, harness_digest()),
+        entry=EntryInfo(entry.name, entry.model, entry.framework, entry.source, entry.claimed, entry.digests()),
+        task=TaskInfo(task.id, task.metric, task.threshold, task.eval_size),
+        seed=seed,
+        smoke=opts.smoke,
+        status="running",
+        incomplete_reason=None,
+        conforming=not ctx.nonconforming,
+        nonconforming_reasons=list(ctx.nonconforming),
+        image=ImageInfo(built.image_id, built.tag, built.base.id, built.base.tag),
+        data=DataInfo(task.id, ctx.staged.digest, ctx.staged.source),
+        cost=Cost(training_usd=None, **price_fields(ctx.profile)),
+        hardware=ctx.hardware,
+        image_audit=ctx.audit.summary() if ctx.audit else None,
+    )
 
 
 def copy_entry_files(entry: Entry, target: Path) -> None:
@@ -237,122 +219,93 @@ def copy_entry_files(entry: Entry, target: Path) -> None:
 
 
 def _keep_crossing_checkpoint(result_dir: Path, crossing: int | None) -> None:
-    """Keep the crossing checkpoint (under the size limit) and the final model's copy; the
-    other copies are gone once evaluated (their sha256 stays in the records)."""
+    """Keep the crossing checkpoint (under the size limit); the other copies are gone once
+    evaluated (their sha256 stays in the records)."""
     folder = result_dir / CHECKPOINTS_DIR
     if not folder.is_dir():
         return
     for path in folder.iterdir():
-        stem = path.name.split(".", 1)[0]
-        keep = stem == str(crossing) and path.stat().st_size <= KEEP_CHECKPOINT_BYTES
+        keep = path.name.split(".", 1)[0] == str(crossing) and path.stat().st_size <= KEEP_CHECKPOINT_BYTES
         if not keep:
             path.unlink()
 
 
-def _final_record(task, final: dict | None, result_dir: Path, labels) -> dict | None:
-    """The evaluator's score of the final model (the timed model), probe included."""
-    if final is None or "predictions" not in final:
-        return final
-    _, scores, problem = score_file(task, result_dir, final["predictions"], labels)
-    record = {**final, "scores": scores, "problem": problem}
-    if final.get("probe_predictions"):
-        _, probe_scores, _ = score_file(task, result_dir, final["probe_predictions"], labels)
-        record["probe_scores"] = probe_scores
-    return record
+# -- the stages of one run, in the order they run ---------------------------------------------
 
-
-def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Console, scratch: Path) -> Path:
-    entry = ctx.entry
-    run_id = new_run_id(seed)
-    result_dir = paths.results_dir() / entry.name / run_id
+def open_result_folder(ctx: RunContext, seed: int) -> Path:
+    """A new run folder with what is known before training: the host, the image, the entry."""
+    result_dir = paths.results_dir() / ctx.entry.name / new_run_id(seed)
     (result_dir / "logs").mkdir(parents=True)
     write_json(result_dir / "fingerprint.json", ctx.fingerprint)
     write_json(result_dir / "sbom.json", ctx.built.sbom)
     shutil.copyfile(ctx.profile.path, result_dir / PROFILE_FILE)
-    copy_entry_files(entry, result_dir / "entry")
+    copy_entry_files(ctx.entry, result_dir / "entry")
     if ctx.audit is not None:
         write_json(result_dir / AUDIT_FILE, ctx.audit.to_dict())
-    result = _base_result(ctx, run_id, seed, opts)
-    write_json(result_dir / "result.json", result)  # a crash from here on still leaves a record
+    return result_dir
 
-    limits = ctx.profile.container_limits
-    timeout_min = opts.timeout_minutes or entry.train.timeout_minutes
-    probe_dir = make_probe_inputs(ctx.staged.eval_dir, scratch / f"probe-{run_id}", seed)
-    result["probe"] = {"shift_pixels": list(probe_shift(seed))} if probe_dir else None
-    env = _train_env(ctx, seed, opts.smoke)
-    console.print(f"[bold]train[/] {entry.name} seed {seed} -> {result_dir}")
-    run = run_training(
+
+def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOptions,
+          console: Console, scratch: Path) -> TrainingRun:
+    """The training container, its clock and the runner's evaluations of its checkpoints."""
+    entry, limits = ctx.entry, ctx.profile.container_limits
+    probe_dir = make_probe_inputs(ctx.staged.eval_dir, scratch / f"probe-{result.run_id}", result.seed)
+    result.probe = {"shift_pixels": list(probe_shift(result.seed))} if probe_dir else None
+    env = _train_env(ctx, result.seed, opts.smoke)
+    console.print(f"[bold]train[/] {entry.name} seed {result.seed} -> {result_dir}")
+    return run_training(
         ctx.client, entry.task, ctx.labels,
         TrainingInputs(
             image=ctx.built.image_id, command=entry.train.command, train_dir=ctx.staged.train_dir,
             eval_dir=ctx.staged.eval_dir, probe_dir=probe_dir, result_dir=result_dir,
             scratch_dir=scratch, env=env,
             cpus=limits.cpus if limits else None, memory=limits.memory if limits else None,
-            gpus=ctx.gpus, timeout_s=timeout_min * 60, builder=entry.inference.builder,
-            final_weights=entry.inference.weights.removeprefix("/output/").lstrip("/"),
+            gpus=ctx.gpus, timeout_s=(opts.timeout_minutes or entry.train.timeout_minutes) * 60,
+            builder=entry.inference.builder, final_weights=entry.final_weights,
             topk=entry.task.topk, threads=int(env["RUNNER_THREADS"]),
         ),
     )
-    write_events(result_dir / "events.jsonl", run.events)
-    result["status"] = "complete" if run.outcome.ok else "incomplete"
-    result["incomplete_reason"] = run.outcome.reason()
-    result["training"] = training = {"wall_seconds": round(run.outcome.wall_seconds, 6), "notes": run.notes}
-    try:
-        line = timeline(run.events)
-    except EventStreamError as exc:
-        line = None
-        if result["status"] == "complete":
-            result["status"], result["incomplete_reason"] = "invalid", f"event stream: {exc}"
-    if line is not None:
-        scored = score_evaluations(entry.task, line, result_dir, ctx.labels)
-        tta = time_to_accuracy(line, [s.meets for s in scored])
-        write_curve(result_dir / "curve.tsv", entry.task, line, scored)
-        launch = next(e for e in run.events if e.key == "launch" and e.origin == "runner")
-        training.update(
-            reached=tta.reached,
-            tta_seconds=tta.seconds,
-            tta_hours=tta.seconds / 3600 if tta.seconds is not None else None,
-            launch_seconds=line.clock_start,
-            launch_stamp=launch.metadata.get("stamp"),
-            excluded_eval_seconds=tta.excluded_eval_seconds,
-            crossing=tta.crossing,
-            evaluations=[s.to_dict() for s in scored],
-            final_model=_final_record(entry.task, run.final, result_dir, ctx.labels),
-        )
-        reasons = result["nonconforming_reasons"]
-        if launch.metadata.get("stamp") != "launcher":
-            late = launch.metadata.get("marker_at")
-            reasons.append(
-                f"class 1 (work before the clock): {late:.2f} s passed between the container's start and the "
-                f"launcher's stamp (limit {LAUNCH_GAP_LIMIT_S:g} s); the clock started at the container's start"
-                if isinstance(late, float) else
-                "class 1 (work before the clock): the runner's launcher did not speak first; "
-                "the clock started at the container's start"
-            )
-        if any(not e.excluded for e in line.evaluations):
-            training["notes"].append("the engine could not freeze the entry: evaluation time counts toward TTA")
-        if tta.crossing is not None and (problem := probe_problem(scored[tta.crossing].probe_gap)):
-            reasons.append(problem)
-        result["conforming"] = not reasons
-        if training["reached"]:
-            result["cost"]["training_usd"] = cost_usd(tta.seconds, ctx.profile)
-        _keep_crossing_checkpoint(result_dir, tta.crossing)
-    else:
-        training["reached"] = False
-        _keep_crossing_checkpoint(result_dir, None)
-    write_json(result_dir / "result.json", result)
+
+
+def score(ctx: RunContext, result: Result, run: TrainingRun, result_dir: Path) -> None:
+    """The training section, TTA and its cost, from the runner's events and predictions."""
+    result.ended("complete" if run.outcome.ok else "incomplete", run.outcome.reason())
+    summary = summarize_training(ctx.entry.task, run.events, run.outcome.wall_seconds, run.notes,
+                                 run.final, result_dir, ctx.labels, LAUNCH_GAP_LIMIT_S)
+    result.training = summary.training
+    if summary.invalid and result.status == "complete":
+        result.ended("invalid", summary.invalid)
+    for reason in summary.nonconforming:
+        result.not_conforming(reason)
+    if result.training.reached:
+        result.cost.training_usd = cost_usd(result.training.tta_seconds, ctx.profile)
+    _keep_crossing_checkpoint(result_dir, result.training.crossing)
+
+
+def infer(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOptions, console: Console) -> None:
+    """Every evaluation item at batch 1 on each backend, gated on the threshold."""
+    weights = result_dir / "output" / ctx.entry.final_weights
+    if not (opts.infer and result.status == "complete" and weights.is_file()):
+        return
+    console.print(f"[bold]infer[/] {', '.join(ctx.backends)} (batch 1, every eval item)")
+    result.inference = run_inference(
+        ctx.client, ctx.entry, ctx.built.image_id, result_dir, ctx.staged, ctx.backends,
+        ctx.profile, labels=ctx.labels, host=ctx.fingerprint,
+    )
+
+
+def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Console, scratch: Path) -> Path:
+    result_dir = open_result_folder(ctx, seed)
+    result = _started_result(ctx, result_dir.name, seed, opts)
+    result.write(result_dir)  # a crash from here on still leaves a record
+    run = train(ctx, result, result_dir, opts, console, scratch)
+    score(ctx, result, run, result_dir)
+    result.write(result_dir)
     if run.outcome.interrupted:
         console.print(f"[red]interrupted[/]: the incomplete result is kept in {result_dir}")
         raise KeyboardInterrupt
-
-    weights = result_dir / "output" / entry.inference.weights
-    if opts.infer and result["status"] == "complete" and weights.is_file():
-        console.print(f"[bold]infer[/] {', '.join(ctx.backends)} (batch 1, every eval item)")
-        result["inference"] = run_inference(
-            ctx.client, entry, ctx.built.image_id, result_dir, ctx.staged, ctx.backends,
-            ctx.profile, labels=ctx.labels, host=ctx.fingerprint,
-        )
-        write_json(result_dir / "result.json", result)
+    infer(ctx, result, result_dir, opts, console)
+    result.write(result_dir)
     return result_dir
 
 
@@ -372,8 +325,4 @@ def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list
 
 
 def summarize(folders: list[Path]):
-    ttas = []
-    for folder in folders:
-        training = json.loads((folder / "result.json").read_text()).get("training") or {}
-        ttas.append(training.get("tta_seconds") if training.get("reached") else None)
-    return summarize_runs(ttas)
+    return summarize_runs([Result.read(folder).tta_seconds for folder in folders])

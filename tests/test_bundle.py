@@ -22,6 +22,7 @@ from runner.bundle import (
     pack,
 )
 from runner.bundle.claim import build_predicate
+from runner.results.record import Result
 from runner.bundle.filelist import (
     ENVELOPE,
     SIGNER_KEY,
@@ -87,7 +88,7 @@ def test_signed_statement_covers_every_file_and_holds_the_claim(result_dir, sign
     assert {s["name"]: s["digest"]["sha256"] for s in statement["subject"]} == read_manifest(result_dir)
     result = json.loads((result_dir / "result.json").read_text())
     predicate = statement["predicate"]
-    assert predicate == json.loads(json.dumps(build_predicate(result, bundle.files)))
+    assert predicate == json.loads(json.dumps(build_predicate(Result.from_dict(result), bundle.files)))
     assert predicate["training"]["tta_seconds"] == result["training"]["tta_seconds"]
     assert predicate["inference"]["torch"]["latency_ms"] == result["inference"]["torch"]["latency_ms"]
     assert predicate["digests"]["data"] == result["data"]["digest"]

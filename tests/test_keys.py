@@ -99,3 +99,46 @@ def test_cli_generate_and_show(home, capsys):
     assert "already exists" in capsys.readouterr().err
     assert main(["keys", "show", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["keyid"] == keyid
+
+
+def test_a_key_given_by_uri_signs_through_securesystemslib(home, tmp_path, monkeypatch):
+    """file2: is securesystemslib's file scheme; KMS and HSM keys take the same path."""
+    pair = keys.generate(tmp_path / "ci")
+    monkeypatch.setenv(keys.ENV_VAR, f"file2:{pair.private}")
+    signer = keys.load_signer()
+    assert signer.public_key.keyid == pair.keyid
+    keys.read_public_key(pair.public).verify_signature(signer.sign(b"payload"), b"payload")
+
+
+def test_a_uri_key_with_the_wrong_public_key_is_refused(home, tmp_path, monkeypatch):
+    pair = keys.generate(tmp_path / "ci")
+    other = keys.generate(tmp_path / "other")
+    monkeypatch.setenv(keys.ENV_VAR, f"file2:{pair.private}")
+    monkeypatch.setenv(keys.PUBKEY_ENV_VAR, str(other.public))
+    with pytest.raises(UserError, match="cannot load the file2 signing key"):
+        keys.load_signer()
+
+
+def test_a_kms_uri_without_its_public_key_says_how_to_give_it(home, monkeypatch):
+    monkeypatch.setenv(keys.ENV_VAR, "gcpkms:projects/p/locations/l/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1")
+    monkeypatch.delenv(keys.PUBKEY_ENV_VAR, raising=False)
+    with pytest.raises(UserError) as err:
+        keys.load_signer()
+    assert keys.PUBKEY_ENV_VAR in err.value.fix
+
+
+def test_a_bundle_signed_with_a_uri_key_verifies(home, tmp_path, monkeypatch):
+    from runner.bundle import make_bundle
+    from runner.verify.integrity import check_signature
+    from runner.verify.evidence import Auditor, Evidence
+
+    pair = keys.generate(tmp_path / "ci")
+    monkeypatch.setenv(keys.ENV_VAR, f"file2:{pair.private}")
+    from runner.fingerprint import capture_host
+    from tests.synthetic_result import make_result_folder, stage_mnist_stand_in
+
+    folder = make_result_folder(tmp_path / "20261122T010203Z-s0-abc123",
+                                stage_mnist_stand_in(tmp_path / "data"), capture_host(None))
+    make_bundle(folder, keys.load_signer())
+    verdict = check_signature(Evidence(folder, Auditor(trusted_keys=[keys.read_public_key(pair.public)]), tmp_path))
+    assert verdict.ok, verdict.detail

@@ -17,6 +17,7 @@ from securesystemslib.signer import Signer
 
 from runner import paths
 from runner.bundle.claim import PREDICATE_TYPE, build_predicate
+from runner.results.record import RESULT_FILE, Result
 from runner.bundle.filelist import (
     ENVELOPE,
     PROFILE_FILE,
@@ -60,25 +61,22 @@ class Bundle:
         return self.envelope is not None
 
 
-def _read_result(result_dir: Path) -> dict:
-    path = result_dir / "result.json"
+def _read_result(result_dir: Path) -> Result:
+    path = result_dir / RESULT_FILE
     try:
-        data = json.loads(path.read_text())
+        return Result.read(result_dir)
     except FileNotFoundError:
         raise UserError(f"{result_dir} has no result.json", "bundle a folder written by 'runner reproduce'") from None
     except ValueError as err:
-        raise UserError(f"{path} is not valid JSON ({err})", "re-run the reproduction") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path} is not a result object", "re-run the reproduction")
-    return data
+        raise UserError(f"{path} is not a result ({err})", "re-run the reproduction") from None
 
 
-def _add_profile(result_dir: Path, result: dict, warnings: list[str]) -> None:
+def _add_profile(result_dir: Path, result: Result, warnings: list[str]) -> None:
     """Copy the run's hardware profile in, so its price and rules are signed with the claim."""
     target = result_dir / PROFILE_FILE
     if target.exists():
         return
-    profile_id = (result.get("hardware") or {}).get("profile") or (result.get("cost") or {}).get("profile")
+    profile_id = (result.hardware or {}).get("profile") or result.cost.profile
     source = paths.profiles_dir() / f"{profile_id}.yaml" if profile_id else None
     if source is None or not source.is_file():
         warnings.append(

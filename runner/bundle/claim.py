@@ -6,9 +6,11 @@ file digests and requires equality, so the signed claim and the published file a
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from runner.bundle.filelist import PROFILE_FILE
+from runner.results.record import RESULT_FILE, Result, Training
 
 PREDICATE_TYPE = "https://runner.dev/attestations/benchmark-result/v1"
 PREDICATE_VERSION = 1
@@ -19,71 +21,62 @@ _INFERENCE_FIELDS = (
 )
 
 
-def _get(data: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
-def build_predicate(result: dict, digests: dict[str, str]) -> dict:
+def build_predicate(result: Result, digests: dict[str, str]) -> dict:
     """The claim: entry, task, threshold, TTA, cost, latency per backend, hardware, digests.
 
     ``digests`` is the bundle's ``{path: sha256}``; the fingerprint, profile and
     result.json digests are taken from it.
     """
-    training = result.get("training") or {}
-    crossing = training.get("crossing")
-    evaluations = training.get("evaluations") or []
+    training = result.training or Training(wall_seconds=0.0)
+    crossing = training.crossing
+    evaluations = training.evaluations
     crossing_scores = (
         evaluations[crossing].get("scores")
         if isinstance(crossing, int) and 0 <= crossing < len(evaluations) and isinstance(evaluations[crossing], dict)
         else None
     )
-    entry = result.get("entry") or {}
-    inference = result.get("inference") or {}
+    entry = result.entry
     return {
         "version": PREDICATE_VERSION,
-        "result_schema_version": result.get("schema_version"),
-        "run_ids": [result.get("run_id")],
-        "toolkit": result.get("toolkit"),
-        "entry": {k: entry.get(k) for k in ("name", "model", "source", "framework")},
-        "task": result.get("task"),
-        "seed": result.get("seed"),
-        "smoke": result.get("smoke"),
-        "status": result.get("status"),
-        "incomplete_reason": result.get("incomplete_reason"),
-        "conforming": result.get("conforming"),
-        "nonconforming_reasons": result.get("nonconforming_reasons"),
+        "result_schema_version": result.schema_version,
+        "run_ids": [result.run_id],
+        "toolkit": asdict(result.toolkit),
+        "entry": {"name": entry.name, "model": entry.model, "source": entry.source, "framework": entry.framework},
+        "task": asdict(result.task),
+        "seed": result.seed,
+        "smoke": result.smoke,
+        "status": result.status,
+        "incomplete_reason": result.incomplete_reason,
+        "conforming": result.conforming,
+        "nonconforming_reasons": result.nonconforming_reasons,
         "training": {
-            "reached": training.get("reached"),
-            "tta_seconds": training.get("tta_seconds"),
-            "tta_hours": training.get("tta_hours"),
-            "launch_seconds": training.get("launch_seconds"),
-            "excluded_eval_seconds": training.get("excluded_eval_seconds"),
-            "wall_seconds": training.get("wall_seconds"),
+            "reached": training.reached if result.training else None,
+            "tta_seconds": training.tta_seconds,
+            "tta_hours": training.tta_hours,
+            "launch_seconds": training.launch_seconds,
+            "excluded_eval_seconds": training.excluded_eval_seconds,
+            "wall_seconds": training.wall_seconds if result.training else None,
             "crossing": crossing,
             "evaluations": len(evaluations),
             "scores_at_crossing": crossing_scores,
         },
-        "cost": result.get("cost"),
+        "cost": asdict(result.cost),
         "inference": {
             backend: {k: claim.get(k) for k in _INFERENCE_FIELDS}
-            for backend, claim in sorted(inference.items()) if isinstance(claim, dict)
+            for backend, claim in sorted(result.inference.items()) if isinstance(claim, dict)
         },
-        "hardware": result.get("hardware"),
+        "hardware": result.hardware,
         "digests": {
-            "result": digests.get("result.json"),
+            "result": digests.get(RESULT_FILE),
             "fingerprint": digests.get("fingerprint.json"),
             "hardware_profile": digests.get(PROFILE_FILE),
-            "image": _get(result, "image", "id"),
-            "base_image": _get(result, "image", "base_id"),
-            "manifest": _get(entry, "digests", "manifest"),
-            "dockerfile": _get(entry, "digests", "dockerfile"),
-            "lock": _get(entry, "digests", "lock"),
-            "data": _get(result, "data", "digest"),
-            "harness": _get(result, "toolkit", "harness_sha256"),
+            "image": result.image.id,
+            "base_image": result.image.base_id,
+            "manifest": entry.digests.get("manifest"),
+            "dockerfile": entry.digests.get("dockerfile"),
+            "lock": entry.digests.get("lock"),
+            "data": result.data.digest,
+            "harness": result.toolkit.harness_sha256,
         },
     }
 

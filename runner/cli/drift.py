@@ -7,6 +7,16 @@ from pathlib import Path
 from rich.console import Console
 
 from runner.drift import archived_bundles, check_drift
+from runner.reproduce import ReproduceOptions, reproduce
+
+
+def _rerun(console):
+    """One run of the entry with the archived seed, no inference: what drift compares."""
+    def rerun(entry: Path, seed: int, smoke: bool) -> Path:
+        (folder,) = reproduce(str(entry), ReproduceOptions(runs=1, seed=seed, smoke=smoke, infer=False), console)
+        return folder
+
+    return rerun
 from runner.errors import UserError
 
 
@@ -18,7 +28,7 @@ def run(args) -> int:
     drifted = 0
     for bundle in bundles:
         drift = check_drift(bundle, Path(args.entry) if args.entry else None, console,
-                            rerun=args.rerun, tolerance=args.tolerance)
+                            rerun=_rerun(console) if args.rerun else None, tolerance=args.tolerance)
         verdict = "[yellow]drift[/]" if drift.drifted else "[green]no drift[/]"
         console.print(f"{verdict} {drift.entry} ({bundle})")
         for change in drift.changes:

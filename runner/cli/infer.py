@@ -6,7 +6,6 @@ the harness ran to its end, so a failed re-run leaves the previous inference int
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,7 +18,7 @@ from runner.errors import UserError
 from runner.infer import check_backends_available, run_inference
 from runner.manifest import Entry, load_entry
 from runner.manifest.schema import BACKENDS
-from runner.results import write_json
+from runner.results.record import Result
 
 
 def register(subparsers) -> None:
@@ -47,44 +46,43 @@ def latest_result(entry_name: str) -> Path:
     return runs[-1]
 
 
-def _read_result(result_dir: Path, entry: Entry) -> dict:
-    path = result_dir / "result.json"
+def _read_result(result_dir: Path, entry: Entry) -> Result:
     try:
-        result = json.loads(path.read_text())
+        result = Result.read(result_dir)
     except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read {path}: {exc}", "pass a result folder written by `runner reproduce`") from None
-    if result.get("entry", {}).get("name") not in (None, entry.name):
-        raise UserError(f"{result_dir} is a result of {result['entry']['name']}, not {entry.name}",
+        raise UserError(f"cannot read {result_dir / 'result.json'}: {exc}",
+                        "pass a result folder written by `runner reproduce`") from None
+    if result.entry.name != entry.name:
+        raise UserError(f"{result_dir} is a result of {result.entry.name}, not {entry.name}",
                         "pass the matching entry folder")
-    if result.get("smoke"):
+    if result.smoke:
         raise UserError(f"{result_dir} is a smoke run, whose synthetic evaluation set was not kept",
                         "re-run `runner reproduce --smoke`, or pick a full result with --result")
-    weights = result_dir / "output" / entry.inference.weights.removeprefix("/output/")
+    weights = result_dir / "output" / entry.final_weights
     if not weights.is_file():
         raise UserError(f"{result_dir} has no trained model at {weights}",
                         "pick a result whose training completed, or run `runner reproduce` again")
     return result
 
 
-def _image(client, result: dict, entry: Entry) -> str:
+def _image(client, result: Result, entry: Entry) -> str:
     """The image that trained the result: by id, else by its content-addressed tag."""
     import docker.errors
 
-    image = result.get("image") or {}
-    for ref in (image.get("id"), image.get("tag")):
+    for ref in (result.image.id, result.image.tag):
         if not ref:
             continue
         try:
             return client.images.get(ref).id
         except docker.errors.ImageNotFound:
             continue
-    raise UserError(f"the image that trained this result ({image.get('tag') or image.get('id')}) is not in the engine",
+    raise UserError(f"the image that trained this result ({result.image.tag or result.image.id}) is not in the engine",
                     f"rebuild it with `runner build entries/{entry.name}`")
 
 
-def _staged(entry: Entry, result: dict):
+def _staged(entry: Entry, result: Result):
     staged = data.staged(entry.task.id)
-    recorded = (result.get("data") or {}).get("digest")
+    recorded = result.data.digest
     if recorded and staged.digest != recorded:
         raise UserError(f"the staged {entry.task.id} data ({staged.digest}) is not the data this "
                         f"result was trained and scored on ({recorded})",
@@ -92,7 +90,7 @@ def _staged(entry: Entry, result: dict):
     return staged
 
 
-def swap_in(result_dir: Path, work_dir: Path, result: dict, inference: dict) -> None:
+def swap_in(result_dir: Path, work_dir: Path, result: Result, inference: dict) -> None:
     """Replace ``inference/`` and ``logs/infer.log`` with the new ones, then result.json."""
     old = result_dir / f".inference-old-{work_dir.name}"
     if (result_dir / "inference").exists():
@@ -100,7 +98,8 @@ def swap_in(result_dir: Path, work_dir: Path, result: dict, inference: dict) -> 
     (work_dir / "inference").rename(result_dir / "inference")
     (result_dir / "logs").mkdir(exist_ok=True)
     (work_dir / "logs" / "infer.log").replace(result_dir / "logs" / "infer.log")
-    write_json(result_dir / "result.json", {**result, "inference": inference})
+    result.inference = inference
+    result.write(result_dir)
     shutil.rmtree(old, ignore_errors=True)
 
 
@@ -138,6 +137,7 @@ def run(args) -> int:
         raise UserError("--threads must be at least 1", "pass --threads 1 or more")
     result_dir = Path(args.result).resolve() if args.result else latest_result(entry.name)
     result = _read_result(result_dir, entry)
+    earlier = set(result.inference)
     profile = load_profile(entry.hardware_profile)
     staged = _staged(entry, result)
     client = get_client()
@@ -163,7 +163,7 @@ def run(args) -> int:
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
     console.print(f"rewrote {result_dir / 'result.json'} (inference) and {result_dir / 'inference'}")
-    if replaced := sorted(set(result.get("inference") or {}) - set(inference)):
+    if replaced := sorted(earlier - set(inference)):
         console.print(f"the earlier inference phase ({', '.join(replaced)}) was replaced by this one")
     # The result changed, so its bundle must be re-made, or verify would rightly refuse it.
     sign_folder(result_dir, console)

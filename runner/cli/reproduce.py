@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 from rich.console import Console
 from rich.table import Table
 
 from runner.reproduce import ReproduceOptions, reproduce, summarize
 from runner.results import write_json
+from runner.results.record import Result
 
 
 def _fmt(value, spec: str, missing: str = "--") -> str:
@@ -16,27 +15,27 @@ def _fmt(value, spec: str, missing: str = "--") -> str:
 
 
 def print_results(console: Console, folders) -> None:
+    results = [Result.read(folder) for folder in folders]
     table = Table(title="runs")
     table.add_column("run", no_wrap=True)
     for col in ("status", "reached", "TTA s", "cost $", "launch s", "conforming"):
         table.add_column(col)
-    for folder in folders:
-        r = json.loads((folder / "result.json").read_text())
-        t = r.get("training") or {}
+    for r in results:
+        t = r.training
         table.add_row(
-            r["run_id"], r["status"], str(t.get("reached", False)),
-            _fmt(t.get("tta_seconds"), ".2f"), _fmt(r["cost"].get("training_usd"), ".6f"),
-            _fmt(t.get("launch_seconds"), ".2f"), "yes" if r["conforming"] else "no",
+            r.run_id, r.status, str(bool(t and t.reached)),
+            _fmt(t and t.tta_seconds, ".2f"), _fmt(r.cost.training_usd, ".6f"),
+            _fmt(t and t.launch_seconds, ".2f"), "yes" if r.conforming else "no",
         )
     console.print(table)
-    last = json.loads((folders[-1] / "result.json").read_text())
-    if last.get("inference"):
+    last = results[-1]
+    if last.inference:
         inf = Table(title="inference (batch 1, every evaluation item)")
         for col in ("backend", "gate", "score %", "mean ms", "p50", "p90", "p99", "$ / 10k"):
             inf.add_column(col)
-        for name, b in last["inference"].items():
+        for name, b in last.inference.items():
             lat = b.get("latency_ms") or {}
-            score = (b.get("scores") or {}).get(last["task"]["metric"])
+            score = (b.get("scores") or {}).get(last.task.metric)
             inf.add_row(
                 name, "pass" if b.get("passed_gate") else "fail",
                 _fmt(score * 100 if score is not None else None, ".2f"),
@@ -45,21 +44,19 @@ def print_results(console: Console, folders) -> None:
                 _fmt(b.get("cost_per_10k_usd"), ".6f"),
             )
         console.print(inf)
-        for name, b in last["inference"].items():
+        for name, b in last.inference.items():
             if not b.get("passed_gate"):
                 console.print(f"[yellow]no latency claim[/] for {name}: {b.get('gate_reason')}")
-    claimed = last["entry"].get("claimed") or {}
-    for folder in folders:
-        r = json.loads((folder / "result.json").read_text())
-        tta = (r.get("training") or {}).get("tta_seconds")
+    claimed = last.entry.claimed or {}
+    for r in results:
+        tta = r.training.tta_seconds if r.training else None
         if claimed.get("tta_seconds") and tta is not None:
             console.print(f"claimed TTA {claimed['tta_seconds']:g} s; measured {tta:.2f} s "
-                          f"({tta / claimed['tta_seconds']:.2f}x the claim) in {r['run_id']}")
-        if not r["conforming"]:
-            console.print(f"[yellow]non-conforming[/] {r['run_id']}: "
-                          + "; ".join(r["nonconforming_reasons"]))
-        if r.get("incomplete_reason"):
-            console.print(f"[red]{r['status']}[/] {r['run_id']}: {r['incomplete_reason']}")
+                          f"({tta / claimed['tta_seconds']:.2f}x the claim) in {r.run_id}")
+        if not r.conforming:
+            console.print(f"[yellow]non-conforming[/] {r.run_id}: " + "; ".join(r.nonconforming_reasons))
+        if r.incomplete_reason:
+            console.print(f"[red]{r.status}[/] {r.run_id}: {r.incomplete_reason}")
 
 
 def run(args) -> int:
@@ -80,7 +77,7 @@ def run(args) -> int:
         summary = folders[0].parent / f"runs-{folders[0].name}.json"
         write_json(summary, {"run_ids": [f.name for f in folders], **s.to_dict()})
         console.print(f"summary of the runs: {summary}")
-    statuses = [json.loads((f / "result.json").read_text())["status"] for f in folders]
+    statuses = [Result.read(f).status for f in folders]
     console.print(f"results: {', '.join(str(f) for f in folders)}")
     return 0 if all(s == "complete" for s in statuses) else 1
 

@@ -16,11 +16,6 @@ HARNESS_MOUNT = "/opt/runner/harness"
 INFER_TIMEOUT_S = 4 * 3600
 
 
-def container_weights_path(weights: str) -> str:
-    """The manifest's ``inference.weights`` (relative to /output, or absolute under it)."""
-    rel = weights.removeprefix("/output/").lstrip("/")
-    return f"/output/{rel}"
-
 
 def harness_command(entry, backends: list[str], threads: int) -> list[str]:
     spec = entry.inference
@@ -28,7 +23,7 @@ def harness_command(entry, backends: list[str], threads: int) -> list[str]:
         "python3", "-m", "harness",
         "--entry-dir", "/entry",
         "--builder", spec.builder,
-        "--weights", container_weights_path(spec.weights),
+        "--weights", f"/output/{entry.final_weights}",
         "--eval-dir", "/data/eval",
         "--out", "/inference",
         "--backends", *backends,

@@ -3,7 +3,10 @@
 The private key is a PEM file only its owner can read; the public key is a JSON file in
 securesystemslib's key format plus its ``keyid``, so it can be published as it is.
 Default place: ``runner.paths.keys_dir()`` (``signing.key``, ``signing.pub.json``);
-``RUNNER_SIGNING_KEY`` names another private key file (its public key sits beside it).
+``RUNNER_SIGNING_KEY`` names another private key file (its public key sits beside it), or
+a securesystemslib private-key URI (``file2:PATH``, ``gcpkms:...``, ``awskms:...``,
+``azurekms:...``, ``hsm:...``, ``hv:...``) with ``RUNNER_SIGNING_PUBKEY`` naming its public
+key's JSON, so a CI or a cluster can sign with a key that never sits on its disk.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
-from securesystemslib.signer import CryptoSigner, SSlibKey
+from securesystemslib.signer import SIGNER_FOR_URI_SCHEME, CryptoSigner, Signer, SSlibKey
 
 from runner import paths
 from runner.errors import UserError
@@ -26,6 +29,32 @@ from runner.errors import UserError
 PRIVATE_NAME = "signing.key"
 PUBLIC_SUFFIX = ".pub.json"
 ENV_VAR = "RUNNER_SIGNING_KEY"
+PUBKEY_ENV_VAR = "RUNNER_SIGNING_PUBKEY"
+
+
+def key_uri_scheme(value: str) -> str | None:
+    """The securesystemslib scheme of a private-key URI, None for a plain file path."""
+    scheme, sep, _ = value.partition(":")
+    return scheme if sep and scheme in SIGNER_FOR_URI_SCHEME else None
+
+
+def signer_from_uri(uri: str, public: Path | None = None) -> Signer:
+    """A signer for a key given by URI (``Signer.from_priv_key_uri``); the public key comes
+    from ``public``, ``RUNNER_SIGNING_PUBKEY``, or beside a ``file2:`` key."""
+    scheme = key_uri_scheme(uri)
+    if public is None and os.environ.get(PUBKEY_ENV_VAR):
+        public = Path(os.environ[PUBKEY_ENV_VAR]).expanduser()
+    if public is None and scheme == "file2":
+        public = public_path_for(Path(uri.partition(":")[2]))
+    if public is None:
+        raise UserError(f"the signing key {uri} has no public key given",
+                        f"set {PUBKEY_ENV_VAR} to the key's public JSON (a *.pub.json file)")
+    key = read_public_key(public)
+    try:
+        return Signer.from_priv_key_uri(uri, key)
+    except Exception as err:  # noqa: BLE001 - each scheme's library raises its own errors
+        raise UserError(f"cannot load the {scheme} signing key {uri}: {type(err).__name__}: {err}",
+                        f"check the URI and that {public} is its public key") from None
 
 
 @dataclass(frozen=True)
@@ -84,8 +113,11 @@ def _write_owner_only(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def load_signer(private: Path | None = None) -> CryptoSigner | None:
+def load_signer(private: Path | None = None) -> Signer | None:
     """The configured signer, or None when no key is configured (the caller says so)."""
+    configured = os.environ.get(ENV_VAR)
+    if private is None and configured and key_uri_scheme(configured):
+        return signer_from_uri(configured)
     path = private if private is not None else default_private_path()
     if not path.exists():
         if private is not None or os.environ.get(ENV_VAR):

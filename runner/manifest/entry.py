@@ -71,6 +71,11 @@ class Entry:
     def lock_path(self) -> Path:
         return self.path / self.lock
 
+    @property
+    def final_weights(self) -> str:
+        """``inference.weights`` relative to /output (it may be given absolute, under /output)."""
+        return self.inference.weights.removeprefix("/output/").lstrip("/")
+
     def for_smoke(self) -> "Entry":
         """The entry as a --smoke run builds and runs it."""
         return replace(

@@ -23,7 +23,7 @@ import docker
 from runner import paths
 from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
-from runner.events import Event, parse_line, runner_event
+from runner.events import Event, parse_line, runner_event, write_events
 from runner.run.progress import TrainingProgress
 from runner.score.evaluations import primary_score, resolve_inside, score_file
 from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
@@ -294,4 +294,6 @@ def run_training(client: docker.DockerClient, task: Task, labels, inputs: Traini
         finally:
             session.evaluator.close()
     shutil.rmtree(inputs.scratch_dir / "evaluator-requests", ignore_errors=True)
-    return TrainingRun(_in_arrival_order(session.events), outcome, final, session.notes)
+    events = _in_arrival_order(session.events)
+    write_events(inputs.result_dir / "events.jsonl", events)
+    return TrainingRun(events, outcome, final, session.notes)

@@ -30,6 +30,7 @@ from runner.bundle.filelist import (
 )
 from runner.bundle.signing import read_envelope
 from runner.errors import UserError
+from runner.results.record import Result
 from runner.keys import key_from_dict
 from runner.profiles import Profile, profile_from_dict
 from runner.events import Event, read_events
@@ -143,6 +144,14 @@ class Evidence:
         if not isinstance(data, dict):
             raise Unavailable("result.json is not an object")
         return data
+
+    @cached_property
+    def typed_result(self) -> Result:
+        """result.json read through the result's type (a malformed one is unavailable)."""
+        try:
+            return Result.from_dict(self.result)
+        except ValueError as err:
+            raise Unavailable(str(err)) from None
 
     def claim(self, *keys: str, default: object = None) -> object:
         data: object = self.result

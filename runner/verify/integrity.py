@@ -102,7 +102,7 @@ def check_statement_matches_result(ev: Evidence) -> Verdict:
         digests = subjects(ev.statement)
     except ValueError as err:
         raise Unavailable(f"the statement's subjects are malformed ({err})") from None
-    expected = json.loads(json.dumps(build_predicate(ev.result, digests)))
+    expected = json.loads(json.dumps(build_predicate(ev.typed_result, digests)))
     diffs = differences(expected, ev.statement.get("predicate"))
     if diffs:
         return Verdict(False, f"the signed claim differs from result.json at: {_listing(diffs)}"

@@ -9,7 +9,6 @@ own evaluation data (exactly on CPUs; on GPUs a stated fraction of items may dif
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ from runner.bundle.open import open_bundle
 from runner.engine import get_client
 from runner.errors import UserError
 from runner.manifest import load_entry
+from runner.profiles import load_profile
+from runner.results.record import Result, Training
 from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
 from runner.score.probe import make_probe_inputs
 
@@ -53,18 +54,21 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
     opened = open_bundle(bundle)
     try:
         root = opened.root
-        result = json.loads((root / "result.json").read_text())
-        training = result.get("training") or {}
+        try:
+            result = Result.read(root)
+        except ValueError as err:
+            raise UserError(f"{bundle} holds no readable result: {err}", "pass a bundle written by runner") from None
+        training = result.training or Training(wall_seconds=0.0)
         entry_files = root / "entry"
         if not entry_files.is_dir():
             raise UserError(f"{bundle} holds no entry files to rebuild from",
                             "replay needs a bundle made by runner 0.1 with the new run contract")
         with tempfile.TemporaryDirectory(prefix="runner-replay-") as tmp:
             tmp = Path(tmp)
-            folder = tmp / result["entry"]["name"]
+            folder = tmp / result.entry.name
             shutil.copytree(entry_files, folder)
             entry = load_entry(folder)
-            if result.get("smoke"):
+            if result.smoke:
                 entry = entry.for_smoke()
                 staged = data.synthetic(entry.task.id, tmp / "smoke-data", seed=0, **SMOKE_SIZES)
             else:
@@ -75,16 +79,16 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
             # Informational: the predictions must match, the image bytes need not.
             checks = [ReplayCheck(
                 "image", True,
-                f"rebuilt {built.image_id[:19]}; the run used {str((result.get('image') or {}).get('id'))[:19]}",
+                f"rebuilt {built.image_id[:19]}; the run used {result.image.id[:19]}",
             )]
-            probe_dir = make_probe_inputs(staged.eval_dir, tmp / "probe", int(result["seed"]))
+            probe_dir = make_probe_inputs(staged.eval_dir, tmp / "probe", result.seed)
             checkpoints = tmp / "checkpoints"
             checkpoints.mkdir()
-            crossing = training.get("crossing")
-            final = training.get("final_model") or {}
+            crossing = training.crossing
+            final = training.final_model or {}
             jobs = []  # (name, checkpoint file, recorded clean, recorded probe)
             if isinstance(crossing, int):
-                evaluation = training["evaluations"][crossing]
+                evaluation = training.evaluations[crossing]
                 kept = sorted((root / "checkpoints").glob(f"{crossing}.*"))
                 if not kept:
                     checks.append(ReplayCheck("crossing", False, "the crossing checkpoint is not in the bundle"))
@@ -97,7 +101,7 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
                 name = "final" + weights.suffix
                 shutil.copyfile(weights, checkpoints / name)
                 jobs.append(("final-model", name, final.get("predictions"), final.get("probe_predictions")))
-            gpus = (result.get("hardware") or {}).get("gpus") or 0
+            gpus = load_profile(entry.hardware_profile).gpu_count if not result.smoke else 0
             tolerance = GPU_TOLERANCE if gpus else 0.0
             evaluator = Evaluator(client, EvaluatorInputs(
                 image=built.image_id, builder=entry.inference.builder, eval_dir=Path(staged.eval_dir),

@@ -1,0 +1,151 @@
+"""``result.json`` as a type: the result of one run and its sections.
+
+``reproduce`` builds it stage by stage and writes it; ``verify``, the bundle's claim, the
+CLI and the leaderboard read it back through ``Result.read`` (``Result.from_dict`` for a
+bundle's untrusted copy, which raises ``ValueError`` on a malformed one). The JSON Schema
+(``runner.results.schema``) stays the public contract; a test checks the two agree.
+Per-backend inference records stay plain dicts: each backend adds its own fields.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from runner.results.folder import write_json
+
+RESULT_FILE = "result.json"
+
+
+@dataclass
+class Toolkit:
+    name: str
+    version: str
+    harness_sha256: str
+
+
+@dataclass
+class EntryInfo:
+    name: str
+    model: str
+    framework: dict
+    source: str | None
+    claimed: dict
+    digests: dict[str, str]
+
+
+@dataclass
+class TaskInfo:
+    id: str
+    metric: str
+    threshold: float
+    eval_size: int
+
+
+@dataclass
+class ImageInfo:
+    id: str
+    tag: str
+    base_id: str
+    base_tag: str | None = None
+
+
+@dataclass
+class DataInfo:
+    task: str
+    digest: str
+    source: str | None = None
+
+
+@dataclass
+class Training:
+    """The training phase as the runner measured it (see ``runner.score.summary``)."""
+
+    wall_seconds: float
+    notes: list[str] = field(default_factory=list)
+    reached: bool = False
+    tta_seconds: float | None = None
+    tta_hours: float | None = None
+    launch_seconds: float | None = None
+    launch_stamp: str | None = None
+    excluded_eval_seconds: float | None = None
+    crossing: int | None = None
+    evaluations: list[dict] = field(default_factory=list)  # ScoredEvaluation.to_dict() each
+    final_model: dict | None = None
+
+
+@dataclass
+class Cost:
+    training_usd: float | None
+    usd_per_hour: float
+    profile: str
+    price_date: str
+    price_region: str
+    price_source: str
+
+
+@dataclass
+class Result:
+    schema_version: int
+    run_id: str
+    toolkit: Toolkit
+    entry: EntryInfo
+    task: TaskInfo
+    seed: int
+    smoke: bool
+    status: str  # running, complete, incomplete, invalid
+    incomplete_reason: str | None
+    conforming: bool
+    nonconforming_reasons: list[str]
+    image: ImageInfo
+    data: DataInfo
+    cost: Cost
+    hardware: dict
+    training: Training | None = None
+    inference: dict[str, dict] = field(default_factory=dict)
+    image_audit: dict | None = None
+    probe: dict | None = None
+
+    # -- a run's verdicts ---------------------------------------------------------------
+    def not_conforming(self, reason: str) -> None:
+        self.nonconforming_reasons.append(reason)
+        self.conforming = False
+
+    def ended(self, status: str, reason: str | None) -> None:
+        self.status, self.incomplete_reason = status, reason
+
+    @property
+    def tta_seconds(self) -> float | None:
+        """The TTA when the threshold was reached, else None."""
+        return self.training.tta_seconds if self.training and self.training.reached else None
+
+    # -- JSON -----------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: object) -> Result:
+        if not isinstance(data, dict):
+            raise ValueError("result.json is not an object")
+        try:
+            values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+            for name, section in _SECTIONS.items():
+                if values.get(name) is not None:
+                    values[name] = section(**values[name])
+            return cls(**values)
+        except TypeError as err:  # a missing or unknown field
+            raise ValueError(f"result.json does not have the result's fields ({err})") from None
+
+    def write(self, folder: Path) -> None:
+        write_json(Path(folder) / RESULT_FILE, self.to_dict())
+
+    @classmethod
+    def read(cls, folder: Path) -> Result:
+        return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
+
+
+_SECTIONS = {
+    "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
+    "cost": Cost, "training": Training,
+}

@@ -1,0 +1,77 @@
+"""The training section of a result, from the runner's own events and predictions:
+scores, TTA, the launch stamp, the probe, and what makes the run non-conforming."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.events import RUNNER, Event
+from runner.results.record import Training
+from runner.score.curve import write_curve
+from runner.score.evaluations import score_file
+from runner.score.probe import probe_problem
+from runner.score.tta import LAUNCH, EventStreamError, time_to_accuracy, timeline
+from runner.tasks import Task
+
+
+@dataclass
+class TrainingSummary:
+    training: Training
+    nonconforming: list[str] = field(default_factory=list)
+    invalid: str | None = None  # why the run is invalid (its events do not form a run)
+
+
+def _final_record(task: Task, final: dict | None, result_dir: Path, labels) -> dict | None:
+    """The evaluator's score of the final model (the timed model), probe included."""
+    if final is None or "predictions" not in final:
+        return final
+    _, scores, problem = score_file(task, result_dir, final["predictions"], labels)
+    record = {**final, "scores": scores, "problem": problem}
+    if final.get("probe_predictions"):
+        _, probe_scores, _ = score_file(task, result_dir, final["probe_predictions"], labels)
+        record["probe_scores"] = probe_scores
+    return record
+
+
+def _launch_problem(launch: Event, limit_s: float) -> str | None:
+    if launch.metadata.get("stamp") == "launcher":
+        return None
+    late = launch.metadata.get("marker_at")
+    if isinstance(late, float):
+        return (f"class 1 (work before the clock): {late:.2f} s passed between the container's start and the "
+                f"launcher's stamp (limit {limit_s:g} s); the clock started at the container's start")
+    return ("class 1 (work before the clock): the runner's launcher did not speak first; "
+            "the clock started at the container's start")
+
+
+def summarize_training(task: Task, events: list[Event], wall_seconds: float, notes: list[str],
+                       final: dict | None, result_dir: Path, labels, launch_limit_s: float) -> TrainingSummary:
+    training = Training(wall_seconds=round(wall_seconds, 6), notes=list(notes))
+    try:
+        line = timeline(events)
+    except EventStreamError as exc:
+        return TrainingSummary(training, invalid=f"event stream: {exc}")
+    from runner.score.evaluations import score_evaluations
+
+    scored = score_evaluations(task, line, result_dir, labels)
+    tta = time_to_accuracy(line, [s.meets for s in scored])
+    write_curve(result_dir / "curve.tsv", task, line, scored)
+    launch = next(e for e in events if e.key == LAUNCH and e.origin == RUNNER)
+    training.reached = tta.reached
+    training.tta_seconds = tta.seconds
+    training.tta_hours = tta.seconds / 3600 if tta.seconds is not None else None
+    training.launch_seconds = line.clock_start
+    training.launch_stamp = launch.metadata.get("stamp")
+    training.excluded_eval_seconds = tta.excluded_eval_seconds
+    training.crossing = tta.crossing
+    training.evaluations = [s.to_dict() for s in scored]
+    training.final_model = _final_record(task, final, result_dir, labels)
+    if any(not e.excluded for e in line.evaluations):
+        training.notes.append("the engine could not freeze the entry: evaluation time counts toward TTA")
+    summary = TrainingSummary(training)
+    if problem := _launch_problem(launch, launch_limit_s):
+        summary.nonconforming.append(problem)
+    if tta.crossing is not None and (problem := probe_problem(scored[tta.crossing].probe_gap)):
+        summary.nonconforming.append(problem)
+    return summary
