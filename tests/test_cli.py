@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +29,9 @@ def test_every_subcommand_has_help(name, capsys):
 
 
 def test_console_script_is_installed():
-    out = subprocess.run(["runner", "--version"], capture_output=True, text=True, check=True)
+    """The `runner` command beside this interpreter (the venv's bin/, or the system's)."""
+    script = Path(sys.executable).parent / "runner"
+    out = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("runner ")
 
 

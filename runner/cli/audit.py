@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
+from runner.cli.verify import print_checks
 from runner.errors import UserError
 from runner.verify.replay import replay
 
@@ -17,9 +17,7 @@ def run(args) -> int:
                         "run `runner audit BUNDLE --replay`, or `runner verify BUNDLE` for the offline checks")
     console = Console(highlight=False)
     checks = replay(Path(args.bundle), console)
-    width = max(len(c.name) for c in checks)
-    for check in checks:
-        console.print(f"{'[green]✓[/]' if check.ok else '[red]✗[/]'} {check.name:<{width}}  {escape(check.detail)}")
+    print_checks(console, checks)
     failed = [c.name for c in checks if not c.ok]
     if failed:
         console.print(f"[red bold]NOT replayed[/]: {', '.join(failed)}")

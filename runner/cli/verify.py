@@ -12,6 +12,14 @@ from runner.keys import load_trusted_keys
 from runner.verify import Auditor, verify_bundle
 
 
+def print_checks(console: Console, checks) -> None:
+    """One line per check: a mark, the name, the detail (verify's and audit's format)."""
+    width = max(len(c.name) for c in checks)
+    for check in checks:
+        mark = "[dim]-[/]" if getattr(check, "skipped", False) else ("[green]✓[/]" if check.ok else "[red]✗[/]")
+        console.print(f"{mark} {check.name:<{width}}  {escape(check.detail)}")
+
+
 def run(args) -> int:
     trusted = load_trusted_keys(Path(args.trusted_keys) if args.trusted_keys else None)
     report = verify_bundle(Path(args.bundle), Auditor(trusted_keys=trusted))
@@ -19,10 +27,7 @@ def run(args) -> int:
         print(json.dumps(report.to_dict(), indent=2))
         return 0 if report.ok else 1
     console = Console(highlight=False)
-    width = max(len(c.name) for c in report.checks)
-    for check in report.checks:
-        mark = "[dim]-[/]" if check.skipped else ("[green]✓[/]" if check.ok else "[red]✗[/]")
-        console.print(f"{mark} {check.name:<{width}}  {escape(check.detail)}")
+    print_checks(console, report.checks)
     for note in report.notes:
         console.print(f"[yellow]note[/]: {escape(note)}")
     if report.ok:
