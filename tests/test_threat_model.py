@@ -62,6 +62,7 @@ def image_run(docker_client, cpu_base_image, tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("entries") / "cheat-image"
     shutil.copytree(ENTRIES / "cheat-image", folder)
+    shutil.copyfile(ENTRIES / "cheat-clock" / "blocks.py", folder / "blocks.py")  # its model
     staged = _smoke_data(tmp_path_factory.mktemp("smoke"))
     blocks = _import(folder / "blocks.py", "cheat_blocks")
     torch.manual_seed(0)
@@ -110,9 +111,14 @@ def test_class1_a_doctored_shell_starts_the_clock_at_the_container_start(image_r
 def test_class2_an_evaluation_window_the_entry_declares_excludes_nothing(clock_run):
     training = clock_run["training"]
     assert len(training["evaluations"]) == 1  # the runner's own, not the entry's eval_start/stop
-    assert training["excluded_eval_seconds"] < 2.0  # only the frozen window
     evaluation = training["evaluations"][0]
     assert evaluation["excluded"] and evaluation["predictions"].startswith("evaluations/")
+    # Only the runner's frozen window is excluded, and it began after the entry's own
+    # "evaluation" (eval_start..eval_stop, HIDDEN_WORK_S of work) had ended.
+    assert training["excluded_eval_seconds"] == pytest.approx(evaluation["stop"] - evaluation["start"])
+    events = [json.loads(line) for line in (clock_run["_folder"] / "events.jsonl").read_text().splitlines()]
+    (declared_stop,) = [e for e in events if e["origin"] == "entry" and e["key"] == "eval_stop"]
+    assert evaluation["start"] > declared_stop["t"]
 
 
 # --- class 3: answers that are not the model's ---------------------------------------------------

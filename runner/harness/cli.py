@@ -135,13 +135,12 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["evaluate"]:
-        from .evaluate import main as evaluate_main
-
-        return evaluate_main(argv[1:])
-    args = parse_args(argv)
     try:
-        return run(args)
+        if argv[:1] == ["evaluate"]:  # the runner's evaluator, during training
+            from .evaluate import parse_args as evaluate_args, serve
+
+            return serve(evaluate_args(argv[1:]))
+        return run(parse_args(argv))
     except HarnessError as err:
         print(f"harness: error: {err}", file=sys.stderr, flush=True)
         return err.exit_code

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -95,10 +94,3 @@ def serve(args: argparse.Namespace) -> int:
             time.sleep(POLL_SECONDS)
 
 
-def main(argv: list[str]) -> int:
-    args = parse_args(argv)
-    try:
-        return serve(args)
-    except HarnessError as err:
-        print(f"harness: error: {err}", file=sys.stderr, flush=True)
-        return err.exit_code

@@ -1,6 +1,6 @@
 """Adversarial entry (threat class 4): its model was trained before the run.
 
-The weights come with the entry folder (pretrained.pt, written by the test as an author
+The weights come with the entry folder (pretrained.pt; the test writes it, and blocks.py, as an author
 would ship them) and a Dockerfile RUN step leaves a data file in the image; the run only
 loads the weights and asks for an evaluation at once.
 """
