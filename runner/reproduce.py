@@ -31,7 +31,10 @@ from runner.manifest import Entry, load_entry
 from runner.data import StagedData
 from runner.profiles import Profile, cost_usd, load_profile, price_fields, require_match
 from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
+from runner.run import ownership
 from runner.run.container import remove_orphans
+from runner.run.cores import hold_cores
+from runner.run.guards import RunGuards
 from runner.run.events import write_events
 from runner.run.training import TrainingInputs, run_training
 from runner.score.curve import write_curve
@@ -140,6 +143,8 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     client = get_client()
     if removed := remove_orphans(client):
         console.print(f"removed {removed} container(s) left by an earlier, killed run")
+    for killed in ownership.recover_killed_runs():
+        console.print(f"marked {killed} incomplete: {ownership.KILLED_REASON}")
     fingerprint = capture_host(client)
     hardware, reasons = _check_hardware(entry, profile, fingerprint, opts)
     host_gpus = len((fingerprint.get("gpu") or {}).get("gpus") or [])
@@ -231,10 +236,12 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
     shutil.copyfile(ctx.profile.path, result_dir / "profile.yaml")
     result = _base_result(ctx, run_id, seed, opts)
     write_json(result_dir / "result.json", result)  # a crash from here on still leaves a record
+    ownership.mark_running(run_id, result_dir)  # a SIGKILL from here on is recovered at next start
 
     limits = ctx.profile.container_limits
     timeout_min = opts.timeout_minutes or entry.train.timeout_minutes
     console.print(f"[bold]train[/] {entry.name} seed {seed} -> {result_dir}")
+    guards = RunGuards(ctx.client, run_id, limits.cpus if limits else None, result_dir / "output").start()
     run = run_training(
         ctx.client, entry.task, ctx.labels,
         TrainingInputs(
@@ -245,6 +252,7 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
             gpus=ctx.gpus, timeout_s=timeout_min * 60,
         ),
     )
+    verdict = guards.stop()
     write_events(result_dir / "events.jsonl", run.events)
     result["status"] = "complete" if run.outcome.ok else "incomplete"
     result["incomplete_reason"] = run.outcome.reason()
@@ -275,6 +283,7 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
             result["cost"]["training_usd"] = cost_usd(tta.seconds, ctx.profile)
     else:
         training["reached"] = False
+    verdict.apply(result)  # contention, output quota, dropped events
     write_json(result_dir / "result.json", result)
     if run.outcome.interrupted:
         console.print(f"[red]interrupted[/]: the incomplete result is kept in {result_dir}")
@@ -310,9 +319,12 @@ def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list
         first_seed = ctx.entry.seed if opts.seed is None else opts.seed
         runs = opts.runs or ctx.entry.runs
         folders = []
+        limits = ctx.profile.container_limits
         for i in range(runs):
-            folder = run_once(ctx, first_seed + i, opts, console)
-            sign(folder, console)
+            with hold_cores(limits.cpus if limits else None, console.print, ctx.entry.name):
+                folder = run_once(ctx, first_seed + i, opts, console)
+                ownership.mark_finished(folder.name)
+                sign(folder, console)
             folders.append(folder)
     return folders
 

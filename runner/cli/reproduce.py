@@ -7,6 +7,7 @@ import json
 from rich.console import Console
 from rich.table import Table
 
+from runner.cli import argtypes
 from runner.reproduce import ReproduceOptions, reproduce, summarize
 from runner.results import write_json
 
@@ -92,14 +93,14 @@ def register(subparsers) -> None:
         "clock and the score on the host, fingerprint the hardware and write a signed result.",
     )
     p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
-    p.add_argument("--runs", type=int, help="repeat with seeds seed, seed+1, ... (default: manifest)")
-    p.add_argument("--seed", type=int, help="first seed (default: manifest)")
+    p.add_argument("--runs", type=argtypes.run_count, help="repeat with seeds seed, seed+1, ... (default: manifest)")
+    p.add_argument("--seed", type=argtypes.seed, help="first seed (default: manifest)")
     p.add_argument("--smoke", action="store_true",
                    help="one short epoch on synthetic data, on CPU; never conforming")
     p.add_argument("--allow-hardware-mismatch", action="store_true",
                    help="run on a host that does not match the profile; marks the result non-conforming")
     p.add_argument("--backend", action="append", metavar="B",
                    help="inference backend (repeatable; default: the manifest's)")
-    p.add_argument("--timeout-minutes", type=float, help="training timeout (default: manifest)")
+    p.add_argument("--timeout-minutes", type=argtypes.timeout_minutes, help="training timeout (default: manifest)")
     p.add_argument("--no-infer", action="store_true", help="skip the inference phase")
     p.set_defaults(func=run)

@@ -65,9 +65,11 @@ def run_checks(root: Path, auditor: Auditor, scratch: Path) -> list[CheckResult]
             result = CheckResult(name, False, str(err))
         except UserError as err:  # e.g. predictions of the wrong shape for the task
             result = CheckResult(name, False, err.problem)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError) as err:
-            # A hostile bundle can hold anything; a file the check cannot digest fails it.
-            result = CheckResult(name, False, f"cannot check: {type(err).__name__}: {err}")
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError,
+                MemoryError, RecursionError) as err:
+            # A hostile bundle can hold anything; a file the check cannot digest fails it
+            # (an array header claiming terabytes, JSON nested past the recursion limit).
+            result = CheckResult(name, False, f"cannot check: {type(err).__name__}: {str(err)[:300]}")
         results.append(result)
     return results
 
