@@ -1,8 +1,8 @@
 """An entry folder is data, not a path into the host.
 
 Everything under it must be a plain file or folder: a symbolic link (to the host's
-evaluation labels, to the runner's signing key, ...), a device, a FIFO or a socket is
-refused with its name, so nothing outside the folder can reach the image or the runner.
+evaluation labels, to the runner's signing key, ...), a hard link, a device, a FIFO or a
+socket is refused with its name, so nothing outside the folder can reach the image or the runner.
 Paths the manifest gives (the lock, the final weights) are plain relative paths that stay
 inside their folder.
 """
@@ -46,6 +46,11 @@ def plain_files(folder: Path) -> list[Path]:
                 raise UserError(
                     f"{rel} in entry {folder.name} is {_kind(mode)}; an entry folder holds only plain files",
                     f"replace {full} with a regular file (copy the content in) or remove it",
+                )
+            if full.lstat().st_nlink > 1:  # a hard link may share its inode with a host file
+                raise UserError(
+                    f"{full.relative_to(folder)} in entry {folder.name} is hard-linked elsewhere",
+                    f"replace {full} with its own copy (cp --no-preserve=links) or remove it",
                 )
             if not name.endswith(".pyc"):
                 files.append(full)

@@ -21,8 +21,14 @@ from typing import Callable
 INTERVAL_S = 0.5
 # Thresholds (settings): steal as a fraction of the CPUs' time, and other runnable tasks
 # per pinned CPU on average (0.25 = a quarter of a core taken by something else).
-MAX_STEAL = float(os.environ.get("RUNNER_MAX_STEAL", "0.05"))
-MAX_OTHER_RUNNABLE = float(os.environ.get("RUNNER_MAX_OTHER_RUNNABLE", "0.25"))
+DEFAULT_MAX_STEAL = 0.05
+DEFAULT_MAX_OTHER_RUNNABLE = 0.25
+
+
+def thresholds() -> tuple[float, float]:
+    """(max steal fraction, max other runnable tasks per CPU), from the environment."""
+    return (float(os.environ.get("RUNNER_MAX_STEAL", DEFAULT_MAX_STEAL)),
+            float(os.environ.get("RUNNER_MAX_OTHER_RUNNABLE", DEFAULT_MAX_OTHER_RUNNABLE)))
 
 _CONTAINER_ID = re.compile(r"(?:docker[/-])([0-9a-f]{64})")
 
@@ -59,7 +65,7 @@ def _container_of(pid: str) -> str | None:
     return match.group(1) if match else None
 
 
-def other_runnable(cpus: set[int], own_containers: Callable[[], set[str]], me: int) -> int:
+def other_runnable(cpus: set[int], is_own: Callable[[str | None], bool], me: int) -> int:
     """Tasks in state R on ``cpus`` that are neither the runner's nor its run's containers'."""
     count = 0
     for proc in os.scandir("/proc"):
@@ -79,7 +85,7 @@ def other_runnable(cpus: set[int], own_containers: Callable[[], set[str]], me: i
             # fields[0] is the state (field 3); fields[36] the last CPU (field 39).
             if len(fields) > 36 and fields[0] == "R" and int(fields[36]) in cpus:
                 running += 1
-        if running and _container_of(proc.name) not in own_containers():
+        if running and not is_own(_container_of(proc.name)):
             count += running
     return count
 
@@ -95,13 +101,14 @@ class ContentionSummary:
     def problem(self) -> str | None:
         """Why the run did not have its cores to itself (with the figure), or None."""
         where = f"CPUs {','.join(map(str, self.cpus))}"
-        if self.steal_fraction > MAX_STEAL:
+        max_steal, max_runnable = thresholds()
+        if self.steal_fraction > max_steal:
             return (f"CPU contention: steal was {self.steal_fraction:.1%} of {where} "
-                    f"(threshold {MAX_STEAL:.0%})")
-        if self.other_runnable_per_cpu > MAX_OTHER_RUNNABLE:
+                    f"(threshold {max_steal:.0%})")
+        if self.other_runnable_per_cpu > max_runnable:
             return (f"CPU contention: {self.other_runnable_per_cpu:.2f} other runnable tasks per CPU "
-                    f"on {where} on average, peak {self.other_runnable_peak} "
-                    f"(threshold {MAX_OTHER_RUNNABLE:g})")
+                    f"on {where} on average over {self.samples} samples, peak {self.other_runnable_peak} "
+                    f"(threshold {max_runnable:g}, RUNNER_MAX_OTHER_RUNNABLE)")
         return None
 
     def to_dict(self) -> dict:
@@ -111,10 +118,10 @@ class ContentionSummary:
 class ContentionSampler:
     """``start()`` before training, ``stop()`` after it: the summary of what it saw."""
 
-    def __init__(self, cpuset: str | None, own_containers: Callable[[], set[str]] = set,
+    def __init__(self, cpuset: str | None, is_own: Callable[[str | None], bool] = lambda cid: False,
                  interval_s: float = INTERVAL_S):
         self.cpus = parse_cpuset(cpuset)
-        self.own_containers = own_containers
+        self.is_own = is_own  # is a container id (None: not in a container) the run's own?
         self.interval_s = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -132,7 +139,7 @@ class ContentionSampler:
         me, cpus = os.getpid(), set(self.cpus)
         try:
             while not self._stop.wait(self.interval_s):
-                self._runnable.append(other_runnable(cpus, self.own_containers, me))
+                self._runnable.append(other_runnable(cpus, self.is_own, me))
         except Exception as exc:  # a sampler failure is reported, never fatal to the run
             self.error = f"{type(exc).__name__}: {exc}"
 

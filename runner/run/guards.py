@@ -19,7 +19,7 @@ from runner.run import events as run_events
 from runner.run.container import MANAGED_LABEL
 from runner.run.contention import ContentionSampler, ContentionSummary
 from runner.run.cores import cpuset_for
-from runner.run.output_quota import DEFAULT_LIMIT_BYTES, OutputQuota
+from runner.run.output_quota import OutputQuota
 from runner.run.ownership import LABEL_RUN
 
 
@@ -36,22 +36,25 @@ def stop_run_containers(client: docker.DockerClient, run_id: str) -> None:
             pass  # already stopped
 
 
-class _OwnContainerIds:
-    """The run's container ids, asked of the engine at most every 2 s."""
+class _OwnContainers:
+    """Is a container id one of the run's? Asks the engine again (at most twice a second)
+    when an id it does not know yet shows up: the run's containers start after the sampler."""
 
     def __init__(self, client: docker.DockerClient, run_id: str):
         self.client, self.run_id = client, run_id
         self.ids: set[str] = set()
         self.asked = 0.0
 
-    def __call__(self) -> set[str]:
-        if time.monotonic() - self.asked > 2:
+    def __call__(self, container_id: str | None) -> bool:
+        if container_id is None:
+            return False
+        if container_id not in self.ids and time.monotonic() - self.asked > 0.5:
             self.asked = time.monotonic()
             try:
                 self.ids = {c.id for c in run_containers(self.client, self.run_id)}
             except (docker.errors.DockerException, OSError):
                 pass
-        return self.ids
+        return container_id in self.ids
 
 
 @dataclass
@@ -71,8 +74,8 @@ class GuardVerdict:
 
 class RunGuards:
     def __init__(self, client: docker.DockerClient, run_id: str, cpus: float | None, output_dir: Path,
-                 quota_bytes: int = DEFAULT_LIMIT_BYTES):
-        self.contention = ContentionSampler(cpuset_for(cpus), _OwnContainerIds(client, run_id))
+                 quota_bytes: int | None = None):
+        self.contention = ContentionSampler(cpuset_for(cpus), _OwnContainers(client, run_id))
         self.quota = OutputQuota(output_dir, lambda: stop_run_containers(client, run_id), quota_bytes)
         self._dropped_before: dict[str, int] = {}
 

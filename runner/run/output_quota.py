@@ -12,7 +12,12 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-DEFAULT_LIMIT_BYTES = int(float(os.environ.get("RUNNER_OUTPUT_QUOTA_GIB", "2")) * (1 << 30))
+DEFAULT_QUOTA_GIB = 2.0
+
+
+def quota_bytes() -> int:
+    """The quota setting (``RUNNER_OUTPUT_QUOTA_GIB``, default 2 GiB), in bytes."""
+    return int(float(os.environ.get("RUNNER_OUTPUT_QUOTA_GIB", DEFAULT_QUOTA_GIB)) * (1 << 30))
 CHECK_EVERY_S = 1.0
 
 
@@ -43,9 +48,10 @@ class OutputQuota:
     """Watch ``folder``; ``exceeded`` holds the reason once the limit was passed."""
 
     def __init__(self, folder: Path, on_exceeded: Callable[[], None],
-                 limit_bytes: int = DEFAULT_LIMIT_BYTES, every_s: float = CHECK_EVERY_S):
+                 limit_bytes: int | None = None, every_s: float = CHECK_EVERY_S):
         self.folder, self.on_exceeded = folder, on_exceeded
-        self.limit, self.every_s = limit_bytes, every_s
+        self.limit = quota_bytes() if limit_bytes is None else limit_bytes
+        self.every_s = every_s
         self.exceeded: str | None = None
         self.error: str | None = None
         self._stop = threading.Event()
@@ -60,7 +66,7 @@ class OutputQuota:
         size = folder_size(self.folder, stop_after=self.limit)
         if size > self.limit and self.exceeded is None:
             self.exceeded = (f"the entry's output folder exceeded its quota of "
-                             f"{self.limit / (1 << 30):g} GiB (RUNNER_OUTPUT_QUOTA_GIB); the run was stopped")
+                             f"{self.limit / (1 << 30):g} GiB (RUNNER_OUTPUT_QUOTA_GIB) with {size} bytes; the run was stopped")
             self.on_exceeded()
         return self.exceeded is not None
 
