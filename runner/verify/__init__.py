@@ -102,7 +102,9 @@ def result_notes(root: Path) -> list[str]:
     evidence = Evidence(root, Auditor(), root)
     try:
         result = evidence.result
-    except Unavailable:
+    except (Unavailable, RecursionError, MemoryError):  # a hostile result.json: the checks say so
+        return []
+    if not isinstance(result, dict):
         return []
     notes = []
     if result.get("smoke"):

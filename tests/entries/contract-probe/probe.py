@@ -55,6 +55,7 @@ def evaluate(n):
 def hostile(n):
     """Lines and files that used to kill the runner's listener or its scoring."""
     print(':::MLLOG {"key": "deep", "value": ' + "[" * 200_000 + "]" * 200_000 + "}", flush=True)
+    print(':::MLLOG {"key": "deep", "value": ' + "[" * 10_000 + "]" * 10_000 + "}", flush=True)
     print(':::MLLOG {"key": "bigint", "value": ' + "7" * 5000 + "}", flush=True)
     print(':::MLLOG {"key": "long", "value": "' + "x" * 200_000 + '"}', flush=True)
     print("no newline for a while " * 10_000, end="", flush=True)
