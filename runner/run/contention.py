@@ -20,9 +20,9 @@ from typing import Callable
 
 INTERVAL_S = 0.5
 # Thresholds (settings): steal as a fraction of the CPUs' time, and other runnable tasks
-# per pinned CPU on average (0.25 = a quarter of a core taken by something else).
+# per pinned CPU on average (0.5 = half a core taken by something else).
 DEFAULT_MAX_STEAL = 0.05
-DEFAULT_MAX_OTHER_RUNNABLE = 0.25
+DEFAULT_MAX_OTHER_RUNNABLE = 0.5
 
 
 def thresholds() -> tuple[float, float]:

@@ -88,3 +88,20 @@ def test_policy_names_the_first_line_of_a_continued_instruction(tmp_path):
     path.write_text(HEAD + "# a comment\n\nRUN echo a \\\n  # inside\n  && echo b\nADD \\\n https://x.org/a /a\n")
     with pytest.raises(UserError, match="line 9: ADD https://x.org/a"):
         check_dockerfile(path)
+
+
+# --- build failures are explained by the step that failed ---------------------------------
+
+def test_failing_run_curl_is_not_blamed_on_the_lock(docker_client, tmp_path, capsys):
+    # The probe's own Dockerfile (a pip --require-hashes step first), then a download.
+    text = (PROBE / "Dockerfile").read_text() + "RUN curl -sSf https://example.com/x -o /tmp/x\n"
+    entry = with_dockerfile(tmp_path, text)
+    line = assert_one_line_error(*run_cli(capsys, "build", str(entry)), "curl")
+    assert "regenerate the lock" not in line and "pip refused" not in line
+
+
+def test_build_verbose_prints_the_build_log_on_failure(docker_client, tmp_path, capsys):
+    text = (PROBE / "Dockerfile").read_text() + "RUN echo hostile-marker-7 && false\n"
+    code, out, err = run_cli(capsys, "build", "-v", str(with_dockerfile(tmp_path, text)))
+    assert_one_line_error(code, out, err, "returned a non-zero code")
+    assert "hostile-marker-7" in out and "Step " in out
