@@ -143,6 +143,10 @@ class ContentionSampler:
         except Exception as exc:  # a sampler failure is reported, never fatal to the run
             self.error = f"{type(exc).__name__}: {exc}"
 
+    @property
+    def samples_taken(self) -> int:
+        return len(self._runnable)
+
     def stop(self) -> ContentionSummary:
         self._stop.set()
         if self._thread is not None:

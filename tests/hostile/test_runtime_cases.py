@@ -208,7 +208,9 @@ def test_busy_neighbours_on_the_cpuset_are_measured():
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(4)]
     try:
         sampler = contention.ContentionSampler("0-1", interval_s=0.2).start()
-        time.sleep(2)
+        deadline = time.monotonic() + 20  # a loaded host starves the sampler too
+        while sampler.samples_taken < 5 and time.monotonic() < deadline:
+            time.sleep(0.2)
         summary = sampler.stop()
     finally:
         for h in hogs:
