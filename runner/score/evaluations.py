@@ -3,7 +3,6 @@ harness' own labels."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 

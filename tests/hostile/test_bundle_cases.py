@@ -19,7 +19,6 @@ from synthetic_result import make_result_folder, stage_mnist_stand_in
 from runner.bundle import make_bundle, open as bundle_open, pack
 from runner.fingerprint import capture_host
 from runner.keys import public_key_dict
-from runner.score.safe_npy import load_npy
 
 from hostile_helpers import run_cli
 
@@ -155,6 +154,8 @@ def test_truncated_archive(signed, bundle, tmp_path, capsys):
 
 
 def test_safe_npy_loads_what_numpy_saves(tmp_path):
+    from runner.score.safe_npy import load_npy
+
     for array in (np.arange(12, dtype=np.int64).reshape(3, 4), np.asfortranarray(np.ones((2, 5))),
                   np.array([], dtype=np.float32), np.array(True)):
         np.save(tmp_path / "a.npy", array)

@@ -5,7 +5,6 @@ runs that share cores. The whole-run cases use the contract-probe test entry wit
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
