@@ -54,7 +54,7 @@ def plain_files(folder: Path) -> list[Path]:
                 )
             if not name.endswith(".pyc"):
                 files.append(full)
-    return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
+    return files  # os.walk order, folders sorted: the order content keys have always used
 
 
 def relative_problem(value: str) -> str | None:
