@@ -13,6 +13,7 @@ from pathlib import Path
 
 from runner.bundle.open import Limits, UnsafeBundleError, open_bundle
 from runner.errors import UserError
+from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.verify.evidence import Auditor, Evidence, Unavailable
 from runner.verify.hardware import check_cost, check_hardware_profile
 from runner.verify.inference import check_inference_gate
@@ -84,6 +85,11 @@ def verify_bundle(
         raise UserError(f"no bundle at {path}", "pass a result folder or a .tar.gz written by runner")
     try:
         opened = open_bundle(path, limits or Limits())
+        try:
+            _refuse_hostile_yaml(opened)
+        except UnsafeBundleError:
+            opened.close()
+            raise
     except UnsafeBundleError as err:
         report.checks.append(CheckResult(SAFE_OPEN, False, err.problem))
         report.checks += [
@@ -95,6 +101,17 @@ def verify_bundle(
         report.checks += run_checks(opened.root, auditor, Path(scratch))
         report.notes += result_notes(opened.root)
     return report
+
+
+def _refuse_hostile_yaml(opened) -> None:
+    """The bundle's YAML (its hardware profile) is read by the checks with a plain safe
+    loader: refuse, before any check, a file an alias bomb or sheer size makes dangerous."""
+    for path in sorted(opened.root.rglob("*.yaml")):
+        try:
+            load_untrusted_yaml(path, path.name)
+        except UserError as err:
+            raise UnsafeBundleError(f"unsafe bundle {opened.source}: {err.problem}",
+                                    "do not trust this bundle; ask its publisher for a clean one") from None
 
 
 def result_notes(root: Path) -> list[str]:

@@ -161,3 +161,11 @@ def test_safe_npy_loads_what_numpy_saves(tmp_path):
         np.save(tmp_path / "a.npy", array)
         loaded = load_npy(tmp_path / "a.npy")
         assert loaded.dtype == array.dtype and np.array_equal(loaded, array)
+
+
+def test_alias_bomb_in_the_bundles_profile_is_refused_before_any_check(signed, bundle, capsys):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+    (bundle / "profile.yaml").write_text(bomb)
+    code, out = verify(capsys, signed, bundle)
+    assert code == 1 and "anchors and aliases are not allowed" in out and "not run" in out
