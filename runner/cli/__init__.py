@@ -59,6 +59,9 @@ def one_line(text: str, limit: int = 2000) -> str:
 
 def describe_os_error(err: OSError) -> str:
     """What the file system refused, where, and the fix."""
+    if err.errno is None and err.filename is None:  # not the file system: the engine's HTTP API
+        return (f"the Docker engine refused a request: {err}. Fix: retry; if it persists, "
+                "`runner doctor` shows the engine's state.")
     where = f" {err.filename}" if err.filename else ""
     why = err.strerror or str(err)
     if err.errno == errno.ENOSPC:

@@ -92,7 +92,7 @@ def ensure_engine(install: bool = True) -> docker.DockerClient:
         # Starting a local dockerd would not help (and would be a second engine): the
         # user asked for that engine, so say it is unreachable.
         raise UserError(
-            f"DOCKER_HOST={os.environ['DOCKER_HOST']} points at an unreachable engine",
+            f"no Docker engine is reachable: DOCKER_HOST={os.environ['DOCKER_HOST']} points at an unreachable engine",
             "start the engine it names, correct DOCKER_HOST, or unset it to use (and let "
             "`runner setup` start) this host's own engine",
         )

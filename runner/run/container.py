@@ -96,8 +96,9 @@ def remove_orphans(client: docker.DockerClient) -> int:
         try:
             c.remove(force=True)
             removed += 1
-        except docker.errors.NotFound:
-            pass  # removed meanwhile by another runner recovering the same orphan
+        except docker.errors.APIError as exc:  # gone, or being removed by someone else
+            if exc.status_code not in (404, 409):
+                raise
     return removed
 
 
