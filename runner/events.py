@@ -11,11 +11,79 @@ parsed with ``origin="entry"`` whatever they say.
 from __future__ import annotations
 
 import json
+import math
+import threading
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 PREFIX = ":::MLLOG"
 ENTRY, RUNNER = "entry", "runner"
+
+# What one entry can make the runner parse and keep. A line over a limit is ignored like a
+# malformed one, and counted (``dropped()``), so the result can say events were lost.
+MAX_LINE_CHARS = 64 * 1024
+MAX_DEPTH = 32
+MAX_INT_DIGITS = 40
+MAX_EVENTS = 100_000
+# events.jsonl re-read by verify: a written event is at most a line plus its host fields.
+MAX_STORED_LINE_CHARS = 2 * MAX_LINE_CHARS
+
+_dropped: Counter = Counter()
+_dropped_lock = threading.Lock()
+
+
+def _drop(why: str) -> None:
+    with _dropped_lock:
+        _dropped[why] += 1
+
+
+def dropped() -> dict[str, int]:
+    """MLLOG lines ignored so far in this process, by reason (too long, too deep, ...)."""
+    with _dropped_lock:
+        return dict(_dropped)
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits")
+    return int(text)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"non-finite number {name}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"non-finite number {text[:20]}")
+    return value
+
+
+def _depth_within(obj: object, limit: int) -> bool:
+    """Nesting depth of parsed JSON, walked without recursion."""
+    stack = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return False
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return True
+
+
+def bounded_json(text: str) -> object:
+    """``json.loads`` with the limits above: ValueError for anything over them, never
+    RecursionError or a huge integer's quadratic conversion."""
+    try:
+        value = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float,
+                           parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if (text.count("[") + text.count("{")) > MAX_DEPTH and not _depth_within(value, MAX_DEPTH):
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return value
 
 
 @dataclass(frozen=True)
@@ -36,12 +104,20 @@ def runner_event(seq: int, t: float, key: str, **metadata) -> Event:
 
 def parse_line(line: str, seq: int, t: float) -> Event | None:
     """An ``Event`` for an MLLOG line, None for any other line (or a malformed one)."""
-    start = line.find(PREFIX)
+    start = line.find(PREFIX, 0, MAX_LINE_CHARS)
     if start < 0:
         return None
+    if len(line) > MAX_LINE_CHARS:
+        _drop("line longer than 64 KiB")
+        return None
+    if seq >= MAX_EVENTS:
+        _drop(f"more than {MAX_EVENTS} events")
+        return None
     try:
-        body = json.loads(line[start + len(PREFIX):].strip())
-    except json.JSONDecodeError:
+        body = bounded_json(line[start + len(PREFIX):].strip())
+    except ValueError as exc:  # JSONDecodeError is one; so are the limits
+        if not isinstance(exc, json.JSONDecodeError):
+            _drop(str(exc))
         return None
     if not isinstance(body, dict) or not isinstance(body.get("key"), str):
         return None
@@ -64,5 +140,19 @@ def write_events(path: Path, events: list[Event]) -> None:
 
 
 def read_events(path: Path) -> list[Event]:
-    with open(path) as fh:
-        return [Event(**json.loads(line)) for line in fh if line.strip()]
+    """Events written by ``write_events``; ValueError for a file over the limits (a
+    hostile bundle's events.jsonl), never a RecursionError or an unbounded read."""
+    events = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        while line := fh.readline(MAX_STORED_LINE_CHARS + 1):
+            if len(line) > MAX_STORED_LINE_CHARS:
+                raise ValueError(f"line {len(events) + 1} is longer than {MAX_STORED_LINE_CHARS} characters")
+            if not line.strip():
+                continue
+            if len(events) >= MAX_EVENTS:
+                raise ValueError(f"more than {MAX_EVENTS} events")
+            data = bounded_json(line)
+            if not isinstance(data, dict):
+                raise ValueError(f"line {len(events) + 1} is not an event object")
+            events.append(Event(**data))
+    return events

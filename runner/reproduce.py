@@ -37,7 +37,10 @@ from runner.data.synthetic import SMOKE_SIZES
 from runner.profiles import Profile, cost_usd, load_profile, price_fields, require_match
 from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
 from runner.results.record import Cost, DataInfo, EntryInfo, ImageInfo, Result, TaskInfo, Toolkit
+from runner.run import ownership
 from runner.run.container import remove_orphans
+from runner.run.cores import hold_cores
+from runner.run.guards import RunGuards
 from runner.run.training import CHECKPOINTS_DIR, LAUNCH_GAP_LIMIT_S, TrainingInputs, TrainingRun, run_training
 from runner.score.probe import make_probe_inputs, probe_shift
 from runner.score.summary import summarize_training
@@ -137,6 +140,8 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     client = get_client()
     if removed := remove_orphans(client):
         console.print(f"removed {removed} container(s) left by an earlier, killed run")
+    for killed in ownership.recover_killed_runs():
+        console.print(f"marked {killed} incomplete: {ownership.KILLED_REASON}")
     fingerprint = capture_host(client)
     hardware, reasons = _check_hardware(entry, profile, fingerprint, opts)
     host_gpus = len((fingerprint.get("gpu") or {}).get("gpus") or [])
@@ -298,8 +303,13 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
     result_dir = open_result_folder(ctx, seed)
     result = _started_result(ctx, result_dir.name, seed, opts)
     result.write(result_dir)  # a crash from here on still leaves a record
+    ownership.mark_running(result.run_id, result_dir)  # a SIGKILL from here on is recovered at next start
+    limits = ctx.profile.container_limits
+    guards = RunGuards(ctx.client, result.run_id, limits.cpus if limits else None, result_dir / "output").start()
     run = train(ctx, result, result_dir, opts, console, scratch)
+    verdict = guards.stop()
     score(ctx, result, run, result_dir)
+    verdict.apply(result)  # contention, output quota, dropped events
     result.write(result_dir)
     if run.outcome.interrupted:
         console.print(f"[red]interrupted[/]: the incomplete result is kept in {result_dir}")
@@ -317,9 +327,12 @@ def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list
         first_seed = secrets.randbelow(2**31) if opts.seed is None else opts.seed
         runs = opts.runs or ctx.entry.runs
         folders = []
+        limits = ctx.profile.container_limits
         for i in range(runs):
-            folder = run_once(ctx, first_seed + i, opts, console, Path(tmp))
-            sign_folder(folder, console)
+            with hold_cores(limits.cpus if limits else None, console.print, ctx.entry.name):
+                folder = run_once(ctx, first_seed + i, opts, console, Path(tmp))
+                ownership.mark_finished(folder.name)
+                sign_folder(folder, console)
             folders.append(folder)
     return folders
 

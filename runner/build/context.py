@@ -10,26 +10,22 @@ or the base image changes, so does the key (and the image tag).
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from runner import paths
+from runner.manifest.entry_folder import plain_files
 from runner.build.wheelhouse import link_into
 
 # Bumped when the way contexts are laid out changes, so old images are not reused.
 CONTEXT_FORMAT = "runner-build-context/1"
-_SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache"}
 
 
 def entry_files(folder: Path) -> list[Path]:
-    """Files that belong in the image, in a stable order (no caches or VCS data)."""
-    files = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        files.extend(Path(dirpath) / f for f in sorted(filenames) if not f.endswith(".pyc"))
-    return files
+    """Files that belong in the image, in a stable order (no caches or VCS data); a link
+    or special file anywhere in the folder is refused (see ``entry_folder``)."""
+    return plain_files(folder)
 
 
 def content_key(folder: Path, base_image_id: str, lock_path: Path) -> str:
@@ -49,7 +45,7 @@ def make_context(folder: Path, wheels: dict[str, Path], lock_path: Path) -> Path
     for path in entry_files(folder):
         target = context / "entry" / path.relative_to(folder)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, target)
+        shutil.copy2(path, target, follow_symlinks=False)
     # A lock given from elsewhere (smoke runs) replaces the entry's own at its usual place.
     shutil.copy2(lock_path, context / "entry" / "requirements.lock")
     link_into(wheels, context / "wheels")

@@ -21,6 +21,7 @@ import docker.errors
 from runner import paths
 from runner.build import context as build_context
 from runner.build import wheelhouse
+from runner.build.dockerfile_policy import check_dockerfile
 from runner.build.lockfile import parse_lock
 from runner.build.sbom import read_sbom
 from runner.engine.disk import require_free_space
@@ -74,6 +75,7 @@ def build_entry(
     started = time.monotonic()
     if not entry.path.is_dir():
         raise UserError(f"no entry folder at {entry.path}", "pass an entry folder such as entries/mnist-cnn-cpu")
+    check_dockerfile(entry.dockerfile_path)  # before the engine can fetch anything it names
     lock_path = Path(lock_path) if lock_path else entry.lock_path
     pins = parse_lock(lock_path)  # refuses unpinned or unhashed lines before any work
     base = ensure_base(base_image or entry.base_image, client)
@@ -160,7 +162,20 @@ def _docker_build(client, ctx: Path, tag: str, base: BaseImage, labels: dict[str
     return client.images.get(tag).id, log
 
 
+def _failing_step_output(log: list[str]) -> list[str]:
+    """The log from the last ``Step`` line on: what the failing step printed, and no
+    earlier step's (a pip step's ``--require-hashes`` must not explain a later failure)."""
+    starts = [i for i, text in enumerate(log) if text.startswith("Step ")]
+    return log[starts[-1]:] if starts else log
+
+
 def _build_failure(name: str, step: str, error: str, log: list[str]) -> UserError:
+    err = _explain_build_failure(name, step, error, _failing_step_output(log))
+    err.build_log = list(log) + [error]  # `runner build -v` prints it
+    return err
+
+
+def _explain_build_failure(name: str, step: str, error: str, log: list[str]) -> UserError:
     output = _ANSI.sub("", "".join(log[-40:]) + error)
     lines = [line.strip() for line in output.splitlines()
              if line.strip() and not line.strip().startswith(_BUILDER_CHATTER)]
@@ -171,7 +186,8 @@ def _build_failure(name: str, step: str, error: str, log: list[str]) -> UserErro
             "entry builds have no network; put Python dependencies in the hash-pinned lock "
             "(the runner supplies them as wheels/) and remove downloads from the Dockerfile",
         )
-    if "hashes" in output.lower() and "require" in output.lower() or "DO NOT MATCH" in output:
+    if "DO NOT MATCH" in output or re.search(r"hashes are required|requires? hashes|--require-hashes mode", output,
+                                               re.IGNORECASE) and "pip" in output.lower():
         return UserError(f"pip refused a wheel while building {name} ({step}): {tail}",
                          "regenerate the lock, or delete the wheel from the wheelhouse and rebuild")
     return UserError(f"building {name} failed at {step or 'the start'}: {tail}",

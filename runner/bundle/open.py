@@ -82,6 +82,19 @@ class _Budget:
         if size > self.limits.max_file_bytes:
             raise _refuse(self.source, f"{name} is {size} bytes, over the {self.limits.max_file_bytes}-byte limit")
 
+    def check_declared(self, name: str, size: int, compressed: int) -> None:
+        """Refuse a member from its header, before writing it: the total it would bring,
+        and the ratio to the archive's compressed size a zip bomb has."""
+        projected = self.total + size
+        if projected > self.limits.max_total_bytes:
+            raise _refuse(self.source, f"more than {self.limits.max_total_bytes} bytes in all (at {name})")
+        if projected > self.limits.ratio_floor_bytes and projected / compressed > self.limits.max_ratio:
+            raise _refuse(
+                self.source,
+                f"{name} would unpack to over {self.limits.max_ratio:g} times the archive's "
+                "compressed size (a zip bomb?)",
+            )
+
     def add_bytes(self, name: str, n: int) -> None:
         self.total += n
         if self.total > self.limits.max_total_bytes:
@@ -133,6 +146,7 @@ def _extract_tar(source: Path, dest: Path, limits: Limits) -> None:
                     raise _refuse(source, f"{key} appears twice")
                 seen.add(key)
                 budget.add_file(key, member.size)
+                budget.check_declared(key, member.size, compressed)  # before a byte is written
                 try:
                     target = _make_parent(dest, rel)
                 except (ValueError, FileExistsError, NotADirectoryError) as err:

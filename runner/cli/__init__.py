@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -32,8 +33,15 @@ COMMANDS = [
 ]
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments are one line with the fix, like every other error (no usage dump)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}. Fix: see `{self.prog} --help`.\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = OneLineParser(
         prog="runner",
         description="Reproduce deep-learning benchmark claims and sign what was measured.",
     )
@@ -44,6 +52,28 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def one_line(text: str, limit: int = 2000) -> str:
+    """An error message as one line of bounded length, whatever it quotes."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def describe_os_error(err: OSError) -> str:
+    """What the file system refused, where, and the fix."""
+    if err.errno is None and err.filename is None:  # not the file system: the engine's HTTP API
+        return (f"the Docker engine refused a request: {err}. Fix: retry; if it persists, "
+                "`runner doctor` shows the engine's state.")
+    where = f" {err.filename}" if err.filename else ""
+    why = err.strerror or str(err)
+    if err.errno == errno.ENOSPC:
+        fix = f"free space on the disk holding{where or ' the runner home and results'} and retry"
+    elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = f"make{where or ' the folder'} writable (or set RUNNER_RESULTS / RUNNER_HOME elsewhere)"
+    else:
+        fix = "check the path and retry"
+    return f"cannot use{where}: {why}. Fix: {fix}."
+
+
 def main(argv: list[str] | None = None) -> int:
     if not sys.stdout.isatty():
         # Logs and pipes (CI) get tables at 120 columns rather than rich's 80-column default.
@@ -52,8 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as err:
-        print(f"runner: error: {err}", file=sys.stderr)
+        print(f"runner: error: {one_line(str(err))}", file=sys.stderr)
         return err.exit_code
+    except OSError as err:  # a read-only results folder, a full disk, a vanished file
+        print(f"runner: error: {one_line(describe_os_error(err))}", file=sys.stderr)
+        return UserError.exit_code
+    except MemoryError:
+        print("runner: error: out of memory. Fix: free memory, or check the input is not "
+              "hostile (a huge array or manifest).", file=sys.stderr)
+        return UserError.exit_code
     except KeyboardInterrupt:
         print("runner: interrupted", file=sys.stderr)
         return 130

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from runner.build import build_entry, version_of
 from runner.engine import get_client
+from runner.errors import UserError
 from runner.manifest import load_entry
 
 
@@ -25,8 +26,13 @@ def run(args) -> int:
     entry = load_entry(args.entry)
     client = get_client()
     console = Console()
-    with console.status(f"building {entry.name}"):
-        built = build_entry(entry, client, no_cache=args.no_cache)
+    try:
+        with console.status(f"building {entry.name}"):
+            built = build_entry(entry, client, no_cache=args.no_cache)
+    except UserError as err:
+        if args.verbose and getattr(err, "build_log", None):  # the output that explains it
+            console.print("".join(err.build_log), markup=False, highlight=False)
+        raise
     if args.verbose:
         console.print("".join(built.log), markup=False, highlight=False)
     how = "cache hit" if built.cached else "built"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from runner.cli import argtypes
 from runner.reproduce import ReproduceOptions, reproduce, summarize
 from runner.results import write_json
 from runner.results.record import Result
@@ -89,8 +90,8 @@ def register(subparsers) -> None:
         "clock and the score on the host, fingerprint the hardware and write a signed result.",
     )
     p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
-    p.add_argument("--runs", type=int, help="repeat with seeds seed, seed+1, ... (default: manifest)")
-    p.add_argument("--seed", type=int,
+    p.add_argument("--runs", type=argtypes.run_count, help="repeat with seeds seed, seed+1, ... (default: manifest)")
+    p.add_argument("--seed", type=argtypes.seed,
                    help="first seed, the auditor's to fix (default: the runner draws one at random)")
     p.add_argument("--smoke", action="store_true",
                    help="one short epoch on synthetic data, on CPU; never conforming")
@@ -98,6 +99,6 @@ def register(subparsers) -> None:
                    help="run on a host that does not match the profile; marks the result non-conforming")
     p.add_argument("--backend", action="append", metavar="B",
                    help="inference backend (repeatable; default: the manifest's)")
-    p.add_argument("--timeout-minutes", type=float, help="training timeout (default: manifest)")
+    p.add_argument("--timeout-minutes", type=argtypes.timeout_minutes, help="training timeout (default: manifest)")
     p.add_argument("--no-infer", action="store_true", help="skip the inference phase")
     p.set_defaults(func=run)

@@ -88,6 +88,14 @@ def ensure_engine(install: bool = True) -> docker.DockerClient:
     ``dockerd`` first when needed (Debian-like, root). Otherwise the one-line error."""
     if ping():
         return get_client()
+    if os.environ.get("DOCKER_HOST"):
+        # Starting a local dockerd would not help (and would be a second engine): the
+        # user asked for that engine, so say it is unreachable.
+        raise UserError(
+            f"no Docker engine is reachable: DOCKER_HOST={os.environ['DOCKER_HOST']} points at an unreachable engine",
+            "start the engine it names, correct DOCKER_HOST, or unset it to use (and let "
+            "`runner setup` start) this host's own engine",
+        )
     if not install:
         return get_client()  # raises the UserError with the fix
     if shutil.which("dockerd") is None:

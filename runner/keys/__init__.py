@@ -98,7 +98,13 @@ def generate(out_dir: Path | None = None, force: bool = False) -> KeyPair:
     )
     _write_owner_only(private, pem)
     signer = CryptoSigner(key)
-    public.write_text(json.dumps(public_key_dict(signer.public_key), indent=2, sort_keys=True) + "\n")
+    try:
+        public.write_text(json.dumps(public_key_dict(signer.public_key), indent=2, sort_keys=True) + "\n")
+    except OSError as err:
+        private.unlink(missing_ok=True)
+        public.unlink(missing_ok=True)
+        raise UserError(f"cannot write the public key {public}: {err.strerror or err}",
+                        f"free space on (or fix permissions of) {public.parent} and retry") from None
     return KeyPair(private, public, signer.public_key.keyid)
 
 
@@ -107,10 +113,17 @@ def _write_owner_only(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.chmod(tmp, 0o600)  # in case the umask or an ACL widened it
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())  # a full disk fails here, not later on close
+        os.chmod(tmp, 0o600)  # in case the umask or an ACL widened it
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)  # never leave a half-written key behind
+        raise UserError(f"cannot write the signing key {path}: {err.strerror or err}",
+                        f"free space on (or fix permissions of) {path.parent} and retry") from None
 
 
 def load_signer(private: Path | None = None) -> Signer | None:

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import jsonschema
-import yaml
 
 from runner.errors import UserError
+from runner.manifest.entry_folder import inside_entry, plain_files, relative_problem
 from runner.manifest.schema import ENTRY_SCHEMA
+from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.tasks import Task, get_task
 
 
@@ -122,8 +123,10 @@ def validate_manifest(data: object, source: str = "entry.yaml") -> None:
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), e.message))
     if errors:
         err = errors[0]
+        # The message quotes the value: keep it short, whatever the manifest holds.
+        message = err.message if len(err.message) <= 200 else err.message[:200] + "..."
         raise UserError(
-            f"{source}: field '{_field_path(err)}' is invalid: {err.message}", _fix_for(err)
+            f"{source}: field '{_field_path(err)}' is invalid: {message}", _fix_for(err)
         )
 
 
@@ -134,14 +137,10 @@ def load_entry(path: str | Path) -> Entry:
             f"no entry folder at {path}", "pass an entry folder such as entries/mnist-cnn-cpu"
         )
     manifest = folder / "entry.yaml"
-    if not manifest.is_file():
+    if not manifest.exists() and not manifest.is_symlink():
         raise UserError(f"{folder} has no entry.yaml", "add a manifest (see `runner schema`)")
-    try:
-        data = yaml.safe_load(manifest.read_text())
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        at = f" at line {line + 1}" if line is not None else ""
-        raise UserError(f"{manifest} is not valid YAML{at}", "fix the YAML syntax") from None
+    data = load_untrusted_yaml(manifest)
+    plain_files(folder)  # links, devices, FIFOs anywhere in the entry are refused by name
     if isinstance(data, dict) and "seed" in data:
         # The seed is the auditor's: an entry that picked its own could keep a lucky one.
         raise UserError(
@@ -154,10 +153,15 @@ def load_entry(path: str | Path) -> Entry:
             f"{manifest}: field 'name' is '{data['name']}' but the folder is '{folder.name}'",
             f"set name: {folder.name}",
         )
-    locks = [data.get("lock", "requirements.lock")] + [data.get("smoke", {}).get("lock")]
-    for needed in ["Dockerfile", *filter(None, locks)]:
-        if not (folder / needed).is_file():
-            raise UserError(f"entry {folder.name} has no {needed}", f"add {folder / needed}")
+    inside_entry(folder, "Dockerfile", "Dockerfile")
+    inside_entry(folder, data.get("lock", "requirements.lock"), "lock")
+    if data.get("smoke", {}).get("lock"):
+        inside_entry(folder, data["smoke"]["lock"], "smoke.lock")
+    if problem := relative_problem(data["inference"]["weights"]):
+        raise UserError(
+            f"{manifest}: field 'inference.weights' ({data['inference']['weights'][:100]!r}) {problem}",
+            "name the weights file relative to /output, e.g. model/weights.pt",
+        )
     return Entry(
         path=folder,
         name=data["name"],

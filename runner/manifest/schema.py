@@ -50,7 +50,7 @@ ENTRY_SCHEMA: dict = {
             "required": ["command"],
             "properties": {
                 "command": {**_COMMAND, "description": "argv run in /entry"},
-                "timeout_minutes": {"type": "number", "exclusiveMinimum": 0, "default": 60},
+                "timeout_minutes": {"type": "number", "exclusiveMinimum": 0, "maximum": 10080, "default": 60},
             },
         },
         "smoke": {

@@ -18,10 +18,14 @@ from typing import Callable
 import docker
 from docker.types import DeviceRequest
 
+from runner.run import ownership
+
 # Every container the runner starts carries this label, so an orphan left by a killed
 # runner can be found and removed by the next run.
 MANAGED_LABEL = "dev.runner.container"
 CONTAINER_USER = "1000:1000"
+# The longest output line kept whole; longer lines are cut (and say so) in log and events.
+MAX_LINE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -80,11 +84,23 @@ def prepare_writable(path: Path) -> None:
 
 
 def remove_orphans(client: docker.DockerClient) -> int:
-    """Remove containers of earlier runs whose runner was killed before it could clean up."""
-    orphans = client.containers.list(all=True, filters={"label": MANAGED_LABEL})
-    for c in orphans:
-        c.remove(force=True)
-    return len(orphans)
+    """Remove containers of earlier runs whose runner was killed before it could clean up.
+
+    Only containers this host can prove orphaned: labelled by a runner on this host whose
+    process is gone (or whose pid now belongs to another process). Containers of live runs,
+    of other hosts sharing the engine, or without owner labels are never touched."""
+    removed = 0
+    for c in client.containers.list(all=True, filters={"label": MANAGED_LABEL}):
+        owner = ownership.owner_from_labels(c.labels or {})
+        if owner is None or not owner.gone():
+            continue
+        try:
+            c.remove(force=True)
+            removed += 1
+        except docker.errors.APIError as exc:  # gone, or being removed by someone else
+            if exc.status_code not in (404, 409):
+                raise
+    return removed
 
 
 def cpu_limits(cpus: float | None) -> dict:
@@ -125,7 +141,7 @@ def _create(client: docker.DockerClient, spec: ContainerSpec):
             str(m.host): {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
             for m in spec.mounts
         },
-        labels={MANAGED_LABEL: spec.label},
+        labels={MANAGED_LABEL: spec.label, **ownership.container_labels()},
         detach=True,
     )
 
@@ -152,21 +168,42 @@ def run_container(
     t0 = time.monotonic()
 
     def pump() -> None:
-        pending = b""
+        # Linear in the output's size: each chunk is split once, and a partial line is kept
+        # only up to MAX_LINE_BYTES (the rest of an over-long line is counted, not kept).
+        partial = bytearray()
+        dropped = 0  # bytes cut from the current over-long line
+
+        def emit(raw: bytes, now: float) -> None:
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            if dropped:
+                line += f" [... {dropped} more bytes cut by the runner]"
+            log.write(f"[{now:10.3f}] {line}\n")
+            try:
+                on_line(line, now)
+            except Exception as exc:  # a consumer's bug must not stop the reading,
+                if not failure:  # but the outcome says so (first failure only)
+                    failure.append(exc)
+
         try:
             with open(log_path, "a", buffering=1) as log:
                 for chunk in stream:
                     now = time.monotonic() - t0
-                    pending += chunk
-                    *lines, pending = pending.split(b"\n")
-                    for raw in lines:
-                        line = raw.decode("utf-8", "replace").rstrip("\r")
-                        log.write(f"[{now:10.3f}] {line}\n")
-                        on_line(line, now)
-                if pending:
-                    line = pending.decode("utf-8", "replace")
-                    log.write(f"[{time.monotonic() - t0:10.3f}] {line}\n")
-                    on_line(line, time.monotonic() - t0)
+                    start = 0
+                    while (end := chunk.find(b"\n", start)) >= 0:
+                        room = MAX_LINE_BYTES - len(partial)
+                        piece = chunk[start:end]
+                        dropped += max(0, len(piece) - room)
+                        partial += piece[:room]
+                        emit(bytes(partial), now)
+                        partial.clear()
+                        dropped = 0
+                        start = end + 1
+                    rest = chunk[start:]
+                    room = MAX_LINE_BYTES - len(partial)
+                    dropped += max(0, len(rest) - room)
+                    partial += rest[:room]
+                if partial or dropped:
+                    emit(bytes(partial), time.monotonic() - t0)
         except BaseException as exc:  # surfaced in the main thread
             failure.append(exc)
 

@@ -3,12 +3,13 @@ the runner's own labels; and the same checkpoint on the perturbed probe inputs."
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from runner.events import bounded_json
+from runner.score.safe_npy import load_npy
 from runner.score.tta import Timeline
 from runner.tasks import Task
 from runner.tasks.metrics import score_classification
@@ -37,16 +38,37 @@ class ScoredEvaluation:
         return asdict(self)
 
 
+MAX_JSON_PREDICTIONS_BYTES = 256 << 20
+
+
+def path_problem(relative: object) -> str | None:
+    """Why an entry-given path cannot name a file (None when it can)."""
+    if not isinstance(relative, str) or not relative:
+        return f"predictions path {relative!r} is not a file name"
+    if len(relative) > 1024 or any(ord(c) < 32 or c == "\x7f" for c in relative):
+        return f"predictions path {relative[:80]!r} holds control characters or is too long"
+    return None
+
+
 def resolve_inside(root: Path, relative: str) -> Path | None:
-    """``root/relative`` if it stays inside ``root``; None for a path that escapes it."""
-    path = (root / relative).resolve()
+    """``root/relative`` if it stays inside ``root``; None for a path that escapes it
+    or cannot be a path at all (a NUL byte, a name too long)."""
+    if path_problem(relative):
+        return None
+    try:
+        path = (root / relative).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return None
     return path if path.is_relative_to(root.resolve()) else None
 
 
 def load_predictions(path: Path) -> np.ndarray | dict:
+    """An entry's (or a bundle's) predictions, read within limits: ValueError otherwise."""
     if path.suffix == ".json":
-        return json.loads(path.read_text())
-    return np.load(path, allow_pickle=False)
+        if path.stat().st_size > MAX_JSON_PREDICTIONS_BYTES:
+            raise ValueError(f"over {MAX_JSON_PREDICTIONS_BYTES} bytes")
+        return bounded_json(path.read_text(encoding="utf-8", errors="replace"))
+    return load_npy(path)
 
 
 def score_predictions(task: Task, preds, labels) -> tuple[int, dict[str, float], str | None]:
@@ -66,6 +88,8 @@ def primary_score(task: Task, scores: dict[str, float]) -> float | None:
 
 def score_file(task: Task, root: Path, relative: str, labels):
     """(count, scores, problem) for one predictions file under ``root``."""
+    if problem := path_problem(relative):
+        return None, {}, problem
     path = resolve_inside(root, relative)
     if path is None:
         return None, {}, f"predictions path {relative!r} leaves the result folder"
@@ -73,7 +97,7 @@ def score_file(task: Task, root: Path, relative: str, labels):
         return None, {}, f"predictions file {relative} is missing"
     try:
         return score_predictions(task, load_predictions(path), labels)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, TypeError, MemoryError) as exc:
         return None, {}, f"predictions file {relative} is unreadable: {exc}"
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from runner.bundle.open import Limits, UnsafeBundleError, open_bundle
 from runner.errors import UserError
+from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.verify.evidence import Auditor, Evidence, Unavailable
 from runner.verify.hardware import check_cost, check_hardware_profile
 from runner.verify.inference import check_inference_gate
@@ -74,9 +75,11 @@ def run_checks(root: Path, auditor: Auditor, scratch: Path) -> list[CheckResult]
             result = CheckResult(name, False, str(err))
         except UserError as err:  # e.g. predictions of the wrong shape for the task
             result = CheckResult(name, False, err.problem)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError) as err:
-            # A hostile bundle can hold anything; a file the check cannot digest fails it.
-            result = CheckResult(name, False, f"cannot check: {type(err).__name__}: {err}")
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError,
+                MemoryError, RecursionError) as err:
+            # A hostile bundle can hold anything; a file the check cannot digest fails it
+            # (an array header claiming terabytes, JSON nested past the recursion limit).
+            result = CheckResult(name, False, f"cannot check: {type(err).__name__}: {str(err)[:300]}")
         results.append(result)
     return results
 
@@ -91,6 +94,11 @@ def verify_bundle(
         raise UserError(f"no bundle at {path}", "pass a result folder or a .tar.gz written by runner")
     try:
         opened = open_bundle(path, limits or Limits())
+        try:
+            _refuse_hostile_yaml(opened)
+        except UnsafeBundleError:
+            opened.close()
+            raise
     except UnsafeBundleError as err:
         report.checks.append(CheckResult(SAFE_OPEN, False, err.problem))
         report.checks += [
@@ -104,12 +112,25 @@ def verify_bundle(
     return report
 
 
+def _refuse_hostile_yaml(opened) -> None:
+    """The bundle's YAML (its hardware profile) is read by the checks with a plain safe
+    loader: refuse, before any check, a file an alias bomb or sheer size makes dangerous."""
+    for path in sorted(opened.root.rglob("*.yaml")):
+        try:
+            load_untrusted_yaml(path, path.name)
+        except UserError as err:
+            raise UnsafeBundleError(f"unsafe bundle {opened.source}: {err.problem}",
+                                    "do not trust this bundle; ask its publisher for a clean one") from None
+
+
 def result_notes(root: Path) -> list[str]:
     """What the result says about itself that a reader must see: smoke, non-conforming, incomplete."""
     evidence = Evidence(root, Auditor(), root)
     try:
         result = evidence.result
-    except Unavailable:
+    except (Unavailable, RecursionError, MemoryError):  # a hostile result.json: the checks say so
+        return []
+    if not isinstance(result, dict):
         return []
     notes = []
     if result.get("smoke"):

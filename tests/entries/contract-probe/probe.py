@@ -6,6 +6,9 @@
   network  try to reach the outside; exit non-zero when it can't (it must not)
   badckpt  ask for evaluations of checkpoints the runner must refuse (missing, outside /output)
   sleep    start, then hang (a run killed midway)
+  nap      a few seconds of "training", then one good evaluation (runs that overlap)
+  fill     write into /output until stopped (the output quota)
+  hostile  hostile event lines and predictions, then one good evaluation and run_stop
 """
 
 import json
@@ -53,6 +56,29 @@ def evaluate():
     log("eval_request", epoch_num=1, checkpoint="checkpoints/1.pt")
 
 
+def hostile(n):
+    """Lines and files that used to kill the runner's listener or its scoring."""
+    print(':::MLLOG {"key": "deep", "value": ' + "[" * 200_000 + "]" * 200_000 + "}", flush=True)
+    print(':::MLLOG {"key": "deep", "value": ' + "[" * 10_000 + "]" * 10_000 + "}", flush=True)
+    print(':::MLLOG {"key": "bigint", "value": ' + "7" * 5000 + "}", flush=True)
+    print(':::MLLOG {"key": "long", "value": "' + "x" * 200_000 + '"}', flush=True)
+    print("no newline for a while " * 10_000, end="", flush=True)
+    print(flush=True)
+    (OUT / "predictions").mkdir(parents=True, exist_ok=True)
+    log("epoch_start", epoch_num=1)
+    log("eval_start", epoch_num=1)
+    log("eval_stop", epoch_num=1, predictions="predictions/eval-1.npy\x00../../etc/passwd")
+    header = {"descr": "<i8", "fortran_order": False, "shape": (10**12,)}  # 8 TB claimed
+    with open(OUT / "predictions" / "huge.npy", "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, header)
+        fh.write(b"\0" * 64)
+    log("eval_start", epoch_num=2)
+    log("eval_stop", epoch_num=2, predictions="predictions/huge.npy")
+    np.save(OUT / "predictions" / "eval-3.npy", np.zeros(n, dtype=np.int64))
+    log("eval_start", epoch_num=3)
+    log("eval_stop", epoch_num=3, predictions="predictions/eval-3.npy")
+
+
 def main(mode):
     log("run_start")
     if mode == "sandbox":
@@ -76,6 +102,21 @@ def main(mode):
     elif mode == "sleep":
         log("epoch_start", epoch_num=1)
         time.sleep(600)
+    elif mode == "nap":
+        log("epoch_start", epoch_num=1)
+        time.sleep(4)
+        evaluate(n)
+    elif mode == "fill":
+        log("epoch_start", epoch_num=1)
+        block = b"\0" * (1 << 20)
+        with open(OUT / "fill.bin", "wb") as fh:
+            for _ in range(4096):  # up to 4 GiB, a MiB at a time, slowly enough to be stopped
+                fh.write(block)
+                fh.flush()
+                time.sleep(0.01)
+        evaluate(n)
+    elif mode == "hostile":
+        hostile(n)
     log("run_stop", status="success")
 
 

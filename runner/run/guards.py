@@ -1,0 +1,100 @@
+"""What watches a run from the host while it trains: CPU contention on its cores, the
+quota of its output folder, and MLLOG lines dropped for being over the limits.
+
+``reproduce`` starts the guards before training and applies their verdict to the result
+after it: contention or dropped events make the result non-conforming (with the figure),
+an exceeded quota makes it incomplete (the watcher stops the run's containers).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from runner import events as run_events
+from runner.run.container import MANAGED_LABEL
+from runner.run.contention import ContentionSampler, ContentionSummary
+from runner.run.cores import cpuset_for
+from runner.run.output_quota import OutputQuota
+from runner.results.record import Result
+from runner.run.ownership import LABEL_RUN
+
+
+def run_containers(client: docker.DockerClient, run_id: str) -> list:
+    return client.containers.list(all=True, filters={"label": [MANAGED_LABEL, f"{LABEL_RUN}={run_id}"]})
+
+
+def stop_run_containers(client: docker.DockerClient, run_id: str) -> None:
+    """Kill the run's containers (the runner's own container code then removes them)."""
+    for c in run_containers(client, run_id):
+        try:
+            c.kill()
+        except docker.errors.APIError:
+            pass  # already stopped
+
+
+class _OwnContainers:
+    """Is a container id one of the run's? Asks the engine again (at most twice a second)
+    when an id it does not know yet shows up: the run's containers start after the sampler."""
+
+    def __init__(self, client: docker.DockerClient, run_id: str):
+        self.client, self.run_id = client, run_id
+        self.ids: set[str] = set()
+        self.asked = 0.0
+
+    def __call__(self, container_id: str | None) -> bool:
+        if container_id is None:
+            return False
+        if container_id not in self.ids and time.monotonic() - self.asked > 0.5:
+            self.asked = time.monotonic()
+            try:
+                self.ids = {c.id for c in run_containers(self.client, self.run_id)}
+            except (docker.errors.DockerException, OSError):
+                pass
+        return container_id in self.ids
+
+
+@dataclass
+class GuardVerdict:
+    nonconforming: list[str] = field(default_factory=list)
+    incomplete: str | None = None
+    contention: ContentionSummary | None = None
+
+    def apply(self, result: Result) -> None:
+        """Mark ``result`` with what the guards saw."""
+        if self.incomplete:
+            result.ended("incomplete", self.incomplete)
+        for reason in self.nonconforming:
+            result.not_conforming(reason)
+
+
+class RunGuards:
+    def __init__(self, client: docker.DockerClient, run_id: str, cpus: float | None, output_dir: Path,
+                 quota_bytes: int | None = None):
+        self.contention = ContentionSampler(cpuset_for(cpus), _OwnContainers(client, run_id))
+        self.quota = OutputQuota(output_dir, lambda: stop_run_containers(client, run_id), quota_bytes)
+        self._dropped_before: dict[str, int] = {}
+
+    def start(self) -> RunGuards:
+        self._dropped_before = run_events.dropped()
+        self.contention.start()
+        self.quota.start()
+        return self
+
+    def stop(self) -> GuardVerdict:
+        verdict = GuardVerdict(incomplete=self.quota.stop())
+        verdict.contention = summary = self.contention.stop()
+        if problem := summary.problem():
+            verdict.nonconforming.append(problem)
+        after = run_events.dropped()
+        lost = {why: n - self._dropped_before.get(why, 0) for why, n in after.items()}
+        lost = {why: n for why, n in lost.items() if n > 0}
+        if lost:
+            verdict.nonconforming.append(
+                "MLLOG lines ignored for exceeding the runner's limits: "
+                + ", ".join(f"{n} x {why}" for why, n in sorted(lost.items())))
+        return verdict

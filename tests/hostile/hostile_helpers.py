@@ -1,0 +1,82 @@
+"""Shared pieces of the hostile-input catalogue: run the real CLI and check that a failure
+is one line, with no traceback, and that nothing was left behind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.cli import main
+
+TESTS = Path(__file__).resolve().parent.parent
+PROBE = TESTS / "entries" / "contract-probe"
+DEFAULT_ENTRY = TESTS.parent / "entries" / "mnist-cnn-cpu"
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """``runner ARGV`` in-process: (exit code, stdout, stderr). argparse exits count too."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 2
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, out: str, err: str, *needles: str, exit_code: int = 2) -> str:
+    """Exit ``exit_code``, stderr exactly one ``... error: ...`` line naming every needle."""
+    assert code == exit_code, (code, out, err)
+    assert "Traceback" not in out + err, err
+    lines = err.strip("\n").split("\n")
+    assert len(lines) == 1, err
+    assert "error:" in lines[0], err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def probe_entry(tmp_path: Path, mode: str) -> Path:
+    """The contract-probe test entry, running ``probe.py MODE``."""
+    folder = tmp_path / "contract-probe"
+    shutil.copytree(PROBE, folder)
+    manifest = yaml.safe_load((folder / "entry.yaml").read_text())
+    manifest["train"]["command"] = ["python3", "/entry/probe.py", mode]
+    (folder / "entry.yaml").write_text(yaml.safe_dump(manifest))
+    return folder
+
+
+def edit_manifest(folder: Path, **fields) -> Path:
+    manifest = yaml.safe_load((folder / "entry.yaml").read_text())
+    for dotted, value in fields.items():
+        *parents, last = dotted.split("__")
+        node = manifest
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    (folder / "entry.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return folder
+
+
+def result_of(results: Path, entry: str = "contract-probe") -> dict:
+    (folder,) = [p for p in (results / entry).iterdir() if p.is_dir()]
+    return json.loads((folder / "result.json").read_text()) | {"_folder": str(folder)}
+
+
+def event_keys(result: dict) -> list[str]:
+    lines = Path(result["_folder"], "events.jsonl").read_text().splitlines()
+    return [json.loads(line)["key"] for line in lines]
+
+
+def no_results(results: Path) -> bool:
+    return not results.exists() or not any(results.rglob("result.json"))
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "results"
+    monkeypatch.setenv("RUNNER_RESULTS", str(folder))
+    return folder
