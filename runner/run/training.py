@@ -25,7 +25,7 @@ from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare
 from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
 from runner.events import Event, parse_line, runner_event, write_events
 from runner.run.progress import TrainingProgress
-from runner.score.evaluations import primary_score, resolve_inside, score_file
+from runner.score.evaluations import path_problem, primary_score, resolve_inside, score_file
 from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
 from runner.tasks import Task
 
@@ -75,8 +75,8 @@ class CheckpointError(Exception):
 
 def copy_checkpoint(output_dir: Path, relative: object, target: Path) -> str:
     """Copy the entry's checkpoint to a runner-owned file; return its sha256."""
-    if not isinstance(relative, str) or not relative or "\0" in relative:
-        raise CheckpointError("the request names no checkpoint")
+    if problem := path_problem(relative):
+        raise CheckpointError(problem.replace("predictions path", "checkpoint path"))
     source = resolve_inside(output_dir, relative)
     if source is None:
         raise CheckpointError(f"checkpoint {relative!r} leaves /output")

@@ -64,7 +64,7 @@ def test_verified_baseline(signed, bundle, capsys):
 
 
 def test_eight_terabyte_predictions_header(signed, bundle, capsys):
-    terabyte_header(bundle / "output" / "predictions" / "eval-2.npy")
+    terabyte_header(bundle / "evaluations" / "1" / "clean.npy")
     code, out = verify(capsys, signed, bundle)
     assert code == 1 and "over the 8589934592-byte limit" in out and "NOT verified" in out
 
@@ -76,14 +76,14 @@ def test_eight_terabyte_inference_header(signed, bundle, capsys):
 
 
 def test_pickled_object_array(signed, bundle, capsys):
-    np.save(bundle / "output" / "predictions" / "eval-1.npy", np.array([{"a": 1}] * 3, dtype=object),
+    np.save(bundle / "evaluations" / "0" / "clean.npy", np.array([{"a": 1}] * 3, dtype=object),
             allow_pickle=True)
     code, out = verify(capsys, signed, bundle)
     assert code == 1 and "not a plain numeric type" in out
 
 
 def test_oversized_npy_header(signed, bundle, capsys):
-    path = bundle / "output" / "predictions" / "eval-1.npy"
+    path = bundle / "evaluations" / "0" / "clean.npy"
     header = "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), 'pad': '" + "x" * 200_000 + "'}"
     path.write_bytes(b"\x93NUMPY\x02\x00" + len(header).to_bytes(4, "little") + header.encode() + b"\0" * 24)
     code, out = verify(capsys, signed, bundle)
@@ -91,7 +91,7 @@ def test_oversized_npy_header(signed, bundle, capsys):
 
 
 def test_npy_shorter_than_its_header_says(signed, bundle, capsys):
-    path = bundle / "output" / "predictions" / "eval-3.npy"
+    path = bundle / "evaluations" / "2" / "clean.npy"
     path.write_bytes(path.read_bytes()[:-800])
     code, out = verify(capsys, signed, bundle)
     assert code == 1 and "but the file holds" in out

@@ -56,27 +56,23 @@ def evaluate():
     log("eval_request", epoch_num=1, checkpoint="checkpoints/1.pt")
 
 
-def hostile(n):
-    """Lines and files that used to kill the runner's listener or its scoring."""
+def hostile():
+    """Lines and files that used to kill the runner's listener or its evaluation."""
     print(':::MLLOG {"key": "deep", "value": ' + "[" * 200_000 + "]" * 200_000 + "}", flush=True)
     print(':::MLLOG {"key": "deep", "value": ' + "[" * 10_000 + "]" * 10_000 + "}", flush=True)
     print(':::MLLOG {"key": "bigint", "value": ' + "7" * 5000 + "}", flush=True)
     print(':::MLLOG {"key": "long", "value": "' + "x" * 200_000 + '"}', flush=True)
     print("no newline for a while " * 10_000, end="", flush=True)
     print(flush=True)
-    (OUT / "predictions").mkdir(parents=True, exist_ok=True)
+    (OUT / "checkpoints").mkdir(parents=True, exist_ok=True)
     log("epoch_start", epoch_num=1)
-    log("eval_start", epoch_num=1)
-    log("eval_stop", epoch_num=1, predictions="predictions/eval-1.npy\x00../../etc/passwd")
+    log("eval_request", epoch_num=1, checkpoint="checkpoints/1.pt\x00../../etc/passwd")
     header = {"descr": "<i8", "fortran_order": False, "shape": (10**12,)}  # 8 TB claimed
-    with open(OUT / "predictions" / "huge.npy", "wb") as fh:
+    with open(OUT / "checkpoints" / "huge.npy", "wb") as fh:
         np.lib.format.write_array_header_1_0(fh, header)
         fh.write(b"\0" * 64)
-    log("eval_start", epoch_num=2)
-    log("eval_stop", epoch_num=2, predictions="predictions/huge.npy")
-    np.save(OUT / "predictions" / "eval-3.npy", np.zeros(n, dtype=np.int64))
-    log("eval_start", epoch_num=3)
-    log("eval_stop", epoch_num=3, predictions="predictions/eval-3.npy")
+    log("eval_request", epoch_num=2, checkpoint="checkpoints/huge.npy")
+    evaluate()
 
 
 def main(mode):
@@ -105,7 +101,7 @@ def main(mode):
     elif mode == "nap":
         log("epoch_start", epoch_num=1)
         time.sleep(4)
-        evaluate(n)
+        evaluate()
     elif mode == "fill":
         log("epoch_start", epoch_num=1)
         block = b"\0" * (1 << 20)
@@ -114,9 +110,9 @@ def main(mode):
                 fh.write(block)
                 fh.flush()
                 time.sleep(0.01)
-        evaluate(n)
+        evaluate()
     elif mode == "hostile":
-        hostile(n)
+        hostile()
     log("run_stop", status="success")
 
 
