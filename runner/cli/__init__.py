@@ -27,6 +27,9 @@ COMMANDS = [
     "bundle",
     "verify",
     "drift",
+    "import_",
+    "export",
+    "leaderboard",
     "bench",
 ]
 

@@ -1,0 +1,142 @@
+"""The one place outside ``reproduce`` that reads ``result.json``: a typed view of a run.
+
+The export to DAWNBench's format and the leaderboard read results only through
+``read_record``, so a change to ``result.json``'s layout is absorbed here, nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.errors import UserError
+
+RESULT_FILE = "result.json"
+CURVE_FILE = "curve.tsv"
+INFERENCE_DIR = "inference"
+LATENCIES_FILE = "latencies_ns.npy"  # per item, batch 1, written by the inference phase
+
+
+@dataclass(frozen=True)
+class BackendRecord:
+    name: str
+    passed_gate: bool
+    gate_reason: str | None
+    latency_ms: dict[str, float] | None  # mean (DAWNBench's figure), p50, p90, p99, max
+    cost_per_10k_usd: float | None
+    scores: dict[str, float] | None  # fractions, keyed by metric (top1, top5, f1)
+    version: str | None
+
+    @property
+    def mean_ms(self) -> float | None:
+        return None if not self.latency_ms else self.latency_ms.get("mean")
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    folder: Path
+    run_id: str
+    entry: str
+    model: str
+    framework: str
+    source: str | None
+    task: str
+    metric: str
+    threshold: float  # a fraction
+    status: str
+    conforming: bool
+    nonconforming_reasons: list[str]
+    smoke: bool
+    profile: str | None
+    reached: bool
+    tta_seconds: float | None
+    training_usd: float | None
+    usd_per_hour: float | None
+    claimed: dict  # the entry's own claim (tta_seconds, latency_ms, score, dawnbench)
+    backends: dict[str, BackendRecord] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+    @property
+    def date(self) -> str:
+        """The run's UTC date, yyyy-mm-dd, from its id (``20261122T010203Z-...``)."""
+        stamp = self.run_id[:8]
+        return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}"
+
+    @property
+    def dawnbench_claim(self) -> str | None:
+        name = self.claimed.get("dawnbench")
+        return name if isinstance(name, str) else None
+
+    def gated_backends(self) -> list[BackendRecord]:
+        """Backends whose predictions met the threshold, fastest first."""
+        ok = [b for b in self.backends.values() if b.passed_gate and b.mean_ms is not None]
+        return sorted(ok, key=lambda b: b.mean_ms)
+
+    def curve_path(self) -> Path:
+        return self.folder / CURVE_FILE
+
+    def latencies_path(self, backend: str) -> Path:
+        return self.folder / INFERENCE_DIR / backend / LATENCIES_FILE
+
+
+def _framework(entry: dict) -> str:
+    fw = entry.get("framework")
+    if isinstance(fw, dict):
+        return " ".join(str(fw[k]) for k in ("name", "version") if fw.get(k))
+    return str(fw or "")
+
+
+def _backend(name: str, data: dict) -> BackendRecord:
+    info = data.get("info") or {}
+    return BackendRecord(
+        name=name,
+        passed_gate=bool(data.get("passed_gate")),
+        gate_reason=data.get("gate_reason"),
+        latency_ms=data.get("latency_ms"),
+        cost_per_10k_usd=data.get("cost_per_10k_usd"),
+        scores=data.get("scores"),
+        version=info.get("version") if isinstance(info, dict) else None,
+    )
+
+
+def read_record(folder: Path) -> ResultRecord:
+    """``folder/result.json`` as a record; a missing or malformed file is a UserError."""
+    path = Path(folder) / RESULT_FILE
+    try:
+        data = json.loads(path.read_text())
+        entry, task = data["entry"], data["task"]
+        training = data.get("training") or {}
+        cost = data.get("cost") or {}
+        return ResultRecord(
+            folder=Path(folder),
+            run_id=str(data["run_id"]),
+            entry=str(entry["name"]),
+            model=str(entry.get("model") or ""),
+            framework=_framework(entry),
+            source=entry.get("source"),
+            task=str(task["id"]),
+            metric=str(task["metric"]),
+            threshold=float(task["threshold"]),
+            status=str(data["status"]),
+            conforming=data.get("conforming") is True,
+            nonconforming_reasons=[str(r) for r in data.get("nonconforming_reasons") or []],
+            smoke=bool(data.get("smoke")),
+            profile=(data.get("hardware") or {}).get("profile"),
+            reached=training.get("reached") is True,
+            tta_seconds=training.get("tta_seconds"),
+            training_usd=cost.get("training_usd"),
+            usd_per_hour=cost.get("usd_per_hour"),
+            claimed=dict(entry.get("claimed") or {}),
+            backends={name: _backend(name, b) for name, b in (data.get("inference") or {}).items()},
+        )
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist", "pass a result folder written by `runner reproduce`") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise UserError(
+            f"{path}: not a readable result ({type(err).__name__}: {err})",
+            "pass a result folder written by `runner reproduce`",
+        ) from None
