@@ -20,12 +20,14 @@ def duration(seconds: float | None) -> str:
 
 
 def dollars(usd: float | None) -> str:
-    """To the cent; a figure under a cent keeps two significant digits rather than "$0.00"."""
+    """To the cent; a figure under half a cent keeps two significant digits ("$0.0021")
+    rather than showing "$0.00"."""
     if usd is None:
         return "—"
     if usd == 0 or usd >= 0.005:
         return f"${usd:,.2f}"
-    return f"${usd:.2g}" if usd >= 1e-4 else f"${usd:.1e}"
+    decimals = 1 - math.floor(math.log10(usd))
+    return f"${usd:.{decimals}f}"
 
 
 def milliseconds(ms: float | None) -> str:

@@ -25,11 +25,11 @@ h3 { margin: 1.5rem 0 .4rem; font-size: 1.05rem; } .criterion { color: #555; fon
 nav a { margin-right: 1rem; } .lede { color: #444; max-width: 60rem; }
 table.board { border-collapse: collapse; width: 100%; font-size: .85rem; }
 table.board th, table.board td { border-bottom: 1px solid #ddd; padding: .3rem .5rem; text-align: left; vertical-align: top; }
-table.board th { background: #f4f4f4; } td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+table.board th { background: #f4f4f4; } td.num, td.date { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .verified { color: #0a7a2f; font-weight: 600; } .unverified { color: #b00020; }
 .muted { color: #888; } .empty { color: #888; font-style: italic; }
 article.run { border: 1px solid #ddd; border-radius: 6px; padding: 1rem; margin: 1rem 0; }
-article.run img { max-width: 100%; height: auto; margin-right: 1rem; }
+article.run img { width: calc(50% - 0.5rem); min-width: 320px; height: auto; }
 .figures { display: flex; flex-wrap: wrap; gap: 1rem; }
 """
 
@@ -67,15 +67,15 @@ def _table_html(table: Table) -> str:
             f"<tr{source}><td class=\"num\">{row.rank}</td><td class=\"num\">{escape(table.show(row.claimed))}</td>"
             f"{_reproduced_cell(table, row)}<td class=\"num\">{formats.ratio(row.ratio) if verified else '—'}</td>"
             f"<td>{escape(row.model)}</td><td>{escape(row.team)}</td><td>{escape(row.hardware)}</td>"
-            f"<td>{escape(row.framework)}</td><td>{formats.month(row.date)}</td></tr>"
+            f"<td>{escape(row.framework)}</td><td class=\"date\">{formats.month(row.date)}</td></tr>"
         )
     lines.append("</tbody></table>")
     return "\n".join(lines)
 
 
 def _claim_for(repro: Reproduction, claims: list[Claim]) -> Claim | None:
-    name = repro.record.dawnbench_claim
-    return next((c for c in claims if c.kind == "train" and c.name == name and c.task == repro.record.task), None)
+    names = repro.record.dawnbench_claims
+    return next((c for c in claims if c.kind == "train" and c.name in names and c.task == repro.record.task), None)
 
 
 def _run_html(repro: Reproduction, claims: list[Claim], out: Path) -> str:
@@ -128,7 +128,8 @@ def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list
         parts += [_table_html(t) for t in tables if t.task.task_id == ft.task_id]
         parts.append("</section>")
     parts.append('<section id="reproductions"><h2>Reproductions</h2>')
-    parts += [_run_html(r, claims, out) for r in repros] or ['<p class="empty">No reproduced results yet.</p>']
+    ordered = sorted(repros, key=lambda r: (not r.verified, r.record.task, r.record.entry, r.record.run_id))
+    parts += [_run_html(r, claims, out) for r in ordered] or ['<p class="empty">No reproduced results yet.</p>']
     parts.append("</section></body></html>")
     index = out / "index.html"
     index.write_text("\n".join(parts) + "\n", encoding="utf-8")

@@ -4,7 +4,7 @@ Four objectives per task (training time, training cost, inference latency, infer
 cost per 10,000 items) for CIFAR10, ImageNet, SQuAD and the offline tasks MNIST and
 Fashion-MNIST. A row is a claim (an imported DAWNBench submission, or an entry's own
 ``claimed`` figure) and the reproduction paired with it, if any: an entry names the
-submission it reproduces in ``claimed.dawnbench``. Rows rank by the claimed figure as
+submissions it reproduces (training and inference files) in ``claimed.dawnbench``. Rows rank by the claimed figure as
 DAWNBench ranked them; rows without a claim follow, by the reproduced figure.
 """
 
@@ -155,7 +155,7 @@ def build_table(ft: FormatTask, objective: Objective, claims: list[Claim], repro
     for claim in claims:
         if objective.claimed(claim) is None:
             continue  # e.g. no costPerHour: the claim is on the time table only
-        matching = [r for r in repros if r.record.dawnbench_claim == claim.name]
+        matching = [r for r in repros if claim.name in r.record.dawnbench_claims]
         repro = best_reproduction(matching)
         paired.update(id(r) for r in matching)
         rows.append(_claim_row(claim, objective, repro))

@@ -22,10 +22,11 @@ def reproduction_cell(table: Table, row: Row) -> str:
 
 def render(table: Table, top: int | None = None) -> RichTable:
     out = RichTable(title=f"{table.title} — {table.criterion}", title_justify="left", expand=False)
-    for name, justify in (("Rank", "right"), ("Claimed", "right"), ("Reproduced", "right"), ("Ratio", "right"),
-                          ("Model", "left"), ("Team", "left"), ("Hardware", "left"), ("Framework", "left"),
-                          ("Date", "left")):
-        out.add_column(name, justify=justify, overflow="fold")
+    for name in ("Rank", "Claimed", "Reproduced", "Ratio"):
+        out.add_column(name, justify="right", no_wrap=True)
+    for name in ("Model", "Team", "Hardware", "Framework"):
+        out.add_column(name, overflow="fold")
+    out.add_column("Date", no_wrap=True)
     for row in table.rows[:top] if top else table.rows:
         ratio = formats.ratio(row.ratio) if row.reproduction is not None and row.reproduction.verified else "—"
         out.add_row(

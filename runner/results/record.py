@@ -67,9 +67,11 @@ class ResultRecord:
         return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}"
 
     @property
-    def dawnbench_claim(self) -> str | None:
-        name = self.claimed.get("dawnbench")
-        return name if isinstance(name, str) else None
+    def dawnbench_claims(self) -> frozenset[str]:
+        """The DAWNBench submissions (file stems) the entry says it reproduces."""
+        names = self.claimed.get("dawnbench")
+        names = [names] if isinstance(names, str) else names if isinstance(names, list) else []
+        return frozenset(n for n in names if isinstance(n, str))
 
     def gated_backends(self) -> list[BackendRecord]:
         """Backends whose predictions met the threshold, fastest first."""
