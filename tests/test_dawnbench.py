@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -180,6 +181,22 @@ def test_export_writes_dawnbench_files_that_import_back(result_folder, tmp_path)
     assert inference.latency_ms == torch["latency_ms"]["mean"]
     assert inference.cost_per_10k_usd == pytest.approx(torch["cost_per_10k_usd"], rel=1e-12)
     assert inference.accuracy == pytest.approx(torch["scores"]["top1"], rel=1e-12)
+
+
+def test_export_of_the_archived_bundle_matches_its_signed_result(tmp_path):
+    """The real reproduce kept in results/archive/, read straight from its .tar.gz."""
+    (archive,) = (Path(__file__).parent.parent / "results" / "archive").glob("*.tar.gz")
+    written = export_dawnbench(archive, tmp_path, "runner")
+    with tarfile.open(archive) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("/result.json"))
+        result = json.load(tar.extractfile(member))
+    claims = {c.kind + "/" + c.framework.split()[0]: c for c in import_dawnbench(tmp_path).claims}
+    assert len(written) == 2 + len(result["inference"])  # train JSON + TSV, one JSON per gated backend
+    train = claims["train/pytorch"]
+    assert train.tta_seconds == pytest.approx(result["training"]["tta_seconds"], abs=0.01)
+    assert len(train.curve) == len(result["training"]["evaluations"])
+    for backend, measured in result["inference"].items():
+        assert claims[f"inference/{backend}"].latency_ms == measured["latency_ms"]["mean"]
 
 
 def test_export_refuses_a_run_that_never_crossed(result_folder, tmp_path):

@@ -25,7 +25,7 @@ def register_dawnbench(formats) -> None:
         description="Write RESULT (a results/<entry>/<run_id>/ folder) as DAWNBench submission files under "
         "OUT/<Task>/train/ and OUT/<Task>/inference/, named [author]_[model]_[hardware tag]_[framework].",
     )
-    d.add_argument("result", help="a result folder (results/<entry>/<run_id>/)")
+    d.add_argument("result", help="a result folder (results/<entry>/<run_id>/) or a bundle's .tar.gz")
     d.add_argument("--out", default="dawnbench", metavar="DIR", help="where to write (default: ./dawnbench)")
     d.add_argument("--author", default="runner", help="the author field and file-name prefix (default: runner)")
     d.add_argument("--email", default="", help="the authorEmail field")

@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+from runner.bundle.open import Limits, open_bundle
 from runner.dawnbench.claims import CurvePoint
 from runner.dawnbench.tasks import FormatTask, format_task
 from runner.dawnbench.tsv import FormatError, read_curve, write_curve
@@ -81,7 +82,16 @@ def _write(path: Path, data: dict) -> Path:
 
 
 def export_dawnbench(result: Path, out: Path, author: str, email: str = "", hardware: str | None = None) -> list[Path]:
-    """Write the training JSON + TSV and the inference JSONs of ``result`` under ``out``."""
+    """Write the training JSON + TSV and the inference JSONs of ``result`` (a result folder,
+    or a bundle's ``.tar.gz``, opened safely) under ``out``."""
+    result = Path(result)
+    if result.is_file():
+        with open_bundle(result, Limits()) as opened:
+            return _export(opened.root, out, author, email, hardware)
+    return _export(result, out, author, email, hardware)
+
+
+def _export(result: Path, out: Path, author: str, email: str, hardware: str | None) -> list[Path]:
     record = read_record(result)
     _refuse_unfit(record)
     ft = format_task(record.task)

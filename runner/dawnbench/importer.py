@@ -147,11 +147,11 @@ def _read_submission(path: Path, root: Path, task_id: str | None) -> tuple[Claim
     text = {name: _text(path, data, name) for name in TEXT_FIELDS}
     code_url = data.get("codeURL") if isinstance(data.get("codeURL"), str) else None
     # misc is free-form (an object in the README, a string in one published file): not read.
-    common = dict(
-        name=path.stem, task=ft.task_id, kind=kind, team=text["author"], model=text["model"],
-        hardware=text["hardware"], framework=text["framework"], date=_date(path, text["timestamp"]),
-        source=_relative(path, root), code_url=code_url,
-    )
+    common = {
+        "name": path.stem, "task": ft.task_id, "kind": kind, "team": text["author"], "model": text["model"],
+        "hardware": text["hardware"], "framework": text["framework"], "date": _date(path, text["timestamp"]),
+        "source": _relative(path, root), "code_url": code_url,
+    }
     notes: list[str] = []
     if kind == "inference":
         latency = _number(path, data, "latency")

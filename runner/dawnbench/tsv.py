@@ -7,6 +7,7 @@ The reader takes every one of them; anything else is an error naming the file an
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from runner.dawnbench.claims import CurvePoint
@@ -41,7 +42,7 @@ def _number(path: Path, lineno: int, column: str, cell: str) -> float:
         value = float(cell)
     except ValueError:
         raise FormatError(path, f"line {lineno}: {column} is {cell!r}, not a number") from None
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):
         raise FormatError(path, f"line {lineno}: {column} is {cell!r}, not a finite number")
     return value
 
@@ -51,7 +52,7 @@ def read_curve(path: Path, needed: tuple[str, ...]) -> list[CurvePoint]:
     lines = [(n, line) for n, line in enumerate(read_text(path).split("\n"), start=1) if line.strip()]
     if not lines:
         raise FormatError(path, "empty: no header and no rows")
-    header_no, header_line = lines[0]
+    header_line = lines[0][1]
     header = [cell.strip() for cell in header_line.split("\t")]
     missing = [c for c in (*REQUIRED, *needed) if c not in header]
     if missing:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
@@ -57,9 +57,9 @@ def _table_html(table: Table) -> str:
     head = (f'<h3 id="{table.id}">{escape(table.title)} <span class="criterion">— {escape(table.criterion)}</span></h3>')
     if not table.rows:
         return head + f'<p class="empty" data-table="{table.id}">No claims or reproductions.</p>'
-    lines = [head, f'<table class="board" data-table="{table.id}"><thead><tr>'
-             "<th>Rank</th><th>Claimed</th><th>Reproduced</th><th>Ratio</th><th>Model</th><th>Team</th>"
-             "<th>Hardware</th><th>Framework</th><th>Date</th></tr></thead><tbody>"]
+    lines = [head, (f'<table class="board" data-table="{table.id}"><thead><tr>'
+             f"<th>Rank</th><th>{escape(table.column)} <span class=\"muted\">(claimed)</span></th><th>Reproduced</th>"
+             "<th>Ratio</th><th>Model</th><th>Team</th><th>Hardware</th><th>Framework</th><th>Date</th></tr></thead><tbody>")]
     for row in table.rows:
         verified = row.reproduction is not None and row.reproduction.verified
         source = f' title="{escape(row.claim.source)}"' if row.claim else ""
@@ -109,17 +109,17 @@ def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list
     if (out / PLOTS_DIR).exists():
         shutil.rmtree(out / PLOTS_DIR)  # ours: rebuilt from scratch each time
     (out / PLOTS_DIR).mkdir(parents=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     verified = sum(r.verified for r in repros)
     parts = [
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<title>runner leaderboard</title>", f"<style>{CSS}</style></head><body>",
         "<h1>Leaderboard: claims beside their reproductions</h1>",
-        f'<p class="lede">DAWNBench\'s tables from {len(claims)} imported claims and {len(repros)} reproduced '
-        f"results ({verified} verified: signed by a trusted key, every file intact, complete and conforming). "
-        "Claimed figures are as published; <em>Ratio</em> is reproduced / claimed, shown for verified "
-        f"reproductions only. Built {stamp}.</p>",
+        (f'<p class="lede">DAWNBench\'s tables from {len(claims)} imported claims and {len(repros)} reproduced '
+         f"results ({verified} verified: signed by a trusted key, every file intact, complete and conforming). "
+         "Claimed figures are as published; <em>Ratio</em> is reproduced / claimed, shown for verified "
+         f"reproductions only. Built {stamp}.</p>"),
         "<nav>" + "".join(f'<a href="#{ft.task_id}">{escape(ft.folder)}</a>' for ft in FORMAT_TASKS)
         + '<a href="#reproductions">Reproductions</a></nav>',
     ]

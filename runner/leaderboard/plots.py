@@ -7,13 +7,13 @@ from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
+matplotlib.use("Agg")  # no display: set before pyplot is imported
+import matplotlib.pyplot as plt
+import numpy as np
 
-from runner.dawnbench.claims import CurvePoint  # noqa: E402
-from runner.dawnbench.tasks import FormatTask  # noqa: E402
-from runner.leaderboard import formats  # noqa: E402
+from runner.dawnbench.claims import CurvePoint
+from runner.dawnbench.tasks import FormatTask
+from runner.leaderboard import formats
 
 DPI = 100
 SIZE = (6.4, 3.6)

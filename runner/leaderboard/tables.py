@@ -28,6 +28,7 @@ class Objective:
     reproduced: Callable[[Reproduction], float | None]
     entry_claim: Callable[[Reproduction], float | None]  # the entry's own claimed figure
     show: Callable[[float | None], str]
+    column: str  # DAWNBench's header for the figure; {threshold} becomes e.g. "94%"
 
 
 def _fastest(r: Reproduction):
@@ -67,10 +68,14 @@ def _entry_latency(r: Reproduction) -> float | None:
 
 
 OBJECTIVES: tuple[Objective, ...] = (
-    Objective("train-time", "Training Time", "train", lambda c: c.tta_seconds, _repro_tta, _entry_tta, formats.duration),
-    Objective("train-cost", "Training Cost", "train", lambda c: c.cost_usd, _repro_train_cost, _entry_train_cost, formats.dollars),
-    Objective("inference-latency", "Inference Latency", "inference", lambda c: c.latency_ms, _repro_latency, _entry_latency, formats.milliseconds),
-    Objective("inference-cost", "Inference Cost (10,000 items)", "inference", lambda c: c.cost_per_10k_usd, _repro_inference_cost, lambda r: None, formats.dollars),
+    Objective("train-time", "Training Time", "train", lambda c: c.tta_seconds, _repro_tta, _entry_tta,
+              formats.duration, "Time to {threshold} Accuracy"),
+    Objective("train-cost", "Training Cost", "train", lambda c: c.cost_usd, _repro_train_cost, _entry_train_cost,
+              formats.dollars, "Cost (USD)"),
+    Objective("inference-latency", "Inference Latency", "inference", lambda c: c.latency_ms, _repro_latency,
+              _entry_latency, formats.milliseconds, "1-example Latency (milliseconds)"),
+    Objective("inference-cost", "Inference Cost", "inference", lambda c: c.cost_per_10k_usd, _repro_inference_cost,
+              lambda r: None, formats.dollars, "Cost for 10,000 items (USD)"),
 )
 
 
@@ -108,6 +113,12 @@ class Table:
     @property
     def title(self) -> str:
         return f"{self.task.folder} {self.objective.title}"
+
+    @property
+    def column(self) -> str:
+        ft = self.task
+        threshold = f"{ft.threshold:g}" + ("%" if ft.percent else " F1")
+        return self.objective.column.format(threshold=threshold)
 
     @property
     def criterion(self) -> str:

@@ -21,8 +21,9 @@ def reproduction_cell(table: Table, row: Row) -> str:
 
 
 def render(table: Table, top: int | None = None) -> RichTable:
-    out = RichTable(title=f"{table.title} — {table.criterion}", title_justify="left", expand=False)
-    for name in ("Rank", "Claimed", "Reproduced", "Ratio"):
+    out = RichTable(title=f"{table.title}: {table.column} ({table.criterion})", title_justify="left", expand=False)
+    out.add_column("Rank", justify="right", no_wrap=True)
+    for name in ("Claimed", "Reproduced", "Ratio"):
         out.add_column(name, justify="right", no_wrap=True)
     for name in ("Model", "Team", "Hardware", "Framework"):
         out.add_column(name, overflow="fold")
