@@ -94,6 +94,19 @@ def test_known_inference_values(imported):
     assert bidaf.accuracy == 0.7533331513 and bidaf.latency_ms == 705.9
 
 
+def test_a_single_file_or_its_curve_is_read(tmp_path):
+    (one,) = import_dawnbench(FIXTURES / "SQuAD" / "train" / "dawn_drqa_1k80-ec2.tsv").claims
+    assert (one.task, one.kind, one.name) == ("squad-v1.1", "train", "dawn_drqa_1k80-ec2")
+    flat = tmp_path / "flat"  # outside any task folder: --task says which
+    flat.mkdir()
+    for suffix in (".json", ".tsv"):
+        shutil.copy(FIXTURES / "CIFAR10" / "train" / f"davidcpage_resnet9_1v100-ec2_pytorch{suffix}", flat)
+    (failure,) = import_dawnbench(flat).failures
+    assert "cannot tell the task" in str(failure) and "pass --task" in str(failure)
+    (claim,) = import_dawnbench(flat, "cifar10").claims
+    assert claim.task == "cifar10" and claim.tta_hours == 0.02056706
+
+
 GOOD_TRAIN = {"version": "v1.0", "author": "A", "authorEmail": "a@b", "framework": "f", "model": "m",
               "hardware": "h", "costPerHour": 1.0, "timestamp": "2018-01-02", "misc": {}}
 

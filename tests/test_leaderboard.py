@@ -258,3 +258,16 @@ def test_an_entry_names_the_submissions_it_reproduces(tmp_path, names, ok):
     else:
         with pytest.raises(UserError, match="claimed.dawnbench"):
             load_entry(folder)
+
+
+def test_an_unreadable_result_is_skipped_with_the_reason(board, tmp_path, capsys):
+    results, keys = board
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    broken = copy / "mnist-broken" / "20261122T040000Z-s0-dddddd"
+    broken.mkdir(parents=True)
+    (broken / "result.json").write_text('{"run_id": ')
+    assert main(["leaderboard", "--results", str(copy), "--trusted-keys", str(keys), "--task", "mnist"]) == 0
+    out = capsys.readouterr().out.replace("\n", "")
+    assert f"skipped: {broken / 'result.json'}: not a readable result" in out
+    assert "MNIST Training Time" in out

@@ -46,6 +46,6 @@ def register(subparsers) -> None:
         "stanford-futuredata/dawn-bench-entries) into claims under RESULTS/claims/.",
     )
     d.add_argument("path", help="a submission JSON (or its TSV), or a folder of them")
-    d.add_argument("--task", choices=sorted(TASKS), help="the task, for files outside a CIFAR10/ImageNet/SQuAD folder")
+    d.add_argument("--task", choices=sorted(TASKS), help="the task of every file read (default: from its <Task>/ folder)")
     d.add_argument("--results", metavar="DIR", help="the results folder (default: the repository's results/)")
     d.set_defaults(func=run_dawnbench)

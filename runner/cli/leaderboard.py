@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from runner import paths
 from runner.keys import load_trusted_keys
@@ -34,6 +35,8 @@ def run(args) -> int:
     board = build(results, trusted_keys(args.trusted_keys, results))
     tables = [t for t in board.tables if not args.task or t.task.task_id in args.task]
     console = Console(highlight=False)
+    for problem in board.skipped:
+        console.print(f"[yellow]skipped[/]: {escape(problem)}")
     print_tables(tables, console, args.top)
     if args.html:
         index = write_site(Path(args.html), tables, board.claims, board.reproductions)

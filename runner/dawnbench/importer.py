@@ -85,17 +85,19 @@ def _kind(path: Path, data: dict) -> str:
                       "put it under <Task>/train/ or <Task>/inference/ as in dawn-bench-entries")
 
 
-def _format_task(path: Path, root: Path, data: dict, task_id: str | None) -> FormatTask:
-    for part in reversed(path.resolve().parent.parts):
-        if part.lower() in BY_FOLDER:
-            return BY_FOLDER[part.lower()]
+def _format_task(path: Path, data: dict, task_id: str | None) -> FormatTask:
+    """--task if given; else the folder (``<Task>/<kind>/<file>``: parent or grandparent);
+    else the accuracy field when it names one task."""
     if task_id:
         return format_task(task_id)
+    for folder in (path.parent.name, path.parent.parent.name):
+        if folder.lower() in BY_FOLDER:
+            return BY_FOLDER[folder.lower()]
     if "f1Score" in data:
         return BY_FOLDER["squad"]
     if "top5Accuracy" in data:
         return BY_FOLDER["imagenet"]
-    raise FormatError(path, "cannot tell the task: it is under no CIFAR10/ImageNet/SQuAD folder",
+    raise FormatError(path, "cannot tell the task: it is under no CIFAR10/ImageNet/SQuAD/MNIST/FashionMNIST folder",
                       "put it under its task's folder, or pass --task")
 
 
@@ -143,7 +145,7 @@ def _accuracy(path: Path, ft: FormatTask, value: float | None, notes: list[str])
 def _read_submission(path: Path, root: Path, task_id: str | None) -> tuple[Claim, Path | None]:
     data = _load_json(path)
     kind = _kind(path, data)
-    ft = _format_task(path, root, data, task_id)
+    ft = _format_task(path.resolve(), data, task_id)
     text = {name: _text(path, data, name) for name in TEXT_FIELDS}
     code_url = data.get("codeURL") if isinstance(data.get("codeURL"), str) else None
     # misc is free-form (an object in the README, a string in one published file): not read.

@@ -18,12 +18,13 @@ class Leaderboard:
     claims: list[Claim]
     reproductions: list[Reproduction]
     tables: list[Table]
+    skipped: list[str]  # results that could not be read, with why
 
 
 def build(results: Path, trusted_keys: list[SSlibKey]) -> Leaderboard:
     claims = load_claims(results)
-    repros = load_reproductions(results, trusted_keys)
-    return Leaderboard(claims, repros, build_tables(claims, repros))
+    repros, skipped = load_reproductions(results, trusted_keys)
+    return Leaderboard(claims, repros, build_tables(claims, repros), skipped)
 
 
 __all__ = ["Leaderboard", "build"]

@@ -93,7 +93,8 @@ def read_reproduction(folder: Path, trusted_keys: list[SSlibKey], origin: str | 
             ns = np.load(record.latencies_path(backend.name), allow_pickle=False)
         except (OSError, ValueError):
             continue
-        repro.latencies_ms[backend.name] = np.asarray(ns, dtype=np.float64) / 1e6
+        if ns.ndim == 1 and ns.size:
+            repro.latencies_ms[backend.name] = np.asarray(ns, dtype=np.float64) / 1e6
     return repro
 
 
@@ -113,7 +114,17 @@ def find_result_folders(results: Path) -> list[Path]:
     )
 
 
-def load_reproductions(results: Path, trusted_keys: list[SSlibKey]) -> list[Reproduction]:
-    out = [read_reproduction(folder, trusted_keys) for folder in find_result_folders(results)]
-    out += [_read_archive(p, trusted_keys) for p in sorted((results / ARCHIVE_DIR).glob("*.tar.gz"))]
-    return out
+def load_reproductions(results: Path, trusted_keys: list[SSlibKey]) -> tuple[list[Reproduction], list[str]]:
+    """Every result under ``results``; one that cannot be read is skipped with the reason."""
+    out, skipped = [], []
+    for folder in find_result_folders(results):
+        try:
+            out.append(read_reproduction(folder, trusted_keys))
+        except UserError as err:
+            skipped.append(err.problem)
+    for archive in sorted((results / ARCHIVE_DIR).glob("*.tar.gz")):
+        try:
+            out.append(_read_archive(archive, trusted_keys))
+        except UserError as err:
+            skipped.append(err.problem)
+    return out, skipped
