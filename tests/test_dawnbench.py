@@ -230,3 +230,14 @@ def test_curve_writes_squad_f1_as_a_fraction_and_accuracies_in_percent():
     assert curve_rows(get_task("squad-v1.1"), line, scored) == [["1", "0.002500", "0.7312"], ["2", "0.005000", "0.7561"]]
     top1 = [ScoredEvaluation(0, 1, 9.0, 10.0, "p1", 10, {"top1": 0.9412}, True)]
     assert curve_rows(get_task("cifar10"), line, top1) == [["1", "0.002500", "94.12"]]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["import", "dawnbench", "{tmp}/missing"], "no such file or folder: {tmp}/missing"),
+    (["export", "dawnbench", "{tmp}/missing"], "no result at {tmp}/missing"),
+    (["export", "dawnbench", "{tmp}"], "{tmp}/result.json does not exist"),
+])
+def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"runner: error: {message.format(tmp=tmp_path)}") and err.count("\n") == 1

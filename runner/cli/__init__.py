@@ -27,11 +27,13 @@ COMMANDS = [
     "bundle",
     "verify",
     "drift",
-    "import_",
+    "import",
     "export",
     "leaderboard",
     "bench",
 ]
+# A command whose name is a Python keyword lives in a module with a trailing underscore.
+MODULES = {"import": "import_"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"runner {__version__}")
     subparsers = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"runner.cli.{name}").register(subparsers)
+        importlib.import_module(f"runner.cli.{MODULES.get(name, name)}").register(subparsers)
     return top
 
 

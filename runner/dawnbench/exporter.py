@@ -85,6 +85,8 @@ def export_dawnbench(result: Path, out: Path, author: str, email: str = "", hard
     """Write the training JSON + TSV and the inference JSONs of ``result`` (a result folder,
     or a bundle's ``.tar.gz``, opened safely) under ``out``."""
     result = Path(result)
+    if not result.exists():
+        raise UserError(f"no result at {result}", "pass a results/<entry>/<run_id>/ folder or a bundle's .tar.gz")
     if result.is_file():
         with open_bundle(result, Limits()) as opened:
             return _export(opened.root, out, author, email, hardware)

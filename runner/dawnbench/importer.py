@@ -17,6 +17,7 @@ from pathlib import Path
 from runner.dawnbench.claims import KINDS, Claim, CurvePoint
 from runner.dawnbench.tasks import BY_FOLDER, FormatTask, format_task
 from runner.dawnbench.tsv import FormatError, read_curve, read_text
+from runner.errors import UserError
 
 TEXT_FIELDS = ("author", "model", "hardware", "framework", "timestamp")
 ITEMS_FOR_COST = 10_000
@@ -32,12 +33,12 @@ class ImportReport:
 
 
 def import_dawnbench(path: Path, task_id: str | None = None) -> ImportReport:
-    """Read every submission under ``path``; failures are collected, not raised."""
+    """Read every submission under ``path``; a file that cannot be read is collected in
+    ``failures`` (the others are still read), a missing ``path`` is a UserError."""
     path = Path(path)
     report = ImportReport()
     if not path.exists():
-        report.failures.append(FormatError(path, "no such file or folder", "pass a DAWNBench JSON file or a folder of them"))
-        return report
+        raise UserError(f"no such file or folder: {path}", "pass a DAWNBench submission JSON or a folder of them")
     if path.is_file():
         if path.suffix.lower() == ".tsv":
             path = path.with_suffix(".json")  # a curve is read through its training JSON
