@@ -14,13 +14,12 @@ from pathlib import Path
 
 from runner.bundle.open import Limits, open_bundle
 from runner.dawnbench.claims import CurvePoint
-from runner.dawnbench.tasks import FormatTask, format_task
+from runner.dawnbench.tasks import COST_ITEMS, FormatTask, format_task
 from runner.dawnbench.tsv import FormatError, read_curve, write_curve
 from runner.errors import UserError
 from runner.results.record import ResultRecord, read_record
 
 VERSION = "v1.0"
-ITEMS_PER_COST = 10_000
 
 
 def file_name(*parts: str) -> str:
@@ -114,7 +113,7 @@ def _export(result: Path, out: Path, author: str, email: str, hardware: str | No
         framework = " ".join(x for x in (backend.name, backend.version) if x)
         data = _common(record, author, email, hardware, framework)
         data["latency"] = backend.mean_ms
-        data["cost"] = None if backend.cost_per_10k_usd is None else backend.cost_per_10k_usd / ITEMS_PER_COST
+        data["cost"] = None if backend.cost_per_10k_usd is None else backend.cost_per_10k_usd / COST_ITEMS
         score = (backend.scores or {}).get(record.metric)
         data[ft.metric_field] = None if score is None else ft.from_fraction(score)
         data["misc"] = _runner_misc(record, backend=backend.name, latency_ms=backend.latency_ms)

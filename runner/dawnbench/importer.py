@@ -15,12 +15,11 @@ from datetime import datetime
 from pathlib import Path
 
 from runner.dawnbench.claims import KINDS, Claim, CurvePoint
-from runner.dawnbench.tasks import BY_FOLDER, FormatTask, format_task
+from runner.dawnbench.tasks import BY_FOLDER, COST_ITEMS, FormatTask, format_task
 from runner.dawnbench.tsv import FormatError, read_curve, read_text
 from runner.errors import UserError
 
 TEXT_FIELDS = ("author", "model", "hardware", "framework", "timestamp")
-ITEMS_FOR_COST = 10_000
 # Counted kinds of files, as the closing figures name them.
 TRAIN_JSON, INFERENCE_JSON, TSV = "train JSON", "inference JSON", "TSV"
 
@@ -165,7 +164,7 @@ def _read_submission(path: Path, root: Path, task_id: str | None) -> tuple[Claim
         if raw is None:
             raw = _number(path, data, "accuracy")  # the README's CIFAR10 example names it so
         accuracy = _accuracy(path, ft, raw, notes)
-        per_10k = None if cost is None else cost * ITEMS_FOR_COST  # the files give USD per item
+        per_10k = None if cost is None else cost * COST_ITEMS  # the files give USD per item
         return Claim(**common, latency_ms=latency, cost_per_10k_usd=per_10k, accuracy=accuracy, notes=notes), None
 
     tsv = path.with_suffix(".tsv")

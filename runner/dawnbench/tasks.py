@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 from runner.tasks import Task, get_task
 
+# Inference cost is shown for this many items; the submission files give it per item.
+COST_ITEMS = 10_000
+
 
 @dataclass(frozen=True)
 class FormatTask:
