@@ -151,7 +151,7 @@ def test_cli_prints_the_tables(board, capsys):
 
 
 class _Page(HTMLParser):
-    """Rows per leaderboard table and each plot's natural width, from the dumped DOM."""
+    """Body rows per leaderboard table and each plot's natural width, from the dumped DOM."""
 
     def __init__(self):
         super().__init__()
@@ -159,22 +159,21 @@ class _Page(HTMLParser):
         self.widths: list[int] = []
         self.loaded = False
         self._table: str | None = None
+        self._in_body = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "table" and "data-table" in a:
             self._table = a["data-table"]
             self.rows[self._table] = 0
-        elif tag == "tr" and self._table and "title" in a or (tag == "tr" and self._table and self._in_body):
-            self.rows[self._table] += 1
         elif tag == "tbody":
             self._in_body = True
-        elif tag == "img" and "plot" in a.get("class", ""):
+        elif tag == "tr" and self._table and self._in_body:
+            self.rows[self._table] += 1
+        elif tag == "img" and "plot" in (a.get("class") or ""):
             self.widths.append(int(a.get("data-natural-width", "0")))
         elif tag == "body":
             self.loaded = a.get("data-loaded") == "1"
-
-    _in_body = False
 
     def handle_endtag(self, tag):
         if tag == "table":
