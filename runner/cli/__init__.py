@@ -29,8 +29,13 @@ COMMANDS = [
     "verify",
     "audit",
     "drift",
+    "import",
+    "export",
+    "leaderboard",
     "bench",
 ]
+# A command whose name is a Python keyword lives in a module with a trailing underscore.
+MODULES = {"import": "import_"}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -48,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"runner {__version__}")
     subparsers = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"runner.cli.{name}").register(subparsers)
+        importlib.import_module(f"runner.cli.{MODULES.get(name, name)}").register(subparsers)
     return top
 
 

@@ -95,6 +95,15 @@ ENTRY_SCHEMA: dict = {
                 "tta_seconds": {"type": "number", "exclusiveMinimum": 0},
                 "latency_ms": {"type": "number", "exclusiveMinimum": 0},
                 "score": {"type": "number"},
+                # The DAWNBench submissions this entry reproduces (their files' stems, as
+                # `runner import dawnbench` names claims: training and/or inference);
+                # the leaderboard pairs them with this entry's runs.
+                "dawnbench": {
+                    "oneOf": [
+                        {"type": "string", "pattern": "^[^/]+$"},
+                        {"type": "array", "items": {"type": "string", "pattern": "^[^/]+$"}, "minItems": 1},
+                    ],
+                },
             },
         },
         "source": {"type": "string", "format": "uri"},

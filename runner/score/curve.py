@@ -8,8 +8,17 @@ from runner.score.evaluations import ScoredEvaluation
 from runner.score.tta import Timeline
 from runner.tasks import Task
 
-# Our score keys -> DAWNBench's column names (accuracies in percent).
+# Our score keys -> DAWNBench's column names.
 COLUMN_SCORE = {"top1Accuracy": "top1", "top5Accuracy": "top5", "f1Score": "f1"}
+# DAWNBench writes accuracies in percent but SQuAD's F1 as a fraction (threshold 0.75).
+FRACTION_COLUMNS = frozenset({"f1Score"})
+
+
+def format_score(column: str, score: float) -> str:
+    """One curve cell in DAWNBench's unit for ``column``."""
+    if column in FRACTION_COLUMNS:
+        return f"{score:.4f}"
+    return f"{score * 100:.2f}"
 
 
 def curve_rows(task: Task, line: Timeline, scored: list[ScoredEvaluation]) -> list[list[str]]:
@@ -18,7 +27,7 @@ def curve_rows(task: Task, line: Timeline, scored: list[ScoredEvaluation]) -> li
         hours = line.train_seconds_at(ev.index) / 3600
         epoch = ev.epoch if ev.epoch is not None else ev.index + 1
         values = [
-            f"{ev.scores[COLUMN_SCORE[col]] * 100:.2f}" if COLUMN_SCORE[col] in ev.scores else ""
+            format_score(col, ev.scores[COLUMN_SCORE[col]]) if COLUMN_SCORE[col] in ev.scores else ""
             for col in task.curve_columns
         ]
         rows.append([str(epoch), f"{hours:.6f}", *values])

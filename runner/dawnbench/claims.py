@@ -1,0 +1,91 @@
+"""A *claim*: one DAWNBench submission (training or inference) as published, in one typed
+record, and where claims live under the results folder (``claims/<task>/<kind>/<name>.json``).
+
+A claim is what someone said; a reproduction is what the runner measured. The leaderboard
+puts them side by side.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from runner.errors import UserError
+from runner.results.folder import write_json
+
+CLAIMS_DIR = "claims"
+KINDS = ("train", "inference")
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    epoch: float  # whole in most files, fractional in a few (1.00096)
+    hours: float  # cumulative training time at the end of the epoch
+    scores: dict[str, float]  # column -> value in DAWNBench's unit (percent, or F1 as a fraction)
+
+
+@dataclass(frozen=True)
+class Claim:
+    name: str  # the file's stem: [author]_[model]_[hardware tag]_[framework]
+    task: str  # the runner's task id (cifar10, imagenet, squad-v1.1, mnist, fashion-mnist)
+    kind: str  # "train" or "inference"
+    team: str
+    model: str
+    hardware: str
+    framework: str
+    date: str  # ISO yyyy-mm-dd (DAWNBench's files are not always zero-padded)
+    source: str  # the file the claim was read from
+    code_url: str | None = None
+    # Training: the first TSV row that meets the threshold; None if no row does.
+    tta_hours: float | None = None
+    cost_per_hour_usd: float | None = None
+    cost_usd: float | None = None  # tta_hours x costPerHour
+    curve: list[CurvePoint] = field(default_factory=list)
+    # Inference: latency of one item at batch 1, cost of 10,000 items (the files hold per item).
+    latency_ms: float | None = None
+    cost_per_10k_usd: float | None = None
+    accuracy: float | None = None  # as a fraction (0.94), the task's metric
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        """Unique within a task: train and inference files often share a name."""
+        return f"{self.kind}/{self.name}"
+
+    @property
+    def tta_seconds(self) -> float | None:
+        return None if self.tta_hours is None else self.tta_hours * 3600
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Claim:
+        curve = [CurvePoint(p["epoch"], float(p["hours"]), dict(p["scores"])) for p in data.get("curve", [])]
+        return cls(**{**data, "curve": curve, "notes": list(data.get("notes", []))})
+
+
+def claim_path(results: Path, claim: Claim) -> Path:
+    return results / CLAIMS_DIR / claim.task / claim.kind / f"{claim.name}.json"
+
+
+def save_claim(results: Path, claim: Claim) -> Path:
+    path = claim_path(results, claim)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, claim.to_dict())
+    return path
+
+
+def load_claims(results: Path) -> list[Claim]:
+    """Every claim stored under ``results/claims/``, in a stable order."""
+    claims = []
+    for path in sorted((results / CLAIMS_DIR).glob("*/*/*.json")):
+        try:
+            claims.append(Claim.from_dict(json.loads(path.read_text())))
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            raise UserError(
+                f"{path}: not a stored claim ({type(err).__name__}: {err})",
+                "delete it and run `runner import dawnbench` again",
+            ) from None
+    return claims

@@ -1,0 +1,56 @@
+"""How DAWNBench's leaderboard wrote its figures: time to accuracy as h:mm:ss rounded *up*
+to the second, costs in dollars to the cent, latency in milliseconds, dates as month and
+year ("Mar 2020").
+
+The rounding is read off the published ImageNet table: 157.55 s shows as 0:02:38,
+162.34 s as 0:02:43, 561.18 s as 0:09:22 and 1085.18 s as 0:18:06 (rounding to the
+nearest second would give 0:02:42, 0:09:21 and 0:18:05).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+
+
+def duration(seconds: float | None) -> str:
+    """h:mm:ss, rounded up to the second ("0:02:38"); days spelled out past 24 h."""
+    if seconds is None:
+        return "—"
+    total = math.ceil(seconds - 1e-6)  # hours x 3600 carries float noise: 158.0000000001 is 158
+    days, rest = divmod(total, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    clock = f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{days} day{'s' if days != 1 else ''}, {clock}" if days else clock
+
+
+def dollars(usd: float | None) -> str:
+    """To the cent; a figure under half a cent keeps two significant digits ("$0.0021")
+    rather than showing "$0.00"."""
+    if usd is None:
+        return "—"
+    if usd == 0 or usd >= 0.005:
+        return f"${usd:,.2f}"
+    decimals = 1 - math.floor(math.log10(usd))
+    return f"${usd:.{decimals}f}"
+
+
+def milliseconds(ms: float | None) -> str:
+    """Up to four decimals, trailing zeros dropped (0.1345, 43.45, 705.9); the column
+    header names the unit, as DAWNBench's did."""
+    if ms is None:
+        return "—"
+    return f"{ms:.4f}".rstrip("0").rstrip(".")
+
+
+def ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def month(iso: str) -> str:
+    """"2018-11-06" -> "Nov 2018"."""
+    try:
+        return date.fromisoformat(iso).strftime("%b %Y")
+    except ValueError:
+        return iso

@@ -1,0 +1,186 @@
+"""DAWNBench's leaderboard tables, with each claim beside its reproduction.
+
+Four objectives per task (training time, training cost, inference latency, inference
+cost per 10,000 items) for CIFAR10, ImageNet, SQuAD and the offline tasks MNIST and
+Fashion-MNIST. A row is a claim (an imported DAWNBench submission, or an entry's own
+``claimed`` figure) and the reproduction paired with it, if any: an entry names the
+submissions it reproduces (training and inference files) in ``claimed.dawnbench``. Rows rank by the claimed figure as
+DAWNBench ranked them; rows without a claim follow, by the reproduced figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runner.dawnbench.claims import Claim
+from runner.dawnbench.tasks import FORMAT_TASKS, FormatTask
+from runner.leaderboard import formats
+from runner.leaderboard.reproductions import Reproduction
+
+
+@dataclass(frozen=True)
+class Objective:
+    id: str
+    title: str
+    kind: str  # the claim kind it ranks: train or inference
+    claimed: Callable[[Claim], float | None]
+    reproduced: Callable[[Reproduction], float | None]
+    entry_claim: Callable[[Reproduction], float | None]  # the entry's own claimed figure
+    show: Callable[[float | None], str]
+    column: str  # DAWNBench's header for the figure; {threshold} becomes e.g. "94%"
+
+
+def _fastest(r: Reproduction):
+    gated = r.record.gated_backends()
+    return gated[0] if gated else None
+
+
+def _repro_latency(r: Reproduction) -> float | None:
+    b = _fastest(r)
+    return None if b is None else b.mean_ms
+
+
+def _repro_inference_cost(r: Reproduction) -> float | None:
+    b = _fastest(r)
+    return None if b is None else b.cost_per_10k_usd
+
+
+def _repro_tta(r: Reproduction) -> float | None:
+    return r.record.tta_seconds if r.record.reached else None
+
+
+def _repro_train_cost(r: Reproduction) -> float | None:
+    return r.record.training_usd if r.record.reached else None
+
+
+def _entry_tta(r: Reproduction) -> float | None:
+    return r.record.claimed.get("tta_seconds")
+
+
+def _entry_train_cost(r: Reproduction) -> float | None:
+    tta, price = r.record.claimed.get("tta_seconds"), r.record.usd_per_hour
+    return None if tta is None or price is None else tta / 3600 * price
+
+
+def _entry_latency(r: Reproduction) -> float | None:
+    return r.record.claimed.get("latency_ms")
+
+
+OBJECTIVES: tuple[Objective, ...] = (
+    Objective("train-time", "Training Time", "train", lambda c: c.tta_seconds, _repro_tta, _entry_tta,
+              formats.duration, "Time to {threshold} Accuracy"),
+    Objective("train-cost", "Training Cost", "train", lambda c: c.cost_usd, _repro_train_cost, _entry_train_cost,
+              formats.dollars, "Cost (USD)"),
+    Objective("inference-latency", "Inference Latency", "inference", lambda c: c.latency_ms, _repro_latency,
+              _entry_latency, formats.milliseconds, "1-example Latency (milliseconds)"),
+    Objective("inference-cost", "Inference Cost", "inference", lambda c: c.cost_per_10k_usd, _repro_inference_cost,
+              lambda r: None, formats.dollars, "Cost for 10,000 items (USD)"),
+)
+
+
+@dataclass
+class Row:
+    rank: int
+    claimed: float | None
+    reproduced: float | None
+    claim: Claim | None
+    reproduction: Reproduction | None
+    model: str
+    team: str
+    hardware: str
+    framework: str
+    date: str
+
+    @property
+    def ratio(self) -> float | None:
+        """reproduced / claimed: above 1 the reproduction took longer or cost more."""
+        if self.claimed in (None, 0) or self.reproduced is None:
+            return None
+        return self.reproduced / self.claimed
+
+
+@dataclass
+class Table:
+    task: FormatTask
+    objective: Objective
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return f"{self.task.task_id}-{self.objective.id}"
+
+    @property
+    def title(self) -> str:
+        return f"{self.task.folder} {self.objective.title}"
+
+    @property
+    def column(self) -> str:
+        ft = self.task
+        threshold = f"{ft.threshold:g}" + ("%" if ft.percent else " F1")
+        return self.objective.column.format(threshold=threshold)
+
+    @property
+    def criterion(self) -> str:
+        ft = self.task
+        unit = f"{ft.threshold:g}" + ("%" if ft.percent else "")
+        what = {"top1Accuracy": "top-1 accuracy", "top5Accuracy": "top-5 accuracy", "f1Score": "F1"}[ft.metric_field]
+        return f"{what} ≥ {unit}"
+
+    def show(self, value: float | None) -> str:
+        return self.objective.show(value)
+
+
+def best_reproduction(candidates: list[Reproduction]) -> Reproduction | None:
+    """A verified run first, then the newest."""
+    if not candidates:
+        return None
+    return max(candidates, key=lambda r: (r.verified, r.record.run_id))
+
+
+def _claim_row(claim: Claim, objective: Objective, repro: Reproduction | None) -> Row:
+    return Row(0, objective.claimed(claim), None if repro is None else objective.reproduced(repro), claim, repro,
+               claim.model, claim.team, claim.hardware, claim.framework, claim.date)
+
+
+def _entry_row(repro: Reproduction, objective: Objective) -> Row:
+    rec = repro.record
+    return Row(0, objective.entry_claim(repro), objective.reproduced(repro), None, repro, rec.model, rec.entry,
+               f"profile {rec.profile}", rec.framework, rec.date)
+
+
+def _rank(rows: list[Row]) -> list[Row]:
+    inf = float("inf")
+    rows.sort(key=lambda r: (r.claimed is None, r.claimed if r.claimed is not None else inf,
+                             r.reproduced if r.reproduced is not None else inf, r.team, r.model))
+    for i, row in enumerate(rows, start=1):
+        row.rank = i
+    return rows
+
+
+def build_table(ft: FormatTask, objective: Objective, claims: list[Claim], repros: list[Reproduction]) -> Table:
+    claims = [c for c in claims if c.task == ft.task_id and c.kind == objective.kind]
+    repros = [r for r in repros if r.record.task == ft.task_id]
+    rows: list[Row] = []
+    paired: set[int] = set()
+    for claim in claims:
+        if objective.claimed(claim) is None:
+            continue  # e.g. no costPerHour: the claim is on the time table only
+        matching = [r for r in repros if claim.name in r.record.dawnbench_claims]
+        repro = best_reproduction(matching)
+        paired.update(id(r) for r in matching)
+        rows.append(_claim_row(claim, objective, repro))
+    by_entry: dict[str, list[Reproduction]] = {}
+    for r in repros:
+        if id(r) not in paired:
+            by_entry.setdefault(r.record.entry, []).append(r)
+    for runs in by_entry.values():
+        repro = best_reproduction(runs)
+        row = _entry_row(repro, objective)
+        if row.claimed is not None or row.reproduced is not None:
+            rows.append(row)
+    return Table(ft, objective, _rank(rows))
+
+
+def build_tables(claims: list[Claim], repros: list[Reproduction]) -> list[Table]:
+    return [build_table(ft, obj, claims, repros) for ft in FORMAT_TASKS for obj in OBJECTIVES]

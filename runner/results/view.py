@@ -1,0 +1,141 @@
+"""A run as the leaderboard and the DAWNBench export see it: the typed result
+(``runner.results.record.Result``) flattened to the figures they show, with the paths of
+its curve and latencies. Built only from ``Result``, so a change to ``result.json`` is
+absorbed by the type, nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.errors import UserError
+
+from runner.results.record import RESULT_FILE, Result
+
+CURVE_FILE = "curve.tsv"
+INFERENCE_DIR = "inference"
+LATENCIES_FILE = "latencies_ns.npy"  # per item, batch 1, written by the inference phase
+
+
+@dataclass(frozen=True)
+class BackendRecord:
+    name: str
+    passed_gate: bool
+    gate_reason: str | None
+    latency_ms: dict[str, float] | None  # mean (DAWNBench's figure), p50, p90, p99, max
+    cost_per_10k_usd: float | None
+    scores: dict[str, float] | None  # fractions, keyed by metric (top1, top5, f1)
+    version: str | None
+
+    @property
+    def mean_ms(self) -> float | None:
+        return None if not self.latency_ms else self.latency_ms.get("mean")
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    folder: Path
+    run_id: str
+    entry: str
+    model: str
+    framework: str
+    source: str | None
+    task: str
+    metric: str
+    threshold: float  # a fraction
+    status: str
+    conforming: bool
+    nonconforming_reasons: list[str]
+    smoke: bool
+    profile: str | None
+    reached: bool
+    tta_seconds: float | None
+    training_usd: float | None
+    usd_per_hour: float | None
+    claimed: dict  # the entry's own claim (tta_seconds, latency_ms, score, dawnbench)
+    backends: dict[str, BackendRecord] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+    @property
+    def date(self) -> str:
+        """The run's UTC date, yyyy-mm-dd, from its id (``20261122T010203Z-...``)."""
+        stamp = self.run_id[:8]
+        return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}"
+
+    @property
+    def dawnbench_claims(self) -> frozenset[str]:
+        """The DAWNBench submissions (file stems) the entry says it reproduces."""
+        names = self.claimed.get("dawnbench")
+        names = [names] if isinstance(names, str) else names if isinstance(names, list) else []
+        return frozenset(n for n in names if isinstance(n, str))
+
+    def gated_backends(self) -> list[BackendRecord]:
+        """Backends whose predictions met the threshold, fastest first."""
+        ok = [b for b in self.backends.values() if b.passed_gate and b.mean_ms is not None]
+        return sorted(ok, key=lambda b: b.mean_ms)
+
+    def curve_path(self) -> Path:
+        return self.folder / CURVE_FILE
+
+    def latencies_path(self, backend: str) -> Path:
+        return self.folder / INFERENCE_DIR / backend / LATENCIES_FILE
+
+
+def _framework(framework: object) -> str:
+    if isinstance(framework, dict):
+        return " ".join(str(framework[k]) for k in ("name", "version") if framework.get(k))
+    return str(framework or "")
+
+
+def _backend(name: str, data: dict) -> BackendRecord:
+    info = data.get("info") or {}
+    return BackendRecord(
+        name=name,
+        passed_gate=bool(data.get("passed_gate")),
+        gate_reason=data.get("gate_reason"),
+        latency_ms=data.get("latency_ms"),
+        cost_per_10k_usd=data.get("cost_per_10k_usd"),
+        scores=data.get("scores"),
+        version=info.get("version") if isinstance(info, dict) else None,
+    )
+
+
+def read_record(folder: Path) -> ResultRecord:
+    """``folder/result.json`` as a record; a missing or malformed file is a UserError."""
+    path = Path(folder) / RESULT_FILE
+    try:
+        result = Result.read(folder)
+        training = result.training
+        return ResultRecord(
+            folder=Path(folder),
+            run_id=result.run_id,
+            entry=result.entry.name,
+            model=str(result.entry.model or ""),
+            framework=_framework(result.entry.framework),
+            source=result.entry.source,
+            task=result.task.id,
+            metric=result.task.metric,
+            threshold=float(result.task.threshold),
+            status=result.status,
+            conforming=result.conforming is True,
+            nonconforming_reasons=[str(r) for r in result.nonconforming_reasons],
+            smoke=bool(result.smoke),
+            profile=(result.hardware or {}).get("profile"),
+            reached=bool(training and training.reached),
+            tta_seconds=training.tta_seconds if training else None,
+            training_usd=result.cost.training_usd,
+            usd_per_hour=result.cost.usd_per_hour,
+            claimed=dict(result.entry.claimed or {}),
+            backends={name: _backend(name, b) for name, b in result.inference.items() if isinstance(b, dict)},
+        )
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist", "pass a result folder written by `runner reproduce`") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise UserError(
+            f"{path}: not a readable result ({type(err).__name__}: {err})",
+            "pass a result folder written by `runner reproduce`",
+        ) from None
