@@ -56,7 +56,8 @@ def sbom_changes(before: dict, after: dict) -> list[str]:
 
 
 def check_drift(bundle: Path, entry_path: Path | None, console: Console, rerun: bool = False,
-                tolerance: float = 0.25) -> Drift:
+                tolerance: float = 0.25, slurm=None) -> Drift:
+    """``slurm``: a ``runner.slurm.SlurmOptions`` to rerun as a Slurm job rather than here."""
     with open_bundle(bundle) as opened:
         result = json.loads((opened.root / "result.json").read_text())
         sbom = json.loads((opened.root / "sbom.json").read_text())
@@ -79,9 +80,15 @@ def check_drift(bundle: Path, entry_path: Path | None, console: Console, rerun: 
     if rerun:
         from runner.reproduce import ReproduceOptions, reproduce
 
-        (folder,) = reproduce(str(entry.path), ReproduceOptions(
-            runs=1, seed=result["seed"], smoke=bool(result.get("smoke")), infer=False), console)
-        now = json.loads((folder / "result.json").read_text())["training"]
+        opts = ReproduceOptions(runs=1, seed=result["seed"], smoke=bool(result.get("smoke")),
+                                infer=False)
+        if slurm is not None:
+            from runner.slurm import reproduce_on_slurm
+
+            (folder,) = reproduce_on_slurm(str(entry.path), opts, slurm, console, resume=False)
+        else:
+            (folder,) = reproduce(str(entry.path), opts, console)
+        now = json.loads((folder / "result.json").read_text())["training"] or {}
         drift.tta_archived = (result.get("training") or {}).get("tta_seconds")
         drift.tta_now = now.get("tta_seconds") if now.get("reached") else None
         if drift.tta_now is None and drift.tta_archived is not None:

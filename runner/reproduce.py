@@ -51,6 +51,7 @@ class ReproduceOptions:
     backends: list[str] | None = None
     timeout_minutes: float | None = None
     infer: bool = True
+    sign: bool = True  # False on Slurm compute nodes: the submit host signs what it gathers
 
 
 @dataclass
@@ -312,7 +313,8 @@ def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list
         folders = []
         for i in range(runs):
             folder = run_once(ctx, first_seed + i, opts, console)
-            sign(folder, console)
+            if opts.sign:
+                sign(folder, console)
             folders.append(folder)
     return folders
 

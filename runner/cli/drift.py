@@ -8,6 +8,7 @@ from rich.console import Console
 
 from runner.drift import archived_bundles, check_drift
 from runner.errors import UserError
+from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
 
 
 def run(args) -> int:
@@ -18,7 +19,8 @@ def run(args) -> int:
     drifted = 0
     for bundle in bundles:
         drift = check_drift(bundle, Path(args.entry) if args.entry else None, console,
-                            rerun=args.rerun, tolerance=args.tolerance)
+                            rerun=args.rerun, tolerance=args.tolerance,
+                            slurm=options_from_args(args))
         verdict = "[yellow]drift[/]" if drift.drifted else "[green]no drift[/]"
         console.print(f"{verdict} {drift.entry} ({bundle})")
         for change in drift.changes:
@@ -41,5 +43,6 @@ def register(subparsers) -> None:
     p.add_argument("--rerun", action="store_true", help="also reproduce and compare TTA")
     p.add_argument("--tolerance", type=float, default=0.25,
                    help="relative TTA change that counts as drift (default 0.25)")
+    add_slurm_arguments(p)
     p.add_argument("--fail-on-drift", action="store_true", help="exit 1 when anything drifted")
     p.set_defaults(func=run)
