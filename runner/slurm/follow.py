@@ -21,7 +21,7 @@ ENDED = {
     "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
     "PREEMPTED", "BOOT_FAIL", "DEADLINE",
 }
-# An ended task Slurm no longer knows and that left no exit file: after this many polls.
+# A task neither Slurm nor an exit file knows of, this many polls in a row, is UNKNOWN.
 FORGOTTEN_AFTER_POLLS = 5
 
 
@@ -36,11 +36,11 @@ def live_states(job: JobArray) -> dict[int, str]:
     return states
 
 
-def ended_state(job: JobArray, index: int) -> str | None:
-    """COMPLETED, CANCELLED, ... or None while the task is not known to have ended."""
+def task_state(job: JobArray, index: int) -> str | None:
+    """The task's state as Slurm or its exit file knows it; None when neither does."""
     done = slurm("scontrol", "show", "job", "-o", job.task_id(index), check=False)
     match = re.search(r"\bJobState=(\S+)", done.stdout)
-    if match and match.group(1) in ENDED:
+    if match:
         return match.group(1)
     exit_file = job.folder / f"task-{index}.exit"
     if exit_file.exists():
@@ -68,12 +68,13 @@ def follow(job: JobArray, console: Console, poll_seconds: float = 2.0) -> dict[i
                 live = live_states(job)
                 for index in range(total):
                     if index in final or index in live:
+                        unseen_polls[index] = 0
                         continue
-                    state = ended_state(job, index)
-                    unseen_polls[index] += state is None
+                    state = task_state(job, index)
+                    unseen_polls[index] = unseen_polls[index] + 1 if state is None else 0
                     if state is None and unseen_polls[index] >= FORGOTTEN_AFTER_POLLS:
                         state = "UNKNOWN"
-                    if state is not None:
+                    if state in ENDED or state == "UNKNOWN":
                         final[index] = state
                 counts = Counter(s.lower() for i, s in live.items() if i not in final)
                 counts.update(s.lower() for s in final.values())

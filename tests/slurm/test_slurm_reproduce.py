@@ -172,3 +172,20 @@ def test_without_slurm_tools_the_submission_fails_in_one_line(tmp_path, results,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "`sbatch` is not on PATH" in err and "Fix:" in err
+
+
+def test_drift_rerun_runs_as_a_slurm_job_even_when_the_seed_is_complete(
+    docker_client, cpu_base_image, local_slurm, tmp_path, results, submit_key, capsys
+):
+    entry = probe_entry(tmp_path, "sandbox")
+    assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--slurm"]) == 0
+    archived = run_folders(results)[0]
+    capsys.readouterr()
+    assert main(["drift", str(archived), "--entry", str(entry), "--rerun", "--slurm"]) == 0
+    assert "no drift" in capsys.readouterr().out
+    reruns = [p for p in (results / "contract-probe").iterdir()
+              if (p / "result.json").exists() and p != archived]
+    (rerun,) = reruns  # a drift rerun measures again: a complete seed is not skipped
+    result = result_of(rerun)
+    assert result["seed"] == 0 and result["slurm"]["state"] == "COMPLETED"
+    assert result["slurm"]["array_job_id"] != result_of(archived)["slurm"]["array_job_id"]
