@@ -51,7 +51,8 @@ def test_two_gloo_processes_train_with_one_clock_and_rank_zeros_events(
              "RUNNER_OUTPUT": "/output", "RUNNER_SMOKE": "0", "HOME": "/scratch"},
         cpus=2, memory="4g", gpus=0, timeout_s=600,
     ), world_size=entry.world_size)
-    assert run.outcome.ok, (result_dir / "logs" / "train-rank1.log").read_text()[-2000:]
+    logs = sorted((result_dir / "logs").glob("*.log")) if (result_dir / "logs").exists() else []
+    assert run.outcome.ok, (run.outcome, [p.read_text()[-1500:] for p in logs])
     # Every rank's log is kept; both joined the same process group over the run's network.
     logs = {p.name: p.read_text() for p in (result_dir / "logs").iterdir()}
     assert sorted(logs) == ["train-rank1.log", "train.log"]

@@ -118,12 +118,14 @@ def test_resubmitting_skips_the_runs_already_complete(
     assert (first / ENVELOPE).read_bytes() == signed_before  # not touched again
 
 
-def wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 180):
+def wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 180, task_logs=()):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := condition():
             return value
         assert proc.poll() is None, proc.communicate()[0]
+        for log in task_logs:  # a task that ended already will never get there
+            assert not log.with_suffix(".exit").exists(), log.read_text()[-2000:]
         time.sleep(0.3)
     raise AssertionError(f"timed out waiting for {what}")
 
@@ -145,7 +147,8 @@ def test_a_cancelled_job_leaves_an_incomplete_result_naming_the_job_and_its_stat
     subprocess.run(["scontrol", "release", f"{job_id}_0"], check=True, capture_output=True)
     wait_for(lambda: any("epoch_start" in log.read_text()
                          for log in results.glob("contract-probe/*/logs/train.log")),
-             "seed 0 to start training", proc)
+             "seed 0 to start training", proc,
+             task_logs=[next(results.glob(".slurm/*/*/job_id")).with_name("task-0.out")])
     subprocess.run(["scancel", job_id], check=True, capture_output=True)
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == 1, out
