@@ -77,3 +77,12 @@ def test_two_gloo_processes_train_with_one_clock_and_rank_zeros_events(
     assert docker_client.containers.list(all=True, filters={"name": run_name}) == []
     assert [n for n in docker_client.networks.list(filters={"label": MANAGED_LABEL})
             if n.name == run_name] == []
+
+
+def test_an_entry_spanning_nodes_is_refused_in_one_line():
+    from runner.errors import UserError
+    from runner.run.multiprocess import check_one_host
+
+    check_one_host(1)
+    with pytest.raises(UserError, match="asks for 2 nodes.*Fix: set nodes: 1"):
+        check_one_host(2)

@@ -116,5 +116,14 @@ RESULT_SCHEMA: dict = {
             "type": "object",
             "required": ["profile", "matched", "mismatches", "allowed_mismatch"],
         },
+        "slurm": {  # only in runs of `runner reproduce --slurm`, written where they are gathered
+            "type": "object",
+            "required": ["job_id", "array_job_id", "array_index", "state"],
+            "properties": {
+                "job_id": {"type": "string"}, "array_job_id": {"type": "string"},
+                "array_index": {"type": "integer", "minimum": 0}, "state": {"type": "string"},
+                "node": _STR, "log": _STR,
+            },
+        },
     },
 }

@@ -24,7 +24,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import docker
+from docker.types import DeviceRequest
 
+from runner.errors import UserError
 from runner.run.container import (
     CONTAINER_USER,
     MANAGED_LABEL,
@@ -37,6 +39,16 @@ from runner.run.events import Event, parse_line
 from runner.run.training import TrainingInputs, TrainingRun
 
 RENDEZVOUS_PORT = 29500
+
+
+def check_one_host(nodes: int) -> None:
+    """Runs spanning machines need a cluster's network and allocation (docs/cluster.md)."""
+    if nodes > 1:
+        raise UserError(
+            f"the entry asks for {nodes} nodes; this runner starts the processes of one run "
+            "on one host only",
+            "set nodes: 1 (and processes_per_node to the processes one host runs)",
+        )
 
 
 def rank_name(run_name: str, rank: int) -> str:
@@ -77,9 +89,10 @@ def internal_network(client: docker.DockerClient, name: str):
 
 
 def _create_rank(client: docker.DockerClient, spec: ContainerSpec, network: str, name: str,
-                 core: int):
+                 core: int, gpu: int | None):
     # As runner.run.container._create, but on the run's internal network with a name peers
-    # can resolve, and pinned to one core.
+    # can resolve, pinned to one core and, on GPU hosts, given one GPU of its own.
+    gpus = [DeviceRequest(device_ids=[str(gpu)], capabilities=[["gpu"]])] if gpu is not None else None
     return client.containers.create(
         spec.image,
         command=spec.command,
@@ -98,6 +111,7 @@ def _create_rank(client: docker.DockerClient, spec: ContainerSpec, network: str,
         cpuset_cpus=str(core),
         mem_limit=spec.memory,
         memswap_limit=spec.memory,
+        device_requests=gpus,
         volumes={
             str(m.host): {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
             for m in spec.mounts
@@ -142,7 +156,8 @@ def _exit_code(container) -> int | None:
 
 def run_multiprocess_training(client: docker.DockerClient, inputs: TrainingInputs,
                               world_size: int) -> TrainingRun:
-    """Train with ``world_size`` ranks on this host; rank 0's events are the run's events."""
+    """Train with ``world_size`` ranks on this host; rank 0's events are the run's events.
+    Each rank gets one core and, when ``inputs.gpus``, one GPU (rank modulo the GPUs)."""
     output_dir = inputs.result_dir / "output"
     prepare_writable(output_dir)
     run_name = f"runner-{inputs.result_dir.name}".lower()
@@ -169,8 +184,9 @@ def run_multiprocess_training(client: docker.DockerClient, inputs: TrainingInput
                     env=rank_env(inputs.env, run_name, rank, world_size),
                     memory=inputs.memory, timeout_s=inputs.timeout_s, label="train",
                 )
+                gpu = rank % inputs.gpus if inputs.gpus else None
                 containers.append(_create_rank(client, spec, network.name,
-                                               rank_name(run_name, rank), rank % cores))
+                                               rank_name(run_name, rank), rank % cores, gpu))
             readers = [
                 threading.Thread(
                     target=_pump, daemon=True, name=f"runner-rank{rank}-output",

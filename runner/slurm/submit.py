@@ -81,7 +81,7 @@ exit "$rc"
 def jobs_folder(entry_name: str) -> Path:
     """Beside the results, so it is on the shared file system too."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    return paths.results_dir() / ".slurm" / entry_name / stamp
+    return paths.results_dir().resolve() / ".slurm" / entry_name / stamp
 
 
 def submit(entry: Path, entry_name: str, seeds: list[int], opts: ReproduceOptions,
