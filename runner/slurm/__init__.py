@@ -16,6 +16,7 @@ from runner import paths
 from runner.keys import load_signer
 from runner.manifest import load_entry
 from runner.reproduce import ReproduceOptions
+from runner.slurm.commands import require_tools
 from runner.slurm.follow import follow, node_of
 from runner.slurm.gather import complete_runs, gather, run_folders
 from runner.slurm.submit import JobArray, SlurmOptions, submit
@@ -26,6 +27,7 @@ __all__ = ["JobArray", "SlurmOptions", "add_arguments", "options_from_args", "re
 def reproduce_on_slurm(entry_path: str, opts: ReproduceOptions, options: SlurmOptions,
                        console: Console, resume: bool = True) -> list[Path]:
     """``resume``: skip seeds already complete in the results folder (drift reruns do not)."""
+    require_tools()  # before anything is written
     entry = load_entry(entry_path)
     load_signer()  # a misconfigured key fails here, before any job is submitted
     first = entry.seed if opts.seed is None else opts.seed

@@ -8,13 +8,21 @@ import subprocess
 from runner.errors import UserError
 
 
+TOOLS = ("sbatch", "squeue", "scontrol")
+
+
+def require_tools() -> None:
+    for tool in TOOLS:
+        if shutil.which(tool) is None:
+            raise UserError(
+                f"`{tool}` is not on PATH, so this host cannot talk to Slurm",
+                "run on a Slurm submit host (Debian: apt-get install slurm-client munge, with "
+                "the cluster's slurm.conf and munge key), or drop --slurm",
+            )
+
+
 def slurm(tool: str, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
-    if shutil.which(tool) is None:
-        raise UserError(
-            f"`{tool}` is not on PATH, so this host cannot talk to Slurm",
-            "run on a Slurm submit host (Debian: apt-get install slurm-client munge, with the "
-            "cluster's slurm.conf and munge key), or drop --slurm",
-        )
+    require_tools()
     try:
         done = subprocess.run([tool, *args], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

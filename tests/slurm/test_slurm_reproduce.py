@@ -175,6 +175,7 @@ def test_without_slurm_tools_the_submission_fails_in_one_line(tmp_path, results,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "`sbatch` is not on PATH" in err and "Fix:" in err
+    assert not results.exists()  # nothing written before the check
 
 
 def test_drift_rerun_runs_as_a_slurm_job_even_when_the_seed_is_complete(
