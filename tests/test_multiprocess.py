@@ -3,11 +3,9 @@ the gloo-pair test entry trains MNIST data-parallel over an internal Docker netw
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from runner import data
 from runner.build import build_entry
