@@ -55,6 +55,7 @@ def test_two_gloo_processes_train_with_one_clock_and_rank_zeros_events(
     logs = {p.name: p.read_text() for p in (result_dir / "logs").iterdir()}
     assert sorted(logs) == ["train-rank1.log", "train.log"]
     assert "rank 0 of 2 joined" in logs["train.log"] and "rank 1 of 2 joined" in logs["train-rank1.log"]
+    assert "route out: no" in logs["train.log"]  # the ranks reach each other and nothing else
     # Only rank 0's events are the run's; they drive the timeline and TTA.
     keys = [e.key for e in run.events]
     assert keys[0] == "run_start" and keys[-1] == "run_stop"

@@ -6,6 +6,7 @@ gradients are averaged with all_reduce; rank 0 alone logs events, evaluates and 
 """
 import json
 import os
+import socket
 import time
 from datetime import timedelta
 
@@ -87,6 +88,13 @@ for epoch in range(1, EPOCHS + 1):
 if RANK == 0:
     os.makedirs(f"{OUTPUT}/model", exist_ok=True)
     torch.save(model.state_dict(), f"{OUTPUT}/model/weights.pt")
+    # After the last evaluation, so outside the timed window: the run's network must have no
+    # route out (peers are reachable, as training just showed).
+    try:
+        socket.create_connection(("1.1.1.1", 53), timeout=2).close()
+        print("route out: yes", flush=True)
+    except OSError:
+        print("route out: no", flush=True)
 dist.barrier()
 dist.destroy_process_group()
 log("run_stop", event_type="INTERVAL_END", status="success")
