@@ -197,8 +197,8 @@ def start_munge(work: Path) -> bool:
         return False
     if not MUNGE_KEY.exists():
         MUNGE_KEY.parent.mkdir(parents=True, exist_ok=True)
-        if shutil.which("mungekey"):
-            _run(["mungekey", "--create", f"--keyfile={MUNGE_KEY}"])
+        if _sbin("mungekey"):
+            _run([_sbin("mungekey"), "--create", f"--keyfile={MUNGE_KEY}"])
         else:
             MUNGE_KEY.write_bytes(os.urandom(1024))
     # munged insists on private key/state folders owned by its user.
@@ -210,7 +210,7 @@ def start_munge(work: Path) -> bool:
     shutil.chown(MUNGE_KEY, "munge", "munge")
     MUNGE_KEY.chmod(0o400)
     MUNGE_SOCKET.unlink(missing_ok=True)
-    _run(["runuser", "-u", "munge", "--", _sbin("munged"), "--force"])
+    _run([_sbin("runuser") or "runuser", "-u", "munge", "--", _sbin("munged"), "--force"])
     deadline = time.monotonic() + 20
     while not _munge_works():
         if time.monotonic() > deadline:
