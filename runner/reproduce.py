@@ -58,6 +58,7 @@ class ReproduceOptions:
     backends: list[str] | None = None
     timeout_minutes: float | None = None
     infer: bool = True
+    sign: bool = True  # False on Slurm compute nodes: the submit host signs what it gathers
 
 
 @dataclass
@@ -332,7 +333,8 @@ def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list
             with hold_cores(limits.cpus if limits else None, console.print, ctx.entry.name):
                 folder = run_once(ctx, first_seed + i, opts, console, Path(tmp))
                 ownership.mark_finished(folder.name)
-                sign_folder(folder, console)
+                if opts.sign:
+                    sign_folder(folder, console)
             folders.append(folder)
     return folders
 

@@ -1,8 +1,9 @@
 """Session fixtures for tests that need the real Docker engine.
 
 ``docker_client`` makes sure an engine runs (installing and starting it on a fresh
-Debian-like CI machine, as .ci/run does), and ``cpu_base_image`` builds the CPU base
-image once per session when its recipe's tag is not present yet.
+Debian-like CI machine, as .ci/run does), ``cpu_base_image`` builds the CPU base
+image once per session when its recipe's tag is not present yet, and ``local_slurm``
+starts a real one-node Slurm for the tests under tests/slurm/.
 """
 
 from __future__ import annotations
@@ -28,6 +29,21 @@ def docker_client():
     client = ensure_engine(install=True)
     yield client
     client.close()
+
+
+@pytest.fixture(scope="session")
+def local_slurm():
+    """A real one-node Slurm on this machine (tests/slurm/local_slurm.py: installs slurm-wlm
+    and munge when missing, starts munged, slurmctld, slurmd), stopped at the session's end."""
+    from slurm.local_slurm import start, stop
+
+    cluster = start()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SLURM_CONF", str(cluster.conf))
+        try:
+            yield cluster
+        finally:
+            stop(cluster.work)
 
 
 @pytest.fixture(scope="session")

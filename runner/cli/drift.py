@@ -10,14 +10,22 @@ from runner.drift import archived_bundles, check_drift
 from runner.reproduce import ReproduceOptions, reproduce
 
 
-def _rerun(console):
-    """One run of the entry with the archived seed, no inference: what drift compares."""
+def _rerun(console, slurm):
+    """One run of the entry with the archived seed, no inference: what drift compares.
+    With ``slurm`` (a ``runner.slurm.SlurmOptions``) it runs as a Slurm job."""
     def rerun(entry: Path, seed: int, smoke: bool) -> Path:
-        (folder,) = reproduce(str(entry), ReproduceOptions(runs=1, seed=seed, smoke=smoke, infer=False), console)
+        opts = ReproduceOptions(runs=1, seed=seed, smoke=smoke, infer=False)
+        if slurm is not None:
+            from runner.slurm import reproduce_on_slurm
+
+            (folder,) = reproduce_on_slurm(str(entry), opts, slurm, console, resume=False)
+        else:
+            (folder,) = reproduce(str(entry), opts, console)
         return folder
 
     return rerun
 from runner.errors import UserError
+from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
 
 
 def run(args) -> int:
@@ -28,7 +36,8 @@ def run(args) -> int:
     drifted = 0
     for bundle in bundles:
         drift = check_drift(bundle, Path(args.entry) if args.entry else None, console,
-                            rerun=_rerun(console) if args.rerun else None, tolerance=args.tolerance)
+                            rerun=_rerun(console, options_from_args(args)) if args.rerun else None,
+                            tolerance=args.tolerance)
         verdict = "[yellow]drift[/]" if drift.drifted else "[green]no drift[/]"
         console.print(f"{verdict} {drift.entry} ({bundle})")
         for change in drift.changes:
@@ -51,5 +60,6 @@ def register(subparsers) -> None:
     p.add_argument("--rerun", action="store_true", help="also reproduce and compare TTA")
     p.add_argument("--tolerance", type=float, default=0.25,
                    help="relative TTA change that counts as drift (default 0.25)")
+    add_slurm_arguments(p)
     p.add_argument("--fail-on-drift", action="store_true", help="exit 1 when anything drifted")
     p.set_defaults(func=run)

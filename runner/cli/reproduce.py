@@ -9,6 +9,7 @@ from runner.cli import argtypes
 from runner.reproduce import ReproduceOptions, reproduce, summarize
 from runner.results import write_json
 from runner.results.record import Result
+from runner.slurm import add_arguments as add_slurm_arguments, options_from_args, reproduce_on_slurm
 
 
 def _fmt(value, spec: str, missing: str = "--") -> str:
@@ -25,7 +26,7 @@ def print_results(console: Console, folders) -> None:
         t = r.training
         table.add_row(
             r.run_id, r.status, str(bool(t and t.reached)),
-            _fmt(t and t.tta_seconds, ".2f"), _fmt(r.cost.training_usd, ".6f"),
+            _fmt(t and t.tta_seconds, ".2f"), _fmt(r.cost and r.cost.training_usd, ".6f"),
             _fmt(t and t.launch_seconds, ".2f"), "yes" if r.conforming else "no",
         )
     console.print(table)
@@ -66,8 +67,11 @@ def run(args) -> int:
         runs=args.runs, seed=args.seed, smoke=args.smoke,
         allow_hardware_mismatch=args.allow_hardware_mismatch,
         backends=args.backend, timeout_minutes=args.timeout_minutes, infer=not args.no_infer,
+        sign=not args.no_sign,
     )
-    folders = reproduce(args.entry, opts, console)
+    slurm = options_from_args(args)
+    folders = (reproduce_on_slurm(args.entry, opts, slurm, console) if slurm
+               else reproduce(args.entry, opts, console))
     print_results(console, folders)
     if len(folders) > 1:
         s = summarize(folders)
@@ -101,4 +105,7 @@ def register(subparsers) -> None:
                    help="inference backend (repeatable; default: the manifest's)")
     p.add_argument("--timeout-minutes", type=argtypes.timeout_minutes, help="training timeout (default: manifest)")
     p.add_argument("--no-infer", action="store_true", help="skip the inference phase")
+    p.add_argument("--no-sign", action="store_true",
+                   help="leave the result unsigned (Slurm tasks: the submit host signs)")
+    add_slurm_arguments(p)
     p.set_defaults(func=run)

@@ -54,11 +54,18 @@ class Entry:
     train: TrainSpec
     inference: InferenceSpec
     runs: int = 1
+    nodes: int = 1  # machines one run spans
+    processes_per_node: int = 1  # training processes (containers) per machine
     claimed: dict = field(default_factory=dict)
     smoke: SmokeSpec = field(default_factory=SmokeSpec)
     source: str | None = None
     description: str = ""
     raw: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def world_size(self) -> int:
+        """Training processes of one run, over all its machines."""
+        return self.nodes * self.processes_per_node
 
     @property
     def manifest_path(self) -> Path:
@@ -174,6 +181,8 @@ def load_entry(path: str | Path) -> Entry:
         train=TrainSpec(**data["train"]),
         inference=InferenceSpec(**data["inference"]),
         runs=data.get("runs", 1),
+        nodes=data.get("nodes", 1),
+        processes_per_node=data.get("processes_per_node", 1),
         claimed=data.get("claimed", {}),
         smoke=SmokeSpec(**data.get("smoke", {})),
         source=data.get("source"),

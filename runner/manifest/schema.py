@@ -88,6 +88,15 @@ ENTRY_SCHEMA: dict = {
             },
         },
         "runs": {"type": "integer", "minimum": 1, "default": 1},
+        "nodes": {
+            "type": "integer", "minimum": 1, "default": 1,
+            "description": "machines one run spans (more than 1 needs a cluster: docs/cluster.md)",
+        },
+        "processes_per_node": {
+            "type": "integer", "minimum": 1, "default": 1,
+            "description": "training processes per machine, one container each; they get "
+            "torchrun's MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK",
+        },
         "claimed": {
             "type": "object",
             "additionalProperties": False,

@@ -89,7 +89,7 @@ class Cost:
 class Result:
     schema_version: int
     run_id: str
-    toolkit: Toolkit
+    toolkit: Toolkit | None  # None (like image, data, cost, hardware) only in a placeholder
     entry: EntryInfo
     task: TaskInfo
     seed: int
@@ -98,14 +98,15 @@ class Result:
     incomplete_reason: str | None
     conforming: bool
     nonconforming_reasons: list[str]
-    image: ImageInfo
-    data: DataInfo
-    cost: Cost
-    hardware: dict
+    image: ImageInfo | None  # for a run that never started (a Slurm task that died)
+    data: DataInfo | None
+    cost: Cost | None
+    hardware: dict | None
     training: Training | None = None
     inference: dict[str, dict] = field(default_factory=dict)
     image_audit: dict | None = None
     probe: dict | None = None
+    slurm: dict | None = None  # the Slurm job of a run gathered by `runner reproduce --slurm`
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:

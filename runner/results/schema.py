@@ -66,7 +66,7 @@ RESULT_SCHEMA: dict = {
         "schema_version": {"const": RESULT_SCHEMA_VERSION},
         "run_id": {"type": "string", "pattern": r"^\d{8}T\d{6}Z-s\d+-[0-9a-f]{6}$"},
         "toolkit": {
-            "type": "object",
+            "type": ["object", "null"],  # null (like image, data, cost, hardware) only in a placeholder
             "required": ["name", "version", "harness_sha256"],
             "properties": {"harness_sha256": _SHA},
         },
@@ -96,13 +96,13 @@ RESULT_SCHEMA: dict = {
         "incomplete_reason": _STR,
         "conforming": {"type": "boolean"},
         "nonconforming_reasons": {"type": "array", "items": {"type": "string"}},
-        "image": {"type": "object", "required": ["id", "tag", "base_id"]},
+        "image": {"type": ["object", "null"], "required": ["id", "tag", "base_id"]},
         "probe": {
             "type": ["object", "null"],
             "properties": {"shift_pixels": {"type": "array", "items": {"type": "integer"}}},
         },
         "image_audit": {"type": ["object", "null"]},
-        "data": {"type": "object", "required": ["task", "digest"]},
+        "data": {"type": ["object", "null"], "required": ["task", "digest"]},
         "training": {
             "type": ["object", "null"],
             "properties": {
@@ -120,14 +120,23 @@ RESULT_SCHEMA: dict = {
             },
         },
         "cost": {
-            "type": "object",
+            "type": ["object", "null"],
             "required": ["training_usd", "usd_per_hour", "profile", "price_date", "price_source"],
             "properties": {"training_usd": _NUM, "usd_per_hour": {"type": "number"}},
         },
         "inference": {"type": "object", "additionalProperties": _BACKEND},
         "hardware": {
-            "type": "object",
+            "type": ["object", "null"],
             "required": ["profile", "matched", "mismatches", "allowed_mismatch"],
+        },
+        "slurm": {  # only in runs of `runner reproduce --slurm`, written where they are gathered
+            "type": "object",
+            "required": ["job_id", "array_job_id", "array_index", "state"],
+            "properties": {
+                "job_id": {"type": "string"}, "array_job_id": {"type": "string"},
+                "array_index": {"type": "integer", "minimum": 0}, "state": {"type": "string"},
+                "node": _STR, "log": _STR,
+            },
         },
     },
 }

@@ -1,0 +1,66 @@
+"""Reproductions fanned out over a Slurm cluster: one job array task per run.
+
+``reproduce_on_slurm`` is ``runner.reproduce.reproduce`` for a cluster: it picks the seeds,
+skips those already complete in the shared results folder, submits the rest as one job
+array (``submit``), follows it (``follow``), and gathers and signs the results on this host
+(``gather``). It returns the run folders in seed order, like a local ``--runs N``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from runner import paths
+from runner.keys import load_signer
+from runner.manifest import load_entry
+from runner.reproduce import ReproduceOptions
+from runner.slurm.commands import require_tools
+from runner.slurm.follow import follow, node_of
+from runner.slurm.gather import complete_runs, gather, run_folders
+from runner.slurm.submit import JobArray, SlurmOptions, submit
+
+__all__ = ["JobArray", "SlurmOptions", "add_arguments", "options_from_args", "reproduce_on_slurm"]
+
+
+def reproduce_on_slurm(entry_path: str, opts: ReproduceOptions, options: SlurmOptions,
+                       console: Console, resume: bool = True) -> list[Path]:
+    """``resume``: skip seeds already complete in the results folder (drift reruns do not)."""
+    require_tools()  # before anything is written
+    entry = load_entry(entry_path)
+    load_signer()  # a misconfigured key fails here, before any job is submitted
+    first = entry.seed if opts.seed is None else opts.seed
+    seeds = list(range(first, first + (opts.runs or entry.runs)))
+    entry_dir = paths.results_dir() / entry.name
+    folders = complete_runs(entry_dir, seeds, opts.smoke) if resume else {}
+    if folders:
+        console.print(f"already complete, not submitted again: seed(s) "
+                      f"{', '.join(map(str, sorted(folders)))}")
+    pending = [s for s in seeds if s not in folders]
+    if pending:
+        before = run_folders(entry_dir)
+        job = submit(entry.path, entry.name, pending, opts, options)
+        console.print(f"[bold]slurm[/] job array {job.job_id}: {len(pending)} run(s), seeds "
+                      f"{', '.join(map(str, pending))}; results in {paths.results_dir()}, "
+                      f"job files in {job.folder}")
+        states = follow(job, console)
+        nodes = {i: node_of(job, i) for i in states}
+        folders.update(gather(job, states, nodes, entry, entry_dir, before, opts.smoke, console))
+    return [folders[s] for s in seeds]
+
+
+def add_arguments(parser) -> None:
+    """The ``--slurm`` flags shared by ``runner reproduce`` and ``runner drift``."""
+    parser.add_argument("--slurm", action="store_true",
+                        help="run each run as a task of one Slurm job array; RUNNER_RESULTS must "
+                        "be on a file system every node shares (docs/cluster.md)")
+    parser.add_argument("--partition", help="Slurm partition for --slurm (default: the cluster's)")
+    parser.add_argument("--slurm-arg", action="append", default=[], metavar="ARG",
+                        help="extra sbatch flag for --slurm, e.g. --slurm-arg=--gres=gpu:8 "
+                        "(repeatable)")
+
+
+def options_from_args(args) -> SlurmOptions | None:
+    """SlurmOptions when --slurm was given, else None (run here)."""
+    return SlurmOptions(args.partition, list(args.slurm_arg)) if args.slurm else None

@@ -1,0 +1,117 @@
+"""Gather a job array's results from the shared folder, name Slurm's part, sign them here.
+
+Each task's run folder is found by its seed among the folders that appeared after the
+submission. Every gathered ``result.json`` records its Slurm job (``slurm``); a task that
+did not end COMPLETED makes its run incomplete with the job id and state in the reason,
+and a task that never started leaves a placeholder result folder saying the same. The
+submit host signs each run folder with its own key (``runner.keys``), so compute nodes
+never hold a private key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from runner.manifest import Entry
+from runner.bundle import sign_folder as sign
+from runner.results import RESULT_SCHEMA_VERSION, new_run_id, write_json
+from runner.slurm.submit import JobArray
+
+
+def read_result(folder: Path) -> dict | None:
+    try:
+        data = json.loads((folder / "result.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def run_folders(entry_dir: Path) -> set[str]:
+    return {p.name for p in entry_dir.iterdir() if p.is_dir()} if entry_dir.is_dir() else set()
+
+
+def complete_runs(entry_dir: Path, seeds: list[int], smoke: bool) -> dict[int, Path]:
+    """Seed -> a complete run already in the results folder (re-submission skips these)."""
+    found: dict[int, Path] = {}
+    for name in sorted(run_folders(entry_dir)):
+        result = read_result(entry_dir / name)
+        if (result and result.get("seed") in seeds and result.get("status") == "complete"
+                and bool(result.get("smoke")) == smoke):
+            found[result["seed"]] = entry_dir / name
+    return found
+
+
+def find_run(entry_dir: Path, seed: int, before: set[str]) -> Path | None:
+    """The newest folder of ``seed`` written since the submission (run ids sort by time)."""
+    for name in sorted(run_folders(entry_dir) - before, reverse=True):
+        result = read_result(entry_dir / name)
+        if result and result.get("seed") == seed:
+            return entry_dir / name
+    return None
+
+
+def slurm_record(job: JobArray, index: int, state: str, node: str | None) -> dict:
+    return {"job_id": job.task_id(index), "array_job_id": job.job_id, "array_index": index,
+            "state": state, "node": node, "log": str(job.folder / f"task-{index}.out")}
+
+
+def mark(result: dict, record: dict) -> dict:
+    result["slurm"] = record
+    if record["state"] != "COMPLETED":
+        why = f"slurm job {record['job_id']} {record['state']}"
+        if result.get("status") in ("complete", "running"):
+            result["status"] = "incomplete"
+        own = result.get("incomplete_reason")
+        result["incomplete_reason"] = f"{why}; {own}" if own else why
+    return result
+
+
+def placeholder(entry: Entry, entry_dir: Path, seed: int, smoke: bool, record: dict) -> Path:
+    """A result folder for a task that never ran the entry, so the run is not silently lost."""
+    folder = entry_dir / new_run_id(seed)
+    folder.mkdir(parents=True)
+    result = {
+        "schema_version": RESULT_SCHEMA_VERSION,
+        "run_id": folder.name,
+        "entry": {"name": entry.name, "model": entry.model, "framework": entry.framework,
+                  "source": entry.source, "claimed": entry.claimed, "digests": entry.digests()},
+        "toolkit": None,
+        "task": {"id": entry.task.id, "metric": entry.task.metric,
+                 "threshold": entry.task.threshold, "eval_size": entry.task.eval_size},
+        "seed": seed,
+        "smoke": smoke,
+        "status": "incomplete",
+        "incomplete_reason": None,
+        "conforming": False,
+        "nonconforming_reasons": ["the Slurm job ended before the run wrote a result"],
+        "image": None,
+        "data": None,
+        "hardware": None,
+        "training": None,
+        "cost": None,
+        "inference": {},
+    }
+    write_json(folder / "result.json", mark(result, record))
+    return folder
+
+
+def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], entry: Entry,
+           entry_dir: Path, before: set[str], smoke: bool, console: Console) -> dict[int, Path]:
+    """Seed -> its run folder (real, or a placeholder), each real one signed here."""
+    folders = {}
+    for index, seed in enumerate(job.seeds):
+        record = slurm_record(job, index, states[index], nodes.get(index))
+        folder = find_run(entry_dir, seed, before)
+        if folder is None:
+            folders[seed] = placeholder(entry, entry_dir, seed, smoke, record)
+            console.print(f"[red]no run[/] for seed {seed}: slurm job {record['job_id']} "
+                          f"{record['state']} (log {record['log']})")
+            continue
+        result = read_result(folder)
+        write_json(folder / "result.json", mark(result, record))
+        sign(folder, console)
+        folders[seed] = folder
+    return folders
