@@ -41,6 +41,7 @@ from runner.run import ownership
 from runner.run.container import remove_orphans
 from runner.run.cores import hold_cores
 from runner.run.guards import RunGuards
+from runner.run.multiprocess import check_one_host
 from runner.run.training import CHECKPOINTS_DIR, LAUNCH_GAP_LIMIT_S, TrainingInputs, TrainingRun, run_training
 from runner.score.probe import make_probe_inputs, probe_shift
 from runner.score.summary import summarize_training
@@ -137,6 +138,7 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     entry = load_entry(entry_path)
     if opts.smoke:
         entry = entry.for_smoke()
+    check_one_host(entry.nodes)
     profile = load_profile(entry.hardware_profile)
     client = get_client()
     if removed := remove_orphans(client):
@@ -268,7 +270,7 @@ def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
             cpus=limits.cpus if limits else None, memory=limits.memory if limits else None,
             gpus=ctx.gpus, timeout_s=(opts.timeout_minutes or entry.train.timeout_minutes) * 60,
             builder=entry.inference.builder, final_weights=entry.final_weights,
-            topk=entry.task.topk, threads=int(env["RUNNER_THREADS"]),
+            topk=entry.task.topk, threads=int(env["RUNNER_THREADS"]), world_size=entry.world_size,
         ),
     )
 

@@ -48,6 +48,12 @@ class ContainerSpec:
     timeout_s: float = 3600
     label: str = "train"
     entrypoint: list[str] | None = None  # overrides the image's ENTRYPOINT (the launcher)
+    # Multi-process runs only: the run's internal network (no route out), a name the other
+    # ranks resolve, one core, and the GPU ids of this rank. Otherwise: no network at all.
+    network: str | None = None
+    name: str | None = None
+    core: int | None = None
+    gpu_ids: list[str] | None = None
 
 
 @dataclass
@@ -116,9 +122,14 @@ def cpu_limits(cpus: float | None) -> dict:
 
 
 def _create(client: docker.DockerClient, spec: ContainerSpec):
-    device_requests = (
-        [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])] if spec.gpus else None
-    )
+    if spec.gpu_ids:
+        device_requests = [DeviceRequest(device_ids=spec.gpu_ids, capabilities=[["gpu"]])]
+    elif spec.gpus:
+        device_requests = [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])]
+    else:
+        device_requests = None
+    network = {"network": spec.network, "name": spec.name, "hostname": spec.name} if spec.network else {"network_mode": "none"}
+    cpus = {"cpuset_cpus": str(spec.core)} if spec.core is not None else cpu_limits(spec.cpus)
     return client.containers.create(
         spec.image,
         command=spec.command,
@@ -126,14 +137,14 @@ def _create(client: docker.DockerClient, spec: ContainerSpec):
         user=CONTAINER_USER,
         working_dir=spec.workdir,
         environment=spec.env,
-        network_mode="none",
+        **network,
         cap_drop=["ALL"],
         security_opt=["no-new-privileges"],
         read_only=True,
         tmpfs={"/scratch": "rw,size=2g,mode=1777", "/tmp": "rw,size=512m,mode=1777"},
         shm_size="1g",
         pids_limit=4096,
-        **cpu_limits(spec.cpus),
+        **cpus,
         mem_limit=spec.memory,
         memswap_limit=spec.memory,  # no swap: a memory limit that swaps would skew timing
         device_requests=device_requests,

@@ -23,6 +23,7 @@ import docker
 from runner import paths
 from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
+from runner.run.multiprocess import Peers, internal_network, rank_spec
 from runner.events import Event, parse_line, runner_event, write_events
 from runner.run.progress import TrainingProgress
 from runner.score.evaluations import path_problem, primary_score, resolve_inside, score_file
@@ -67,6 +68,7 @@ class TrainingInputs:
     final_weights: str  # the manifest's inference.weights, relative to /output
     topk: int
     threads: int
+    world_size: int = 1  # processes (ranks) of the run, one container each (runner.run.multiprocess)
 
 
 class CheckpointError(Exception):
@@ -105,6 +107,7 @@ class _TrainingSession:
         self.events: list[Event] = []
         self.notes: list[str] = []
         self.container = None
+        self.peers: Peers | None = None  # ranks 1.. of a multi-process run
         self.clock = lambda: 0.0
         self.seen_output = False
         self.evaluations = 0
@@ -129,6 +132,16 @@ class _TrainingSession:
 
     def started(self, container, clock) -> None:
         self.container, self.clock = container, clock
+        if self.peers is not None:
+            self.peers.start()
+
+    def peer_failed(self, rank: int, outcome) -> None:
+        """A rank ended badly: stop rank 0, whose collectives would wait for it forever."""
+        self.notes.append(f"rank {rank} ended: {outcome.reason()}; rank 0 was stopped")
+        try:
+            self.container.kill()
+        except (AttributeError, docker.errors.APIError):
+            pass
 
     # -- output lines ---------------------------------------------------------------------
     def on_line(self, line: str, t: float) -> None:
@@ -159,6 +172,8 @@ class _TrainingSession:
         """"frozen", "exited" (nothing left to freeze) or "running" (the engine refused)."""
         try:
             self.container.pause()
+            if self.peers is not None:
+                self.peers.each("pause")
             return "frozen"
         except docker.errors.NotFound:
             return "exited"
@@ -172,6 +187,8 @@ class _TrainingSession:
     def thaw(self, state: str) -> None:
         if state != "frozen":
             return
+        if self.peers is not None:
+            self.peers.each("unpause")
         try:
             self.container.unpause()
         except docker.errors.APIError:
@@ -246,9 +263,22 @@ def _in_arrival_order(events: list[Event]) -> list[Event]:
 
 
 def run_training(client: docker.DockerClient, task: Task, labels, inputs: TrainingInputs) -> TrainingRun:
+    """Train in one container, or in one per rank when the entry asks for several processes."""
+    spec = training_spec(inputs)
+    if inputs.world_size <= 1:
+        return _train(client, task, labels, inputs, spec, None)
+    run_name = f"runner-{inputs.result_dir.name}".lower()
+    with internal_network(client, run_name) as network:
+        ranks = [rank_spec(spec, run_name, network.name, r, inputs.world_size, inputs.gpus)
+                 for r in range(inputs.world_size)]
+        return _train(client, task, labels, inputs, ranks[0], ranks[1:])
+
+
+def training_spec(inputs: TrainingInputs) -> ContainerSpec:
+    """The training container: the launcher first, the training data, a writable /output."""
     output_dir = inputs.result_dir / "output"
     prepare_writable(output_dir)
-    spec = ContainerSpec(
+    return ContainerSpec(
         image=inputs.image,
         command=inputs.command,
         entrypoint=["/bin/sh", f"{LAUNCHER_MOUNT}/launch.sh"],
@@ -264,9 +294,15 @@ def run_training(client: docker.DockerClient, task: Task, labels, inputs: Traini
         timeout_s=inputs.timeout_s,
         label="train",
     )
+
+
+def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSpec,
+           peer_specs: list[ContainerSpec] | None) -> TrainingRun:
     lines: queue.Queue = queue.Queue()
     with TrainingProgress(task, "train") as progress:
         session = _TrainingSession(client, task, labels, inputs, progress)
+        if peer_specs:
+            session.peers = Peers(client, peer_specs, inputs.result_dir, session.peer_failed)
 
         def listen() -> None:
             while (item := lines.get()) is not None:
@@ -284,8 +320,12 @@ def run_training(client: docker.DockerClient, task: Task, labels, inputs: Traini
             )
             exit_t = session.clock()
         finally:
+            if session.peers is not None:
+                peer_problem = session.peers.stop()
             lines.put(None)
             listener.join()
+        if session.peers is not None and peer_problem and not outcome.interrupted:
+            outcome = ContainerOutcome(None, outcome.timed_out, False, outcome.wall_seconds, peer_problem)
         try:
             if not session.seen_output:
                 session.ours(0.0, LAUNCH, stamp="container-start", first_line=None)

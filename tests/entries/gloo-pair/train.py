@@ -2,7 +2,8 @@
 
 The runner starts one container per rank and gives each torchrun's variables (MASTER_ADDR,
 MASTER_PORT, WORLD_SIZE, RANK). Every rank trains on its half of each global batch and the
-gradients are averaged with all_reduce; rank 0 alone logs events, evaluates and saves.
+gradients are averaged with all_reduce; rank 0 alone logs events, saves the checkpoints it
+asks the runner to evaluate (the runner freezes every rank meanwhile) and the final model.
 """
 import json
 import os
@@ -40,7 +41,6 @@ print(f"rank {RANK} of {WORLD} joined", flush=True)
 EPOCHS, BATCH, LR = (1 if SMOKE else 3), 256, 0.2
 train_x = torch.from_numpy(np.load(f"{DATA}/train/images.npy"))
 train_y = torch.from_numpy(np.load(f"{DATA}/train/labels.npy"))
-eval_x = torch.from_numpy(np.load(f"{DATA}/eval/images.npy"))
 steps = len(train_x) // BATCH if not SMOKE else 5
 model = build_model().to(memory_format=torch.channels_last)
 opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9, nesterov=True, weight_decay=5e-4)
@@ -49,16 +49,10 @@ sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (s + 1) / warmup if s <
                                           else (EPOCHS * steps - s) / (EPOCHS * steps - warmup))
 
 
-def evaluate(epoch):
-    log("eval_start", epoch_num=epoch)
-    model.eval()
-    with torch.no_grad():
-        preds = torch.cat([model(eval_x[i:i + 2000].float()).argmax(1)
-                           for i in range(0, len(eval_x), 2000)])
-    model.train()
-    os.makedirs(f"{OUTPUT}/eval", exist_ok=True)
-    np.save(f"{OUTPUT}/eval/epoch_{epoch}.npy", preds.numpy().astype(np.int64))
-    log("eval_stop", epoch_num=epoch, predictions=f"eval/epoch_{epoch}.npy")
+def request_evaluation(epoch):
+    os.makedirs(f"{OUTPUT}/checkpoints", exist_ok=True)
+    torch.save(model.state_dict(), f"{OUTPUT}/checkpoints/epoch_{epoch}.pt")
+    log("eval_request", epoch_num=epoch, checkpoint=f"checkpoints/epoch_{epoch}.pt")
 
 
 for epoch in range(1, EPOCHS + 1):
@@ -83,7 +77,7 @@ for epoch in range(1, EPOCHS + 1):
         sched.step()
     log("epoch_stop", event_type="INTERVAL_END", epoch_num=epoch)
     if RANK == 0:
-        evaluate(epoch)
+        request_evaluation(epoch)
 
 if RANK == 0:
     os.makedirs(f"{OUTPUT}/model", exist_ok=True)
