@@ -32,6 +32,7 @@ from runner.errors import UserError
 from runner.fingerprint import capture_host, capture_image
 from runner.infer import check_backends_available, run_inference
 from runner.manifest import Entry, load_entry
+from runner.options import ReproduceOptions
 from runner.data import StagedData
 from runner.data.synthetic import SMOKE_SIZES
 from runner.profiles import Profile, cost_usd, load_profile, price_fields, require_match
@@ -48,18 +49,6 @@ from runner.score.summary import summarize_training
 
 # The crossing checkpoint is kept in the bundle up to this size (its sha256 always).
 KEEP_CHECKPOINT_BYTES = 256 * 2**20
-
-
-@dataclass
-class ReproduceOptions:
-    runs: int | None = None
-    seed: int | None = None
-    smoke: bool = False
-    allow_hardware_mismatch: bool = False
-    backends: list[str] | None = None
-    timeout_minutes: float | None = None
-    infer: bool = True
-    sign: bool = True  # False on Slurm compute nodes: the submit host signs what it gathers
 
 
 @dataclass

@@ -15,7 +15,7 @@ from rich.console import Console
 from runner import paths
 from runner.keys import load_signer
 from runner.manifest import load_entry
-from runner.reproduce import ReproduceOptions
+from runner.options import ReproduceOptions
 from runner.slurm.commands import require_tools
 from runner.slurm.follow import follow, node_of
 from runner.slurm.gather import complete_runs, gather, run_folders

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from runner import paths
-from runner.reproduce import ReproduceOptions
+from runner.options import ReproduceOptions
 from runner.slurm.commands import slurm
 
 # How a compute node starts the runner; default: this Python, from the shared checkout.

@@ -1,0 +1,18 @@
+"""What a user asks of a reproduction (``runner reproduce``'s flags), shared by the local
+pipeline (``runner.reproduce``) and the Slurm launcher (``runner.slurm``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class ReproduceOptions:
+    runs: int | None = None
+    seed: int | None = None  # the auditor's; None: the runner draws one
+    smoke: bool = False
+    allow_hardware_mismatch: bool = False
+    backends: list[str] | None = None
+    timeout_minutes: float | None = None
+    infer: bool = True
+    sign: bool = True  # False on Slurm compute nodes: the submit host signs what it gathers
