@@ -71,15 +71,16 @@ def instructions(path: Path, text: str) -> list[Instruction]:
             current.append(body[: -len(escape)])
             continue
         current.append(body)
-        joined = " ".join(part.strip() for part in current if part.strip())
+        found.append(_instruction(start, current))
         current = []
-        word, _, args = joined.partition(" ")
-        found.append(Instruction(start, word.upper(), args.strip()))
-    if current:
-        joined = " ".join(part.strip() for part in current if part.strip())
-        word, _, args = joined.partition(" ")
-        found.append(Instruction(start, word.upper(), args.strip()))
+    if current:  # a continuation at the end of the file
+        found.append(_instruction(start, current))
     return found
+
+
+def _instruction(start: int, parts: list[str]) -> Instruction:
+    word, _, args = " ".join(p.strip() for p in parts if p.strip()).partition(" ")
+    return Instruction(start, word.upper(), args.strip())
 
 
 def _flags(args: str) -> tuple[dict[str, str], list[str]]:
@@ -125,7 +126,8 @@ def check_dockerfile(path: Path) -> None:
             name = words[2].lower() if len(words) >= 3 and words[1].lower() == "as" else ""
             stages.append(name)
         elif ins.name == "ADD":
-            remote = [w for w in words if _REMOTE.match(w)]
+            # Shell form or exec form (["https://...", "/dest"]): strip the JSON punctuation.
+            remote = [w.strip('[],"\'') for w in words if _REMOTE.match(w.strip('[],"\''))]
             if remote or "checksum" in flags or "keep-git-dir" in flags:
                 what = remote[0] if remote else "a remote source"
                 raise _refuse(path, ins.line, f"ADD {what} makes the engine download it",

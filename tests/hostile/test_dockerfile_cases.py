@@ -39,6 +39,7 @@ REFUSED = [
     ("ARG BASE_IMAGE\nFROM --platform=linux/arm64 ${BASE_IMAGE}\n", 2, "--platform"),
     (HEAD + "ADD https://example.com/big.tar.gz /opt/\n", 4, "https://example.com/big.tar.gz"),
     (HEAD + "ADD http://10.0.0.1/x /x\n", 4, "http://10.0.0.1/x"),
+    (HEAD + "ADD [\"https://example.com/a b\", \"/x\"]\n", 4, "https://example.com/a"),
     (HEAD + "ADD git@github.com:someone/repo.git /src\n", 4, "git@github.com"),
     (HEAD + "ADD --checksum=sha256:" + "0" * 64 + " big.bin /x\n", 4, "ADD"),
     (HEAD + "ADD \\\n    --chown=1000 \\\n    https://example.com/x \\\n    /x\n", 4, "https://example.com/x"),
