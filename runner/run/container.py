@@ -66,7 +66,7 @@ class ContainerOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not (self.timed_out or self.interrupted)
+        return self.exit_code == 0 and not (self.timed_out or self.interrupted) and self.error is None
 
     def reason(self) -> str | None:
         """Why the run is incomplete, in words for result.json; None when it ended well."""

@@ -13,7 +13,6 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-import yaml
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 
@@ -30,6 +29,9 @@ from runner.bundle.filelist import (
 )
 from runner.bundle.signing import read_envelope
 from runner.errors import UserError
+from runner.events import bounded_json
+from runner.manifest.untrusted_yaml import load_untrusted_yaml
+from runner.score.safe_npy import load_npy
 from runner.results.record import Result
 from runner.keys import key_from_dict
 from runner.profiles import Profile, profile_from_dict
@@ -72,7 +74,7 @@ class Auditor:
 
 def _json(path: Path, what: str) -> object:
     try:
-        return json.loads(path.read_text())
+        return bounded_json(path.read_text())  # a hostile bundle's JSON: depth and size bounded
     except FileNotFoundError:
         raise Unavailable(f"the bundle has no {what}") from None
     except (OSError, ValueError) as err:
@@ -285,12 +287,12 @@ class Evidence:
 
     @staticmethod
     def _profile_yaml(path: Path, what: str) -> dict:
+        if not path.exists() and not path.is_symlink():
+            raise Unavailable(f"{what} is missing")
         try:
-            data = yaml.safe_load(path.read_text())
-        except FileNotFoundError:
-            raise Unavailable(f"{what} is missing") from None
-        except (OSError, yaml.YAMLError) as err:
-            raise Unavailable(f"{what} is not readable YAML ({err})") from None
+            data = load_untrusted_yaml(path, what)  # no aliases, bounded size, plain file
+        except UserError as err:
+            raise Unavailable(f"{what} is not readable YAML ({err.problem})") from None
         if not isinstance(data, dict):
             raise Unavailable(f"{what} is not a hardware profile")
         return data
@@ -306,7 +308,7 @@ class Evidence:
     def backend_array(self, backend: str, name: str) -> np.ndarray:
         path = self.root / "inference" / backend / name
         try:
-            return np.load(path, allow_pickle=False)
+            return load_npy(path)  # bounded header, no pickle
         except FileNotFoundError:
             raise Unavailable(f"inference/{backend}/{name} is missing") from None
         except (OSError, ValueError) as err:
