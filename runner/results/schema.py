@@ -130,7 +130,7 @@ RESULT_SCHEMA: dict = {
             "required": ["profile", "matched", "mismatches", "allowed_mismatch"],
         },
         "slurm": {  # only in runs of `runner reproduce --slurm`, written where they are gathered
-            "type": "object",
+            "type": ["object", "null"],
             "required": ["job_id", "array_job_id", "array_index", "state"],
             "properties": {
                 "job_id": {"type": "string"}, "array_job_id": {"type": "string"},
