@@ -231,6 +231,30 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     assert (result_dir / "inference" / "model.onnx").is_file()
     events = [json.loads(line) for line in (result_dir / "inference" / "events.jsonl").read_text().splitlines()]
     assert [e["key"] for e in events].count("infer_start") == 2
+    assert [e["key"] for e in events].count("loadgen_start") == 4  # two scenarios per backend
+
+    # LoadGen ran from the runner's site folder (the image has no LoadGen) on every item.
+    for backend in ("torch", "onnxruntime"):
+        lg = records[backend]["loadgen"]
+        single, offline = lg["single_stream"], lg["offline"]
+        assert lg["version"] == "6.0.17" and lg["settings"]["single_stream_min_query_count"] == 1024
+        assert single["problem"] is None and offline["problem"] is None, (single, offline)
+        assert single["valid"] and offline["valid"], (single, offline)
+        assert single["performance_sample_count"] == n
+        assert 0 < single["p50_ms"] <= single["p90_ms"] <= single["p99_ms"]
+        assert single["query_count"] >= 1024 and offline["samples_per_s"] > 0
+        assert single["mean_ms"] / 1e3 * single["query_count"] <= single["window_seconds"] + TRANSPORT_SLACK_S
+        for scenario in ("single_stream", "offline"):
+            folder = result_dir / "inference" / backend / "loadgen" / scenario
+            assert "MLPerf Results Summary" in (folder / "mlperf_log_summary.txt").read_text()
+            assert ":::MLLOG" in (folder / "mlperf_log_detail.txt").read_text()
+            assert lg["files"][scenario]["mlperf_log_detail.txt"] == (
+                f"inference/{backend}/loadgen/{scenario}/mlperf_log_detail.txt")
+    import docker.errors
+
+    with pytest.raises(docker.errors.ContainerError, match="mlperf_loadgen"):  # the image alone lacks it
+        docker_client.containers.run(built.image_id, ["python3", "-c", "import mlperf_loadgen"],
+                                     network_disabled=True, remove=True)
 
 
 # --- `runner infer`: which result, and replacing its inference only on success ----------
