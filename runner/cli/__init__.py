@@ -15,6 +15,7 @@ from runner.errors import UserError
 COMMANDS = [
     "doctor",
     "setup",
+    "config",
     "images",
     "build",
     "data",
@@ -27,6 +28,7 @@ COMMANDS = [
     "bundle",
     "verify",
     "drift",
+    "export",
     "bench",
 ]
 
