@@ -11,12 +11,17 @@ from rich.console import Console
 
 
 def export_mlperf(args) -> int:
-    from runner.mlperf.export import export_mlperf as write_tree
+    from runner.mlperf.config import load_submission, set_command
+    from runner.mlperf.export import export_mlperf as write_tree, unset_settings
 
+    submission = load_submission()
     out = write_tree([Path(r) for r in args.results], Path(args.out), ruleset=args.ruleset,
-                     allow_smoke=args.allow_smoke)
+                     submission=submission, allow_smoke=args.allow_smoke)
     console = Console()
     console.print(f"wrote the MLPerf training submission tree to {out}")
+    for key in unset_settings(Path(args.results[0]), submission):
+        console.print(f"[yellow]left empty[/] {key} (MLPerf inference wants it): "
+                      f"{set_command(key.removeprefix('mlperf.'))}")
     console.print(f"check it: python -m mlperf_logging.package_checker {out} training {args.ruleset}")
     console.print(f"score it: python -m mlperf_logging.result_summarizer {out} training {args.ruleset}")
     return 0

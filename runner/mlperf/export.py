@@ -57,6 +57,13 @@ def system_description_for(result_dir: Path, submission: SubmissionConfig) -> di
     return fields
 
 
+def unset_settings(result_dir: Path, submission: SubmissionConfig) -> list[str]:
+    """Settings still empty that MLPerf's inference checker also wants non-empty (the
+    training checker accepts them empty); each is left empty rather than guessed."""
+    fingerprint = json.loads((Path(result_dir) / "fingerprint.json").read_text())
+    return submission_description(fingerprint, submission.values, "inference")[1]
+
+
 def _copy_entry_code(entry_name: str, result: dict, target: Path) -> None:
     """The entry's files as they are in this checkout, with the digests the result recorded."""
     source = paths.repo_root() / "entries" / entry_name

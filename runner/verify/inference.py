@@ -11,12 +11,13 @@ from runner.verify.tolerance import RELATIVE, close
 # cost_per_10k_usd depends on the price: the cost check owns it.
 _COMPARED = (
     "passed_gate", "scores", "count", "warmup", "latency_ms", "throughput_per_s",
-    "window_seconds", "timed_seconds",
+    "window_seconds", "timed_seconds", "loadgen",
 )
 
 
 def _windows(ev: Evidence) -> Windows:
-    """The host-stamped infer_start/infer_stop per backend, as the inference phase kept them."""
+    """The host-stamped infer_start/infer_stop per backend (and loadgen_start/loadgen_stop
+    per backend and scenario), as the inference phase kept them."""
     windows = Windows(events=list(ev.inference_events))
     for event in windows.events:
         backend = event.metadata.get("backend")
@@ -24,6 +25,9 @@ def _windows(ev: Evidence) -> Windows:
             windows.start[backend] = event.t
         elif event.key == "infer_stop" and isinstance(backend, str):
             windows.stop[backend] = event.t
+        elif event.key in ("loadgen_start", "loadgen_stop") and isinstance(backend, str):
+            stamps = windows.loadgen_start if event.key == "loadgen_start" else windows.loadgen_stop
+            stamps[(backend, str(event.metadata.get("scenario")))] = event.t
     return windows
 
 
@@ -50,6 +54,7 @@ def check_inference_gate(ev: Evidence) -> CheckResult:
         record = evaluate_backend(
             backend, ev.root / "inference" / backend, ev.task, ev.labels,
             windows.window(backend), float(usd_per_hour or 0.0),
+            loadgen_windows=windows.loadgen_windows(backend),
         )
         if not record["passed_gate"]:
             problems.append(f"{backend}: fails the gate when recomputed: {record['gate_reason']}")
