@@ -103,3 +103,15 @@ def test_site_folder_holds_the_pinned_wheel_unpacked_once(private_home):
     wheel.write_bytes(wheel.read_bytes() + b"tampered")
     with pytest.raises(UserError, match="which the lock does not allow"):
         host_loadgen.site_dir()
+
+
+def test_a_backend_failing_under_loadgen_is_reported_not_fatal(tmp_path):
+    from harness.errors import HarnessError
+
+    def predict(x):
+        raise RuntimeError("out of memory")
+
+    images = np.zeros((20, 1, 2, 2), dtype=np.uint8)
+    with pytest.raises(HarnessError, match="failed under LoadGen single_stream: RuntimeError: out of memory"):
+        run_loadgen(predict, images, tmp_path / "loadgen", backend="torch", expected_latency_s=0.001,
+                    settings=QUICK)

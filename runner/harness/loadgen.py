@@ -81,10 +81,18 @@ def _run_scenario(lg, scenario: str, predict: Callable, images: np.ndarray, out_
         for i in indices:
             loaded.pop(i, None)
 
+    failures: list[str] = []
+
     def issue(queries):
-        # Offline hands over every query at once; each is still one batch-1 call.
+        # Offline hands over every query at once; each is still one batch-1 call. An
+        # exception must not cross into LoadGen's C++ thread (it would end the process):
+        # the query is completed and the first failure is raised after the test.
         for q in queries:
-            predict(loaded[q.index])
+            if not failures:
+                try:
+                    predict(loaded[q.index])
+                except Exception as exc:
+                    failures.append(f"{type(exc).__name__}: {exc}")
             lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0)])
 
     test = lg.TestSettings()
@@ -123,6 +131,8 @@ def _run_scenario(lg, scenario: str, predict: Callable, images: np.ndarray, out_
         gc.enable()
         lg.DestroyQSL(qsl)
         lg.DestroySUT(sut)
+    if failures:
+        raise HarnessError(f"the backend failed under LoadGen {scenario}: {failures[0]}")
     return {"performance_sample_count": n_loaded,
             "expected_latency_ns": int(expected_latency_s * 1e9)}
 

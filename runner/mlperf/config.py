@@ -52,7 +52,9 @@ TRAINING_STATUS = {
 INFERENCE_STATUS = {"onprem": "available", "cloud": "available", "research": "rdi", "preview": "preview"}
 
 
-def set_command(key: str, example: str = "VALUE") -> str:
+def set_command(key: str, example: str | None = None) -> str:
+    allowed = KEYS.get(key, ("", None))[1]
+    example = example or (allowed[0] if allowed else "VALUE")
     return f'runner config set {SECTION}.{key} "{example}"'
 
 
@@ -116,7 +118,7 @@ class SubmissionConfig:
         value = self.get(key)
         if value is None:
             raise UserError(f"{why} needs {SECTION}.{key} ({KEYS[key][0]}), which is not set",
-                            set_command(key, (KEYS[key][1] or ("VALUE",))[0]))
+                            set_command(key))
         return value
 
     @property
