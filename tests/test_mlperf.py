@@ -172,17 +172,36 @@ def test_export_writes_a_tree_the_package_checker_accepts_and_the_summarizer_sco
 
 
 @pytest.mark.docker
-def test_a_real_smoke_reproduce_gives_a_log_the_checker_accepts(docker_client, tmp_path, monkeypatch):
+def test_real_smoke_reproduces_give_logs_and_a_tree_mlperf_accepts(docker_client, tmp_path, monkeypatch):
+    """Five real smoke runs of the default entry: each run's log passes the compliance
+    checker, and their export passes the package checker and is scored by the summarizer."""
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
-    assert main(["reproduce", str(paths.repo_root() / "entries" / "mnist-cnn-cpu"), "--smoke", "--no-infer"]) == 0
-    (result_dir,) = (tmp_path / "results" / "mnist-cnn-cpu").iterdir()
-    written, why = write_mlperf_log(result_dir, SubmissionConfig({}))
+    entry = paths.repo_root() / "entries" / "mnist-cnn-cpu"
+    assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--runs", "5"]) == 0
+    folders = sorted(p for p in (tmp_path / "results" / "mnist-cnn-cpu").iterdir() if p.is_dir())
+    assert len(folders) == 5
+
+    written, why = write_mlperf_log(folders[0], SubmissionConfig({}))
     assert written is None and "mlperf.division" in why  # the first key the log needs, by name
-    written, why = write_mlperf_log(result_dir, SubmissionConfig(SUBMISSION))
-    assert why is None and written == result_dir / "logs" / "mlperf_train.log"
+    written, why = write_mlperf_log(folders[0], SubmissionConfig(SUBMISSION))
+    assert why is None and written == folders[0] / "logs" / "mlperf_train.log"
     out = compliance(written)
     assert "SUCCESS" in out, out + written.read_text()
-    result = json.loads((result_dir / "result.json").read_text())
+    result = json.loads((folders[0] / "result.json").read_text())
     accuracies = [json.loads(line.removeprefix(":::MLLOG "))["value"] for line in written.read_text().splitlines()
                   if '"eval_accuracy"' in line]
     assert accuracies == [e["scores"]["top1"] for e in result["training"]["evaluations"]]
+
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
+    for key, value in SUBMISSION.items():
+        set_value(f"mlperf.{key}", value)
+    tree = tmp_path / "submission"
+    assert main(["export", "mlperf", *map(str, folders), "--out", str(tree)]) == 2  # smoke runs are refused
+    assert main(["export", "mlperf", *map(str, folders), "--out", str(tree), "--allow-smoke"]) == 0
+    package = checker("mlperf_logging.package_checker", str(tree), "training", "4.0.0",
+                      "--log_output", str(tmp_path / "package.log"), cwd=tmp_path)
+    assert "PACKAGE CHECKER FOUND NO ERRORS, SUCCESS" in package, package[-3000:]
+    summary_csv = tmp_path / "summary.csv"
+    checker("mlperf_logging.result_summarizer", str(tree), "training", "4.0.0", "--csv", str(summary_csv), cwd=tmp_path)
+    (row,) = csv.DictReader(summary_csv.open())
+    assert float(row["resnet"]) > 0

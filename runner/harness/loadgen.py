@@ -31,7 +31,7 @@ LOADED_BYTES_CAP = 1 << 30
 # An audit.config in the working directory (the entry's folder) would change the test;
 # LoadGen is pointed at a file that never exists instead.
 NO_AUDIT_CONFIG = "/nonexistent/runner-no-audit.config"
-OFFLINE_QPS_MARGIN = 1.5
+OFFLINE_QPS_MARGIN = 1.25
 
 
 @dataclass(frozen=True)
