@@ -60,6 +60,18 @@ def test_loadgen_figures_are_read_from_its_own_logs_and_fit_the_host_window(load
         for name in ("mlperf_log_summary.txt", "mlperf_log_detail.txt"):
             assert (backend_dir / "loadgen" / scenario / name).is_file()
 
+    # result.json's schema types the record: a figure that is not a number is refused.
+    import jsonschema
+
+    from runner.results.schema import RESULT_SCHEMA
+
+    backend = {"passed_gate": True, "gate_reason": None, "scores": {}, "count": 1, "latency_ms": None, "loadgen": rec}
+    inference = RESULT_SCHEMA["properties"]["inference"]
+    jsonschema.validate({"torch": json.loads(json.dumps(backend))}, inference)
+    single["p90_ms"] = "fast"
+    with pytest.raises(jsonschema.ValidationError, match="'fast' is not of type"):
+        jsonschema.validate({"torch": backend}, inference)
+
 
 def test_loadgen_figures_that_do_not_fit_the_host_window_are_flagged(loadgen_run):
     backend_dir, info = loadgen_run
