@@ -31,7 +31,7 @@ LOADED_BYTES_CAP = 1 << 30
 # An audit.config in the working directory (the entry's folder) would change the test;
 # LoadGen is pointed at a file that never exists instead.
 NO_AUDIT_CONFIG = "/nonexistent/runner-no-audit.config"
-OFFLINE_QPS_MARGIN = 1.25
+OFFLINE_QPS_MARGIN = 2.0
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,9 @@ def _run_scenario(lg, scenario: str, predict: Callable, images: np.ndarray, out_
         test.max_duration_ms = settings.single_stream_max_duration_ms
     else:
         test.scenario = lg.TestScenario.Offline
-        # LoadGen sizes its one Offline query from this; aiming high keeps the query long
-        # enough to meet min_duration when LoadGen's path is slower than the per-item pass.
+        # LoadGen sizes its one Offline query from this (about qps x min_duration samples);
+        # aiming above the rate just measured keeps the query long enough to meet
+        # min_duration when this shared machine slows down between the scenarios.
         test.offline_expected_qps = OFFLINE_QPS_MARGIN / max(expected_latency_s, 1e-9)
         test.min_query_count = 1
         test.min_duration_ms = settings.offline_min_duration_ms
@@ -147,4 +148,24 @@ def run_loadgen(predict: Callable, images: np.ndarray, out_dir: Path, *, backend
     for scenario in SCENARIOS:
         record["scenarios"][scenario] = _run_scenario(
             lg, scenario, predict, images, out_dir / scenario, settings, expected_latency_s, backend)
+        # Offline is sized from the rate LoadGen itself just saw in SingleStream.
+        expected_latency_s = _measured_latency_s(out_dir / scenario) or expected_latency_s
     return record
+
+
+def _measured_latency_s(folder: Path) -> float | None:
+    """1 / SingleStream's queries per second (with LoadGen's overhead), from its detail log."""
+    import json
+
+    try:
+        lines = (folder / "mlperf_log_detail.txt").read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if '"result_qps_with_loadgen_overhead"' in line:
+            try:
+                qps = float(json.loads(line[line.index("{"):])["value"])
+            except (ValueError, KeyError):
+                return None
+            return 1.0 / qps if qps > 0 else None
+    return None
