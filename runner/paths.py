@@ -25,6 +25,16 @@ def wheelhouse_dir() -> Path:
     return home() / "wheelhouse"
 
 
+def config_path() -> Path:
+    """The user's settings (``runner config``), e.g. the MLPerf submitter fields."""
+    return home() / "config.yaml"
+
+
+def harness_site_dir() -> Path:
+    """Packages the harness imports that entry images lack (LoadGen), unpacked from wheels."""
+    return home() / "harness-site"
+
+
 def keys_dir() -> Path:
     return home() / "keys"
 

@@ -32,6 +32,7 @@ from runner.errors import UserError
 from runner.fingerprint import capture_host, capture_image
 from runner.infer import check_backends_available, run_inference
 from runner.manifest import Entry, load_entry
+from runner.mlperf.run_log import write_mlperf_log
 from runner.options import ReproduceOptions
 from runner.data import StagedData
 from runner.data.synthetic import SMOKE_SIZES
@@ -270,6 +271,8 @@ def score(ctx: RunContext, result: Result, run: TrainingRun, result_dir: Path) -
     summary = summarize_training(ctx.entry.task, run.events, run.outcome.wall_seconds, run.notes,
                                  run.final, result_dir, ctx.labels, LAUNCH_GAP_LIMIT_S)
     result.training = summary.training
+    result.training.wall_clock_start_unix_ms = run.started_unix_ms
+    result.training.train_samples = ctx.staged.counts.get("train")
     if summary.invalid and result.status == "complete":
         result.ended("invalid", summary.invalid)
     for reason in summary.nonconforming:
@@ -308,6 +311,8 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
         raise KeyboardInterrupt
     infer(ctx, result, result_dir, opts, console)
     result.write(result_dir)
+    written, why = write_mlperf_log(result_dir)
+    console.print(f"[bold]mlperf[/] log {written}" if written else f"[yellow]no MLPerf log[/]: {why}")
     return result_dir
 
 

@@ -232,7 +232,8 @@ def test_mlperf_fields_filled_from_a_recorded_8_gpu_host():
     assert list(training) == MLPERF_TRAINING == TRAINING_FIELDS
     inference = system_description(fp, "inference")
     assert list(inference) == INFERENCE_FIELDS
-    assert set(inference) - set(training) == {"system_type", "host_network_card_count", "system_type_detail"}
+    assert set(inference) - set(training) == {"system_type", "host_network_card_count",
+                                              "host_networking_card_count", "system_type_detail"}
     assert all(isinstance(v, str) for v in inference.values())
     assert training["accelerators_per_node"] == "8"
     assert training["accelerator_model_name"] == "Tesla V100-SXM2-16GB"

@@ -231,6 +231,30 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     assert (result_dir / "inference" / "model.onnx").is_file()
     events = [json.loads(line) for line in (result_dir / "inference" / "events.jsonl").read_text().splitlines()]
     assert [e["key"] for e in events].count("infer_start") == 2
+    assert [e["key"] for e in events].count("loadgen_start") == 4  # two scenarios per backend
+
+    # LoadGen ran from the runner's site folder (the image has no LoadGen) on every item.
+    for backend in ("torch", "onnxruntime"):
+        lg = records[backend]["loadgen"]
+        single, offline = lg["single_stream"], lg["offline"]
+        assert lg["version"] == "6.0.17" and lg["settings"]["single_stream_min_query_count"] == 1024
+        assert single["problem"] is None and offline["problem"] is None, (single, offline)
+        assert single["valid"], single  # Offline's validity (min duration met) depends on the machine's load
+        assert single["performance_sample_count"] == n
+        assert 0 < single["p50_ms"] <= single["p90_ms"] <= single["p99_ms"]
+        assert single["query_count"] >= 1024 and offline["samples_per_s"] > 0
+        assert single["mean_ms"] / 1e3 * single["query_count"] <= single["window_seconds"] + TRANSPORT_SLACK_S
+        for scenario in ("single_stream", "offline"):
+            folder = result_dir / "inference" / backend / "loadgen" / scenario
+            assert "MLPerf Results Summary" in (folder / "mlperf_log_summary.txt").read_text()
+            assert ":::MLLOG" in (folder / "mlperf_log_detail.txt").read_text()
+            assert lg["files"][scenario]["mlperf_log_detail.txt"] == (
+                f"inference/{backend}/loadgen/{scenario}/mlperf_log_detail.txt")
+    import docker.errors
+
+    with pytest.raises(docker.errors.ContainerError, match="mlperf_loadgen"):  # the image alone lacks it
+        docker_client.containers.run(built.image_id, ["python3", "-c", "import mlperf_loadgen"],
+                                     network_disabled=True, remove=True)
 
 
 # --- `runner infer`: which result, and replacing its inference only on success ----------
@@ -241,10 +265,17 @@ def test_runner_infer_picks_the_latest_result_and_refuses_what_it_cannot_rerun(t
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path))
     with pytest.raises(UserError, match="no results for mnist-cnn-cpu"):
         latest_result("mnist-cnn-cpu")
+    from runner.fingerprint import capture_host
+    from tests.synthetic_result import make_result_folder, stage_mnist_stand_in
+
+    staged = stage_mnist_stand_in(tmp_path / "home")
     for run_id in ("20261121T000000Z-s0-aaaaaa", "20261122T000000Z-s0-bbbbbb"):
-        (tmp_path / "mnist-cnn-cpu" / run_id).mkdir(parents=True)
-        (tmp_path / "mnist-cnn-cpu" / run_id / "result.json").write_text(
-            json.dumps({"entry": {"name": "mnist-cnn-cpu"}, "smoke": run_id.endswith("b")}))
+        folder = make_result_folder(tmp_path / "mnist-cnn-cpu" / run_id, staged, capture_host(None))
+        result = json.loads((folder / "result.json").read_text())
+        result["smoke"] = run_id.endswith("b")
+        (folder / "result.json").write_text(json.dumps(result))
+        if not result["smoke"]:
+            (folder / "output" / "model" / "weights.pt").unlink()  # training did not finish
     newest = latest_result("mnist-cnn-cpu")
     assert newest.name.startswith("20261122")
     entry = load_entry(DEFAULT_ENTRY)
@@ -267,12 +298,19 @@ def test_swap_in_replaces_inference_and_result_together(tmp_path):
     (work / "inference" / "onnxruntime" / "info.json").write_text("new")
     (work / "logs").mkdir()
     (work / "logs" / "infer.log").write_text("new log")
-    swap_in(result_dir, work, {"run_id": "r", "inference": {"torch": {}}}, {"onnxruntime": {"passed_gate": True}})
+    from runner.fingerprint import capture_host
+    from runner.results.record import Result
+    from tests.synthetic_result import make_result_folder, stage_mnist_stand_in
+
+    before = Result.read(make_result_folder(tmp_path / "20261122T000000Z-s0-cccccc",
+                                            stage_mnist_stand_in(tmp_path / "home"), capture_host(None)))
+    swap_in(result_dir, work, before, {"onnxruntime": {"passed_gate": True}})
     assert (result_dir / "inference" / "onnxruntime" / "info.json").read_text() == "new"
     assert not (result_dir / "inference" / "torch").exists()
     assert (result_dir / "logs" / "infer.log").read_text() == "new log"
-    assert json.loads((result_dir / "result.json").read_text()) == {
-        "run_id": "r", "inference": {"onnxruntime": {"passed_gate": True}}}
+    after = json.loads((result_dir / "result.json").read_text())
+    assert after["inference"] == {"onnxruntime": {"passed_gate": True}}
+    assert after["run_id"] == before.run_id and after["training"] == before.to_dict()["training"]
     assert sorted(p.name for p in result_dir.iterdir()) == [".infer-x", "inference", "logs", "result.json"]
 
 

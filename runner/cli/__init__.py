@@ -16,6 +16,7 @@ from runner.errors import UserError
 COMMANDS = [
     "doctor",
     "setup",
+    "config",
     "images",
     "build",
     "data",

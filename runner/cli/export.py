@@ -1,5 +1,6 @@
-"""``runner export FORMAT RESULT``: a reproduced result in another benchmark's format.
-One subcommand per format, each registered by a function in ``FORMATS``."""
+"""``runner export FORMAT RESULT...``: reproduced results in another benchmark's format
+(DAWNBench's submission files, an MLPerf training submission tree). One subcommand per
+format, each registered by a function in ``FORMATS``."""
 
 from __future__ import annotations
 
@@ -33,8 +34,36 @@ def register_dawnbench(formats) -> None:
     d.set_defaults(func=run_dawnbench)
 
 
+def export_mlperf(args) -> int:
+    from runner.mlperf.config import load_submission, set_command
+    from runner.mlperf.export import export_mlperf as write_tree, unset_settings
+
+    submission = load_submission()
+    out = write_tree([Path(r) for r in args.results], Path(args.out), ruleset=args.ruleset,
+                     submission=submission, allow_smoke=args.allow_smoke)
+    console = Console()
+    console.print(f"wrote the MLPerf training submission tree to {out}")
+    for key in unset_settings(Path(args.results[0]), submission):
+        console.print(f"[yellow]left empty[/] {key} (MLPerf inference wants it): "
+                      f"{set_command(key.removeprefix('mlperf.'))}")
+    console.print(f"check it: python -m mlperf_logging.package_checker {out} training {args.ruleset}")
+    console.print(f"score it: python -m mlperf_logging.result_summarizer {out} training {args.ruleset}")
+    return 0
+
+
+def register_mlperf(formats) -> None:
+    p = formats.add_parser("mlperf", help="an MLPerf training submission tree (open division)",
+                           description="Results, system description and code reference as MLPerf's "
+                           "package_checker reads them; MLPerf scores resnet over exactly 5 runs.")
+    p.add_argument("results", nargs="+", metavar="RESULT", help="result folders of one entry (5 for resnet)")
+    p.add_argument("--ruleset", default="4.0.0", help="MLPerf training ruleset (default 4.0.0)")
+    p.add_argument("--out", required=True, metavar="DIR", help="a new folder for the tree")
+    p.add_argument("--allow-smoke", action="store_true", help="accept smoke runs (to try the format only)")
+    p.set_defaults(func=export_mlperf)
+
+
 # Each exporter adds its own subparser here.
-FORMATS = [register_dawnbench]
+FORMATS = [register_dawnbench, register_mlperf]
 
 
 def register(subparsers) -> None:

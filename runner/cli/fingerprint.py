@@ -41,8 +41,21 @@ def _image_ref(client, value: str) -> str:
     return value
 
 
+def _mlperf_description(fingerprint: dict, benchmark: str) -> dict:
+    """The fingerprint's fields plus the user's ``runner config`` settings; every setting
+    the benchmark's checker needs and that is not set is named on stderr, never guessed."""
+    from runner.fingerprint.mlperf import submission_description
+    from runner.mlperf.config import load_settings, set_command
+
+    fields, missing = submission_description(fingerprint, load_settings(), benchmark)
+    for key in missing:
+        fix = set_command(key.removeprefix("mlperf.")) if key.startswith("mlperf.") else "not in the fingerprint"
+        print(f"runner: note: {key} is not set, its field is left empty: {fix}", file=sys.stderr)
+    return fields
+
+
 def run(args) -> int:
-    from runner.fingerprint import capture_host, capture_image, system_description
+    from runner.fingerprint import capture_host, capture_image
     from runner.fingerprint.table import render
 
     client = None
@@ -61,7 +74,10 @@ def run(args) -> int:
         else:
             Console().print(render(fingerprint))
         return 0
-    data = fingerprint if args.format == "json" else system_description(fingerprint, args.mlperf_benchmark)
+    if args.format == "json":
+        data = fingerprint
+    else:
+        data = _mlperf_description(fingerprint, args.mlperf_benchmark)
     text = json.dumps(data, indent=2) + "\n"
     if args.output:
         try:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import data, paths
+from runner.cli.reproduce import loadgen_cells
 from runner.errors import UserError
 from runner.infer import check_backends_available, run_inference
 from runner.manifest import Entry, load_entry
@@ -105,7 +106,8 @@ def swap_in(result_dir: Path, work_dir: Path, result: Result, inference: dict) -
 
 def print_inference(console: Console, metric: str, inference: dict) -> None:
     table = Table(title="inference (batch 1, every evaluation item)")
-    for col in ("backend", "gate", metric, "mean ms", "p50", "p90", "p99", "max", "items/s", "$ / 10k"):
+    for col in ("backend", "gate", metric, "mean ms", "p50", "p90", "p99", "max", "items/s", "$ / 10k",
+                "LoadGen p50", "LoadGen p90", "LoadGen offline /s"):
         table.add_column(col)
 
     def fmt(value, spec):
@@ -120,6 +122,7 @@ def print_inference(console: Console, metric: str, inference: dict) -> None:
             fmt(None if score is None else score * 100, ".2f"),
             *(fmt(lat.get(k), ".4f") for k in ("mean", "p50", "p90", "p99", "max")),
             fmt(rec.get("throughput_per_s"), ".0f"), fmt(rec.get("cost_per_10k_usd"), ".3g"),
+            *loadgen_cells(rec),
         )
     console.print(table)
 

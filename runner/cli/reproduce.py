@@ -16,6 +16,23 @@ def _fmt(value, spec: str, missing: str = "--") -> str:
     return missing if value is None else format(value, spec)
 
 
+def loadgen_cells(backend_record: dict) -> tuple[str, str, str]:
+    """LoadGen SingleStream p50/p90 (ms) and Offline samples/s, '--' where it did not run."""
+    lg = backend_record.get("loadgen") or {}
+    single = lg.get("single_stream") or {}
+    offline = lg.get("offline") or {}
+    return (_fmt(single.get("p50_ms"), ".3f"), _fmt(single.get("p90_ms"), ".3f"),
+            _fmt(offline.get("samples_per_s"), ".0f"))
+
+
+def loadgen_problems(backend_record: dict) -> list[str]:
+    lg = backend_record.get("loadgen") or {}
+    if lg.get("error"):
+        return [lg["error"]]
+    return [f"{scenario}: {(lg.get(scenario) or {}).get('problem')}" for scenario in ("single_stream", "offline")
+            if (lg.get(scenario) or {}).get("problem")]
+
+
 def print_results(console: Console, folders) -> None:
     results = [Result.read(folder) for folder in folders]
     table = Table(title="runs")
@@ -33,7 +50,8 @@ def print_results(console: Console, folders) -> None:
     last = results[-1]
     if last.inference:
         inf = Table(title="inference (batch 1, every evaluation item)")
-        for col in ("backend", "gate", "score %", "mean ms", "p50", "p90", "p99", "$ / 10k"):
+        for col in ("backend", "gate", "score %", "mean ms", "p50", "p90", "p99", "$ / 10k",
+                    "LoadGen p50", "LoadGen p90", "LoadGen offline /s"):
             inf.add_column(col)
         for name, b in last.inference.items():
             lat = b.get("latency_ms") or {}
@@ -43,12 +61,14 @@ def print_results(console: Console, folders) -> None:
                 _fmt(score * 100 if score is not None else None, ".2f"),
                 _fmt(lat.get("mean"), ".3f"), _fmt(lat.get("p50"), ".3f"),
                 _fmt(lat.get("p90"), ".3f"), _fmt(lat.get("p99"), ".3f"),
-                _fmt(b.get("cost_per_10k_usd"), ".6f"),
+                _fmt(b.get("cost_per_10k_usd"), ".6f"), *loadgen_cells(b),
             )
         console.print(inf)
         for name, b in last.inference.items():
             if not b.get("passed_gate"):
                 console.print(f"[yellow]no latency claim[/] for {name}: {b.get('gate_reason')}")
+            for problem in loadgen_problems(b):
+                console.print(f"[yellow]LoadGen[/] {name}: {problem}")
     claimed = last.entry.claimed or {}
     for r in results:
         tta = r.training.tta_seconds if r.training else None

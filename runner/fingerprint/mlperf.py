@@ -1,7 +1,10 @@
 """MLPerf system description fields (training and inference), filled from a fingerprint.
 
 Fields the fingerprint cannot know (submitter, storage, cooling, networking) are empty
-strings for the submitter to fill in; MLPerf's descriptions are strings throughout.
+strings in ``system_description``; ``submission_description`` fills them from the user's
+``runner config`` settings and names every one still missing. Nothing is guessed: a host
+with no GPU gets ``N/A`` accelerator fields because the fingerprint shows there are none.
+MLPerf's descriptions are strings throughout.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ TRAINING_FIELDS = [
     "accelerator_interconnect", "accelerator_interconnect_topology", "cooling", "hw_notes",
     "framework", "other_software_stack", "operating_system", "sw_notes",
 ]
-INFERENCE_EXTRA_FIELDS = ["system_type", "host_network_card_count", "system_type_detail"]
+# The inference checker has used both spellings of the network card count across versions.
+INFERENCE_EXTRA_FIELDS = ["system_type", "host_network_card_count", "host_networking_card_count", "system_type_detail"]
 INFERENCE_FIELDS = TRAINING_FIELDS + INFERENCE_EXTRA_FIELDS
 
 
@@ -135,8 +139,84 @@ def system_description(fingerprint: dict, benchmark: str = "inference") -> dict[
         "sw_notes": f"captured by runner at {fingerprint.get('captured_at', '')}",
     }
     if benchmark == "inference":
-        fields["system_type"] = "datacenter"
+        fields["system_type"] = ""  # datacenter or edge is the submitter's choice, not the host's
         fields["host_network_card_count"] = ""
+        fields["host_networking_card_count"] = ""
         fields["system_type_detail"] = f"virtual machine ({cpu['hypervisor']})" if cpu.get("hypervisor") else ""
     order = TRAINING_FIELDS if benchmark == "training" else INFERENCE_FIELDS
     return {name: fields[name] for name in order}
+
+
+# The inference submission checker's fields that must be non-empty (its
+# SYSTEM_DESC_MEANINGFUL_RESPONSE_REQUIRED_FIELDS); training only needs every field present.
+INFERENCE_NON_EMPTY = [
+    "division", "submitter", "system_type", "status", "system_name", "number_of_nodes",
+    "host_processor_model_name", "host_processors_per_node", "host_processor_core_count",
+    "host_memory_capacity", "host_memory_configuration", "host_storage_capacity", "host_storage_type",
+    "host_networking", "host_networking_card_count", "host_networking_topology", "accelerators_per_node",
+    "accelerator_model_name", "accelerator_memory_capacity", "accelerator_host_interconnect",
+    "accelerator_memory_configuration", "accelerator_interconnect", "cooling", "framework",
+    "operating_system", "other_software_stack",
+]
+# Description field -> the ``runner config`` key (mlperf.<key>) that supplies it.
+FIELD_SETTING = {
+    "submitter": "org", "division": "division", "status": "status", "system_name": "platform",
+    "system_type": "system_type", "host_storage_type": "host_storage_type",
+    "host_storage_capacity": "host_storage_capacity", "host_networking": "host_networking",
+    "host_networking_topology": "host_networking_topology",
+    "host_network_card_count": "host_network_card_count",
+    "host_networking_card_count": "host_network_card_count",
+    "host_memory_configuration": "host_memory_configuration",
+    "host_processor_interconnect": "host_processor_interconnect", "cooling": "cooling",
+    "framework": "framework", "accelerator_memory_configuration": "accelerator_memory_configuration",
+    "accelerator_interconnect_topology": "accelerator_interconnect_topology",
+    "accelerator_on-chip_memories": "accelerator_on-chip_memories",
+}
+_ACCELERATOR_FIELDS = [
+    "accelerator_model_name", "accelerator_host_interconnect", "accelerator_frequency",
+    "accelerator_on-chip_memories", "accelerator_memory_configuration", "accelerator_memory_capacity",
+    "accelerator_interconnect", "accelerator_interconnect_topology",
+]
+# The training log's submission_status -> each checker's status vocabulary.
+_STATUS = {
+    "training": {"onprem": "Available on-premise", "cloud": "Available cloud",
+                 "research": "Research, Development, or Internal (RDI)", "preview": "Preview"},
+    "inference": {"onprem": "available", "cloud": "available", "research": "rdi", "preview": "preview"},
+}
+
+
+def submission_description(fingerprint: dict, settings: dict[str, str], benchmark: str = "training",
+                           framework_fallback: str = "") -> tuple[dict[str, str], list[str]]:
+    """The description with the user's settings merged in, and the settings still missing.
+
+    Returns ``(fields, missing)`` where ``missing`` lists the ``mlperf.<key>`` settings whose
+    fields the ``benchmark``'s checker needs and that are still empty. ``framework_fallback``
+    (e.g. the entry's recorded framework) is used when the fingerprint has no image probe.
+    """
+    fields = system_description(fingerprint, benchmark)
+    gpu = fingerprint.get("gpu")
+    if isinstance(gpu, dict) and not gpu.get("gpus"):
+        # The probe ran and found no GPU: the accelerator fields are known to be "none".
+        for name in _ACCELERATOR_FIELDS:
+            fields[name] = "N/A"
+    if not fields["framework"] and framework_fallback:
+        fields["framework"] = framework_fallback
+    for name, key in FIELD_SETTING.items():
+        value = (settings.get(key) or "").strip()
+        if name not in fields or not value:
+            continue
+        if name == "status":
+            value = _STATUS[benchmark].get(value, value)
+        fields[name] = value
+    for name in ("hw_notes", "sw_notes"):
+        extra = (settings.get(name) or "").strip()
+        if extra:
+            fields[name] = "; ".join(filter(None, [fields[name], extra]))
+    needed = INFERENCE_NON_EMPTY if benchmark == "inference" else ["submitter", "division", "status", "system_name"]
+    missing = []
+    for name in needed:
+        if not fields.get(name) and FIELD_SETTING.get(name) and f"mlperf.{FIELD_SETTING[name]}" not in missing:
+            missing.append(f"mlperf.{FIELD_SETTING[name]}")
+        elif not fields.get(name) and not FIELD_SETTING.get(name):
+            missing.append(name)  # a host fact the fingerprint lacks (e.g. no CPU model recorded)
+    return fields, missing

@@ -1,7 +1,8 @@
 """``python3 -m harness``: rebuild the model, export ONNX, time each backend.
 
 Writes to ``--out``: ``model.onnx`` and ``export.json`` (when a backend needs ONNX), and
-per backend ``<backend>/predictions.npy``, ``latencies_ns.npy`` and ``info.json``.
+per backend ``<backend>/predictions.npy``, ``latencies_ns.npy`` and ``info.json``; with
+``--loadgen``, also LoadGen's logs under ``<backend>/loadgen/<scenario>/`` (see loadgen.py).
 
 Exit codes: 0 every backend ran; 2 nothing was done (a backend cannot run here, bad
 arguments, missing model or data); 1 some backend failed mid-way (its ``info.json``
@@ -39,6 +40,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--fp16", action="store_true")
     p.add_argument("--topk", type=int, default=1, help="ranked classes per item (5 for top-5 tasks)")
     p.add_argument("--limit", type=int, default=None, help="time only the first N items (benchmarks)")
+    p.add_argument("--loadgen", action="store_true",
+                   help="after the per-item pass, run MLPerf LoadGen SingleStream and Offline")
     return p.parse_args(argv)
 
 
@@ -67,6 +70,19 @@ def _configure_torch(threads: int) -> None:
         pass  # already started; recorded as-is in info.json
 
 
+def _loadgen_pass(backend, images: np.ndarray, work_dir: Path, latencies_ns: np.ndarray) -> dict:
+    """LoadGen's scenarios for one backend; a failure here keeps the per-item figures."""
+    from .loadgen import run_loadgen
+
+    try:
+        return run_loadgen(backend.predict, images, work_dir / "loadgen", backend=backend.name,
+                           expected_latency_s=float(np.mean(latencies_ns)) / 1e9)
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        print(f"harness: loadgen failed for {backend.name}: {message}", file=sys.stderr, flush=True)
+        return {"error": message}
+
+
 def run(args: argparse.Namespace) -> int:
     # Before any work: every requested backend must be able to run here.
     classes = [backend_class(name) for name in args.backends]
@@ -74,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         cls.check_available()
     if args.warmup < 0 or args.threads < 1 or args.topk < 1:
         raise HarnessError("--warmup must be >= 0, --threads >= 1, --topk >= 1")
+    if args.loadgen:
+        from . import loadgen
+
+        loadgen.check_available()
 
     _configure_torch(args.threads)
     from .model import load_model
@@ -119,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
                 weights_sha256=loaded.weights_sha256,
                 environment={k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ},
             )
+            if args.loadgen:
+                info["loadgen"] = _loadgen_pass(backend, images, work_dir, result.latencies_ns)
             _write_json(work_dir / "info.json", info)
         except Exception as exc:  # one backend's failure must not cost the others' results
             message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"

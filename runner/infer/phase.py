@@ -9,6 +9,7 @@ from pathlib import Path
 from runner import paths
 from runner.run.container import ContainerSpec, Mount, prepare_writable, run_container
 from runner.events import Event, parse_line, write_events
+from runner.infer import loadgen
 from runner.infer.measure import evaluate_backend
 from runner.infer.preflight import GPU_BACKENDS, check_backends_available
 
@@ -17,7 +18,7 @@ INFER_TIMEOUT_S = 4 * 3600
 
 
 
-def harness_command(entry, backends: list[str], threads: int) -> list[str]:
+def harness_command(entry, backends: list[str], threads: int, *, with_loadgen: bool = False) -> list[str]:
     spec = entry.inference
     command = [
         "python3", "-m", "harness",
@@ -34,17 +35,22 @@ def harness_command(entry, backends: list[str], threads: int) -> list[str]:
     ]
     if spec.fp16:
         command.append("--fp16")
+    if with_loadgen:
+        command.append("--loadgen")
     return command
 
 
 @dataclass
 class Windows:
-    """Host-stamped infer_start/infer_stop per backend, and the harness' error lines."""
+    """Host-stamped infer_start/infer_stop per backend (and loadgen_start/loadgen_stop per
+    backend and scenario), and the harness' error lines."""
 
     events: list[Event] = field(default_factory=list)
     start: dict[str, float] = field(default_factory=dict)
     stop: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    loadgen_start: dict[tuple[str, str], float] = field(default_factory=dict)
+    loadgen_stop: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @classmethod
     def from_events(cls, events: list[Event]) -> "Windows":
@@ -68,11 +74,23 @@ class Windows:
             self.start[backend] = ev.t
         elif ev.key == "infer_stop" and isinstance(backend, str):
             self.stop[backend] = ev.t
+        elif ev.key in ("loadgen_start", "loadgen_stop") and isinstance(backend, str):
+            scenario = str(ev.metadata.get("scenario"))
+            stamps = self.loadgen_start if ev.key == "loadgen_start" else self.loadgen_stop
+            stamps[(backend, scenario)] = ev.t
 
     def window(self, backend: str) -> float | None:
         if backend in self.start and backend in self.stop and self.stop[backend] >= self.start[backend]:
             return self.stop[backend] - self.start[backend]
         return None
+
+    def loadgen_windows(self, backend: str) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for scenario in loadgen.SCENARIOS:
+            start = self.loadgen_start.get((backend, scenario))
+            stop = self.loadgen_stop.get((backend, scenario))
+            out[scenario] = stop - start if start is not None and stop is not None and stop >= start else None
+        return out
 
 
 def run_inference(
@@ -88,6 +106,7 @@ def run_inference(
     work_dir: Path | None = None,
     labels=None,
     host: dict | None = None,
+    with_loadgen: bool = True,
 ) -> dict[str, dict]:
     """Run the harness in ``image_id`` and return ``result.json``'s ``inference`` section.
 
@@ -104,17 +123,22 @@ def run_inference(
     prepare_writable(inference_dir)
     threads = threads or entry.inference.threads
     limits = getattr(profile, "container_limits", None)
+    mounts = [
+        Mount(Path(result_dir) / "output", "/output"),
+        Mount(Path(staged.eval_dir), "/data/eval"),
+        Mount(paths.harness_dir(), HARNESS_MOUNT),
+        Mount(inference_dir, "/inference", read_only=False),
+    ]
+    python_path = "/opt/runner"
+    if with_loadgen:
+        mounts.append(Mount(loadgen.site_dir(), loadgen.SITE_MOUNT))
+        python_path += ":" + loadgen.SITE_MOUNT
     spec = ContainerSpec(
         image=image_id,
-        command=harness_command(entry, backends, threads),
-        mounts=[
-            Mount(Path(result_dir) / "output", "/output"),
-            Mount(Path(staged.eval_dir), "/data/eval"),
-            Mount(paths.harness_dir(), HARNESS_MOUNT),
-            Mount(inference_dir, "/inference", read_only=False),
-        ],
+        command=harness_command(entry, backends, threads, with_loadgen=with_loadgen),
+        mounts=mounts,
         env={
-            "PYTHONPATH": "/opt/runner",
+            "PYTHONPATH": python_path,
             "PYTHONDONTWRITEBYTECODE": "1",  # the harness mount is read-only
             "RUNNER_TASK": entry.task.id,
             "RUNNER_THREADS": str(threads),
@@ -143,7 +167,7 @@ def run_inference(
     for backend in backends:
         record = evaluate_backend(
             backend, inference_dir / backend, entry.task, labels, windows.window(backend), usd_per_hour,
-            expected_count=expected,
+            expected_count=expected, loadgen_windows=windows.loadgen_windows(backend),
         )
         if record["error"] == "no info.json" and not outcome.ok:
             # The harness stopped before this backend: say what stopped it.

@@ -64,6 +64,8 @@ class Training:
 
     wall_seconds: float
     notes: list[str] = field(default_factory=list)
+    wall_clock_start_unix_ms: int | None = None  # the host's unix time at t = 0 (MLPerf logs)
+    train_samples: int | None = None  # items in the staged training set
     reached: bool = False
     tta_seconds: float | None = None
     tta_hours: float | None = None

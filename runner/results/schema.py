@@ -33,6 +33,38 @@ _EVALUATION = {
     },
 }
 
+_LOADGEN_SCENARIO = {
+    "type": "object",
+    "properties": {
+        "valid": {"type": "boolean"},
+        "problem": _STR,
+        "window_seconds": _NUM,
+    },
+}
+
+# LoadGen's own figures beside the DAWNBench per-item ones (MLPerf users ask for them).
+_LOADGEN = {
+    "type": ["object", "null"],
+    "properties": {
+        "version": _STR,
+        "settings": {"type": ["object", "null"]},
+        "error": _STR,
+        "single_stream": {
+            **_LOADGEN_SCENARIO,
+            "properties": {
+                **_LOADGEN_SCENARIO["properties"],
+                **{k: _NUM for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms", "max_ms", "early_stopping_p90_ms")},
+                "query_count": {"type": ["integer", "null"]},
+            },
+        },
+        "offline": {
+            **_LOADGEN_SCENARIO,
+            "properties": {**_LOADGEN_SCENARIO["properties"], "samples_per_s": _NUM,
+                           "sample_count": {"type": ["integer", "null"]}},
+        },
+    },
+}
+
 _BACKEND = {
     "type": "object",
     "required": ["passed_gate", "gate_reason", "scores", "count", "latency_ms"],
@@ -49,6 +81,7 @@ _BACKEND = {
         "cost_per_10k_usd": _NUM,
         "window_seconds": _NUM,
         "info": {"type": ["object", "null"]},
+        "loadgen": _LOADGEN,
     },
 }
 
@@ -110,6 +143,8 @@ RESULT_SCHEMA: dict = {
                 "tta_seconds": _NUM,
                 "tta_hours": _NUM,
                 "launch_seconds": _NUM,
+                "wall_clock_start_unix_ms": {"type": ["integer", "null"]},
+                "train_samples": {"type": ["integer", "null"]},
                 "launch_stamp": {"enum": ["launcher", "container-start", None]},
                 "excluded_eval_seconds": _NUM,
                 "notes": {"type": "array", "items": {"type": "string"}},

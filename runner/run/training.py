@@ -15,6 +15,7 @@ import os
 import queue
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,7 @@ class TrainingRun:
     events: list[Event]
     outcome: ContainerOutcome
     final: dict | None = None  # the evaluator's predictions for the final model
+    started_unix_ms: int | None = None  # the host's unix time at the events' t = 0
     notes: list[str] = field(default_factory=list)  # what the runner refused or could not do
 
 
@@ -108,6 +110,7 @@ class _TrainingSession:
         self.notes: list[str] = []
         self.container = None
         self.peers: Peers | None = None  # ranks 1.. of a multi-process run
+        self.started_unix_ms: int | None = None
         self.clock = lambda: 0.0
         self.seen_output = False
         self.evaluations = 0
@@ -132,6 +135,7 @@ class _TrainingSession:
 
     def started(self, container, clock) -> None:
         self.container, self.clock = container, clock
+        self.started_unix_ms = int((time.time() - clock()) * 1000)
         if self.peers is not None:
             self.peers.start()
 
@@ -336,4 +340,4 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
     shutil.rmtree(inputs.scratch_dir / "evaluator-requests", ignore_errors=True)
     events = _in_arrival_order(session.events)
     write_events(inputs.result_dir / "events.jsonl", events)
-    return TrainingRun(events, outcome, final, session.notes)
+    return TrainingRun(events, outcome, final, session.notes, session.started_unix_ms)

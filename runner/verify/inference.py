@@ -11,7 +11,7 @@ from runner.verify.tolerance import RELATIVE, close
 # cost_per_10k_usd depends on the price: the cost check owns it.
 _COMPARED = (
     "passed_gate", "scores", "count", "warmup", "latency_ms", "throughput_per_s",
-    "window_seconds", "timed_seconds",
+    "window_seconds", "timed_seconds", "loadgen",
 )
 
 
@@ -38,6 +38,7 @@ def check_inference_gate(ev: Evidence) -> Verdict:
         record = evaluate_backend(
             backend, ev.root / "inference" / backend, ev.task, ev.labels,
             windows.window(backend), float(usd_per_hour or 0.0),
+            loadgen_windows=windows.loadgen_windows(backend),
         )
         if not record["passed_gate"]:
             problems.append(f"{backend}: fails the gate when recomputed: {record['gate_reason']}")

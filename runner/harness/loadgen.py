@@ -1,0 +1,171 @@
+"""MLPerf LoadGen scenarios around a backend's batch-1 ``predict``: SingleStream
+(latency percentiles) and Offline (throughput), beside the harness' own per-item pass.
+
+``mlperf_loadgen`` is not in the entry's image: the runner mounts its own copy of the
+pinned wheel at ``/opt/runner/site`` (read-only) and puts it on this process' path.
+LoadGen times each query itself, from issue to ``QuerySamplesComplete``; the items are
+converted to float32 when LoadGen loads them, before any query, so the conversion is
+outside its clock as it is outside the per-item pass.
+
+Each scenario writes LoadGen's own ``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt``
+to ``<backend>/loadgen/<scenario>/``; the host reads the figures from the detail log and
+checks them against the ``loadgen_start``/``loadgen_stop`` window it stamped itself.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import mllog
+from .errors import HarnessError
+
+SCENARIOS = ("single_stream", "offline")
+# Items LoadGen may hold in memory at once (float32), so an ImageNet-sized set does not
+# need tens of GB: the sample set is every item when it fits, else the first ones.
+LOADED_BYTES_CAP = 1 << 30
+# An audit.config in the working directory (the entry's folder) would change the test;
+# LoadGen is pointed at a file that never exists instead.
+NO_AUDIT_CONFIG = "/nonexistent/runner-no-audit.config"
+OFFLINE_QPS_MARGIN = 2.0
+
+
+@dataclass(frozen=True)
+class LoadgenSettings:
+    """The explicit settings of both scenarios; recorded in info.json as they were used."""
+
+    single_stream_min_query_count: int = 1024
+    single_stream_min_duration_ms: int = 5000
+    single_stream_max_duration_ms: int = 20000
+    offline_min_duration_ms: int = 2000
+    offline_max_duration_ms: int = 20000
+    seed_note: str = "LoadGen's default RNG seeds (qsl, sample index, schedule)"
+
+
+def check_available() -> str:
+    """LoadGen's module version, or a HarnessError before any work."""
+    try:
+        import mlperf_loadgen  # noqa: F401
+    except ImportError as exc:
+        raise HarnessError(
+            f"--loadgen needs mlperf_loadgen, which this Python cannot import ({exc}); "
+            "the runner mounts it at /opt/runner/site"
+        ) from None
+    from importlib import metadata
+
+    try:
+        return metadata.version("mlcommons-loadgen")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def sample_count(images: np.ndarray) -> int:
+    per_item = int(np.prod(images.shape[1:])) * 4
+    return max(1, min(len(images), LOADED_BYTES_CAP // max(per_item, 1)))
+
+
+def _run_scenario(lg, scenario: str, predict: Callable, images: np.ndarray, out_dir: Path,
+                  settings: LoadgenSettings, expected_latency_s: float, backend: str) -> dict:
+    n_loaded = sample_count(images)
+    loaded: dict[int, np.ndarray] = {}
+
+    def load(indices):
+        for i in indices:
+            loaded[i] = np.ascontiguousarray(images[i : i + 1], dtype=np.float32)
+
+    def unload(indices):
+        for i in indices:
+            loaded.pop(i, None)
+
+    failures: list[str] = []
+
+    def issue(queries):
+        # Offline hands over every query at once; each is still one batch-1 call. An
+        # exception must not cross into LoadGen's C++ thread (it would end the process):
+        # the query is completed and the first failure is raised after the test.
+        for q in queries:
+            if not failures:
+                try:
+                    predict(loaded[q.index])
+                except Exception as exc:
+                    failures.append(f"{type(exc).__name__}: {exc}")
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0)])
+
+    test = lg.TestSettings()
+    test.mode = lg.TestMode.PerformanceOnly
+    if scenario == "single_stream":
+        test.scenario = lg.TestScenario.SingleStream
+        test.single_stream_expected_latency_ns = max(1, int(expected_latency_s * 1e9))
+        test.min_query_count = settings.single_stream_min_query_count
+        test.min_duration_ms = settings.single_stream_min_duration_ms
+        test.max_duration_ms = settings.single_stream_max_duration_ms
+    else:
+        test.scenario = lg.TestScenario.Offline
+        # LoadGen sizes its one Offline query from this (about qps x min_duration samples);
+        # aiming above the rate just measured keeps the query long enough to meet
+        # min_duration when this shared machine slows down between the scenarios.
+        test.offline_expected_qps = OFFLINE_QPS_MARGIN / max(expected_latency_s, 1e-9)
+        test.min_query_count = 1
+        test.min_duration_ms = settings.offline_min_duration_ms
+        test.max_duration_ms = settings.offline_max_duration_ms
+    test.performance_sample_count_override = n_loaded
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = lg.LogSettings()
+    log.log_output.outdir = str(out_dir)
+    log.log_output.copy_summary_to_stdout = False  # its lines must not reach the host's parser
+    log.log_output.copy_detail_to_stdout = False
+
+    sut = lg.ConstructSUT(issue, lambda: None)
+    qsl = lg.ConstructQSL(len(images), n_loaded, load, unload)
+    gc.collect()
+    gc.disable()
+    try:
+        mllog.emit("loadgen_start", event_type="INTERVAL_START", backend=backend, scenario=scenario)
+        lg.StartTestWithLogSettings(sut, qsl, test, log, NO_AUDIT_CONFIG)
+        mllog.emit("loadgen_stop", event_type="INTERVAL_END", backend=backend, scenario=scenario)
+    finally:
+        gc.enable()
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+    if failures:
+        raise HarnessError(f"the backend failed under LoadGen {scenario}: {failures[0]}")
+    return {"performance_sample_count": n_loaded,
+            "expected_latency_ns": int(expected_latency_s * 1e9)}
+
+
+def run_loadgen(predict: Callable, images: np.ndarray, out_dir: Path, *, backend: str,
+                expected_latency_s: float, settings: LoadgenSettings = LoadgenSettings()) -> dict:
+    """Run both scenarios; returns what info.json records under ``loadgen``."""
+    import mlperf_loadgen as lg
+
+    record: dict = {"version": check_available(), "settings": asdict(settings),
+                    "audit_config": NO_AUDIT_CONFIG, "scenarios": {}}
+    for scenario in SCENARIOS:
+        record["scenarios"][scenario] = _run_scenario(
+            lg, scenario, predict, images, out_dir / scenario, settings, expected_latency_s, backend)
+        # Offline is sized from the rate LoadGen itself just saw in SingleStream.
+        expected_latency_s = _measured_latency_s(out_dir / scenario) or expected_latency_s
+    return record
+
+
+def _measured_latency_s(folder: Path) -> float | None:
+    """1 / SingleStream's queries per second (with LoadGen's overhead), from its detail log."""
+    import json
+
+    try:
+        lines = (folder / "mlperf_log_detail.txt").read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if '"result_qps_with_loadgen_overhead"' in line:
+            try:
+                qps = float(json.loads(line[line.index("{"):])["value"])
+            except (ValueError, KeyError):
+                return None
+            return 1.0 / qps if qps > 0 else None
+    return None

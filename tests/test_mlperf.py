@@ -1,0 +1,207 @@
+"""MLPerf formats judged by MLPerf's own tools (the ``mlperf-logging`` package, run as
+subprocesses): the training log, the system description and the submission tree."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from synthetic_result import make_result_folder, stage_mnist_stand_in
+
+from runner import paths
+from runner.cli import main
+from runner.errors import UserError
+from runner.fingerprint import capture_host
+from runner.fingerprint.mlperf import INFERENCE_NON_EMPTY, submission_description
+from runner.mlperf.config import SubmissionConfig, load_submission, set_value
+from runner.mlperf.from_result import mlperf_run_from_result
+from runner.mlperf.run_log import write_mlperf_log
+from runner.mlperf.training_log import Epoch, Evaluation, MlperfRun, render_training_log
+
+SUBMISSION = {"org": "Test Lab", "platform": "cpu-2core-x86", "division": "open", "status": "onprem"}
+
+
+def checker(*args: str, cwd: Path) -> str:
+    """Run an mlperf_logging tool; its output (they exit 0 even on failure: read it)."""
+    proc = subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return proc.stdout + proc.stderr
+
+
+def compliance(log: Path) -> str:
+    return checker("mlperf_logging.compliance_checker", "--usage", "training", "--ruleset", "4.0.0",
+                   str(log), "--log_output", str(log.parent / "compliance.log"), cwd=log.parent)
+
+
+def synthetic_run(**changes) -> MlperfRun:
+    fields = dict(
+        benchmark="resnet", submission=SubmissionConfig(SUBMISSION), wall_clock_start_unix_ms=1_795_314_179_000,
+        init_start_t=0.0, init_stop_t=1.2, run_start_t=1.2,
+        epochs=[(1, 1.3, 4.0), (2, 4.5, 7.0)],
+        evaluations=[(1, 4.4, 0.981, 4.0), (2, 7.4, 0.9931, 7.0)],
+        run_stop_t=7.5, status="success", seed=3, global_batch_size=256,
+        train_samples=60_000, eval_samples=10_000, extra={"run_id": "r1"},
+    )
+    fields.update(changes)
+    fields["epochs"] = [Epoch(*e) for e in fields["epochs"]]
+    fields["evaluations"] = [Evaluation(*e) for e in fields["evaluations"]]
+    return MlperfRun(**fields)
+
+
+def test_a_rendered_training_log_passes_the_compliance_checker(tmp_path):
+    text = render_training_log(synthetic_run())
+    assert text == render_training_log(synthetic_run())  # pure
+    lines = [json.loads(line.removeprefix(":::MLLOG ")) for line in text.splitlines()]
+    keys = [line["key"] for line in lines]
+    assert keys.index("init_start") < keys.index("init_stop") < keys.index("run_start") < keys.index("epoch_start")
+    assert keys[-1] == "run_stop" and lines[-1]["metadata"] == {"status": "success"}
+    accuracy = [line for line in lines if line["key"] == "eval_accuracy"]
+    assert [(a["value"], a["metadata"]["epoch_num"]) for a in accuracy] == [(0.981, 1), (0.9931, 2)]
+    run_start = next(line for line in lines if line["key"] == "run_start")
+    assert run_start["time_ms"] == 1_795_314_179_000 + 1200 and lines[-1]["time_ms"] == 1_795_314_179_000 + 7500
+
+    log = tmp_path / "good.log"
+    log.write_text(text)
+    out = compliance(log)
+    assert "SUCCESS" in out and "FAIL" not in out, out
+
+    # The checker is a real judge: the same log without cache_clear fails it.
+    broken = tmp_path / "broken.log"
+    broken.write_text("".join(line + "\n" for line in text.splitlines() if '"cache_clear"' not in line))
+    assert "SUCCESS" not in compliance(broken)
+
+
+def test_a_run_out_of_order_or_without_evaluations_is_refused():
+    with pytest.raises(ValueError, match="init_start <= init_stop <= run_start"):
+        render_training_log(synthetic_run(init_stop_t=2.0, run_start_t=1.0))
+    with pytest.raises(ValueError, match="at least one evaluation"):
+        render_training_log(synthetic_run(evaluations=[]))
+    with pytest.raises(ValueError, match="not one of"):
+        render_training_log(synthetic_run(benchmark="mnist"))
+
+
+def test_runner_config_sets_shows_and_names_missing_keys(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path))
+    assert main(["config", "set", "mlperf.org", "Test Lab"]) == 0
+    assert load_submission().org == "Test Lab"
+    assert (tmp_path / "config.yaml") == paths.config_path() and paths.config_path().is_file()
+    assert main(["config", "set", "mlperf.division", "semi-open"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("runner: error: mlperf.division must be one of open, closed") and len(err.splitlines()) == 1
+    assert main(["config", "show"]) == 0
+    assert "Test Lab" in capsys.readouterr().out
+    with pytest.raises(UserError, match=r"needs mlperf\.platform .*Fix: runner config set mlperf\.platform"):
+        load_submission().platform
+
+
+def test_system_description_passes_its_checker_and_names_what_only_the_user_knows(tmp_path):
+    fingerprint = capture_host()
+    fields, missing = submission_description(fingerprint, SUBMISSION, "inference")
+    # Only settings (never host facts) are missing on this host, and each is named by its key.
+    assert missing and all(m.startswith("mlperf.") for m in missing)
+    assert "mlperf.cooling" in missing and "mlperf.host_storage_type" in missing
+    complete = {**SUBMISSION, "system_type": "datacenter", "host_storage_type": "NVMe SSD",
+                "host_storage_capacity": "1x 100 GB", "host_networking": "N/A", "host_networking_topology": "N/A",
+                "host_network_card_count": "1", "host_memory_configuration": "undisclosed by the cloud",
+                "cooling": "air", "framework": "PyTorch 2.13.0"}
+    fields, missing = submission_description(fingerprint, complete, "inference")
+    assert missing == [] and all(fields[name] for name in INFERENCE_NON_EMPTY)
+    assert fields["status"] == "available" and fields["accelerator_model_name"] == "N/A"  # no GPU on this host
+
+    training, missing = submission_description(fingerprint, SUBMISSION, "training")
+    assert missing == [] and training["status"] == "Available on-premise"
+    path = tmp_path / "cpu-2core-x86.json"
+    path.write_text(json.dumps(training))
+    out = checker("mlperf_logging.system_desc_checker", str(path), "training", "4.0.0",
+                  "--log_output", str(tmp_path / "sd.log"), cwd=tmp_path)
+    assert "System description checker passed" in out, out
+    path.write_text(json.dumps({**training, "status": ""}))  # today's empty status fails it
+    out = checker("mlperf_logging.system_desc_checker", str(path), "training", "4.0.0",
+                  "--log_output", str(tmp_path / "sd.log"), cwd=tmp_path)
+    assert "checker failed" in out
+
+
+@pytest.fixture(scope="module")
+def five_results(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    staged = stage_mnist_stand_in(home)
+    fingerprint = capture_host()
+    root = tmp_path_factory.mktemp("results")
+    return [make_result_folder(root / f"20261122T01020{i}Z-s{i}-abc12{i}", staged, fingerprint, seed=i)
+            for i in range(5)]
+
+
+def test_export_writes_a_tree_the_package_checker_accepts_and_the_summarizer_scores(
+        five_results, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
+    out = tmp_path / "submission"
+    args = ["export", "mlperf", *map(str, five_results), "--ruleset", "4.0.0", "--out", str(out)]
+    assert main(args) == 2  # nothing is set yet
+    assert "needs mlperf.org" in capsys.readouterr().err and not out.exists()
+    for key, value in SUBMISSION.items():
+        set_value(f"mlperf.{key}", value)
+
+    assert main(["export", "mlperf", *map(str, five_results[:3]), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "exactly 5 runs (olympic mean); got 3" in err and "run 2 more" in err
+
+    assert main(args) == 0
+    logs = sorted((out / "results" / "cpu-2core-x86" / "resnet").iterdir())
+    assert [p.name for p in logs] == [f"result_{i}.txt" for i in range(5)]
+    assert (out / "benchmarks" / "resnet" / "implementations" / "mnist-cnn-cpu" / "train.py").is_file()
+
+    package = checker("mlperf_logging.package_checker", str(out), "training", "4.0.0",
+                      "--log_output", str(tmp_path / "package.log"), cwd=tmp_path)
+    assert "PACKAGE CHECKER FOUND NO ERRORS, SUCCESS" in package, package[-3000:]
+    assert "System description checker passed for cpu-2core-x86" in package
+
+    summary_csv = tmp_path / "summary.csv"
+    checker("mlperf_logging.result_summarizer", str(out), "training", "4.0.0", "--csv", str(summary_csv), cwd=tmp_path)
+    rows = list(csv.DictReader(summary_csv.open()))
+    assert len(rows) == 1 and rows[0]["division"] == "open" and rows[0]["submitter"] == "Test Lab"
+    # MLPerf's score: run_stop - run_start in minutes, olympic mean over the five runs.
+    minutes = []
+    for folder in five_results:
+        run = mlperf_run_from_result(folder, SubmissionConfig(SUBMISSION))
+        minutes.append((round(run.run_stop_t * 1000) - round(run.run_start_t * 1000)) / 60_000)
+    olympic = sum(sorted(minutes)[1:-1]) / 3
+    assert float(rows[0]["resnet"]) == pytest.approx(olympic, abs=1e-3)
+
+
+@pytest.mark.docker
+def test_real_smoke_reproduces_give_logs_and_a_tree_mlperf_accepts(docker_client, tmp_path, monkeypatch):
+    """Five real smoke runs of the default entry: each run's log passes the compliance
+    checker, and their export passes the package checker and is scored by the summarizer."""
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
+    entry = paths.repo_root() / "entries" / "mnist-cnn-cpu"
+    assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--runs", "5"]) == 0
+    folders = sorted(p for p in (tmp_path / "results" / "mnist-cnn-cpu").iterdir() if p.is_dir())
+    assert len(folders) == 5
+
+    written, why = write_mlperf_log(folders[0], SubmissionConfig({}))
+    assert written is None and "mlperf.division" in why  # the first key the log needs, by name
+    written, why = write_mlperf_log(folders[0], SubmissionConfig(SUBMISSION))
+    assert why is None and written == folders[0] / "logs" / "mlperf_train.log"
+    out = compliance(written)
+    assert "SUCCESS" in out, out + written.read_text()
+    result = json.loads((folders[0] / "result.json").read_text())
+    accuracies = [json.loads(line.removeprefix(":::MLLOG "))["value"] for line in written.read_text().splitlines()
+                  if '"eval_accuracy"' in line]
+    assert accuracies == [e["scores"]["top1"] for e in result["training"]["evaluations"]]
+
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
+    for key, value in SUBMISSION.items():
+        set_value(f"mlperf.{key}", value)
+    tree = tmp_path / "submission"
+    assert main(["export", "mlperf", *map(str, folders), "--out", str(tree)]) == 2  # smoke runs are refused
+    assert main(["export", "mlperf", *map(str, folders), "--out", str(tree), "--allow-smoke"]) == 0
+    package = checker("mlperf_logging.package_checker", str(tree), "training", "4.0.0",
+                      "--log_output", str(tmp_path / "package.log"), cwd=tmp_path)
+    assert "PACKAGE CHECKER FOUND NO ERRORS, SUCCESS" in package, package[-3000:]
+    summary_csv = tmp_path / "summary.csv"
+    checker("mlperf_logging.result_summarizer", str(tree), "training", "4.0.0", "--csv", str(summary_csv), cwd=tmp_path)
+    (row,) = csv.DictReader(summary_csv.open())
+    assert float(row["resnet"]) > 0
