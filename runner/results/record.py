@@ -106,6 +106,9 @@ class Result:
     inference: dict[str, dict] = field(default_factory=dict)
     image_audit: dict | None = None
     probe: dict | None = None
+    # Values the runner passed for the entry's declared hyperparameters (a study's choice),
+    # by name (``global_batch_size``, ``lr``); empty when the entry ran with its defaults.
+    hyperparameters: dict[str, str] = field(default_factory=dict)
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
