@@ -20,6 +20,7 @@ COMMANDS = [
     "data",
     "schema",
     "reproduce",
+    "study",
     "infer",
     "fingerprint",
     "profile",
