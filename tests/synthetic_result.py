@@ -149,6 +149,7 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
         "nonconforming_reasons": [f"hardware mismatch: {'; '.join(map(str, mismatches))}"] if mismatches else [],
         "probe": {"shift_pixels": [0, 1]},
         "image_audit": None,
+        "hyperparameters": {},
         "image": {"id": "sha256:" + "5" * 64, "tag": "runner/mnist-cnn-cpu:test", "base_id": "sha256:" + "6" * 64,
                   "base_tag": "runner-base/python3.11-bookworm"},
         "data": {"task": task.id, "digest": staged.digest, "source": staged.source},

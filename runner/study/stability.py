@@ -47,6 +47,7 @@ def plot_curves(folders: list[Path], threshold_percent: float, path: Path) -> st
             ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", ms=3,
                     label=Result.read(folder).seed)
     ax.axhline(threshold_percent, color="grey", ls="--", lw=1, label="threshold")
+    ax.set_xlim(left=0)  # the clock starts at the entry's process start
     ax.set_xlabel("training time (s)")
     ax.set_ylabel("accuracy (%)")
     ax.set_title("every run's accuracy against time")
