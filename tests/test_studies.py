@@ -158,6 +158,14 @@ def test_roofline_sets_counted_flops_against_the_run_and_the_peak(stability, res
     assert is_png(study / "roofline.png")
 
 
+def test_a_folder_that_is_not_a_run_is_refused_with_the_fix(tmp_path, capsys):
+    assert main(["study", "threshold", str(ENTRY), "--from-runs", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is not a run folder" in err and "runner reproduce" in err
+    assert main(["study", "batch-size", str(ENTRY), "--values", "32,big"]) == 2
+    assert "--values 32,128,512,2048" in capsys.readouterr().err
+
+
 # -- the schemas the studies rest on ----------------------------------------------------------
 
 def test_manifest_hyperparameters_are_validated():

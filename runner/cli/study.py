@@ -74,6 +74,11 @@ def run(args) -> int:
     for note in out.notes:
         console.print(f"[dim]{note}[/]")
     console.print(f"study: {out.folder}\nreport: {report}")
+    runs = [Result.read(link) for link in sorted((out.folder / "runs").iterdir())]
+    if failed := [r.run_id for r in runs if r.status != "complete"]:
+        # The study is written either way; the exit status says not every run completed.
+        console.print(f"[yellow]{len(failed)} of {len(runs)} runs did not complete[/]: {', '.join(failed)}")
+        return 1
     return 0
 
 
