@@ -10,8 +10,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 
-def figure(ncols: int = 1):
-    fig, axes = plt.subplots(1, ncols, figsize=(5.2 * ncols, 3.8), squeeze=False)
+def figure(ncols: int = 1, width: float = 5.2):
+    """A row of ``ncols`` plots, each ``width`` inches wide."""
+    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, 3.8), squeeze=False)
     return fig, list(axes[0])
 
 

@@ -85,7 +85,7 @@ def analyse(folder: Path, batch_override: int | None = None) -> dict:
 def plot(summary: dict, path: Path) -> str:
     import numpy as np
 
-    fig, (ax,) = figure()
+    fig, (ax,) = figure(width=8)  # room for the legend beside the plot
     bandwidth = summary["peak"]["memory_bandwidth_bytes_per_second"]
     intensities = [p["arithmetic_intensity"] for p in summary["points"]]
     x = np.logspace(np.log10(min(intensities) / 10), np.log10(max(intensities) * 10), 200)
