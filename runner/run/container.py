@@ -9,7 +9,6 @@ the profile's GPUs. Timestamps are the host's monotonic clock, taken as each lin
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,9 +21,6 @@ from docker.types import DeviceRequest
 # Every container the runner starts carries this label, so an orphan left by a killed
 # runner can be found and removed by the next run.
 MANAGED_LABEL = "dev.runner.container"
-# Which runner process owns the container (host:pid): a run still in progress in another
-# runner process on this host is not an orphan, and must not be removed from under it.
-OWNER_LABEL = "dev.runner.owner"
 CONTAINER_USER = "1000:1000"
 
 
@@ -83,28 +79,9 @@ def prepare_writable(path: Path) -> None:
         os.chown(path, uid, gid)
 
 
-def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _owner_alive(owner: str | None) -> bool:
-    host, _, pid = (owner or "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False  # no owner recorded, or another host's: only the label says it is ours
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_orphans(client: docker.DockerClient) -> int:
-    """Remove containers of earlier runs whose runner was killed before it could clean up
-    (never those of a runner process still running on this host)."""
-    managed = client.containers.list(all=True, filters={"label": MANAGED_LABEL})
-    orphans = [c for c in managed if not _owner_alive(c.labels.get(OWNER_LABEL))]
+    """Remove containers of earlier runs whose runner was killed before it could clean up."""
+    orphans = client.containers.list(all=True, filters={"label": MANAGED_LABEL})
     for c in orphans:
         c.remove(force=True)
     return len(orphans)
@@ -148,7 +125,7 @@ def _create(client: docker.DockerClient, spec: ContainerSpec):
             str(m.host): {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
             for m in spec.mounts
         },
-        labels={MANAGED_LABEL: spec.label, OWNER_LABEL: _owner()},
+        labels={MANAGED_LABEL: spec.label},
         detach=True,
     )
 
