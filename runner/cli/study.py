@@ -51,7 +51,8 @@ def run(args) -> int:
     console = Console()
     opts = _options(args)
     if args.kind == "stability":
-        out = stability.run(args.entry, args.runs, opts, console)
+        out = (stability.study(_given_runs(args)) if args.from_runs
+               else stability.run(args.entry, args.runs, opts, console))
     elif args.kind == "threshold":
         ladder = _thresholds(args.thresholds)
         out = (threshold.study(_given_runs(args), ladder) if args.from_runs
@@ -102,6 +103,7 @@ def register(subparsers) -> None:
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
     s = kinds.add_parser("stability", help="N runs with the runner's seeds: TTA, median, CV, curves")
     _common(s, runs_default=5)
+    s.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
     s.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
     t = kinds.add_parser("threshold", help="TTA at a ladder of thresholds, from runs' curves")
     _common(t, runs_default=1)
