@@ -79,6 +79,15 @@ def test_stability_summary_is_the_runs_own_figures(stability):
     assert is_png(stability / "curves.png")
 
 
+def test_stability_of_runs_already_made_gives_the_same_figures(stability, results):
+    folders = run_folders(stability)
+    main(["study", "stability", str(ENTRY), "--from-runs", *map(str, folders)])
+    again = [s for s in studies(results, "stability") if s != stability]
+    assert len(again) == 1 and run_folders(again[0]) == folders
+    first, second = summary_of(stability), summary_of(again[0])
+    assert second["runs"] == first["runs"] and second["median_tta_seconds"] == first["median_tta_seconds"]
+
+
 def test_threshold_ladder_agrees_with_the_result_tta_and_shows_misses(stability, results, tmp_path):
     folders = run_folders(stability)
     scored = [f for f in folders if Result.read(f).tta_seconds is not None]
