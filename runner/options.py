@@ -3,7 +3,7 @@ pipeline (``runner.reproduce``) and the Slurm launcher (``runner.slurm``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -16,3 +16,5 @@ class ReproduceOptions:
     timeout_minutes: float | None = None
     infer: bool = True
     sign: bool = True  # False on Slurm compute nodes: the submit host signs what it gathers
+    # Declared hyperparameters a study chose, by name (global_batch_size, lr): RUNNER_HP_<NAME>.
+    hyperparameters: dict[str, str] = field(default_factory=dict)

@@ -170,7 +170,7 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     )
 
 
-def _train_env(ctx: RunContext, seed: int, smoke: bool) -> dict[str, str]:
+def _train_env(ctx: RunContext, seed: int, smoke: bool, hyperparameters: dict[str, str]) -> dict[str, str]:
     limits = ctx.profile.container_limits
     # CPU profiles grant a number of cores; GPU profiles get the whole host's CPUs.
     threads = int(limits.cpus) if limits and limits.cpus else os.cpu_count() or 1
@@ -183,6 +183,7 @@ def _train_env(ctx: RunContext, seed: int, smoke: bool) -> dict[str, str]:
         "RUNNER_THRESHOLD": repr(ctx.entry.task.threshold),
         "RUNNER_SMOKE": "1" if smoke else "0",
         "HOME": "/scratch",
+        **{f"RUNNER_HP_{name.upper()}": value for name, value in hyperparameters.items()},
     }
 
 
@@ -205,6 +206,7 @@ def _started_result(ctx: RunContext, run_id: str, seed: int, opts: ReproduceOpti
         cost=Cost(training_usd=None, **price_fields(ctx.profile)),
         hardware=ctx.hardware,
         image_audit=ctx.audit.summary() if ctx.audit else None,
+        hyperparameters=dict(opts.hyperparameters),
     )
 
 
@@ -249,7 +251,7 @@ def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
     entry, limits = ctx.entry, ctx.profile.container_limits
     probe_dir = make_probe_inputs(ctx.staged.eval_dir, scratch / f"probe-{result.run_id}", result.seed)
     result.probe = {"shift_pixels": list(probe_shift(result.seed))} if probe_dir else None
-    env = _train_env(ctx, result.seed, opts.smoke)
+    env = _train_env(ctx, result.seed, opts.smoke, opts.hyperparameters)
     console.print(f"[bold]train[/] {entry.name} seed {result.seed} -> {result_dir}")
     return run_training(
         ctx.client, entry.task, ctx.labels,

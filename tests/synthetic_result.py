@@ -150,6 +150,7 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
         "probe": {"shift_pixels": [0, 1]},
         "image_audit": None,
         "slurm": None,
+        "hyperparameters": {},
         "image": {"id": "sha256:" + "5" * 64, "tag": "runner/mnist-cnn-cpu:test", "base_id": "sha256:" + "6" * 64,
                   "base_tag": "runner-base/python3.11-bookworm"},
         "data": {"task": task.id, "digest": staged.digest, "source": staged.source},

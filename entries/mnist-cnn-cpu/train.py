@@ -45,8 +45,10 @@ torch.manual_seed(SEED)
 # A 3-epoch schedule already crosses at the end of epoch 2 (a 2-epoch schedule crosses at
 # about the same time but with a 0.03% margin); epoch 3 gives the saved model its margin.
 EPOCHS = 1 if SMOKE else 3
-BATCH = 256                      # 512 runs no faster per image and needs more epochs
-LR, MOMENTUM, WD = 0.2, 0.9, 5e-4
+# `runner study batch-size` varies these (entry.yaml's hyperparameters); unset: the recipe's.
+BATCH = int(os.environ.get("RUNNER_HP_GLOBAL_BATCH_SIZE") or 256)  # 512: no faster per image, more epochs
+LR = float(os.environ.get("RUNNER_HP_LR") or 0.2)
+MOMENTUM, WD = 0.9, 5e-4
 LABEL_SMOOTHING = 0.1            # best of 0 / 0.1 / 0.2 in our sweeps
 WARMUP = 0.2                     # fraction of steps spent warming up the learning rate
 log("seed", SEED)

@@ -22,6 +22,7 @@ COMMANDS = [
     "data",
     "schema",
     "reproduce",
+    "study",
     "infer",
     "fingerprint",
     "profile",

@@ -42,6 +42,23 @@ class InferenceSpec:
 
 
 @dataclass(frozen=True)
+class Hyperparameters:
+    """The tunable hyperparameters an entry declares, and the rule tying its LR to the batch."""
+
+    default_batch_size: int
+    base_lr: float
+    lr_scaling: str = "linear"  # linear, sqrt or none
+
+    def lr_for(self, batch_size: int) -> float:
+        ratio = batch_size / self.default_batch_size
+        return self.base_lr * {"linear": ratio, "sqrt": ratio ** 0.5, "none": 1.0}[self.lr_scaling]
+
+    def for_batch_size(self, batch_size: int) -> dict[str, str]:
+        """The values the runner passes (as RUNNER_HP_<NAME>) to train at ``batch_size``."""
+        return {"global_batch_size": str(batch_size), "lr": repr(round(self.lr_for(batch_size), 10))}
+
+
+@dataclass(frozen=True)
 class Entry:
     path: Path
     name: str
@@ -60,6 +77,7 @@ class Entry:
     smoke: SmokeSpec = field(default_factory=SmokeSpec)
     source: str | None = None
     description: str = ""
+    hyperparameters: Hyperparameters | None = None
     raw: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -137,6 +155,13 @@ def validate_manifest(data: object, source: str = "entry.yaml") -> None:
         )
 
 
+def _hyperparameters(section: dict | None) -> Hyperparameters | None:
+    if section is None:
+        return None
+    return Hyperparameters(section["global_batch_size"]["default"], float(section["base_lr"]),
+                           section.get("lr_scaling", "linear"))
+
+
 def load_entry(path: str | Path) -> Entry:
     folder = Path(path).resolve()
     if not folder.is_dir():
@@ -187,5 +212,6 @@ def load_entry(path: str | Path) -> Entry:
         smoke=SmokeSpec(**data.get("smoke", {})),
         source=data.get("source"),
         description=data.get("description", ""),
+        hyperparameters=_hyperparameters(data.get("hyperparameters")),
         raw=data,
     )

@@ -87,6 +87,25 @@ ENTRY_SCHEMA: dict = {
                 "fp16": {"type": "boolean", "default": False},
             },
         },
+        "hyperparameters": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["global_batch_size", "base_lr"],
+            "description": "what `runner study batch-size` may vary; the runner passes its choice as "
+            "RUNNER_HP_GLOBAL_BATCH_SIZE and RUNNER_HP_LR (names fixed by the run contract)",
+            "properties": {
+                "global_batch_size": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["default"],
+                    "properties": {"default": {"type": "integer", "minimum": 1}},
+                },
+                "base_lr": {"type": "number", "exclusiveMinimum": 0,
+                            "description": "the learning rate at the default batch size"},
+                "lr_scaling": {"enum": ["linear", "sqrt", "none"], "default": "linear",
+                               "description": "how the learning rate follows the batch size"},
+            },
+        },
         "runs": {"type": "integer", "minimum": 1, "default": 1},
         "nodes": {
             "type": "integer", "minimum": 1, "default": 1,

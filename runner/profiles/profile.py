@@ -54,6 +54,15 @@ class Price:
 
 
 @dataclass(frozen=True)
+class Peak:
+    """Peak compute per precision and memory bandwidth, for a roofline."""
+
+    tflops: dict[str, float]
+    memory_bandwidth_gbs: float
+    source: str
+
+
+@dataclass(frozen=True)
 class Profile:
     id: str
     description: str
@@ -63,6 +72,7 @@ class Profile:
     gpu: GpuRules | None = None
     cpu: CpuRules = field(default_factory=CpuRules)
     container_limits: ContainerLimits | None = None
+    peak: Peak | None = None
     path: Path | None = None
 
     @property
@@ -116,6 +126,7 @@ def profile_from_dict(data: dict, source: str = "profile", path: Path | None = N
         gpu=GpuRules(**gpu) if gpu else None,
         cpu=CpuRules(**cpu),
         container_limits=ContainerLimits(cpus=float(limits["cpus"]), memory=str(limits["memory"])) if limits else None,
+        peak=Peak(**data["peak"]) if data.get("peak") else None,
         path=path,
     )
 

@@ -58,6 +58,24 @@ PROFILE_SCHEMA: dict = {
                 "memory": {"type": "string", "pattern": r"^\d+(\.\d+)?[kmgKMG]?$", "description": "docker syntax: 4g, 512m"},
             },
         },
+        "peak": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["tflops", "memory_bandwidth_gbs", "source"],
+            "description": "the hardware's peak, for rooflines: the whole profile (every GPU, or the "
+            "container's CPU cores), with where each figure comes from",
+            "properties": {
+                "tflops": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "propertyNames": {"enum": ["fp64", "fp32", "tf32", "fp16", "bf16", "int8"]},
+                    "additionalProperties": _POSITIVE,
+                    "description": "peak TFLOP/s (dense) per precision",
+                },
+                "memory_bandwidth_gbs": {**_POSITIVE, "description": "peak memory bandwidth, GB/s"},
+                "source": {"type": "string", "minLength": 1},
+            },
+        },
         "price": {
             "type": "object",
             "additionalProperties": False,

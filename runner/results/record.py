@@ -109,6 +109,9 @@ class Result:
     image_audit: dict | None = None
     probe: dict | None = None
     slurm: dict | None = None  # the Slurm job of a run gathered by `runner reproduce --slurm`
+    # Values the runner passed for the entry's declared hyperparameters (a study's choice),
+    # by name (``global_batch_size``, ``lr``); empty when the entry ran with its defaults.
+    hyperparameters: dict[str, str] = field(default_factory=dict)
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:

@@ -135,6 +135,11 @@ RESULT_SCHEMA: dict = {
             "properties": {"shift_pixels": {"type": "array", "items": {"type": "integer"}}},
         },
         "image_audit": {"type": ["object", "null"]},
+        "hyperparameters": {
+            "type": "object",
+            "description": "values the runner passed for the entry's declared hyperparameters",
+            "additionalProperties": {"type": "string"},
+        },
         "data": {"type": ["object", "null"], "required": ["task", "digest"]},
         "training": {
             "type": ["object", "null"],

@@ -1,0 +1,166 @@
+"""What every study shares: its folder, its runs, and the figures read back from a run."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+
+from runner import data, paths
+from runner.data.synthetic import SMOKE_SIZES
+from runner.errors import UserError
+from runner.events import ENTRY, RUNNER, read_events
+from runner.results import write_json
+from runner.results.record import Result
+from runner.score.tta import EVAL_FREEZE, EVAL_THAW
+
+SUMMARY_FILE = "summary.json"
+RUNS_DIR = "runs"
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class StudyOutput:
+    """A finished study: its folder, the summary written there, and what the report shows."""
+
+    kind: str
+    entry: str
+    folder: Path
+    summary: dict
+    plots: list[tuple[str, str]] = field(default_factory=list)  # (file name, caption)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def new_study_folder(entry_name: str, kind: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = paths.results_dir() / entry_name / "studies"
+    folder, n = base / f"{kind}-{stamp}", 1
+    while folder.exists():  # two studies in one second
+        n += 1
+        folder = base / f"{kind}-{stamp}-{n}"
+    folder.mkdir(parents=True)
+    return folder
+
+
+def link_runs(study: Path, folders: list[Path]) -> None:
+    """``runs/<run_id>`` -> each signed run folder (relative links, so the tree can move)."""
+    target = study / RUNS_DIR
+    target.mkdir(exist_ok=True)
+    for folder in folders:
+        link = target / folder.name
+        if not link.exists():
+            link.symlink_to(os.path.relpath(folder.resolve(), target))
+
+
+def write_summary(study: Path, summary: dict) -> None:
+    write_json(study / SUMMARY_FILE, summary)
+
+
+def run_entry(entry_path: str, opts, console: Console) -> list[Path]:
+    """Signed runs of the entry, made by ``runner reproduce``'s own code path."""
+    from runner.reproduce import reproduce
+
+    return reproduce(entry_path, opts, console)
+
+
+def with_runs(opts, runs: int, **changes):
+    return replace(opts, runs=runs, **changes)
+
+
+def check_run_folders(folders: list[Path]) -> list[Path]:
+    """Run folders a user named: each must hold a result.json (read through ``Result``)."""
+    checked = []
+    for folder in folders:
+        folder = Path(folder)
+        if not (folder / "result.json").is_file():
+            raise UserError(f"{folder} is not a run folder (no result.json)",
+                            "pass folders under results/<entry>/ made by `runner reproduce`")
+        checked.append(folder)
+    return checked
+
+
+def read_curve(folder: Path) -> list[tuple[int, float, float]]:
+    """DAWNBench's curve.tsv as (epoch, training seconds, primary accuracy in percent)."""
+    path = Path(folder) / "curve.tsv"
+    if not path.is_file():
+        return []
+    lines = path.read_text().splitlines()
+    header = lines[0].split("\t")
+    column = 3 if len(header) > 3 and header[3] == "top5Accuracy" else 2  # ImageNet's metric is top-5
+    points = []
+    for line in lines[1:]:
+        cells = line.split("\t")
+        if len(cells) > column and cells[column]:
+            points.append((int(cells[0]), float(cells[1]) * 3600, float(cells[column])))
+    return points
+
+
+def train_set_size(result: Result) -> int | None:
+    """Items in the training set the run was given (smoke runs: the synthetic set's size)."""
+    if result.smoke:
+        return SMOKE_SIZES["n_train"]
+    try:
+        staged = data.staged(result.task.id)
+    except UserError:
+        return None
+    labels = Path(staged.train_dir) / "labels.npy"
+    return int(np.load(labels, mmap_mode="r").shape[0]) if labels.is_file() else None
+
+
+def epoch_seconds(folder: Path) -> list[float]:
+    """Seconds inside each epoch the entry marked (``epoch_start``..``epoch_stop``, host-
+    stamped on arrival), minus any time the runner had it frozen in between."""
+    events = read_events(Path(folder) / "events.jsonl")
+    frozen, start_of = [], {}
+    freeze_at = None
+    for ev in events:
+        if ev.origin == RUNNER and ev.key == EVAL_FREEZE:
+            freeze_at = ev.t
+        elif ev.origin == RUNNER and ev.key == EVAL_THAW and freeze_at is not None:
+            frozen.append((freeze_at, ev.t))
+            freeze_at = None
+    durations = []
+    for ev in events:
+        if ev.origin != ENTRY or ev.key not in ("epoch_start", "epoch_stop"):
+            continue
+        epoch = ev.metadata.get("epoch_num")
+        if ev.key == "epoch_start":
+            start_of[epoch] = ev.t
+        elif epoch in start_of:
+            start = start_of.pop(epoch)
+            paused = sum(max(0.0, min(b, ev.t) - max(a, start)) for a, b in frozen)
+            durations.append(ev.t - start - paused)
+    return durations
+
+
+def throughput(folder: Path, result: Result) -> float | None:
+    """Training samples per second: the training set once per marked epoch, over the time
+    inside those epochs (DAWNBench's figure 1)."""
+    size, seconds = train_set_size(result), epoch_seconds(folder)
+    if not size or not seconds or sum(seconds) <= 0:
+        return None
+    return size * len(seconds) / sum(seconds)
+
+
+def crossing_epoch(result: Result) -> int | None:
+    """The epoch of the first evaluation that met the threshold (None: never met)."""
+    t = result.training
+    if not t or not t.reached or t.crossing is None:
+        return None
+    ev = t.evaluations[t.crossing]
+    return ev.get("epoch") if ev.get("epoch") is not None else ev["index"] + 1
+
+
+def fmt(value, spec: str, missing: str = "--") -> str:
+    return missing if value is None else format(value, spec)

@@ -1,0 +1,52 @@
+"""A study as HTML: ``section`` is the fragment a site embeds (tables, plots, notes);
+``write_report`` wraps it in a static page, ``report.html``, next to the study's PNGs."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from runner.study.common import StudyOutput
+
+REPORT_FILE = "report.html"
+
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; }
+th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: right; }
+th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
+figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption, .note { color: #555; font-size: .9em; }
+"""
+
+
+def _table(table) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in table.rows)
+    return (f'<table class="study-table"><caption>{html.escape(table.title)}</caption>'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def section(out: StudyOutput, image_prefix: str = "") -> str:
+    """The study's section: image paths are relative to the page (``image_prefix`` + file)."""
+    parts = [f'<section class="study" id="{html.escape(out.kind)}">',
+             f"<h2>{html.escape(out.kind)} study of {html.escape(out.entry)}</h2>"]
+    parts += [_table(t) for t in out.tables]
+    for name, caption in out.plots:
+        parts.append(f'<figure><img src="{html.escape(image_prefix + name)}" alt="{html.escape(caption)}">'
+                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    parts += [f'<p class="note">{html.escape(n)}</p>' for n in out.notes]
+    parts.append(f'<p class="note">runs: <code>{html.escape(str(out.folder / "runs"))}</code>; '
+                 f'summary: <code>summary.json</code></p></section>')
+    return "\n".join(parts)
+
+
+def write_report(out: StudyOutput) -> Path:
+    page = (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>{html.escape(out.kind)} study: {html.escape(out.entry)}</title><style>{_CSS}</style></head>"
+            f"<body><h1>runner study: {html.escape(out.kind)} &middot; {html.escape(out.entry)}</h1>\n"
+            f"{section(out)}\n</body></html>\n")
+    path = out.folder / REPORT_FILE
+    path.write_text(page)
+    return path

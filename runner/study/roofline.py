@@ -1,0 +1,140 @@
+"""Hardware use: achieved FLOP/s in training and batch-1 inference against the profile's
+peak, on a roofline. DAWNBench's analysis found entries far below peak (10x on ImageNet GPUs).
+
+FLOPs come from counting the entry's own model (``runner.study.flops``); times from the
+signed run: training FLOP/s = FLOPs per sample x training samples/s (the epochs the runner
+stamped), inference FLOP/s = FLOPs per item / mean batch-1 latency per backend.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+
+from runner.errors import UserError
+from runner.profiles import load_profile
+from runner.results.record import Result
+from runner.study.common import (
+    StudyOutput, Table, crossing_epoch, fmt, link_runs, new_study_folder, run_entry, throughput,
+    train_set_size, with_runs, write_summary,
+)
+from runner.study.flops import count_in_child
+from runner.study.plots import figure, save
+from runner.tasks import get_task
+
+KIND = "roofline"
+
+
+def _batch_size(result: Result, manifest: dict, override: int | None) -> int:
+    if override:
+        return override
+    if "global_batch_size" in result.hyperparameters:
+        return int(result.hyperparameters["global_batch_size"])
+    declared = (manifest.get("hyperparameters") or {}).get("global_batch_size")
+    if declared:
+        return int(declared["default"])
+    raise UserError(f"{result.entry.name} declares no global batch size, so a training step's size is unknown",
+                    "pass --batch-size N (the entry's batch size) or declare hyperparameters: in its entry.yaml")
+
+
+def analyse(folder: Path, batch_override: int | None = None) -> dict:
+    result = Result.read(folder)
+    task = get_task(result.task.id)
+    if task.input_shape is None:
+        raise UserError(f"the roofline study counts image models; {task.id} has no image input",
+                        "run it on an image task's entry")
+    entry_dir = folder / "entry"  # the entry files the run used, signed with it
+    manifest = yaml.safe_load((entry_dir / "entry.yaml").read_text())
+    batch = _batch_size(result, manifest, batch_override)
+    counted = count_in_child(entry_dir, manifest["inference"]["builder"], task.input_shape,
+                             task.num_classes, batch)
+    profile = load_profile(result.cost.profile)
+    if profile.peak is None:
+        raise UserError(f"hardware profile {profile.id} has no peak figures",
+                        f"add peak: (tflops, memory_bandwidth_gbs, source) to hardware_profiles/{profile.id}.yaml")
+    step, item = counted["train_step"], counted["inference_item"]
+    per_sample = step["flops"] / batch
+    samples_per_s = throughput(folder, result)
+    train_flops = per_sample * samples_per_s if samples_per_s else None
+    size, epoch = train_set_size(result), crossing_epoch(result)
+    to_threshold = (per_sample * size * epoch / result.tta_seconds
+                    if size and epoch and result.tta_seconds else None)
+    points = [{"name": "training", "arithmetic_intensity": step["flops"] / step["bytes"],
+               "flops_per_second": train_flops, "flops_per_second_to_threshold": to_threshold}]
+    for backend, record in sorted(result.inference.items()):
+        mean_ms = (record.get("latency_ms") or {}).get("mean")
+        points.append({"name": f"inference {backend}", "arithmetic_intensity": item["flops"] / item["bytes"],
+                       "flops_per_second": item["flops"] / (mean_ms / 1000) if mean_ms else None,
+                       "latency_ms_mean": mean_ms})
+    peaks = {p: t * 1e12 for p, t in profile.peak.tflops.items()}
+    for point in points:
+        achieved = point["flops_per_second"]
+        point["fraction_of_peak"] = {p: achieved / v if achieved else None for p, v in peaks.items()}
+    return {
+        "kind": KIND, "entry": result.entry.name, "run_id": result.run_id, "task": task.id,
+        "profile": profile.id, "smoke": result.smoke,
+        "peak": {"flops_per_second": peaks, "memory_bandwidth_bytes_per_second": profile.peak.memory_bandwidth_gbs * 1e9,
+                 "source": profile.peak.source},
+        "counted": counted, "train_flops_per_sample": per_sample, "train_samples_per_second": samples_per_s,
+        "points": points,
+    }
+
+
+def plot(summary: dict, path: Path) -> str:
+    import numpy as np
+
+    fig, (ax,) = figure(width=8)  # room for the legend beside the plot
+    bandwidth = summary["peak"]["memory_bandwidth_bytes_per_second"]
+    intensities = [p["arithmetic_intensity"] for p in summary["points"]]
+    x = np.logspace(np.log10(min(intensities) / 10), np.log10(max(intensities) * 10), 200)
+    for precision, peak in sorted(summary["peak"]["flops_per_second"].items(), key=lambda kv: kv[1]):
+        ax.plot(x, np.minimum(peak, bandwidth * x), lw=1.5, label=f"roof {precision} ({peak / 1e9:,.0f} GFLOP/s)")
+    for point, marker in zip(summary["points"], "osD^v<>"):
+        if point["flops_per_second"]:
+            ax.scatter([point["arithmetic_intensity"]], [point["flops_per_second"]], marker=marker, s=50,
+                       zorder=3, label=f"{point['name']} ({point['flops_per_second'] / 1e9:,.1f} GFLOP/s)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title(f"roofline: {summary['entry']} on {summary['profile']}")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
+    return save(fig, path)
+
+
+def present(folder: Path, summary: dict) -> StudyOutput:
+    precisions = sorted(summary["peak"]["flops_per_second"])
+    rows = []
+    for p in summary["points"]:
+        rows.append([p["name"], f"{p['arithmetic_intensity']:.1f}", fmt(p["flops_per_second"] and p["flops_per_second"] / 1e9, ",.2f"),
+                     *[fmt(p["fraction_of_peak"][k], ".1%") for k in precisions]])
+    counted = summary["counted"]
+    counts = [[f"training step (batch {counted['batch_size']})", f"{counted['train_step']['flops']:,}",
+               f"{counted['train_step']['bytes']:,}"],
+              ["inference, one item", f"{counted['inference_item']['flops']:,}", f"{counted['inference_item']['bytes']:,}"]]
+    name = plot(summary, folder / "roofline.png")
+    return StudyOutput(
+        KIND, summary["entry"], folder, summary,
+        plots=[(name, "roofline of the profile's peak with the run's achieved FLOP/s")],
+        tables=[Table("achieved against peak", ["phase", "FLOP/byte", "GFLOP/s", *[f"% of {k} peak" for k in precisions]], rows),
+                Table("counted (torch.utils.flop_counter)", ["what", "FLOPs", "bytes touched"], counts)],
+        notes=[f"peak: {summary['peak']['source']}",
+               "FLOPs count matrix products and convolutions only; bytes are every tensor each op reads and writes "
+               "(no cache reuse), so arithmetic intensity is a lower bound"]
+              + (["a smoke run: synthetic data and a truncated epoch, so the figures are nominal"] if summary["smoke"] else []),
+    )
+
+
+def study(folder: Path, batch_override: int | None = None) -> StudyOutput:
+    summary = analyse(folder, batch_override)
+    out = new_study_folder(summary["entry"], KIND)
+    link_runs(out, [folder])
+    write_summary(out, summary)
+    return present(out, summary)
+
+
+def run(entry_path: str, opts, console: Console, batch_override: int | None = None) -> StudyOutput:
+    (folder,) = run_entry(entry_path, with_runs(opts, 1, seed=None, infer=True), console)
+    return study(folder, batch_override)

@@ -1,0 +1,136 @@
+"""Threshold sensitivity: TTA at a ladder of thresholds up to (and past) the task's, from
+the runs' curves, plotted like DAWNBench's analysis of TTA against threshold.
+
+Computed with the project's own TTA function: the runner's events give the timeline
+(``runner.score.tta.timeline``), the result's scored evaluations say which meet each
+threshold, and ``time_to_accuracy`` does the rest, so at the task's own threshold it
+agrees exactly with the result's TTA.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from pathlib import Path
+
+from rich.console import Console
+
+from runner.errors import UserError
+from runner.events import read_events
+from runner.results.record import Result
+from runner.score.tta import EventStreamError, time_to_accuracy, timeline
+from runner.study.common import (
+    StudyOutput, Table, fmt, link_runs, new_study_folder, run_entry, with_runs, write_summary,
+)
+from runner.study.plots import figure, save
+from runner.tasks import get_task
+
+KIND = "threshold"
+
+# Percent, ending at (or past) each task's threshold: DAWNBench's ladders.
+DEFAULT_LADDERS = {
+    "mnist": [98.5, 99.0, 99.3, 99.5],
+    "fashion-mnist": [90.0, 91.0, 92.0, 93.0],
+    "cifar10": [91.0, 92.0, 93.0, 94.0],
+    "imagenet": [90.0, 91.0, 92.0, 93.0],  # top-5
+    "squad-v1.1": [70.0, 73.0, 75.0, 77.0],  # F1
+}
+
+
+def tta_at(folder: Path, threshold: float) -> tuple[float | None, int | None, int | None]:
+    """(TTA seconds, evaluation index, epoch) of the first evaluation scoring at or above
+    ``threshold`` (a fraction); Nones when no evaluation reaches it."""
+    result = Result.read(folder)
+    task = dataclasses.replace(get_task(result.task.id), threshold=threshold)
+    try:
+        line = timeline(read_events(Path(folder) / "events.jsonl"))
+    except (EventStreamError, OSError) as exc:
+        raise UserError(f"{folder}: its events do not form a run ({exc})",
+                        "use a complete run folder made by `runner reproduce`") from None
+    evaluations = result.training.evaluations if result.training else []
+    meets = []
+    for ev in evaluations:
+        score = ev["scores"].get(task.metric)
+        meets.append(ev.get("problem") is None and score is not None and task.meets(score))
+    tta = time_to_accuracy(line, meets)
+    if not tta.reached:
+        return None, None, None
+    ev = evaluations[tta.crossing]
+    return tta.seconds, tta.crossing, ev.get("epoch")
+
+
+def analyse(folders: list[Path], ladder: list[float]) -> dict:
+    results = [Result.read(f) for f in folders]
+    task = results[0].task
+    if any(r.task.id != task.id for r in results):
+        raise UserError("the runs are of different tasks", "pass runs of one entry")
+    runs = []
+    for folder, r in zip(folders, results):
+        points = []
+        for pct in ladder:
+            seconds, index, epoch = tta_at(folder, pct / 100)
+            points.append({"threshold_percent": pct, "reached": seconds is not None,
+                           "tta_seconds": seconds, "evaluation": index, "epoch": epoch})
+        runs.append({"run_id": r.run_id, "seed": r.seed, "result_tta_seconds": r.tta_seconds,
+                     "thresholds": points})
+    medians = []
+    for i, pct in enumerate(ladder):
+        reached = [run["thresholds"][i]["tta_seconds"] for run in runs if run["thresholds"][i]["reached"]]
+        medians.append({"threshold_percent": pct, "reached": len(reached), "runs": len(runs),
+                        "median_tta_seconds": statistics.median(reached) if reached else None})
+    return {"kind": KIND, "entry": results[0].entry.name, "task": task.id, "metric": task.metric,
+            "task_threshold_percent": round(task.threshold * 100, 4), "ladder_percent": ladder,
+            "runs": runs, "median": medians}
+
+
+def plot(summary: dict, path: Path) -> str:
+    fig, (ax,) = figure()
+    ladder = summary["ladder_percent"]
+    top = max([p["tta_seconds"] or 0 for r in summary["runs"] for p in r["thresholds"]] + [1]) * 1.15
+    for run in summary["runs"]:
+        xs = [p["threshold_percent"] for p in run["thresholds"] if p["reached"]]
+        ys = [p["tta_seconds"] for p in run["thresholds"] if p["reached"]]
+        ax.plot(xs, ys, marker="o", alpha=0.6, label=f"seed {run['seed']}")
+        missed = [p["threshold_percent"] for p in run["thresholds"] if not p["reached"]]
+        ax.scatter(missed, [top] * len(missed), marker="x", color="red", zorder=3)
+    med = [m for m in summary["median"] if m["median_tta_seconds"] is not None]
+    ax.plot([m["threshold_percent"] for m in med], [m["median_tta_seconds"] for m in med],
+            color="black", lw=2, label="median")
+    ax.axvline(summary["task_threshold_percent"], color="grey", ls="--", lw=1)
+    ax.axhline(top, color="red", lw=0.5, ls=":")
+    ax.text(ladder[0], top, " x: never reached", color="red", va="bottom", fontsize=8)
+    ax.set_ylim(0, top * 1.08)
+    ax.set_xticks(ladder)
+    ax.set_xlabel(f"threshold ({summary['metric']}, %)")
+    ax.set_ylabel("time to accuracy (s)")
+    ax.set_title("TTA against threshold (task's threshold dashed)")
+    ax.legend(fontsize=7)
+    return save(fig, path)
+
+
+def present(folder: Path, summary: dict) -> StudyOutput:
+    headers = ["run", *[f"{p:g}%" for p in summary["ladder_percent"]]]
+    rows = [[f"{r['run_id']} (seed {r['seed']})",
+             *[fmt(p["tta_seconds"], ".2f", "never reached") + (f" (epoch {p['epoch']})" if p["reached"] else "")
+               for p in r["thresholds"]]] for r in summary["runs"]]
+    rows.append(["median", *[fmt(m["median_tta_seconds"], ".2f", "never reached") + f" ({m['reached']}/{m['runs']})"
+                             for m in summary["median"]]])
+    name = plot(summary, folder / "tta-vs-threshold.png")
+    return StudyOutput(KIND, summary["entry"], folder, summary,
+                       plots=[(name, "TTA against threshold; x marks thresholds a run never reached")],
+                       tables=[Table("TTA (s) at each threshold", headers, rows)])
+
+
+def study(folders: list[Path], ladder: list[float] | None = None) -> StudyOutput:
+    task_id = Result.read(folders[0]).task.id
+    ladder = sorted(ladder or DEFAULT_LADDERS[task_id])
+    summary = analyse(folders, ladder)
+    folder = new_study_folder(summary["entry"], KIND)
+    link_runs(folder, folders)
+    write_summary(folder, summary)
+    return present(folder, summary)
+
+
+def run(entry_path: str, runs: int, opts, console: Console, ladder: list[float] | None = None) -> StudyOutput:
+    folders = run_entry(entry_path, with_runs(opts, runs, seed=None), console)
+    return study(folders, ladder)
