@@ -127,6 +127,21 @@ def validate_manifest(data: object, source: str = "entry.yaml") -> None:
         )
 
 
+def _check_backends_fit(data: dict, manifest: Path) -> None:
+    """A native backend runs only its own framework's model (the torch backend cannot time a
+    Keras model): caught here, before any build or training."""
+    from runner.harness.backends import backends_for
+
+    framework = data["framework"]["name"]
+    fits = backends_for(framework)
+    for backend in data["inference"].get("backends", ["torch"]):
+        if backend not in fits:
+            raise UserError(
+                f"{manifest}: backend '{backend}' cannot run a {framework} model",
+                f"choose inference.backends from: {', '.join(fits)}",
+            )
+
+
 def load_entry(path: str | Path) -> Entry:
     folder = Path(path).resolve()
     if not folder.is_dir():
@@ -154,6 +169,7 @@ def load_entry(path: str | Path) -> Entry:
             f"{manifest}: field 'name' is '{data['name']}' but the folder is '{folder.name}'",
             f"set name: {folder.name}",
         )
+    _check_backends_fit(data, manifest)
     locks = [data.get("lock", "requirements.lock")] + [data.get("smoke", {}).get("lock")]
     for needed in ["Dockerfile", *filter(None, locks)]:
         if not (folder / needed).is_file():
