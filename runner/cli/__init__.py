@@ -26,6 +26,7 @@ COMMANDS = [
     "keys",
     "bundle",
     "verify",
+    "compare",
     "audit",
     "drift",
     "bench",
