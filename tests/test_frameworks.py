@@ -119,10 +119,9 @@ def test_each_twin_builds_and_its_smoke_run_is_evaluated_and_timed_in_its_framew
     # The runner's evaluator loaded the entry's own checkpoint format and predicted every item.
     (evaluation,) = result["training"]["evaluations"]
     assert evaluation["count"] == 512 and len(evaluation["checkpoint_sha256"]) == 64
-    assert [p.suffix for p in (folder / "checkpoints").iterdir()] and all(
-        p.suffix == suffix for p in (folder / "checkpoints").iterdir()
-    )
-    assert "problem" not in (result["training"].get("final_model") or {})
+    assert evaluation["checkpoint"].endswith(suffix) and evaluation["problem"] is None
+    final = result["training"]["final_model"]
+    assert final["weights"].endswith(suffix) and final.get("problem") is None and final.get("predictions")
 
     # Both backends ran on the final model and say which framework and version it came from.
     assert set(result["inference"]) == {native, "onnxruntime"}
