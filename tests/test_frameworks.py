@@ -89,6 +89,30 @@ def test_a_torch_export_failure_names_the_operator(tmp_path):
         export_onnx(loaded, (1, 1, 28, 28), tmp_path / "m.onnx", 17)
 
 
+def test_an_operator_left_unconverted_by_the_exporter_is_named(tmp_path):
+    """tf2onnx only logs an op it cannot convert and leaves it in the graph: the harness
+    refuses such a file, naming the op."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from runner.harness.export import export_onnx
+    from runner.harness.frameworks import LoadedModel
+
+    class LeavesAnOp(LoadedModel):
+        def export_onnx(self, input_shape, path, opset):
+            node = helper.make_node("RaggedTensorToTensor", ["input"], ["scores"])
+            graph = helper.make_graph(
+                [node], "g", [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(input_shape))],
+                [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 10])],
+            )
+            onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), str(path))
+            return {}
+
+    loaded = LeavesAnOp("tensorflow", "2.21.0", None, tmp_path / "m.keras", "0" * 64, "NHWC")
+    with pytest.raises(HarnessError, match="tensorflow ONNX export at opset 17 failed: operator RaggedTensorToTensor is not supported"):
+        export_onnx(loaded, (1, 1, 28, 28), tmp_path / "m.onnx", 17)
+
+
 def test_the_evaluator_ranks_scores_without_a_framework():
     from runner.harness.evaluate import top_classes
 

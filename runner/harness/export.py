@@ -14,13 +14,28 @@ from .digest import sha256_file
 from .errors import HarnessError
 
 
-def _read_graph(path: Path) -> tuple[int | None, str | None, str | None]:
+def _unknown_operators(model) -> list[str]:
+    """Default-domain nodes ONNX does not define: tf2onnx, for one, only logs an operator it
+    cannot convert and leaves the TensorFlow op in the graph."""
+    import onnx
+
+    return sorted({n.op_type for n in model.graph.node
+                   if n.domain in ("", "ai.onnx") and not onnx.defs.has(n.op_type)})
+
+
+def _read_graph(path: Path, framework: str, opset: int) -> tuple[int | None, str | None, str | None]:
     """(default-domain opset, input name, output name), when the ``onnx`` package is present."""
     try:
         import onnx
     except ImportError:
         return None, None, None
     model = onnx.load(str(path), load_external_data=False)
+    unknown = _unknown_operators(model)
+    if unknown:
+        raise HarnessError(
+            f"{framework} ONNX export at opset {opset} failed: operator {', '.join(unknown)} is not supported "
+            "(the exporter left it unconverted)", exit_code=1,
+        )
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     inputs = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     outputs = [o.name for o in model.graph.output]
@@ -33,7 +48,7 @@ def export_onnx(loaded, input_shape: tuple[int, ...], path: Path, opset: int) ->
     details = loaded.export_onnx(tuple(input_shape), path, opset)
     if not path.is_file():
         raise HarnessError(f"the {loaded.framework} ONNX export wrote no file at {path}", exit_code=1)
-    opset_in_file, input_name, output_name = _read_graph(path)
+    opset_in_file, input_name, output_name = _read_graph(path, loaded.framework, opset)
     return {
         "file": path.name,
         "sha256": sha256_file(path),
