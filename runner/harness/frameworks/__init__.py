@@ -39,10 +39,6 @@ class LoadedModel:
     weights_sha256: str
     layout: str  # the layout the model computes in, e.g. "NCHW" or "NHWC"
 
-    @property
-    def module(self) -> object:  # the name the PyTorch-only harness used
-        return self.native
-
     def predict_batch(self, images: np.ndarray) -> np.ndarray:
         """Class scores (``N x classes``, float32) for float32 ``N x C x H x W`` inputs."""
         raise NotImplementedError
@@ -84,8 +80,12 @@ def export_failure(framework: str, opset: int, exc: BaseException) -> HarnessErr
     """An export error that names the operator the exporter could not convert, when it says."""
     from .operators import unsupported_operator
 
-    op = unsupported_operator(str(exc))
-    what = f"operator {op} is not supported" if op else str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
+    message = str(exc).strip()
+    op = unsupported_operator(message)
+    if op:
+        what = f"operator {op} is not supported"
+    else:  # the exporter's last line says what went wrong; its traceback is noise here
+        what = message.splitlines()[-1][:300] if message else type(exc).__name__
     return HarnessError(f"{framework} ONNX export at opset {opset} failed: {what}", exit_code=1)
 
 
