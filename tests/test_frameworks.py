@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
+from runner.build import framework_versions
 from runner.cli import main
 from runner.errors import UserError
 from runner.harness.backends import REGISTRY, backends_for
@@ -28,6 +29,16 @@ TWINS = {
     "fashion-mnist-tf-cpu": ("tensorflow", "tensorflow", ".keras"),
     "fashion-mnist-mxnet-cpu": ("mxnet", "mxnet", ".params"),
 }
+
+
+SBOM_NAME = {"pytorch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet"}
+
+
+def test_the_sbom_names_each_framework_under_any_of_its_wheel_names():
+    sbom = {"python": [{"name": "tensorflow_cpu", "version": "2.21.0"}, {"name": "mxnet", "version": "1.9.1"},
+                       {"name": "torch", "version": "2.13.0+cpu"}, {"name": "numpy", "version": "1.23.5"}]}
+    assert framework_versions(sbom) == {"torch": "2.13.0+cpu", "tensorflow": "2.21.0", "mxnet": "1.9.1"}
+    assert framework_versions({"python": [{"name": "numpy", "version": "2.4.6"}]}) == {}
 
 
 # -- loaders and exporters (no Docker) ------------------------------------------------------
@@ -157,3 +168,7 @@ def test_each_twin_builds_and_its_smoke_run_is_evaluated_and_timed_in_its_framew
         assert "gate_reason" in result["inference"][backend] or "passed_gate" in result["inference"][backend]
     export = json.loads((folder / "inference" / "export.json").read_text())
     assert export["framework"] == framework and export["opset_in_file"] >= 13
+
+    # The image's SBOM names the framework and its version, whatever its wheel is called.
+    sbom = json.loads((folder / "sbom.json").read_text())
+    assert framework_versions(sbom)[SBOM_NAME[framework]] == entry.framework["version"]
