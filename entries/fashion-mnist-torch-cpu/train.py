@@ -7,6 +7,10 @@ Recipe (identical in the three twins; the network is in model.py):
     linear decay to 0. Augmentation: random horizontal flip (p = 0.5). fp32 throughout.
   - a checkpoint and an eval_request after every epoch (the runner's evaluations are not
     timed); the final model is the last epoch's.
+Measured with the PyTorch twin on the host (outside the runner, one seed; 2-core EPYC, shared,
+load average ~10): 86.2 / 88.7 / 90.2 / 91.2 / 91.2 / 91.9 / 92.2 / 92.6% after epochs 1-8,
+so the planned crossing is epoch 7 and epoch 8 is the margin; 28-61 s per epoch under that
+load. The 30 s TTA target needs ~3.5 s per epoch: not reachable in fp32 on two cores here.
 Written as PyTorch users would: channels_last memory (oneDNN's fast convolutions are NHWC),
 torch.optim.SGD with a LambdaLR schedule, uint8 data gathered and cast per batch.
 What limits it: compute. The step is convolution-bound on 2 cores in fp32 (this EPYC host
