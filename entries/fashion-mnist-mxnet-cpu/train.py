@@ -12,7 +12,8 @@ Measured with the PyTorch twin on the host (outside the runner, one seed; 2-core
 load average ~10): 86.2 / 88.7 / 90.2 / 91.2 / 91.2 / 91.9 / 92.2 / 92.6% after epochs 1-8,
 so the planned crossing is epoch 7 and epoch 8 is the margin; 28-61 s per epoch under that
 load. The 30 s TTA target needs ~3.5 s per epoch: not reachable in fp32 on two cores here.
-This twin's own curve is not measured yet (its initialisation differs: framework defaults).
+This twin on the same host (seed 1): 87.2 / 89.0 / 90.3 / 90.1 / 91.4 / 91.8 / 91.7 / 92.5%,
+crossing at epoch 8 only; 15-31 s per epoch (median ~20 s) under the same load.
 Written as MXNet users would: a hybridized Gluon block (static_alloc/static_shape cached
 graph) and a hybridized loss, Xavier initialisation (Gluon's model-zoo default), NCHW
 (MXNet's MKLDNN kernels take it natively), batches built with nd ops on the CPU context.
