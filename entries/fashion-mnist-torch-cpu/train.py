@@ -8,9 +8,9 @@ Recipe (identical in the three twins; the network is in model.py):
   - a checkpoint and an eval_request after every epoch (the runner's evaluations are not
     timed); the final model is the last epoch's.
 Measured with the PyTorch twin on the host (outside the runner, one seed; 2-core EPYC, shared,
-load average ~10): 86.2 / 88.7 / 90.2 / 91.2 / 91.2 / 91.9 / 92.2 / 92.6% after epochs 1-8,
-so the planned crossing is epoch 7 and epoch 8 is the margin; 28-61 s per epoch under that
-load. The 30 s TTA target needs ~3.5 s per epoch: not reachable in fp32 on two cores here.
+load average ~10; seed 1): 85.9 / 88.6 / 90.0 / 90.2 / 90.7 / 92.0 / 92.3 / 92.7% after
+epochs 1-8 (a second seed crossed at epoch 7), so the crossing is epoch 6-7 and epoch 8 is the
+margin; 40-74 s per epoch under that load (the TF twin: 12-19 s, measured just before). The 30 s TTA target needs ~3.5 s per epoch: not reachable in fp32 on two cores here.
 Written as PyTorch users would: channels_last memory (oneDNN's fast convolutions are NHWC),
 torch.optim.SGD with a LambdaLR schedule, uint8 data gathered and cast per batch.
 What limits it: compute. The step is convolution-bound on 2 cores in fp32 (this EPYC host
