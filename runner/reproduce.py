@@ -261,7 +261,7 @@ def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
             scratch_dir=scratch, env=env,
             cpus=limits.cpus if limits else None, memory=limits.memory if limits else None,
             gpus=ctx.gpus, timeout_s=(opts.timeout_minutes or entry.train.timeout_minutes) * 60,
-            builder=entry.inference.builder, final_weights=entry.final_weights,
+            builder=entry.inference.builder, framework=entry.framework["name"], final_weights=entry.final_weights,
             topk=entry.task.topk, threads=int(env["RUNNER_THREADS"]), world_size=entry.world_size,
         ),
     )

@@ -20,12 +20,12 @@ from rich.table import Table
 
 from runner import paths
 from runner.errors import UserError
-from runner.harness.backends import CPU_BACKENDS
+from runner.harness.backends import CPU_BACKENDS, backends_for
 from runner.manifest import Entry, load_entry
 
 HELP = "batch-1 p50 latency of torch and onnxruntime on the default entry's model, and their ratio"
 DEFAULT_ENTRY = "entries/mnist-cnn-cpu"
-BACKENDS = CPU_BACKENDS
+BACKENDS = tuple(b for b in CPU_BACKENDS if b in backends_for("pytorch"))  # the default entry's
 TARGET_RATIO = 0.5
 
 

@@ -51,8 +51,8 @@ def _evaluate_on_host(entry, checkpoint: Path, images, labels) -> bool:
     from runner.harness.evaluate import predict
     from runner.harness.model import load_model
 
-    loaded = load_model(entry.path, entry.inference.builder, checkpoint)
-    preds = predict(loaded.module, images, entry.task.topk)
+    loaded = load_model(entry.path, entry.inference.builder, checkpoint, entry.framework["name"])
+    preds = predict(loaded, images, entry.task.topk)
     _, scores, _ = score_predictions(entry.task, preds, labels)
     value = primary_score(entry.task, scores)
     return value is not None and entry.task.meets(value)

@@ -45,3 +45,22 @@ def version_of(sbom: dict, name: str, kind: str = "python") -> str | None:
         if item["name"].lower().replace("_", "-") == wanted:
             return item["version"]
     return None
+
+
+# The distributions that carry each framework: the CPU and GPU wheels have their own names.
+FRAMEWORK_DISTRIBUTIONS = {
+    "torch": ("torch",),
+    "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-intel"),
+    "mxnet": ("mxnet", "mxnet-mkl", "mxnet-cu112", "mxnet-cu110", "mxnet-cu102"),
+    "jax": ("jax",),
+}
+
+
+def framework_versions(sbom: dict) -> dict[str, str]:
+    """{framework: version} for every deep-learning framework the image carries."""
+    found = {}
+    for framework, names in FRAMEWORK_DISTRIBUTIONS.items():
+        version = next((v for v in (version_of(sbom, n) for n in names) if v), None)
+        if version:
+            found[framework] = version
+    return found

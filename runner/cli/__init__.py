@@ -29,6 +29,7 @@ COMMANDS = [
     "keys",
     "bundle",
     "verify",
+    "compare",
     "audit",
     "drift",
     "import",

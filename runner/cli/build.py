@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from runner.build import build_entry, version_of
+from runner.build import build_entry, framework_versions, version_of
 from runner.engine import get_client
 from runner.errors import UserError
 from runner.manifest import load_entry
@@ -38,9 +38,8 @@ def run(args) -> int:
     how = "cache hit" if built.cached else "built"
     console.print(f"{entry.name}: {built.tag} ({built.image_id[:19]}) {how} in {built.seconds:.1f} s")
     console.print(f"base: {built.base.tag} ({built.base.id[:19]})")
-    key = ("torch", "numpy", "onnxruntime", "tensorflow", "jax")
-    shown = {name: version_of(built.sbom, name) for name in key}
-    shown = {k: v for k, v in shown.items() if v}
+    shown = framework_versions(built.sbom)
+    shown |= {name: v for name in ("numpy", "onnxruntime") if (v := version_of(built.sbom, name))}
     console.print(f"SBOM: {len(built.sbom['python'])} Python, {len(built.sbom['debian'])} Debian packages"
                   + (f"; {', '.join(f'{k} {v}' for k, v in shown.items())}" if shown else ""))
     if args.sbom:

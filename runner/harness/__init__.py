@@ -5,5 +5,7 @@ Mounted read-only at ``/opt/runner/harness`` in the inference container and run 
 exports ONNX, and times every requested backend one item at a time.
 
 It runs inside the entry's image, so it imports nothing from ``runner.*``: only the
-standard library, numpy, torch, and a backend's own package when that backend is asked for.
+standard library, numpy, the entry's framework (through its loader in ``frameworks/``,
+chosen by ``--framework``) and a backend's own package when that backend is asked for.
+Nothing imports a framework at module level, so the harness runs in an image with any one.
 """

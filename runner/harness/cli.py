@@ -30,7 +30,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="harness", description="Batch-1 inference timing, one item at a time.")
     p.add_argument("--entry-dir", type=Path, default=Path("/entry"))
     p.add_argument("--builder", required=True, help="module:function returning the untrained model")
-    p.add_argument("--weights", type=Path, required=True, help="the trained state_dict")
+    p.add_argument("--weights", type=Path, required=True, help="the trained model, in its framework's own format")
+    p.add_argument("--framework", default="pytorch", help="the manifest's framework name (picks the loader)")
     p.add_argument("--eval-dir", type=Path, default=Path("/data/eval"))
     p.add_argument("--out", type=Path, default=Path("/inference"))
     p.add_argument("--backends", nargs="+", required=True)
@@ -59,17 +60,6 @@ def _load_images(eval_dir: Path, limit: int | None) -> np.ndarray:
     return images[:limit] if limit else images
 
 
-def _configure_torch(threads: int) -> None:
-    """Thread pools must be sized before torch does any parallel work."""
-    import torch
-
-    torch.set_num_threads(threads)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass  # already started; recorded as-is in info.json
-
-
 def _loadgen_pass(backend, images: np.ndarray, work_dir: Path, latencies_ns: np.ndarray) -> dict:
     """LoadGen's scenarios for one backend; a failure here keeps the per-item figures."""
     from .loadgen import run_loadgen
@@ -95,11 +85,13 @@ def run(args: argparse.Namespace) -> int:
 
         loadgen.check_available()
 
-    _configure_torch(args.threads)
+    from .frameworks import loader_for
     from .model import load_model
 
+    loader_for(args.framework).configure_threads(args.threads)  # before the framework does any work
+
     images = _load_images(args.eval_dir, args.limit)
-    loaded = load_model(args.entry_dir, args.builder, args.weights)
+    loaded = load_model(args.entry_dir, args.builder, args.weights, args.framework)
     input_shape = (1, *images.shape[1:])
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -108,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         from .export import export_onnx
 
         onnx_path = args.out / "model.onnx"
-        onnx_info = export_onnx(loaded.module, input_shape, onnx_path, args.opset)
+        onnx_info = export_onnx(loaded, input_shape, onnx_path, args.opset)
         _write_json(args.out / "export.json", onnx_info)
         mllog.emit("onnx_export", value=onnx_info["sha256"], opset=args.opset)
 
@@ -117,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         work_dir = args.out / cls.name
         work_dir.mkdir(parents=True, exist_ok=True)
         files = ModelFiles(
-            torch_model=loaded.module, weights=loaded.weights, weights_sha256=loaded.weights_sha256,
+            model=loaded, weights=loaded.weights, weights_sha256=loaded.weights_sha256,
             onnx=onnx_path, onnx_info=onnx_info, input_shape=input_shape, topk=args.topk,
             threads=args.threads, fp16=args.fp16, work_dir=work_dir,
         )

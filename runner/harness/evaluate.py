@@ -4,7 +4,8 @@ Started by the runner on the first evaluation request and kept waiting, so that 
 evaluation costs only the forward passes. For request ``n`` the runner writes
 ``REQUESTS/n.json`` (the checkpoint to load); the evaluator rebuilds the model with the
 manifest's builder, loads the checkpoint, predicts every item of each input set (the
-clean evaluation inputs and the runner's perturbed probe) and writes
+clean evaluation inputs and the runner's perturbed probe) with the loader of the
+manifest's framework (``--framework``; see ``frameworks/``) and writes
 ``OUT/n/<set>.npy``, then prints ``evaluation_done``. The host stamps, scores and times
 everything; this process only computes predictions. It never sees labels.
 """
@@ -29,6 +30,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="harness evaluate")
     p.add_argument("--entry-dir", type=Path, default=Path("/entry"))
     p.add_argument("--builder", required=True)
+    p.add_argument("--framework", default="pytorch", help="the manifest's framework name (picks the loader)")
     p.add_argument("--requests", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--inputs", nargs="+", required=True, help="NAME=FOLDER holding images.npy")
@@ -48,32 +50,35 @@ def _input_sets(specs: list[str]) -> dict[str, np.ndarray]:
     return sets
 
 
-def predict(model, images: np.ndarray, topk: int) -> np.ndarray:
-    import torch
+def top_classes(scores: np.ndarray, topk: int) -> np.ndarray:
+    """Per row, the best class (``topk`` 1) or the ``topk`` best, ranked best first."""
+    if topk == 1:
+        return scores.argmax(1)
+    return np.argsort(-scores, axis=1, kind="stable")[:, :topk]
 
+
+def predict(loaded, images: np.ndarray, topk: int) -> np.ndarray:
     rows = []
-    with torch.no_grad():
-        for i in range(0, len(images), BATCH):
-            x = torch.from_numpy(np.ascontiguousarray(images[i:i + BATCH])).float()
-            scores = model(x)
-            rows.append(scores.topk(topk, dim=1).indices if topk > 1 else scores.argmax(1))
-    return torch.cat(rows).numpy().astype(np.int64)
+    for i in range(0, len(images), BATCH):
+        scores = loaded.predict_batch(np.asarray(images[i:i + BATCH], dtype=np.float32))
+        rows.append(top_classes(np.asarray(scores, dtype=np.float32), topk))
+    return np.concatenate(rows).astype(np.int64)
 
 
 def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
     from .model import load_model
 
-    loaded = load_model(args.entry_dir, args.builder, Path(request["checkpoint"]))
+    loaded = load_model(args.entry_dir, args.builder, Path(request["checkpoint"]), args.framework)
     folder = args.out / str(n)
     folder.mkdir(parents=True, exist_ok=True)
     for name, images in sets.items():
-        np.save(folder / f"{name}.npy", predict(loaded.module, images, args.topk))
+        np.save(folder / f"{name}.npy", predict(loaded, images, args.topk))
 
 
 def serve(args: argparse.Namespace) -> int:
-    import torch
+    from .frameworks import loader_for
 
-    torch.set_num_threads(args.threads)
+    loader_for(args.framework).configure_threads(args.threads)
     sets = _input_sets(args.inputs)
     mllog.emit("evaluator_ready")
     n = 0

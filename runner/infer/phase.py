@@ -25,6 +25,7 @@ def harness_command(entry, backends: list[str], threads: int, *, with_loadgen: b
         "--entry-dir", "/entry",
         "--builder", spec.builder,
         "--weights", f"/output/{entry.final_weights}",
+        "--framework", entry.framework["name"],
         "--eval-dir", "/data/eval",
         "--out", "/inference",
         "--backends", *backends,

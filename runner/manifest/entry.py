@@ -162,6 +162,21 @@ def _hyperparameters(section: dict | None) -> Hyperparameters | None:
                            section.get("lr_scaling", "linear"))
 
 
+def _check_backends_fit(data: dict, manifest: Path) -> None:
+    """A native backend runs only its own framework's model (the torch backend cannot time a
+    Keras model): caught here, before any build or training."""
+    from runner.harness.backends import backends_for
+
+    framework = data["framework"]["name"]
+    fits = backends_for(framework)
+    for backend in data["inference"].get("backends", ["torch"]):
+        if backend not in fits:
+            raise UserError(
+                f"{manifest}: backend '{backend}' cannot run a {framework} model",
+                f"choose inference.backends from: {', '.join(fits)}",
+            )
+
+
 def load_entry(path: str | Path) -> Entry:
     folder = Path(path).resolve()
     if not folder.is_dir():
@@ -185,6 +200,7 @@ def load_entry(path: str | Path) -> Entry:
             f"{manifest}: field 'name' is '{data['name']}' but the folder is '{folder.name}'",
             f"set name: {folder.name}",
         )
+    _check_backends_fit(data, manifest)
     inside_entry(folder, "Dockerfile", "Dockerfile")
     inside_entry(folder, data.get("lock", "requirements.lock"), "lock")
     if data.get("smoke", {}).get("lock"):

@@ -35,6 +35,7 @@ class EvaluatorError(Exception):
 class EvaluatorInputs:
     image: str
     builder: str
+    framework: str  # the manifest's framework name: picks the harness' loader
     eval_dir: Path
     probe_dir: Path | None
     checkpoints_dir: Path  # the runner's copies, host side
@@ -79,7 +80,7 @@ class Evaluator:
             image=i.image,
             command=[
                 "python3", "-m", "harness", "evaluate", "--entry-dir", "/entry",
-                "--builder", i.builder, "--requests", "/requests", "--out", "/evaluations",
+                "--builder", i.builder, "--framework", i.framework, "--requests", "/requests", "--out", "/evaluations",
                 "--inputs", *input_sets, "--topk", str(i.topk), "--threads", str(i.threads),
             ],
             mounts=mounts,

@@ -67,6 +67,7 @@ class TrainingInputs:
     gpus: int
     timeout_s: float
     builder: str
+    framework: str  # the manifest's framework name (the evaluator loads checkpoints with it)
     final_weights: str  # the manifest's inference.weights, relative to /output
     topk: int
     threads: int
@@ -117,7 +118,7 @@ class _TrainingSession:
         self.evaluator = Evaluator(
             client,
             EvaluatorInputs(
-                image=inputs.image, builder=inputs.builder, eval_dir=inputs.eval_dir,
+                image=inputs.image, builder=inputs.builder, framework=inputs.framework, eval_dir=inputs.eval_dir,
                 probe_dir=inputs.probe_dir, checkpoints_dir=self.checkpoints_dir,
                 evaluations_dir=inputs.result_dir / EVALUATIONS_DIR,
                 requests_dir=inputs.scratch_dir / "evaluator-requests",

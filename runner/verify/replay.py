@@ -104,7 +104,7 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
             gpus = load_profile(entry.hardware_profile).gpu_count if not result.smoke else 0
             tolerance = GPU_TOLERANCE if gpus else 0.0
             evaluator = Evaluator(client, EvaluatorInputs(
-                image=built.image_id, builder=entry.inference.builder, eval_dir=Path(staged.eval_dir),
+                image=built.image_id, builder=entry.inference.builder, framework=entry.framework["name"], eval_dir=Path(staged.eval_dir),
                 probe_dir=probe_dir, checkpoints_dir=checkpoints, evaluations_dir=tmp / "evaluations",
                 requests_dir=tmp / "requests", log_path=tmp / "evaluator.log",
                 topk=entry.task.topk, threads=1, cpus=None, memory=None,

@@ -1,5 +1,7 @@
 """The backend table: every inference backend's name, the module and class that implement
-it, whether it needs an NVIDIA GPU, and the packages it imports.
+it, whether it needs an NVIDIA GPU, and the packages it imports. The native backends
+(torch, tensorflow, mxnet) run their own framework's model; the ONNX ones run the
+harness' ONNX export of any framework's model.
 
 This is the one list of backends: the manifest's schema, the host's GPU preflight, the
 smoke runs' CPU choice and the benchmarks derive theirs from it. Adding a backend is one
@@ -22,10 +24,13 @@ class BackendSpec:
     cls: str
     needs_gpu: bool
     imports: tuple[str, ...]
+    framework: str | None = None  # the manifest framework whose own model it runs; None: any, via ONNX
 
 
 REGISTRY: dict[str, BackendSpec] = {
-    "torch": BackendSpec("torch_eager", "TorchEager", False, ("torch",)),
+    "torch": BackendSpec("torch_eager", "TorchEager", False, ("torch",), "pytorch"),
+    "tensorflow": BackendSpec("tensorflow_backend", "TensorFlowBackend", False, ("tensorflow",), "tensorflow"),
+    "mxnet": BackendSpec("mxnet_backend", "MXNetBackend", False, ("mxnet",), "mxnet"),
     "onnxruntime": BackendSpec("onnxruntime_backend", "OnnxRuntimeBackend", False, ("onnxruntime", "onnx")),
     "onnxruntime-cuda": BackendSpec("onnxruntime_backend", "OnnxRuntimeCuda", True, ("onnxruntime", "onnx")),
     "onnxruntime-tensorrt": BackendSpec("onnxruntime_backend", "OnnxRuntimeTensorRT", True, ("onnxruntime", "onnx", "tensorrt")),
@@ -33,6 +38,11 @@ REGISTRY: dict[str, BackendSpec] = {
 }
 GPU_BACKENDS = frozenset(name for name, spec in REGISTRY.items() if spec.needs_gpu)
 CPU_BACKENDS = tuple(name for name, spec in REGISTRY.items() if not spec.needs_gpu)
+
+
+def backends_for(framework: str) -> tuple[str, ...]:
+    """The backends that can run a model of ``framework``: its native one and the ONNX ones."""
+    return tuple(name for name, spec in REGISTRY.items() if spec.framework in (None, framework))
 
 
 def backend_class(name: str) -> type[Backend]:
@@ -43,4 +53,4 @@ def backend_class(name: str) -> type[Backend]:
     return getattr(importlib.import_module(f"{__name__}.{spec.module}"), spec.cls)
 
 
-__all__ = ["CPU_BACKENDS", "GPU_BACKENDS", "REGISTRY", "Backend", "BackendSpec", "ModelFiles", "backend_class"]
+__all__ = ["backends_for", "CPU_BACKENDS", "GPU_BACKENDS", "REGISTRY", "Backend", "BackendSpec", "ModelFiles", "backend_class"]

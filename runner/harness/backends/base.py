@@ -7,12 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import HarnessError
+
 
 @dataclass
 class ModelFiles:
     """Everything a backend may start from; a backend uses what it needs."""
 
-    torch_model: object  # torch.nn.Module in eval mode, weights loaded
+    model: object  # the LoadedModel (frameworks/): native model, framework, version, layout
     weights: Path
     weights_sha256: str
     onnx: Path | None  # the harness' export; None when no requested backend needs it
@@ -23,6 +25,11 @@ class ModelFiles:
     fp16: bool
     work_dir: Path  # this backend's output folder (engines and the like go here)
     extra: dict = field(default_factory=dict)
+
+    @property
+    def torch_model(self) -> object:
+        """The PyTorch module (for the torch backend; other frameworks have their own)."""
+        return self.model.native
 
 
 class Backend:
@@ -36,6 +43,23 @@ class Backend:
 
     name: str = ""
     needs_onnx: bool = False
+
+    def check_framework(self, files: ModelFiles) -> None:
+        """A native backend runs only its own framework's models: say so before any work."""
+        from . import REGISTRY, backends_for
+
+        own = REGISTRY[self.name].framework
+        framework = files.model.framework
+        if own is not None and framework != own:
+            raise HarnessError(
+                f"the {self.name} backend runs {own} models, but this entry's framework is {framework}; "
+                f"choose from {', '.join(backends_for(framework))} in inference.backends"
+            )
+
+    @staticmethod
+    def model_record(files: ModelFiles, layout: str) -> dict:
+        """What every info.json says about the model: its framework, version and input layout."""
+        return {"framework": files.model.framework, "framework_version": files.model.version, "layout": layout}
 
     @classmethod
     def check_available(cls) -> None:

@@ -117,4 +117,5 @@ class TensorRTBackend(Backend):
             "model_file": self.files.onnx.name,
             "model_sha256": self.files.onnx_info["sha256"],
             "onnx": self.files.onnx_info,
+            **self.model_record(self.files, "NCHW (the ONNX export's input)"),
         }

@@ -30,6 +30,7 @@ class TorchEager(Backend):
     def prepare(self, files: ModelFiles) -> None:
         import torch
 
+        self.check_framework(files)
         self.torch = torch
         torch.set_num_threads(files.threads)
         self.channels_last = len(files.input_shape) == 4
@@ -64,4 +65,5 @@ class TorchEager(Backend):
             },
             "model_file": str(self.files.weights),
             "model_sha256": self.files.weights_sha256,
+            **self.model_record(self.files, "NCHW input, channels_last (NHWC) memory" if self.channels_last else "NCHW"),
         }

@@ -1,0 +1,13 @@
+"""``runner compare``: DAWNBench's side-by-side view of signed results.
+
+One ``RunFigures`` per result folder (``figures``), read through the typed result and its
+host-stamped events; ``summarise`` groups the runs of each entry (median and coefficient of
+variation); ``table`` and ``plot`` show them. Only signed results are compared
+(``signed``): an unsigned or altered folder is refused.
+"""
+
+from runner.compare.figures import RunFigures, figures
+from runner.compare.signed import require_signed
+from runner.compare.summary import EntrySummary, Stat, summarise
+
+__all__ = ["EntrySummary", "RunFigures", "Stat", "figures", "require_signed", "summarise"]

@@ -1,0 +1,63 @@
+"""``mxnet``: the entry's hybridized Gluon block in MXNet on the CPU, called at batch 1.
+
+The loader hybridizes the block with ``static_alloc`` and ``static_shape`` (a cached graph
+with fixed buffers, MXNet's fastest way to serve a Gluon model); the first call at batch 1
+builds that graph, which the harness' warm-up absorbs. ``asnumpy`` waits for MXNet's
+asynchronous engine, so each timed call includes the whole computation.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..errors import HarnessError
+from .base import Backend, ModelFiles
+
+
+class MXNetBackend(Backend):
+    name = "mxnet"
+    needs_onnx = False
+
+    @classmethod
+    def check_available(cls) -> None:
+        try:
+            import mxnet  # noqa: F401
+        except ImportError:
+            raise HarnessError("the mxnet backend needs MXNet in the image; add mxnet to the entry's lock") from None
+
+    def prepare(self, files: ModelFiles) -> None:
+        import mxnet as mx
+
+        self.check_framework(files)
+        self.mx = mx
+        self.files = files
+        self.topk = files.topk
+        self.block = files.model.native
+
+    def predict(self, x: np.ndarray) -> object:
+        scores = self.block(self.mx.nd.array(x)).asnumpy()[0]
+        if self.topk == 1:
+            return int(scores.argmax())
+        return np.argsort(-scores, kind="stable")[: self.topk]
+
+    def info(self) -> dict:
+        mx = self.mx
+        features = mx.runtime.Features()
+        return {
+            "version": mx.__version__,
+            "settings": {
+                "mode": "hybridized Gluon block (static_alloc, static_shape)",
+                "device": "cpu",
+                "mkldnn": bool(features.is_enabled("MKLDNN")),
+                "engine": os.environ.get("MXNET_ENGINE_TYPE", "ThreadedEnginePerDevice"),
+            },
+            "threads": {
+                "omp": int(os.environ.get("OMP_NUM_THREADS", "0")) or None,
+                "cpu_workers": int(os.environ.get("MXNET_CPU_WORKER_NTHREADS", "1")),
+            },
+            "model_file": str(self.files.weights),
+            "model_sha256": self.files.weights_sha256,
+            **self.model_record(self.files, "NCHW"),
+        }

@@ -1,0 +1,92 @@
+"""One loader per framework: how to read that framework's saved model, predict with it
+and export it to ONNX.
+
+| framework (manifest) | saved model (checkpoint and ``inference.weights``) | builder |
+|---|---|---|
+| ``pytorch`` | a ``state_dict`` (``torch.save``), loaded ``weights_only`` | builds the ``nn.Module`` |
+| ``tensorflow`` | a Keras ``.keras`` file (``model.save``), loaded with ``safe_mode`` | its module is imported (custom layers register there); the function is not called |
+| ``mxnet`` | a Gluon ``save_parameters`` file (``.params``) | builds the ``HybridBlock`` |
+
+Every loaded model takes float32 ``N x C x H x W`` batches in the stored pixel scale
+(0-255) and returns class scores; a loader converts the layout inside when its framework
+prefers another (TensorFlow: NHWC).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..digest import sha256_file
+from ..errors import HarnessError
+
+# framework name in the manifest -> module in this package
+LOADERS: dict[str, str] = {"pytorch": "pytorch", "tensorflow": "tensorflow", "mxnet": "mxnet"}
+
+
+@dataclass
+class LoadedModel:
+    """A trained model, ready to predict. Subclasses fill in the framework's parts."""
+
+    framework: str
+    version: str
+    native: object  # the framework's own model object (nn.Module, keras.Model, HybridBlock)
+    weights: Path
+    weights_sha256: str
+    layout: str  # the layout the model computes in, e.g. "NCHW" or "NHWC"
+
+    def predict_batch(self, images: np.ndarray) -> np.ndarray:
+        """Class scores (``N x classes``, float32) for float32 ``N x C x H x W`` inputs."""
+        raise NotImplementedError
+
+    def export_onnx(self, input_shape: tuple[int, ...], path: Path, opset: int) -> dict:
+        """Write an ONNX graph taking one ``1 x C x H x W`` float32 item; return its record."""
+        raise NotImplementedError
+
+
+def loader_for(framework: str):
+    try:
+        name = LOADERS[framework]
+    except KeyError:
+        raise HarnessError(
+            f"no loader for framework '{framework}'; the harness knows {', '.join(LOADERS)}"
+        ) from None
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def import_builder(entry_dir: Path, builder: str):
+    """The entry's ``module:function``, imported from the entry folder."""
+    module_name, _, function_name = builder.partition(":")
+    if str(entry_dir) not in sys.path:
+        sys.path.insert(0, str(entry_dir))
+    try:
+        return getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as exc:
+        raise HarnessError(f"cannot import the builder {builder} from {entry_dir}: {exc}") from None
+
+
+def require_file(weights: Path) -> str:
+    """The file's sha256; a clear error when training did not write it."""
+    if not weights.is_file():
+        raise HarnessError(f"no trained weights at {weights}: did training save the final model?")
+    return sha256_file(weights)
+
+
+def export_failure(framework: str, opset: int, exc: BaseException) -> HarnessError:
+    """An export error that names the operator the exporter could not convert, when it says."""
+    from .operators import unsupported_operator
+
+    message = str(exc).strip()
+    op = unsupported_operator(message)
+    if op:
+        what = f"operator {op} is not supported"
+    else:  # the exporter's last line says what went wrong; its traceback is noise here
+        what = message.splitlines()[-1][:300] if message else type(exc).__name__
+    return HarnessError(f"{framework} ONNX export at opset {opset} failed: {what}", exit_code=1)
+
+
+__all__ = ["LOADERS", "LoadedModel", "export_failure", "import_builder", "loader_for", "require_file"]

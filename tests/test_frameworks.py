@@ -1,0 +1,174 @@
+"""The framework axis: the Fashion-MNIST twins (PyTorch, TensorFlow, MXNet) each build in the
+real engine and run a smoke reproduce whose checkpoints the runner's evaluator loads with
+that framework's loader and whose final model both of its backends time; plus the
+loaders' and exporters' error paths that need no framework but PyTorch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from runner.build import framework_versions
+from runner.cli import main
+from runner.errors import UserError
+from runner.harness.backends import REGISTRY, backends_for
+from runner.harness.errors import HarnessError
+from runner.harness.frameworks import LOADERS, loader_for
+from runner.harness.frameworks.operators import unsupported_operator
+from runner.manifest import load_entry
+
+REPO = Path(__file__).resolve().parents[1]
+
+# twin -> (manifest framework, its native backend, the checkpoint's file suffix)
+TWINS = {
+    "fashion-mnist-torch-cpu": ("pytorch", "torch", ".pt"),
+    "fashion-mnist-tf-cpu": ("tensorflow", "tensorflow", ".keras"),
+    "fashion-mnist-mxnet-cpu": ("mxnet", "mxnet", ".params"),
+}
+
+
+SBOM_NAME = {"pytorch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet"}
+
+
+def test_the_sbom_names_each_framework_under_any_of_its_wheel_names():
+    sbom = {"python": [{"name": "tensorflow_cpu", "version": "2.21.0"}, {"name": "mxnet", "version": "1.9.1"},
+                       {"name": "torch", "version": "2.13.0+cpu"}, {"name": "numpy", "version": "1.23.5"}]}
+    assert framework_versions(sbom) == {"torch": "2.13.0+cpu", "tensorflow": "2.21.0", "mxnet": "1.9.1"}
+    assert framework_versions({"python": [{"name": "numpy", "version": "2.4.6"}]}) == {}
+
+
+# -- loaders and exporters (no Docker) ------------------------------------------------------
+def test_every_manifest_framework_with_a_twin_has_a_loader_and_a_native_backend():
+    for framework, native, _ in TWINS.values():
+        assert framework in LOADERS
+        assert REGISTRY[native].framework == framework
+        assert backends_for(framework)[:1] == (native,) or native in backends_for(framework)
+        assert "onnxruntime" in backends_for(framework)  # ONNX backends run any framework's export
+
+
+def test_an_unknown_framework_is_a_clear_error():
+    with pytest.raises(HarnessError, match="no loader for framework 'jax'; the harness knows pytorch"):
+        loader_for("jax")
+
+
+def test_a_native_backend_of_another_framework_is_refused_at_load(tmp_path):
+    folder = tmp_path / "fashion-mnist-tf-cpu"
+    folder.mkdir()
+    for name in ("Dockerfile", "requirements.lock"):
+        (folder / name).write_text((REPO / "entries" / "fashion-mnist-tf-cpu" / name).read_text())
+    manifest = yaml.safe_load((REPO / "entries" / "fashion-mnist-tf-cpu" / "entry.yaml").read_text())
+    manifest["inference"]["backends"] = ["torch", "onnxruntime"]
+    (folder / "entry.yaml").write_text(yaml.safe_dump(manifest))
+    with pytest.raises(UserError, match="backend 'torch' cannot run a tensorflow model") as err:
+        load_entry(folder)
+    assert "tensorflow, onnxruntime" in err.value.fix
+
+
+@pytest.mark.parametrize("message, operator", [
+    ("Exporting the operator 'aten::special_bessel_j0' to ONNX opset version 17 is not supported.",
+     "aten::special_bessel_j0"),
+    ("Unsupported ops: Counter({'RaggedTensorToTensor': 1})", "RaggedTensorToTensor"),
+    ("No conversion function registered for op type _contrib_foo yet.", "_contrib_foo"),
+    ("something else went wrong", None),
+])
+def test_each_exporters_wording_yields_the_operator(message, operator):
+    assert unsupported_operator(message) == operator
+
+
+def test_a_torch_export_failure_names_the_operator(tmp_path):
+    import torch
+
+    (tmp_path / "odd.py").write_text(
+        "import torch\n"
+        "class Odd(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return torch.special.bessel_j0(x).flatten(1)[:, :10]\n"
+        "def build():\n"
+        "    return Odd()\n"
+    )
+    torch.save({}, tmp_path / "w.pt")
+    loaded = loader_for("pytorch").load(tmp_path, "odd:build", tmp_path / "w.pt")
+    scores = loaded.predict_batch(np.zeros((3, 1, 28, 28), np.float32))
+    assert scores.shape == (3, 10) and scores.dtype == np.float32
+    from runner.harness.export import export_onnx
+
+    with pytest.raises(HarnessError, match=r"PyTorch ONNX export at opset 17 failed: operator aten::special_bessel_j0 is not supported"):
+        export_onnx(loaded, (1, 1, 28, 28), tmp_path / "m.onnx", 17)
+
+
+def test_an_operator_left_unconverted_by_the_exporter_is_named(tmp_path):
+    """tf2onnx only logs an op it cannot convert and leaves it in the graph: the harness
+    refuses such a file, naming the op."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from runner.harness.export import export_onnx
+    from runner.harness.frameworks import LoadedModel
+
+    class LeavesAnOp(LoadedModel):
+        def export_onnx(self, input_shape, path, opset):
+            node = helper.make_node("RaggedTensorToTensor", ["input"], ["scores"])
+            graph = helper.make_graph(
+                [node], "g", [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(input_shape))],
+                [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 10])],
+            )
+            onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), str(path))
+            return {}
+
+    loaded = LeavesAnOp("tensorflow", "2.21.0", None, tmp_path / "m.keras", "0" * 64, "NHWC")
+    with pytest.raises(HarnessError, match="tensorflow ONNX export at opset 17 failed: operator RaggedTensorToTensor is not supported"):
+        export_onnx(loaded, (1, 1, 28, 28), tmp_path / "m.onnx", 17)
+
+
+def test_the_evaluator_ranks_scores_without_a_framework():
+    from runner.harness.evaluate import top_classes
+
+    scores = np.array([[0.1, 0.7, 0.2], [0.5, 0.1, 0.4]], np.float32)
+    assert top_classes(scores, 1).tolist() == [1, 0]
+    assert top_classes(scores, 2).tolist() == [[1, 2], [0, 2]]
+
+
+# -- the twins in the real engine -----------------------------------------------------------
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    folder = tmp_path / "results"
+    monkeypatch.setenv("RUNNER_RESULTS", str(folder))
+    return folder
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("twin", list(TWINS))
+def test_each_twin_builds_and_its_smoke_run_is_evaluated_and_timed_in_its_framework(docker_client, results, twin):
+    framework, native, suffix = TWINS[twin]
+    entry = load_entry(REPO / "entries" / twin)
+    assert entry.framework["name"] == framework
+    assert main(["reproduce", str(entry.path), "--smoke"]) == 0
+    (folder,) = (results / twin).iterdir()
+    result = json.loads((folder / "result.json").read_text())
+    assert result["status"] == "complete" and result["smoke"] and not result["conforming"]
+
+    # The runner's evaluator loaded the entry's own checkpoint format and predicted every item.
+    (evaluation,) = result["training"]["evaluations"]
+    assert evaluation["count"] == 512 and len(evaluation["checkpoint_sha256"]) == 64
+    assert evaluation["checkpoint"].endswith(suffix) and evaluation["problem"] is None
+    final = result["training"]["final_model"]
+    assert final["weights"].endswith(suffix) and final.get("problem") is None and final.get("predictions")
+
+    # Both backends ran on the final model and say which framework and version it came from.
+    assert set(result["inference"]) == {native, "onnxruntime"}
+    for backend in (native, "onnxruntime"):
+        info = json.loads((folder / "inference" / backend / "info.json").read_text())
+        assert "error" not in info, info.get("error")
+        assert info["framework"] == framework and info["framework_version"]
+        assert info["layout"] and len(info["model_sha256"]) == 64 and info["threads"]
+        assert "gate_reason" in result["inference"][backend] or "passed_gate" in result["inference"][backend]
+    export = json.loads((folder / "inference" / "export.json").read_text())
+    assert export["framework"] == framework and export["opset_in_file"] >= 13
+
+    # The image's SBOM names the framework and its version, whatever its wheel is called.
+    sbom = json.loads((folder / "sbom.json").read_text())
+    assert framework_versions(sbom)[SBOM_NAME[framework]] == entry.framework["version"]
