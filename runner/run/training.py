@@ -341,4 +341,4 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
     shutil.rmtree(inputs.scratch_dir / "evaluator-requests", ignore_errors=True)
     events = _in_arrival_order(session.events)
     write_events(inputs.result_dir / "events.jsonl", events)
-    return TrainingRun(events, outcome, final, session.notes, session.started_unix_ms)
+    return TrainingRun(events, outcome, final, started_unix_ms=session.started_unix_ms, notes=session.notes)
