@@ -81,10 +81,16 @@ def serve(args: argparse.Namespace) -> int:
     loader_for(args.framework).configure_threads(args.threads)
     sets = _input_sets(args.inputs)
     mllog.emit("evaluator_ready")
-    n = 0
+    handled: set[int] = set()
     while True:
-        request = args.requests / f"{n}.json"
-        if request.exists():
+        # Requests are numbered by the runner, which skips a number when it refuses a
+        # checkpoint before asking: take the lowest pending one, whatever it is.
+        pending = sorted(int(p.stem) for p in args.requests.glob("*.json")
+                         if p.stem.isdigit() and int(p.stem) not in handled)
+        if pending:
+            n = pending[0]
+            handled.add(n)
+            request = args.requests / f"{n}.json"
             try:
                 _handle(args, sets, n, json.loads(request.read_text()))
                 mllog.emit("evaluation_done", index=n)
@@ -92,7 +98,6 @@ def serve(args: argparse.Namespace) -> int:
                 mllog.emit("evaluation_failed", index=n, message=str(exc))
             except Exception as exc:  # the entry's builder may raise anything
                 mllog.emit("evaluation_failed", index=n, message=f"{type(exc).__name__}: {exc}")
-            n += 1
         elif (args.requests / "stop").exists():
             return 0
         else:
