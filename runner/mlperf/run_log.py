@@ -24,6 +24,8 @@ def write_mlperf_log(result_dir: Path, submission: SubmissionConfig | None = Non
         text = render_training_log(run)
     except UserError as err:
         return None, str(err)
+    except ValueError as err:  # nothing scored to log (e.g. every checkpoint was refused)
+        return None, str(err)
     path = Path(result_dir) / "logs" / LOG_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
