@@ -245,7 +245,7 @@ def test_hostile_output_does_not_kill_the_listener(hostile_run):
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     keys = event_keys(result)
     assert keys.count("eval_request") == 3 and keys[-1] == "container_exit"  # nothing after the bad lines lost
-    assert keys[-2] == "run_stop"
+    assert "run_stop" in keys  # it may arrive while the last evaluation is frozen
 
 
 def test_nul_byte_in_a_checkpoint_path_is_a_clean_problem(hostile_run):
