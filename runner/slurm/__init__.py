@@ -8,6 +8,8 @@ array (``submit``), follows it (``follow``), and gathers and signs the results o
 
 from __future__ import annotations
 
+import secrets
+
 from pathlib import Path
 
 from rich.console import Console
@@ -30,7 +32,8 @@ def reproduce_on_slurm(entry_path: str, opts: ReproduceOptions, options: SlurmOp
     require_tools()  # before anything is written
     entry = load_entry(entry_path)
     load_signer()  # a misconfigured key fails here, before any job is submitted
-    first = entry.seed if opts.seed is None else opts.seed
+    # The submitter draws the seeds (never the entry); pass --seed to resubmit the same runs.
+    first = secrets.randbelow(2**31) if opts.seed is None else opts.seed
     seeds = list(range(first, first + (opts.runs or entry.runs)))
     entry_dir = paths.results_dir() / entry.name
     folders = complete_runs(entry_dir, seeds, opts.smoke) if resume else {}

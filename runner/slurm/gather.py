@@ -11,6 +11,7 @@ never hold a private key.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -27,6 +28,23 @@ def read_result(folder: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def settled_result(folder: Path, timeout_s: float = 60.0) -> dict | None:
+    """The result once its runner has stopped writing it. Slurm reports CANCELLED as soon as
+    it signals the task, while the task's runner still writes its own last word
+    ("interrupted"): marking before that would be overwritten."""
+    path = folder / "result.json"
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        result = read_result(folder)
+        stamp = path.stat().st_mtime_ns if path.exists() else None
+        if result and result.get("status") != "running" and stamp == last:
+            return result
+        last = stamp
+        time.sleep(2)
+    return read_result(folder)
 
 
 def run_folders(entry_dir: Path) -> set[str]:
@@ -110,7 +128,7 @@ def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], 
             console.print(f"[red]no run[/] for seed {seed}: slurm job {record['job_id']} "
                           f"{record['state']} (log {record['log']})")
             continue
-        result = read_result(folder)
+        result = settled_result(folder)
         write_json(folder / "result.json", mark(result, record))
         sign(folder, console)
         folders[seed] = folder

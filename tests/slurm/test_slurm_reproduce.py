@@ -72,7 +72,7 @@ def test_a_job_array_of_smoke_runs_is_gathered_summarised_and_signed_on_the_subm
     docker_client, cpu_base_image, local_slurm, tmp_path, results, submit_key, capsys
 ):
     entry = probe_entry(tmp_path, "sandbox")
-    code = main(["reproduce", str(entry), "--smoke", "--no-infer", "--runs", "2", "--slurm",
+    code = main(["reproduce", str(entry), "--smoke", "--no-infer", "--seed", "0", "--runs", "2", "--slurm",
                  "--partition", local_slurm.partition])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -105,7 +105,7 @@ def test_resubmitting_skips_the_runs_already_complete(
     docker_client, cpu_base_image, local_slurm, tmp_path, results, submit_key, capsys
 ):
     entry = probe_entry(tmp_path, "sandbox")
-    flags = ["--smoke", "--no-infer", "--slurm"]
+    flags = ["--smoke", "--no-infer", "--seed", "0", "--slurm"]  # the same seeds each time
     assert main(["reproduce", str(entry), "--runs", "1", *flags]) == 0
     first = run_folders(results)[0]
     signed_before = (first / ENVELOPE).read_bytes()
@@ -138,7 +138,7 @@ def test_a_cancelled_job_leaves_an_incomplete_result_naming_the_job_and_its_stat
     env = {**os.environ, "RUNNER_RESULTS": str(results)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "runner", "reproduce", str(entry), "--smoke", "--no-infer",
-         "--runs", "2", "--slurm", "--slurm-arg=--hold"],
+         "--seed", "0", "--runs", "2", "--slurm", "--slurm-arg=--hold"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     job_id = wait_for(lambda: results.joinpath(".slurm").exists() and
@@ -182,7 +182,7 @@ def test_drift_rerun_runs_as_a_slurm_job_even_when_the_seed_is_complete(
     docker_client, cpu_base_image, local_slurm, tmp_path, results, submit_key, capsys
 ):
     entry = probe_entry(tmp_path, "sandbox")
-    assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--slurm"]) == 0
+    assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--seed", "0", "--slurm"]) == 0
     archived = run_folders(results)[0]
     capsys.readouterr()
     assert main(["drift", str(archived), "--entry", str(entry), "--rerun", "--slurm"]) == 0
