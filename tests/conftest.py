@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,15 @@ def docker_client():
 def local_slurm():
     """A real one-node Slurm on this machine (tests/slurm/local_slurm.py: installs slurm-wlm
     and munge when missing, starts munged, slurmctld, slurmd), stopped at the session's end."""
-    from slurm.local_slurm import start, stop
+    # By path: a test directory named like a package ("slurm") is not reliably importable
+    # under pytest's prepend import mode once other test folders are on sys.path.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("runner_tests_local_slurm", Path(__file__).parent / "slurm" / "local_slurm.py")
+    local_slurm = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = local_slurm  # dataclasses look their module up by name
+    spec.loader.exec_module(local_slurm)
+    start, stop = local_slurm.start, local_slurm.stop
 
     cluster = start()
     with pytest.MonkeyPatch.context() as patch:
