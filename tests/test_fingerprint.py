@@ -350,7 +350,10 @@ def test_capture_image_runs_the_probe_in_a_real_container(engine):
     assert found["id"] == image_id and found["ref"] == PROBE_IMAGE
     # A bare stdlib image: every framework absent, reported as null.
     assert all(found[k] is None for k in ("torch", "tensorflow", "mxnet", "onnxruntime", "tensorrt", "numpy"))
-    leftovers = engine.containers.list(all=True, filters={"label": "runner.role=fingerprint-probe"})
+    # Only this image's probes: a runner killed elsewhere in the suite may leave its own
+    # (labelled as owned, so its next run's orphan sweep removes them).
+    leftovers = engine.containers.list(all=True, filters={"label": "runner.role=fingerprint-probe",
+                                                          "ancestor": image_id})
     assert leftovers == []
 
 

@@ -25,6 +25,7 @@ import docker
 
 from runner import paths
 from runner.digests import sha256_file
+from runner.run.container import owned_labels
 
 AUDIT_FORMAT = 1
 AUDIT_FILE = "image-audit.json"
@@ -136,7 +137,8 @@ class _Chunks(io.RawIOBase):
 
 def _file_index(client: docker.DockerClient, image_id: str) -> dict[str, tuple[int, str, bytes]]:
     """``{path: (size, sha256, first bytes)}`` of every regular file, from the engine's export."""
-    container = client.containers.create(image_id, command=["true"], network_mode="none", entrypoint=[])
+    container = client.containers.create(image_id, command=["true"], network_mode="none", entrypoint=[],
+                                        labels=owned_labels("image-audit"))
     index: dict[str, tuple[int, str, bytes]] = {}
     try:
         stream = io.BufferedReader(_Chunks(container.export(chunk_size=1 << 20)), buffer_size=1 << 20)

@@ -9,6 +9,7 @@ import docker
 import docker.errors
 
 from runner.errors import UserError
+from runner.run.container import owned_labels
 
 # Runs inside the image with its own Python (the entry's venv, first on PATH).
 _PROBE = r"""
@@ -29,7 +30,7 @@ def read_sbom(client: docker.DockerClient, image: str) -> dict[str, list[dict[st
     try:
         output = client.containers.run(
             image, ["python3", "-c", _PROBE], entrypoint=[], network_mode="none",
-            remove=True, stdout=True, stderr=False,
+            remove=True, stdout=True, stderr=False, labels=owned_labels("sbom"),
         )
     except docker.errors.ContainerError as exc:
         raise UserError(

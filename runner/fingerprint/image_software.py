@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from runner.errors import UserError
+from runner.run.container import owned_labels
 
 MARKER = "RUNNER_PROBE "
 TIMEOUT_SECONDS = 180
@@ -100,7 +101,7 @@ def capture_image(client: Any, image_ref: str) -> dict:
         security_opt=["no-new-privileges"],
         tmpfs={"/tmp": "rw,size=64m"},
         environment={"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
-        labels={"runner.role": "fingerprint-probe"},
+        labels={"runner.role": "fingerprint-probe", **owned_labels("fingerprint-probe")},
     )
     try:
         container.start()

@@ -89,6 +89,12 @@ def prepare_writable(path: Path) -> None:
         os.chown(path, uid, gid)
 
 
+def owned_labels(role: str) -> dict[str, str]:
+    """Labels for any container the runner creates: a runner killed mid-way leaves it
+    behind, and the next run's ``remove_orphans`` can then prove it orphaned."""
+    return {MANAGED_LABEL: role, **ownership.container_labels()}
+
+
 def remove_orphans(client: docker.DockerClient) -> int:
     """Remove containers of earlier runs whose runner was killed before it could clean up.
 
@@ -152,7 +158,7 @@ def _create(client: docker.DockerClient, spec: ContainerSpec):
             str(m.host): {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
             for m in spec.mounts
         },
-        labels={MANAGED_LABEL: spec.label, **ownership.container_labels()},
+        labels=owned_labels(spec.label),
         detach=True,
     )
 
