@@ -263,6 +263,7 @@ def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
             gpus=ctx.gpus, timeout_s=(opts.timeout_minutes or entry.train.timeout_minutes) * 60,
             builder=entry.inference.builder, framework=entry.framework["name"], final_weights=entry.final_weights,
             topk=entry.task.topk, threads=int(env["RUNNER_THREADS"]), world_size=entry.world_size,
+            full_curve=opts.full_curve,
         ),
     )
 
@@ -292,7 +293,7 @@ def infer(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
     console.print(f"[bold]infer[/] {', '.join(ctx.backends)} (batch 1, every eval item)")
     result.inference = run_inference(
         ctx.client, ctx.entry, ctx.built.image_id, result_dir, ctx.staged, ctx.backends,
-        ctx.profile, labels=ctx.labels, host=ctx.fingerprint,
+        ctx.profile, labels=ctx.labels, host=ctx.fingerprint, with_loadgen=opts.loadgen,
     )
 
 

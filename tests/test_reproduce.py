@@ -107,6 +107,25 @@ def test_checkpoints_the_runner_cannot_evaluate_are_recorded_not_scored(docker_c
     assert not result["conforming"]  # a smoke run never is
 
 
+@pytest.mark.parametrize("full_curve", [False, True])
+def test_after_the_crossing_checkpoints_are_evaluated_only_for_the_whole_curve(
+    docker_client, tmp_path, results, monkeypatch, full_curve
+):
+    monkeypatch.setenv("RUNNER_MAX_OTHER_RUNNABLE", "1000")  # about evaluations, not the host's load
+    flags = ["--full-curve"] if full_curve else []
+    assert main(["reproduce", str(probe_entry(tmp_path, "cross")), "--smoke", "--no-infer", *flags]) == 0
+    result = only_result(results)
+    training = result["training"]
+    assert training["reached"] and training["crossing"] == 0
+    freezes = [e for e in events(result) if e["key"] == "eval_freeze"]
+    if full_curve:
+        assert [e["epoch"] for e in training["evaluations"]] == [1, 2] and len(freezes) == 2
+        assert not any("after the crossing" in note for note in training["notes"])
+    else:  # the clock stopped at epoch 1: epoch 2 is neither frozen nor evaluated, and that is said
+        assert [e["epoch"] for e in training["evaluations"]] == [1] and len(freezes) == 1
+        assert any(note.startswith("1 evaluation request(s) after the crossing") for note in training["notes"])
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_run_killed_midway_keeps_an_incomplete_result_and_no_container(
     docker_client, tmp_path, results, sig

@@ -14,6 +14,9 @@ so the planned crossing is epoch 7 and epoch 8 is the margin; 28-61 s per epoch 
 load. The 30 s TTA target needs ~3.5 s per epoch: not reachable in fp32 on two cores here.
 This twin on the same host (seed 1): 87.2 / 89.0 / 90.3 / 90.1 / 91.4 / 91.8 / 91.7 / 92.5%,
 crossing at epoch 8 only; 15-31 s per epoch (median ~20 s) under the same load.
+Under the runner on a quiet 2-core EPYC (Zen 4, no AMX), seeds 11-13 (`runner reproduce
+entries/fashion-mnist-mxnet-cpu --runs 3 --seed 11`): TTA median 51.7 s (CV 1%), 8.13 s per epoch,
+crossing at epoch 7.
 Written as MXNet users would: a hybridized Gluon block (static_alloc/static_shape cached
 graph) and a hybridized loss, Xavier initialisation (Gluon's model-zoo default), NCHW
 (MXNet's MKLDNN kernels take it natively), batches built with nd ops on the CPU context.

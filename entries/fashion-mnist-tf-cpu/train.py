@@ -15,6 +15,9 @@ so the planned crossing is epoch 7 and epoch 8 is the margin; 28-61 s per epoch 
 load. The 30 s TTA target needs ~3.5 s per epoch: not reachable in fp32 on two cores here.
 This twin on the same host (seed 1): 86.9 / 87.8 / 89.9 / 89.5 / 90.7 / 91.6 / 92.1 / 92.5%,
 crossing at epoch 7; 12-19 s per epoch (median ~14 s) under the same load.
+Under the runner on a quiet 2-core EPYC (Zen 4, no AMX), seeds 11-13 (`runner reproduce
+entries/fashion-mnist-tf-cpu --runs 3 --seed 11`): TTA median 58.2 s (CV 5%), 8.48 s per epoch,
+crossing at epoch 7.
 Written as TensorFlow users would: NHWC (channels-last: oneDNN's CPU kernels), a tf.data
 pipeline (shuffle, batch, flip in a parallel map, prefetch) and the train step compiled
 with tf.function.

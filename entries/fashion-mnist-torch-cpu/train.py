@@ -11,6 +11,9 @@ Measured with the PyTorch twin on the host (outside the runner, one seed; 2-core
 load average ~10; seed 1): 85.9 / 88.6 / 90.0 / 90.2 / 90.7 / 92.0 / 92.3 / 92.7% after
 epochs 1-8 (a second seed crossed at epoch 7), so the crossing is epoch 6-7 and epoch 8 is the
 margin; 40-74 s per epoch under that load (the TF twin: 12-19 s, measured just before). The 30 s TTA target needs ~3.5 s per epoch: not reachable in fp32 on two cores here.
+Under the runner on a quiet 2-core EPYC (Zen 4, no AMX), seeds 11-13 (`runner reproduce
+entries/fashion-mnist-torch-cpu --runs 3 --seed 11`): TTA median 53.7 s (CV 8%), 9.00 s per epoch,
+crossing at epoch 6-7.
 Written as PyTorch users would: channels_last memory (oneDNN's fast convolutions are NHWC),
 torch.optim.SGD with a LambdaLR schedule, uint8 data gathered and cast per batch.
 What limits it: compute. The step is convolution-bound on 2 cores in fp32 (this EPYC host

@@ -87,7 +87,7 @@ def run(args) -> int:
         runs=args.runs, seed=args.seed, smoke=args.smoke,
         allow_hardware_mismatch=args.allow_hardware_mismatch,
         backends=args.backend, timeout_minutes=args.timeout_minutes, infer=not args.no_infer,
-        sign=not args.no_sign,
+        sign=not args.no_sign, full_curve=args.full_curve, loadgen=not args.no_loadgen,
     )
     slurm = options_from_args(args)
     folders = (reproduce_on_slurm(args.entry, opts, slurm, console) if slurm
@@ -125,6 +125,10 @@ def register(subparsers) -> None:
                    help="inference backend (repeatable; default: the manifest's)")
     p.add_argument("--timeout-minutes", type=argtypes.timeout_minutes, help="training timeout (default: manifest)")
     p.add_argument("--no-infer", action="store_true", help="skip the inference phase")
+    p.add_argument("--full-curve", action="store_true",
+                   help="evaluate every checkpoint, also after the crossing (default: stop evaluating there)")
+    p.add_argument("--no-loadgen", action="store_true",
+                   help="skip LoadGen's SingleStream and Offline runs (the per-item latency pass stays)")
     p.add_argument("--no-sign", action="store_true",
                    help="leave the result unsigned (Slurm tasks: the submit host signs)")
     add_slurm_arguments(p)

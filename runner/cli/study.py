@@ -21,7 +21,9 @@ def _options(args) -> ReproduceOptions:
     return ReproduceOptions(
         smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch,
         backends=args.backend, timeout_minutes=args.timeout_minutes,
-        infer=not getattr(args, "no_infer", False),
+        infer=not getattr(args, "no_infer", False), loadgen=not args.no_loadgen,
+        # Curves past the crossing: stability plots them, the threshold ladder reads them.
+        full_curve=args.kind in ("stability", "threshold"),
     )
 
 
@@ -90,6 +92,7 @@ def _common(p, runs_default: int | None = None) -> None:
                    help="run on a host that does not match the profile (runs are non-conforming)")
     p.add_argument("--backend", action="append", metavar="B", help="inference backend (repeatable)")
     p.add_argument("--timeout-minutes", type=float, help="training timeout per run (default: manifest)")
+    p.add_argument("--no-loadgen", action="store_true", help="skip LoadGen's runs in each run's inference phase")
     if runs_default is not None:
         p.add_argument("--runs", type=int, default=runs_default, help=f"runs to make (default {runs_default})")
 

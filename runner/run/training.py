@@ -71,6 +71,7 @@ class TrainingInputs:
     final_weights: str  # the manifest's inference.weights, relative to /output
     topk: int
     threads: int
+    full_curve: bool = False  # evaluate checkpoints after the crossing too (studies' curves)
     world_size: int = 1  # processes (ranks) of the run, one container each (runner.run.multiprocess)
 
 
@@ -115,6 +116,8 @@ class _TrainingSession:
         self.clock = lambda: 0.0
         self.seen_output = False
         self.evaluations = 0
+        self.crossed = False  # an evaluation met the threshold: the clock has stopped
+        self.after_crossing = 0  # requests not evaluated since (without full_curve)
         self.evaluator = Evaluator(
             client,
             EvaluatorInputs(
@@ -201,6 +204,9 @@ class _TrainingSession:
 
     # -- one evaluation -----------------------------------------------------------------
     def evaluate_request(self, request: Event) -> None:
+        if self.crossed and not self.inputs.full_curve:
+            self.after_crossing += 1  # nothing after the crossing counts: no freeze, no evaluation
+            return
         if self.evaluations >= MAX_EVALUATIONS:
             if self.evaluations == MAX_EVALUATIONS:
                 self.notes.append(f"evaluation requests beyond {MAX_EVALUATIONS} were ignored")
@@ -236,8 +242,9 @@ class _TrainingSession:
         )
         score = None
         if problem is None:
-            _, scores, _ = score_file(self.task, self.inputs.result_dir, f"{EVALUATIONS_DIR}/{files['clean']}", self.labels)
+            _, scores, problem = score_file(self.task, self.inputs.result_dir, f"{EVALUATIONS_DIR}/{files['clean']}", self.labels)
             score = primary_score(self.task, scores)
+            self.crossed = self.crossed or (problem is None and score is not None and self.task.meets(score))
         self.progress.update(elapsed=t, score=score, evaluated=True)
 
     def evaluate_final(self) -> dict | None:
@@ -339,6 +346,9 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
         finally:
             session.evaluator.close()
     shutil.rmtree(inputs.scratch_dir / "evaluator-requests", ignore_errors=True)
+    if session.after_crossing:
+        session.notes.append(f"{session.after_crossing} evaluation request(s) after the crossing were not "
+                             "evaluated: the clock had stopped (--full-curve evaluates every checkpoint)")
     events = _in_arrival_order(session.events)
     write_events(inputs.result_dir / "events.jsonl", events)
     return TrainingRun(events, outcome, final, started_unix_ms=session.started_unix_ms, notes=session.notes)

@@ -54,7 +54,7 @@ def node_of(job: JobArray, index: int) -> str | None:
     return match.group(1) if match else None
 
 
-def follow(job: JobArray, console: Console, poll_seconds: float = 2.0) -> dict[int, str]:
+def follow(job: JobArray, console: Console, poll_seconds: float = 5.0) -> dict[int, str]:
     """Wait for every task; return index -> final Slurm state."""
     total = len(job.seeds)
     final: dict[int, str] = {}

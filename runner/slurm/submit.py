@@ -57,6 +57,10 @@ def task_arguments(entry: Path, opts: ReproduceOptions) -> list[str]:
         args += ["--timeout-minutes", str(opts.timeout_minutes)]
     if not opts.infer:
         args.append("--no-infer")
+    if opts.full_curve:
+        args.append("--full-curve")
+    if not opts.loadgen:
+        args.append("--no-loadgen")
     return args
 
 
