@@ -341,7 +341,8 @@ def _minimal_python_image(client) -> str:
 
 @pytest.mark.docker
 @pytest.mark.skipif(not (Path(SYSTEM_PYTHON).exists() and shutil.which("ldd")), reason="needs Debian's python3.11")
-def test_capture_image_runs_the_probe_in_a_real_container(engine):
+def test_capture_image_runs_the_probe_in_a_real_container(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path))  # no answer kept from an earlier probe
     image_id = _minimal_python_image(engine)
     found = capture_image(engine, PROBE_IMAGE)
     expected = subprocess.run([SYSTEM_PYTHON, "-c", "import platform; print(platform.python_version())"],
@@ -355,6 +356,11 @@ def test_capture_image_runs_the_probe_in_a_real_container(engine):
     leftovers = engine.containers.list(all=True, filters={"label": "runner.role=fingerprint-probe",
                                                           "ancestor": image_id})
     assert leftovers == []
+    # The answer is kept per image id: the next capture reads it instead of probing again.
+    (kept,) = (tmp_path / "image-software").iterdir()
+    assert kept.name == image_id.removeprefix("sha256:") + ".json"
+    kept.write_text(json.dumps({**json.loads(kept.read_text()), "python": "kept"}))
+    assert capture_image(engine, image_id)["python"] == "kept"
 
 
 @pytest.mark.docker
