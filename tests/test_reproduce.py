@@ -132,9 +132,12 @@ def test_a_run_killed_midway_keeps_an_incomplete_result_and_no_container(
 ):
     entry = probe_entry(tmp_path, "sleep")
     env = {**os.environ, "RUNNER_RESULTS": str(results)}
+    # A shell running this suite in the background (`cmd &`) leaves SIGINT ignored, and the
+    # child would inherit that: give it the default disposition, as a terminal would.
     proc = subprocess.Popen(
         [sys.executable, "-m", "runner", "reproduce", str(entry), "--smoke", "--no-infer"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 300
     log = None
