@@ -181,3 +181,68 @@ def test_a_connection_without_the_runs_token_is_dropped(tmp_path):
         assert refused == ["node(s) [1] not ready within 2 s"]
     finally:
         remote.close()
+
+
+class FakePeers:
+    """A node's ranks as the agent drives them (the real ``Peers`` needs the engine)."""
+
+    def __init__(self):
+        self.cancel = threading.Event()
+        self.outcomes = {}
+        self.actions: list[str] = []
+
+    def start(self):
+        self.actions.append("start")
+
+    def wait_running(self):
+        return True
+
+    def each(self, action):
+        self.actions.append(action)
+        return {1: "paused" if action == "pause" else "running"}
+
+    def stop(self, grace_s):
+        from runner.run.container import ContainerOutcome
+
+        self.outcomes = {1: ContainerOutcome(0, False, False, 1.0)}
+
+
+def test_a_node_agent_starts_pauses_and_finishes_its_ranks_when_told(tmp_path):
+    import socket
+
+    from runner.run.node_agent import NodeAgent
+
+    ours, theirs = socket.socketpair()
+    runner_side = Channel(ours)
+    agent = NodeAgent(Channel(theirs), {"result_dir": str(tmp_path), "processes_per_node": 1}, 1, tmp_path)
+    (tmp_path / "logs").mkdir()
+    agent.peers = FakePeers()
+    ended: list = []
+    thread = threading.Thread(target=lambda: ended.append(agent.serve()), daemon=True)
+    thread.start()
+    runner_side.send(do="start")
+    assert runner_side.receive() == {"kind": "started"}
+    runner_side.send(do="pause", id=4)
+    assert runner_side.receive() == {"kind": "ack", "id": 4, "states": {"1": "paused"}}
+    runner_side.send(do="unpause", id=5)
+    assert runner_side.receive() == {"kind": "ack", "id": 5, "states": {"1": "running"}}
+    runner_side.send(do="finish", grace_s=1)
+    assert runner_side.receive() == {"kind": "finished", "outcomes": {"1": None}}
+    thread.join(5)
+    assert ended == [0] and agent.peers.actions == ["start", "pause", "unpause"]
+    log = (tmp_path / "logs" / "node1-agent.log").read_text()
+    assert "pause: rank 1 paused" in log and "unpause: rank 1 running" in log
+
+
+def test_a_node_agent_that_loses_its_runner_cancels_its_ranks(tmp_path):
+    import socket
+
+    from runner.run.node_agent import NodeAgent
+
+    ours, theirs = socket.socketpair()
+    agent = NodeAgent(Channel(theirs), {"result_dir": str(tmp_path), "processes_per_node": 1}, 1, tmp_path)
+    (tmp_path / "logs").mkdir()
+    agent.peers = FakePeers()
+    ours.close()
+    assert agent.serve() == 1 and agent.peers.cancel.is_set()
+    assert "lost the runner: cancelling" in (tmp_path / "logs" / "node1-agent.log").read_text()

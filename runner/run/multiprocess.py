@@ -132,7 +132,11 @@ class Peers:
 
     def each(self, action: str) -> dict[int, str]:
         """``pause`` or ``unpause`` every peer (the evaluations freeze every rank); each
-        rank's state as the engine then reports it ("paused", "running", "exited", ...)."""
+        rank's state as the engine then reports it ("paused", "running", "exited", ...).
+        A pause first waits for every container to run: one that started after the freeze
+        would work in excluded time."""
+        if action == "pause":
+            self.wait_running()
         with self._lock:
             containers = dict(self.containers)
         states = {}

@@ -335,7 +335,8 @@ def _train_across_nodes(client, task: Task, labels, inputs: TrainingInputs, spec
             refusal = plan.check(remote.open())
         except NodeError as err:
             refusal = str(err)
-        if refusal:
+        if refusal:  # nothing of the entry ran: no events but this empty stream
+            write_events(inputs.result_dir / "events.jsonl", [])
             return TrainingRun([], ContainerOutcome(None, False, False, 0.0, f"the run's other nodes: {refusal}"))
         groups = [Peers(client, local[1:], inputs.result_dir, None)] if per_node > 1 else []
         return _train(client, task, labels, inputs, local[0], [*groups, remote])
