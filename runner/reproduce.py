@@ -36,15 +36,15 @@ from runner.mlperf.run_log import write_mlperf_log
 from runner.options import ReproduceOptions
 from runner.data import StagedData
 from runner.data.synthetic import SMOKE_SIZES
-from runner.profiles import Profile, cost_usd, load_profile, price_fields, require_match
+from runner.profiles import Profile, cost_usd, load_profile, match, price_fields, require_match
 from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
 from runner.results.record import Cost, DataInfo, EntryInfo, ImageInfo, Result, TaskInfo, Toolkit
 from runner.run import ownership
 from runner.run.container import remove_orphans
 from runner.run.cores import hold_cores
 from runner.run.guards import RunGuards
-from runner.run.multiprocess import check_one_host
-from runner.run.training import CHECKPOINTS_DIR, LAUNCH_GAP_LIMIT_S, TrainingInputs, TrainingRun, run_training
+from runner.run.allocation import check_nodes, cluster_network, require_network_setting
+from runner.run.training import CHECKPOINTS_DIR, LAUNCH_GAP_LIMIT_S, NodesPlan, TrainingInputs, TrainingRun, run_training
 from runner.score.probe import make_probe_inputs, probe_shift
 from runner.score.summary import summarize_training
 
@@ -68,6 +68,7 @@ class RunContext:
     nonconforming: list[str] = field(default_factory=list)
     hardware: dict = field(default_factory=dict)  # result.json's hardware record
     audit: ImageAudit | None = None
+    network: str | None = None  # the cluster network of a run spanning nodes
 
 
 def harness_digest() -> str:
@@ -96,7 +97,7 @@ def _check_hardware(entry: Entry, profile, fingerprint: dict, opts: ReproduceOpt
     """The result's ``hardware`` record and the reasons the run is non-conforming."""
     record = require_match(
         profile, fingerprint, opts.allow_hardware_mismatch or opts.smoke,
-        of=entry.name, also="or --smoke for a quick CPU check",
+        of=entry.name, also="or --smoke for a quick CPU check", nodes=entry.nodes,
     )
     reasons = ["smoke run: one short epoch on synthetic data"] if opts.smoke else []
     if record["mismatches"]:
@@ -112,8 +113,9 @@ def _choose_backends(entry: Entry, opts: ReproduceOptions, gpus: int) -> list[st
     return backends
 
 
-def _stage_data(entry: Entry, opts: ReproduceOptions, console: Console, scratch: Path):
-    if opts.smoke:
+def stage_data(entry: Entry, smoke: bool, console: Console, scratch: Path):
+    """The data a run trains and is scored on (every node of a run spanning nodes stages its own)."""
+    if smoke:
         return data.synthetic(entry.task.id, scratch / "smoke-data", seed=0, **SMOKE_SIZES)
     try:
         return data.staged(entry.task.id)
@@ -128,9 +130,10 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     entry = load_entry(entry_path)
     if opts.smoke:
         entry = entry.for_smoke()
-    check_one_host(entry.nodes)
+    check_nodes(entry.nodes)
     profile = load_profile(entry.hardware_profile)
     client = get_client()
+    network = cluster_network(client, require_network_setting(entry.nodes)) if entry.nodes > 1 else None
     if removed := remove_orphans(client):
         console.print(f"removed {removed} container(s) left by an earlier, killed run")
     for killed in ownership.recover_killed_runs():
@@ -148,7 +151,7 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
         )
     backends = _choose_backends(entry, opts, gpus)
     check_backends_available(backends, fingerprint)
-    staged = _stage_data(entry, opts, console, scratch)
+    staged = stage_data(entry, opts.smoke, console, scratch)
     if not staged.conforming and not opts.smoke:
         reasons.append(f"data set {staged.task} was staged from unofficial files")
     console.print(f"[bold]build[/] {entry.name} (base {entry.base_image})")
@@ -166,7 +169,7 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
         reasons.append(problem)
     return RunContext(
         entry, profile, client, built, staged, staged.load_eval_labels(), fingerprint,
-        backends, gpus, reasons, hardware, audit,
+        backends, gpus, reasons, hardware, audit, network,
     )
 
 
@@ -245,6 +248,36 @@ def open_result_folder(ctx: RunContext, seed: int) -> Path:
     return result_dir
 
 
+def _check_nodes(ctx: RunContext, result: Result, opts: ReproduceOptions):
+    """Judge the other nodes of a run spanning nodes once their agents are ready: each node's
+    hardware against the profile (named by node), and the image each will run."""
+    def check(ready: dict[int, dict]) -> str | None:
+        mismatches = [str(m) for node in sorted(ready)
+                      for m in match(ctx.profile, ready[node].get("fingerprint") or {}, ctx.entry.nodes, node)]
+        if mismatches and not (opts.allow_hardware_mismatch or opts.smoke):
+            return f"hardware profile '{ctx.profile.id}' is not met: " + "; ".join(mismatches)
+        if mismatches:
+            result.hardware = {**result.hardware, "matched": False, "allowed_mismatch": True,
+                               "mismatches": [*result.hardware["mismatches"], *mismatches]}
+            result.not_conforming("hardware mismatch: " + "; ".join(mismatches))
+        for node, message in sorted(ready.items()):
+            if message.get("image") != ctx.built.image_id:
+                result.not_conforming(f"node {node} ran image {message.get('image')}, built there, "
+                                      f"not the audited {ctx.built.image_id}")
+        return None
+    return check
+
+
+def _nodes_plan(ctx: RunContext, result: Result, opts: ReproduceOptions) -> NodesPlan | None:
+    if ctx.entry.nodes <= 1:
+        return None
+    from runner.slurm.submit import runner_command
+
+    return NodesPlan(count=ctx.entry.nodes, network=ctx.network, entry=str(ctx.entry.path.resolve()),
+                     smoke=opts.smoke, data_digest=ctx.staged.digest, runner=runner_command(),
+                     check=_check_nodes(ctx, result, opts))
+
+
 def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOptions,
           console: Console, scratch: Path) -> TrainingRun:
     """The training container, its clock and the runner's evaluations of its checkpoints."""
@@ -264,6 +297,7 @@ def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
             builder=entry.inference.builder, framework=entry.framework["name"], final_weights=entry.final_weights,
             topk=entry.task.topk, threads=int(env["RUNNER_THREADS"]), world_size=entry.world_size,
             full_curve=opts.full_curve,
+            nodes=_nodes_plan(ctx, result, opts),
         ),
     )
 

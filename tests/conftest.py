@@ -3,7 +3,7 @@
 ``docker_client`` makes sure an engine runs (installing and starting it on a fresh
 Debian-like CI machine, as .ci/run does), ``cpu_base_image`` builds the CPU base
 image once per session when its recipe's tag is not present yet, and ``local_slurm``
-starts a real one-node Slurm for the tests under tests/slurm/.
+starts a real Slurm (two slurmd "nodes" on this machine) for the tests under tests/slurm/.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ def docker_client():
 
 @pytest.fixture(scope="session")
 def local_slurm():
-    """A real one-node Slurm on this machine (tests/slurm/local_slurm.py: installs slurm-wlm
-    and munge when missing, starts munged, slurmctld, slurmd), stopped at the session's end."""
+    """A real Slurm on this machine (tests/slurm/local_slurm.py: installs slurm-wlm and munge
+    when missing, starts munged, slurmctld and two slurmd "nodes"; the default partition holds
+    the first only), stopped at the session's end."""
     # By path: a test directory named like a package ("slurm") is not reliably importable
     # under pytest's prepend import mode once other test folders are on sys.path.
     import importlib.util

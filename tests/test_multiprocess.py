@@ -13,7 +13,7 @@ import pytest
 from runner.cli import main
 from runner.manifest import load_entry
 from runner.run.container import MANAGED_LABEL
-from runner.run.multiprocess import check_one_host, rank_env
+from runner.run.multiprocess import rank_env
 
 pytestmark = pytest.mark.docker
 GLOO_PAIR = Path(__file__).parent / "entries" / "gloo-pair"
@@ -23,6 +23,7 @@ def test_each_rank_gets_torchruns_variables_and_one_thread():
     env = rank_env({"RUNNER_SEED": "3"}, "runner-x", 1, 2)
     assert env["MASTER_ADDR"] == "runner-x-rank0" and env["RANK"] == "1"
     assert (env["WORLD_SIZE"], env["LOCAL_WORLD_SIZE"], env["RUNNER_THREADS"]) == ("2", "2", "1")
+    assert (env["LOCAL_RANK"], env["GROUP_RANK"]) == ("1", "0")
     assert env["RUNNER_SEED"] == "3"
 
 
@@ -31,14 +32,6 @@ def test_the_manifest_asks_for_processes_and_nodes():
     assert (entry.nodes, entry.processes_per_node, entry.world_size) == (1, 2, 2)
     default = load_entry(Path(__file__).parent / "entries" / "contract-probe")
     assert (default.nodes, default.processes_per_node) == (1, 1)
-
-
-def test_an_entry_spanning_nodes_is_refused_in_one_line():
-    from runner.errors import UserError
-
-    check_one_host(1)
-    with pytest.raises(UserError, match="asks for 2 nodes.*Fix: set nodes: 1"):
-        check_one_host(2)
 
 
 def test_two_gloo_processes_train_with_one_clock_and_rank_zeros_events(

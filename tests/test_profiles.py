@@ -19,6 +19,7 @@ from runner.profiles import (
     load_profile,
     load_profile_file,
     match,
+    match_nodes,
     price_fields,
     profile_from_dict,
     require_match,
@@ -200,10 +201,33 @@ def test_require_match_refuses_unless_allowed():
     record = require_match(profile, fp, allow_mismatch=True)
     assert record == {"profile": "aws-p4d.24xlarge", "matched": False,
                       "mismatches": ["gpu[0].mig: MIG mode is enabled; profile requires it disabled"],
-                      "allowed_mismatch": True}
+                      "allowed_mismatch": True, "nodes": 1}
     ok = require_match(profile, recorded("p4d.24xlarge-8xA100.json"))
     assert ok == hardware_record(profile, [], False) == {
-        "profile": "aws-p4d.24xlarge", "matched": True, "mismatches": [], "allowed_mismatch": False}
+        "profile": "aws-p4d.24xlarge", "matched": True, "mismatches": [], "allowed_mismatch": False,
+        "nodes": 1}
+
+
+def test_a_run_spanning_nodes_names_the_node_count_and_each_node_that_differs():
+    profile = load_profile("aws-p4d.24xlarge")
+    assert profile.nodes == 1
+    good, mig = recorded("p4d.24xlarge-8xA100.json"), recorded("p4d.24xlarge-8xA100-mig0.json")
+    host = mig["host"]["hostname"]
+    found = match_nodes(profile, [good, mig])
+    assert [str(m) for m in found] == [
+        "nodes: expected 1, found 2",
+        f"node 1 ({host}): gpu[0].mig: MIG mode is enabled; profile requires it disabled",
+    ]
+    assert rules(found) == ["nodes", "node1.gpu[0].mig"]
+    # A profile of two such nodes: the count matches, a node that differs is still named.
+    pair = profile_from_dict({**yaml.safe_load(profile.path.read_text()), "nodes": 2})
+    assert pair.nodes == 2 and rules(match_nodes(pair, [good, good])) == []
+    assert rules(match_nodes(pair, [mig, good])) == ["node0.gpu[0].mig"]
+    assert match_nodes(profile, [good]) == match(profile, good) == []  # one node: as before
+    record = require_match(pair, good, nodes=2)
+    assert record["nodes"] == 2 and record["matched"]
+    # Per node: a run of two nodes costs twice the profile's hourly price.
+    assert cost_usd(3600, pair) == pytest.approx(2 * profile.price.usd_per_hour)
 
 
 # --- validation ---------------------------------------------------------------------------

@@ -37,8 +37,10 @@ COMMANDS = [
     "leaderboard",
     "bench",
 ]
+# Registered but not listed: started by the runner itself, not by people.
+HIDDEN = ["node-agent"]  # one node of a run spanning nodes (runner.run.node_agent)
 # A command whose name is a Python keyword lives in a module with a trailing underscore.
-MODULES = {"import": "import_"}
+MODULES = {"import": "import_", "node-agent": "node_agent"}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -55,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--version", action="version", version=f"runner {__version__}")
     subparsers = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in COMMANDS + HIDDEN:
         importlib.import_module(f"runner.cli.{MODULES.get(name, name)}").register(subparsers)
     return top
 

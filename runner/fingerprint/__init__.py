@@ -5,8 +5,8 @@ One module per concern: ``cpu``, ``memory``, ``operating_system``, ``gpu`` (NVML
 assembles them; ``mlperf`` and ``table`` present them.
 """
 
-from runner.fingerprint.host import SCHEMA_VERSION, capture_host, load_fingerprint
+from runner.fingerprint.host import SCHEMA_VERSION, capture_host, load_fingerprint, node_file
 from runner.fingerprint.image_software import capture_image
 from runner.fingerprint.mlperf import system_description
 
-__all__ = ["SCHEMA_VERSION", "capture_host", "capture_image", "load_fingerprint", "system_description"]
+__all__ = ["SCHEMA_VERSION", "capture_host", "capture_image", "load_fingerprint", "node_file", "system_description"]

@@ -18,6 +18,11 @@ from runner.fingerprint.operating_system import capture_host_identity, capture_o
 SCHEMA_VERSION = 1
 
 
+def node_file(node: int) -> str:
+    """A result folder's fingerprint of node ``node`` of its run (0: the run's own host)."""
+    return "fingerprint.json" if node == 0 else f"fingerprint-node{node}.json"
+
+
 def capture_host(client: Any | None = None, nvml: ModuleType | None = None) -> dict:
     """Fingerprint this host. ``client`` is a docker SDK client (None: from the environment)."""
     return {

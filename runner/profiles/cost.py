@@ -6,8 +6,8 @@ from runner.profiles.profile import Profile
 
 
 def cost_usd(seconds: float, profile: Profile) -> float:
-    """On-demand cost of ``seconds`` on the profile's instance (billed per second)."""
-    return seconds / 3600 * profile.price.usd_per_hour
+    """On-demand cost of ``seconds`` on the profile's instances (billed per second, per node)."""
+    return seconds / 3600 * profile.price.usd_per_hour * profile.nodes
 
 
 def price_fields(profile: Profile) -> dict:

@@ -118,34 +118,52 @@ def _match_cpu(profile: Profile, cpu: dict, memory: dict) -> list[Mismatch]:
     return out
 
 
-def match(profile: Profile, fingerprint: dict) -> list[Mismatch]:
-    """Every rule of ``profile`` that the host in ``fingerprint`` breaks; [] when it matches."""
+def _on_node(mismatch: Mismatch, node: int, fingerprint: dict) -> Mismatch:
+    host = (fingerprint.get("host") or {}).get("hostname")
+    return Mismatch(f"node{node}.{mismatch.rule}", mismatch.expected, mismatch.actual,
+                    f"node {node} ({host}): {mismatch.message}")
+
+
+def match(profile: Profile, fingerprint: dict, nodes: int = 1, node: int = 0) -> list[Mismatch]:
+    """Every rule of ``profile`` that the host in ``fingerprint`` breaks; [] when it matches.
+
+    A run spanning ``nodes`` machines: node 0's list starts with a node count that differs
+    from the profile's, and every mismatch names its node (``node 1 (host): ...``)."""
     out: list[Mismatch] = []
+    if node == 0 and nodes != profile.nodes:
+        out.append(Mismatch("nodes", profile.nodes, nodes, f"nodes: expected {profile.nodes}, found {nodes}"))
+    rules: list[Mismatch] = []
     if profile.gpu is not None:
-        out += _match_gpus(profile, fingerprint.get("gpu") or {})
-    out += _match_cpu(profile, fingerprint.get("cpu") or {}, fingerprint.get("memory") or {})
-    return out
+        rules += _match_gpus(profile, fingerprint.get("gpu") or {})
+    rules += _match_cpu(profile, fingerprint.get("cpu") or {}, fingerprint.get("memory") or {})
+    return out + ([_on_node(m, node, fingerprint) for m in rules] if nodes > 1 else rules)
 
 
-def hardware_record(profile: Profile, mismatches: list[Mismatch], allowed_mismatch: bool) -> dict:
+def match_nodes(profile: Profile, fingerprints: list[dict]) -> list[Mismatch]:
+    """``match`` over every node of a run, node 0 (the run's own host) first."""
+    return [m for i, fp in enumerate(fingerprints) for m in match(profile, fp, len(fingerprints), i)]
+
+
+def hardware_record(profile: Profile, mismatches: list[Mismatch], allowed_mismatch: bool, nodes: int = 1) -> dict:
     """``result.json``'s ``hardware`` section."""
     return {
         "profile": profile.id,
         "matched": not mismatches,
         "mismatches": [str(m) for m in mismatches],
         "allowed_mismatch": bool(allowed_mismatch and mismatches),
+        "nodes": nodes,
     }
 
 
 def require_match(profile: Profile, fingerprint: dict, allow_mismatch: bool = False, *,
-                  of: str | None = None, also: str | None = None) -> dict:
+                  of: str | None = None, also: str | None = None, nodes: int = 1) -> dict:
     """The ``hardware`` record, or a UserError naming every mismatch unless they are allowed.
 
     With ``allow_mismatch`` the run goes ahead; the caller marks the result non-conforming
     with ``"hardware mismatch: " + "; ".join(record["mismatches"])``. ``of`` names what needs
     the profile (an entry) and ``also`` adds another way out to the fix.
     """
-    mismatches = match(profile, fingerprint)
+    mismatches = match(profile, fingerprint, nodes)
     if mismatches and not allow_mismatch:
         whose = f" of {of}" if of else ""
         raise UserError(
@@ -154,4 +172,4 @@ def require_match(profile: Profile, fingerprint: dict, allow_mismatch: bool = Fa
             "run on the profile's hardware, or pass --allow-hardware-mismatch (the result is then "
             "non-conforming)" + (f", {also}" if also else ""),
         )
-    return hardware_record(profile, mismatches, allow_mismatch)
+    return hardware_record(profile, mismatches, allow_mismatch, nodes)

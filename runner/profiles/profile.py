@@ -74,6 +74,7 @@ class Profile:
     container_limits: ContainerLimits | None = None
     peak: Peak | None = None
     path: Path | None = None
+    nodes: int = 1  # machines one run spans; every rule (and the price) is per node
 
     @property
     def gpu_count(self) -> int:
@@ -128,6 +129,7 @@ def profile_from_dict(data: dict, source: str = "profile", path: Path | None = N
         container_limits=ContainerLimits(cpus=float(limits["cpus"]), memory=str(limits["memory"])) if limits else None,
         peak=Peak(**data["peak"]) if data.get("peak") else None,
         path=path,
+        nodes=data.get("nodes", 1),
     )
 
 

@@ -23,6 +23,8 @@ PROFILE_SCHEMA: dict = {
         "description": {"type": "string", "minLength": 1},
         "cloud": {"type": "string", "description": "provider, e.g. aws; absent for on-premises"},
         "instance_type": {"type": "string"},
+        "nodes": {**_COUNT, "default": 1,
+                  "description": "machines of this hardware one run spans; the rules and the price are per node"},
         "gpu": {
             "type": "object",
             "additionalProperties": False,

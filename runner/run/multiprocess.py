@@ -1,69 +1,68 @@
-"""Multi-process training on one host: one locked-down container per rank, one clock.
+"""Multi-process training: one locked-down container per rank, one clock.
 
 An entry whose manifest asks for ``processes_per_node > 1`` gets one container per process
 (rank) on a Docker network of the run's own that is ``internal`` (no gateway, no route
 out): the ranks reach each other by container name and nothing else. Each rank gets what
 ``torchrun`` would give it (``MASTER_ADDR`` = rank 0's container, ``MASTER_PORT``,
-``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``), one core of the host and,
-on GPU hosts, one GPU.
+``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``), one core
+of its host and, on GPU hosts, one GPU.
 
 One clock: rank 0 is the run's ordinary training container (``runner.run.training``), so
 its launcher stamps the start, its events drive TTA, and the runner's evaluations of its
 checkpoints freeze every rank. The other ranks start as soon as rank 0 runs; each one's
 output is kept in ``logs/train-rank<r>.log``. When any rank ends badly, rank 0 is stopped,
 since a collective would otherwise wait for the dead peer until the timeout.
+
+A run spanning nodes (``nodes > 1``) uses the same pieces on every node: ``Peers`` runs a
+node's ranks, on the cluster's network instead of one of the run's own
+(``runner.run.allocation``, ``runner.run.remote_nodes``, ``runner.run.node_agent``).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import docker
 
-from runner.errors import UserError
 from runner.run.container import MANAGED_LABEL, ContainerOutcome, ContainerSpec, run_container
 
 RENDEZVOUS_PORT = 29500
-
-
-def check_one_host(nodes: int) -> None:
-    """Runs spanning machines need a cluster's network and allocation (docs/cluster.md)."""
-    if nodes > 1:
-        raise UserError(
-            f"the entry asks for {nodes} nodes; this runner starts the processes of one run "
-            "on one host only",
-            "set nodes: 1 (and processes_per_node to the processes one host runs)",
-        )
 
 
 def rank_name(run_name: str, rank: int) -> str:
     return f"{run_name}-rank{rank}"
 
 
-def rank_env(env: dict[str, str], run_name: str, rank: int, world_size: int) -> dict[str, str]:
-    """torchrun's variables for one rank on one host, and one thread per rank's core."""
+def rank_env(env: dict[str, str], run_name: str, rank: int, world_size: int,
+             per_node: int | None = None) -> dict[str, str]:
+    """torchrun's variables for one rank, and one thread per rank's core. ``per_node``: the
+    ranks of each node (default: every rank on one host); rank r runs on node r // per_node."""
+    per_node = per_node or world_size
     return {
         **env,
         "MASTER_ADDR": rank_name(run_name, 0),
         "MASTER_PORT": str(RENDEZVOUS_PORT),
         "WORLD_SIZE": str(world_size),
         "RANK": str(rank),
-        "LOCAL_RANK": str(rank),
-        "LOCAL_WORLD_SIZE": str(world_size),
+        "LOCAL_RANK": str(rank % per_node),
+        "LOCAL_WORLD_SIZE": str(per_node),
+        "GROUP_RANK": str(rank // per_node),
         "GLOO_SOCKET_IFNAME": "eth0",  # the run's network, the container's only interface
         "RUNNER_THREADS": "1",
     }
 
 
 def rank_spec(spec: ContainerSpec, run_name: str, network: str, rank: int, world_size: int,
-              gpus: int) -> ContainerSpec:
-    """Rank ``rank``'s container: the run's spec on the run's network, one core (and GPU)."""
+              gpus: int, per_node: int | None = None) -> ContainerSpec:
+    """Rank ``rank``'s container: the run's spec on the run's network, one core (and GPU).
+    Consecutive ranks of one node get distinct cores and GPUs (rank modulo the node's count)."""
     return replace(
-        spec, env=rank_env(spec.env, run_name, rank, world_size), network=network,
+        spec, env=rank_env(spec.env, run_name, rank, world_size, per_node), network=network,
         name=rank_name(run_name, rank), core=rank % (os.cpu_count() or 1),
         gpu_ids=[str(rank % gpus)] if gpus else None, gpus=0,
     )
@@ -88,44 +87,67 @@ def internal_network(client: docker.DockerClient, name: str):
 
 
 class Peers:
-    """Ranks 1.. of a run, each in its own thread through ``run_container``."""
+    """Ranks of a run other than rank 0 on this host, each in its own thread through
+    ``run_container`` (``ranks``: their numbers, default 1, 2, ...)."""
 
     def __init__(self, client: docker.DockerClient, specs: list[ContainerSpec], result_dir: Path,
-                 on_failure):
+                 on_failure, ranks: list[int] | None = None):
         self.client, self.specs, self.result_dir = client, specs, result_dir
-        self.on_failure = on_failure  # called once when a rank ends badly (stops rank 0)
-        self.containers: list = []
+        self.ranks = ranks or list(range(1, len(specs) + 1))
+        self.on_failure = on_failure  # on_failure("rank r", why), once per rank that ends badly
+        self.containers: dict[int, object] = {}
         self.outcomes: dict[int, ContainerOutcome] = {}
         self.cancel = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.running = {rank: threading.Event() for rank in self.ranks}  # started, or ended
         self._lock = threading.Lock()
 
     def _run(self, rank: int, spec: ContainerSpec) -> None:
         def started(container, clock) -> None:
             with self._lock:
-                self.containers.append(container)
+                self.containers[rank] = container
+            self.running[rank].set()
 
-        outcome = run_container(self.client, spec, lambda line, t: None, rank_log(self.result_dir, rank),
-                                on_started=started, cancel=self.cancel)
+        try:
+            outcome = run_container(self.client, spec, lambda line, t: None, rank_log(self.result_dir, rank),
+                                    on_started=started, cancel=self.cancel)
+        except docker.errors.APIError as exc:  # the container could not even be created
+            outcome = ContainerOutcome(None, False, False, 0.0, f"engine error: {exc.explanation or exc}")
+        finally:
+            self.running[rank].set()
         self.outcomes[rank] = outcome
         if not outcome.ok and not self.cancel.is_set():
-            self.on_failure(rank, outcome)
+            self.on_failure(f"rank {rank}", outcome.reason())
 
     def start(self) -> None:
-        for rank, spec in enumerate(self.specs, start=1):
+        for rank, spec in zip(self.ranks, self.specs):
             thread = threading.Thread(target=self._run, args=(rank, spec), daemon=True, name=f"runner-rank{rank}")
             thread.start()
             self.threads.append(thread)
 
-    def each(self, action: str) -> None:
-        """``pause`` or ``unpause`` every peer (the evaluations freeze every rank)."""
+    def wait_running(self, timeout_s: float = 120) -> bool:
+        """Wait until every rank's container runs (or ended): a pause then misses none."""
+        deadline = time.monotonic() + timeout_s
+        return all(event.wait(max(0.0, deadline - time.monotonic())) for event in self.running.values())
+
+    def each(self, action: str) -> dict[int, str]:
+        """``pause`` or ``unpause`` every peer (the evaluations freeze every rank); each
+        rank's state as the engine then reports it ("paused", "running", "exited", ...).
+        A pause first waits for every container to run: one that started after the freeze
+        would work in excluded time."""
+        if action == "pause":
+            self.wait_running()
         with self._lock:
-            containers = list(self.containers)
-        for container in containers:
+            containers = dict(self.containers)
+        states = {}
+        for rank, container in sorted(containers.items()):
             try:
                 getattr(container, action)()
+                container.reload()
+                states[rank] = container.status
             except docker.errors.APIError:
-                pass  # it ended meanwhile
+                states[rank] = "exited"  # it ended meanwhile: nothing left to freeze
+        return states
 
     def stop(self, grace_s: float = 60) -> str | None:
         """Wait for the peers to end (rank 0 has); the first failure, in words, or None."""

@@ -18,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import docker
 
@@ -25,6 +26,7 @@ from runner import paths
 from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
 from runner.run.multiprocess import Peers, internal_network, rank_spec
+from runner.run.remote_nodes import NodeError, RemoteNodes
 from runner.events import Event, parse_line, runner_event, write_events
 from runner.run.progress import TrainingProgress
 from runner.score.evaluations import path_problem, primary_score, resolve_inside, score_file
@@ -73,6 +75,21 @@ class TrainingInputs:
     threads: int
     full_curve: bool = False  # evaluate checkpoints after the crossing too (studies' curves)
     world_size: int = 1  # processes (ranks) of the run, one container each (runner.run.multiprocess)
+    nodes: NodesPlan | None = None  # a run spanning nodes (runner.run.remote_nodes)
+
+
+@dataclass(frozen=True)
+class NodesPlan:
+    """What the other nodes of a run spanning nodes need beyond the training inputs."""
+
+    count: int
+    network: str  # the cluster's internal Docker network (runner.run.allocation)
+    entry: str  # the entry folder, on the shared file system
+    smoke: bool
+    data_digest: str  # every node's staged data must have it
+    runner: list[str]  # how a node starts the runner (its node agent)
+    # node -> its ready message (fingerprint, image, ...): why the run may not go on, or None
+    check: Callable[[dict[int, dict]], str | None] = lambda ready: None
 
 
 class CheckpointError(Exception):
@@ -111,13 +128,14 @@ class _TrainingSession:
         self.events: list[Event] = []
         self.notes: list[str] = []
         self.container = None
-        self.peers: Peers | None = None  # ranks 1.. of a multi-process run
+        self.peers: list = []  # the other ranks: Peers on this host, RemoteNodes on other nodes
         self.started_unix_ms: int | None = None
         self.clock = lambda: 0.0
         self.seen_output = False
         self.evaluations = 0
         self.crossed = False  # an evaluation met the threshold: the clock has stopped
         self.after_crossing = 0  # requests not evaluated since (without full_curve)
+        self.frozen_ranks: dict[int, str] = {}  # rank -> its state in the last freeze
         self.evaluator = Evaluator(
             client,
             EvaluatorInputs(
@@ -140,12 +158,12 @@ class _TrainingSession:
     def started(self, container, clock) -> None:
         self.container, self.clock = container, clock
         self.started_unix_ms = int((time.time() - clock()) * 1000)
-        if self.peers is not None:
-            self.peers.start()
+        for group in self.peers:
+            group.start()
 
-    def peer_failed(self, rank: int, outcome) -> None:
-        """A rank ended badly: stop rank 0, whose collectives would wait for it forever."""
-        self.notes.append(f"rank {rank} ended: {outcome.reason()}; rank 0 was stopped")
+    def peer_failed(self, who: str, why: str | None) -> None:
+        """A rank (or a node) ended badly: stop rank 0, whose collectives would wait for it forever."""
+        self.notes.append(f"{who} ended: {why}; rank 0 was stopped")
         try:
             self.container.kill()
         except (AttributeError, docker.errors.APIError):
@@ -177,11 +195,18 @@ class _TrainingSession:
 
     # -- freezing -----------------------------------------------------------------------
     def freeze(self) -> str:
-        """"frozen", "exited" (nothing left to freeze) or "running" (the engine refused)."""
+        """"frozen", "exited" (nothing left to freeze) or "running" (the engine refused, or a
+        rank was not confirmed paused: then nothing counts as frozen)."""
         try:
             self.container.pause()
-            if self.peers is not None:
-                self.peers.each("pause")
+            self.frozen_ranks = {0: "paused"}
+            for group in self.peers:
+                states = group.each("pause")
+                if states is None or any(s not in ("paused", "exited") for s in states.values()):
+                    self.notes.append(f"a freeze was not confirmed by every rank ({states}): its evaluation time counts")
+                    self.thaw("frozen")
+                    return "running"
+                self.frozen_ranks.update(states)
             return "frozen"
         except docker.errors.NotFound:
             return "exited"
@@ -195,8 +220,8 @@ class _TrainingSession:
     def thaw(self, state: str) -> None:
         if state != "frozen":
             return
-        if self.peers is not None:
-            self.peers.each("unpause")
+        for group in self.peers:
+            group.each("unpause")
         try:
             self.container.unpause()
         except docker.errors.APIError:
@@ -217,11 +242,12 @@ class _TrainingSession:
         checkpoint = request.metadata.get("checkpoint")
         state = self.freeze()
         epoch = request.metadata.get("epoch_num")
+        ranks = {"ranks": {str(r): s for r, s in sorted(self.frozen_ranks.items())}} if self.peers and state == "frozen" else {}
         self.ours(
             self.clock(), EVAL_FREEZE, index=index, request_seq=request.seq,
             epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None,
             checkpoint=checkpoint if isinstance(checkpoint, str) else None,
-            frozen=state != "running", state=state,
+            frozen=state != "running", state=state, **ranks,
         )
         digest = problem = None
         files: dict[str, str] = {}
@@ -233,8 +259,8 @@ class _TrainingSession:
         except (CheckpointError, EvaluatorError, OSError) as exc:
             problem = str(exc)
         finally:
+            t = self.clock()  # the excluded window ends before any rank runs again
             self.thaw(state)
-        t = self.clock()
         self.ours(
             t, EVAL_THAW, index=index, checkpoint_sha256=digest, problem=problem,
             predictions=f"{EVALUATIONS_DIR}/{files.get('clean', f'{index}/clean.npy')}",
@@ -275,46 +301,95 @@ def _in_arrival_order(events: list[Event]) -> list[Event]:
 
 
 def run_training(client: docker.DockerClient, task: Task, labels, inputs: TrainingInputs) -> TrainingRun:
-    """Train in one container, or in one per rank when the entry asks for several processes."""
+    """Train in one container, or in one per rank when the entry asks for several processes
+    (on this host, or across the nodes of a Slurm allocation)."""
     spec = training_spec(inputs)
     if inputs.world_size <= 1:
-        return _train(client, task, labels, inputs, spec, None)
+        return _train(client, task, labels, inputs, spec, [])
     run_name = f"runner-{inputs.result_dir.name}".lower()
+    if inputs.nodes is not None:
+        return _train_across_nodes(client, task, labels, inputs, spec, run_name)
     with internal_network(client, run_name) as network:
         ranks = [rank_spec(spec, run_name, network.name, r, inputs.world_size, inputs.gpus)
                  for r in range(inputs.world_size)]
-        return _train(client, task, labels, inputs, ranks[0], ranks[1:])
+        return _train(client, task, labels, inputs, ranks[0], [Peers(client, ranks[1:], inputs.result_dir, None)])
 
 
-def training_spec(inputs: TrainingInputs) -> ContainerSpec:
-    """The training container: the launcher first, the training data, a writable /output."""
-    output_dir = inputs.result_dir / "output"
+def _agent_plan(inputs: TrainingInputs, run_name: str, per_node: int) -> dict:
+    """What each node agent is sent: everything it needs to start its ranks like rank 0."""
+    plan = inputs.nodes
+    return {
+        "entry": plan.entry, "smoke": plan.smoke, "data_digest": plan.data_digest, "image": inputs.image,
+        "command": inputs.command, "env": inputs.env, "cpus": inputs.cpus, "memory": inputs.memory,
+        "gpus": inputs.gpus, "timeout_s": inputs.timeout_s, "world_size": inputs.world_size,
+        "processes_per_node": per_node, "network": plan.network, "run_name": run_name,
+        "result_dir": str(inputs.result_dir.resolve()),
+    }
+
+
+def _train_across_nodes(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSpec,
+                        run_name: str) -> TrainingRun:
+    """Rank 0 (and this node's other ranks) here; the other nodes' ranks through their agents,
+    started once rank 0 runs. A node that cannot start refuses the run before rank 0 does."""
+    plan = inputs.nodes
+    per_node = inputs.world_size // plan.count
+    local = [rank_spec(spec, run_name, plan.network, r, inputs.world_size, inputs.gpus, per_node)
+             for r in range(per_node)]
+    remote = RemoteNodes(plan.count, _agent_plan(inputs, run_name, per_node), None, plan.runner,
+                         inputs.result_dir / "logs" / "srun.log")
+    try:
+        try:
+            refusal = plan.check(remote.open())
+        except NodeError as err:
+            refusal = str(err)
+        if refusal:  # nothing of the entry ran: no events but this empty stream
+            write_events(inputs.result_dir / "events.jsonl", [])
+            return TrainingRun([], ContainerOutcome(None, False, False, 0.0, f"the run's other nodes: {refusal}"))
+        groups = [Peers(client, local[1:], inputs.result_dir, None)] if per_node > 1 else []
+        return _train(client, task, labels, inputs, local[0], [*groups, remote])
+    finally:
+        remote.close()
+
+
+def train_container(*, image: str, command: list[str], train_dir: Path, output_dir: Path, env: dict[str, str],
+                    cpus, memory, gpus: int, timeout_s: float) -> ContainerSpec:
+    """A training container: the launcher first, the training data, a writable /output."""
     prepare_writable(output_dir)
     return ContainerSpec(
-        image=inputs.image,
-        command=inputs.command,
+        image=image,
+        command=command,
         entrypoint=["/bin/sh", f"{LAUNCHER_MOUNT}/launch.sh"],
         mounts=[
-            Mount(inputs.train_dir, "/data/train"),
+            Mount(train_dir, "/data/train"),
             Mount(paths.launcher_dir(), LAUNCHER_MOUNT),
             Mount(output_dir, "/output", read_only=False),
         ],
-        env=inputs.env,
-        cpus=inputs.cpus,
-        memory=inputs.memory,
-        gpus=inputs.gpus,
-        timeout_s=inputs.timeout_s,
+        env=env,
+        cpus=cpus,
+        memory=memory,
+        gpus=gpus,
+        timeout_s=timeout_s,
         label="train",
     )
 
 
-def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSpec,
-           peer_specs: list[ContainerSpec] | None) -> TrainingRun:
+def training_spec(inputs: TrainingInputs) -> ContainerSpec:
+    """The run's training container (rank 0's, in a run of several processes)."""
+    return train_container(
+        image=inputs.image, command=inputs.command, train_dir=inputs.train_dir,
+        output_dir=inputs.result_dir / "output", env=inputs.env, cpus=inputs.cpus,
+        memory=inputs.memory, gpus=inputs.gpus, timeout_s=inputs.timeout_s,
+    )
+
+
+def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSpec, peers: list) -> TrainingRun:
+    """``peers``: the other ranks' groups (``Peers``, ``RemoteNodes``), started with rank 0."""
     lines: queue.Queue = queue.Queue()
     with TrainingProgress(task, "train") as progress:
         session = _TrainingSession(client, task, labels, inputs, progress)
-        if peer_specs:
-            session.peers = Peers(client, peer_specs, inputs.result_dir, session.peer_failed)
+        for group in peers:
+            group.on_failure = session.peer_failed
+        session.peers = peers
 
         def listen() -> None:
             while (item := lines.get()) is not None:
@@ -325,6 +400,7 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
 
         listener = threading.Thread(target=listen, name="runner-train-events", daemon=True)
         listener.start()
+        outcome = None
         try:
             outcome = run_container(
                 client, spec, lambda line, t: lines.put((line, t)),
@@ -332,11 +408,12 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
             )
             exit_t = session.clock()
         finally:
-            if session.peers is not None:
-                peer_problem = session.peers.stop()
+            grace = 60 if outcome is not None and not outcome.interrupted else 0
+            problems = [group.stop(grace) for group in session.peers]
+            peer_problem = next((p for p in problems if p), None)
             lines.put(None)
             listener.join()
-        if session.peers is not None and peer_problem and not outcome.interrupted:
+        if peer_problem and not outcome.interrupted:
             outcome = ContainerOutcome(None, outcome.timed_out, False, outcome.wall_seconds, peer_problem)
         try:
             if not session.seen_output:

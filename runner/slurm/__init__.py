@@ -18,6 +18,7 @@ from runner import paths
 from runner.keys import load_signer
 from runner.manifest import load_entry
 from runner.options import ReproduceOptions
+from runner.run.allocation import require_network_setting
 from runner.slurm.commands import require_tools
 from runner.slurm.follow import follow, node_of
 from runner.slurm.gather import complete_runs, gather, run_folders
@@ -31,6 +32,8 @@ def reproduce_on_slurm(entry_path: str, opts: ReproduceOptions, options: SlurmOp
     """``resume``: skip seeds already complete in the results folder (drift reruns do not)."""
     require_tools()  # before anything is written
     entry = load_entry(entry_path)
+    if entry.nodes > 1:
+        require_network_setting(entry.nodes)  # the tasks inherit this environment (--export=ALL)
     load_signer()  # a misconfigured key fails here, before any job is submitted
     # The submitter draws the seeds (never the entry); pass --seed to resubmit the same runs.
     first = secrets.randbelow(2**31) if opts.seed is None else opts.seed
@@ -43,7 +46,7 @@ def reproduce_on_slurm(entry_path: str, opts: ReproduceOptions, options: SlurmOp
     pending = [s for s in seeds if s not in folders]
     if pending:
         before = run_folders(entry_dir)
-        job = submit(entry.path, entry.name, pending, opts, options)
+        job = submit(entry.path, entry.name, pending, opts, options, entry.nodes)
         console.print(f"[bold]slurm[/] job array {job.job_id}: {len(pending)} run(s), seeds "
                       f"{', '.join(map(str, pending))}; results in {paths.results_dir()}, "
                       f"job files in {job.folder}")

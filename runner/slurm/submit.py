@@ -89,7 +89,9 @@ def jobs_folder(entry_name: str) -> Path:
 
 
 def submit(entry: Path, entry_name: str, seeds: list[int], opts: ReproduceOptions,
-           options: SlurmOptions) -> JobArray:
+           options: SlurmOptions, nodes: int = 1) -> JobArray:
+    """``nodes`` > 1: each task is one run spanning that many whole nodes; the task's runner
+    runs on the first and starts the others' ranks with srun (runner.run.remote_nodes)."""
     folder = jobs_folder(entry_name)
     folder.mkdir(parents=True)
     (folder / "seeds.txt").write_text("".join(f"{s}\n" for s in seeds))
@@ -103,6 +105,8 @@ def submit(entry: Path, entry_name: str, seeds: list[int], opts: ReproduceOption
         "--parsable", "--exclusive", f"--array=0-{len(seeds) - 1}", f"--job-name=runner-{entry_name}",
         f"--chdir={folder}", f"--output={folder}/task-%a.out",
     ]
+    if nodes > 1:
+        flags.append(f"--nodes={nodes}")
     if options.partition:
         flags.append(f"--partition={options.partition}")
     done = slurm("sbatch", *flags, *options.extra_args, str(script))

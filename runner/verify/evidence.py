@@ -18,6 +18,7 @@ from securesystemslib.signer import SSlibKey
 
 from runner import paths
 from runner.bundle import PROFILE_FILE
+from runner.fingerprint.host import node_file
 from runner.bundle.filelist import (
     BOOKKEEPING,
     ENVELOPE,
@@ -260,9 +261,21 @@ class Evidence:
     # -- hardware --------------------------------------------------------------------
     @cached_property
     def fingerprint(self) -> dict:
-        data = _json(self.root / "fingerprint.json", "fingerprint.json")
+        return self._fingerprint(0)
+
+    @cached_property
+    def node_fingerprints(self) -> list[dict]:
+        """Every node's fingerprint, the run's own host first (``hardware.nodes`` of them)."""
+        nodes = (self.claim("hardware") or {}).get("nodes", 1)
+        if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 4096:
+            raise Unavailable(f"result.json's hardware.nodes is not a node count: {nodes!r}")
+        return [self.fingerprint] + [self._fingerprint(i) for i in range(1, nodes)]
+
+    def _fingerprint(self, node: int) -> dict:
+        name = node_file(node)
+        data = _json(self.root / name, name)
         if not isinstance(data, dict):
-            raise Unavailable("fingerprint.json is not an object")
+            raise Unavailable(f"{name} is not an object")
         return data
 
     @cached_property

@@ -5,7 +5,7 @@ from __future__ import annotations
 from runner.bundle import PROFILE_FILE
 from runner.bundle.claim import differences
 from runner.infer.measure import cost_per_10k_usd
-from runner.profiles import cost_usd, match, price_fields
+from runner.profiles import cost_usd, match_nodes, price_fields
 from runner.score.tta import time_to_accuracy
 from runner.verify.evidence import Evidence
 from runner.verify.report import Verdict
@@ -30,7 +30,7 @@ def check_hardware_profile(ev: Evidence) -> Verdict:
         if diffs:
             path = ev.auditor.repository_profile_path(profile.id)
             problems.append(f"the bundle's {PROFILE_FILE} rules differ from {path} at: {', '.join(diffs)}")
-    mismatches = [str(m) for m in match(profile, ev.fingerprint)]
+    mismatches = [str(m) for m in match_nodes(profile, ev.node_fingerprints)]
     hardware = ev.claim("hardware") or {}
     if hardware.get("matched") != (not mismatches) or list(hardware.get("mismatches") or []) != mismatches:
         problems.append(

@@ -1,4 +1,10 @@
-"""A real, one-node Slurm on this machine for the tests: munged, slurmctld and slurmd.
+"""A real Slurm on this machine for the tests: munged, slurmctld and two slurmd "nodes".
+
+Debian's slurmd is built with multiple-slurmd support (``slurmd -N NODENAME``): the second
+node is a second slurmd on this machine with its own name and port, so a job can span two
+nodes (``srun`` steps reach both) while both share this machine's cores and Docker engine.
+Partition ``debug`` (the default) holds the first node only, so single-node jobs behave as
+on a one-node cluster; partition ``pair`` holds both, for runs spanning two nodes.
 
 ``start()`` installs Debian's ``slurm-wlm`` and ``munge`` when they are missing, writes a
 cgroup-free ``slurm.conf`` for this host (its real CPUs and memory) into a fixed work folder,
@@ -29,18 +35,21 @@ TOOLS = ("slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo", "munged
 MUNGE_KEY = Path("/etc/munge/munge.key")
 MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
 MUNGED_PID = Path("/run/munge/munged.pid")
-PARTITION = "debug"
+PARTITION, PAIR_PARTITION = "debug", "pair"
 # Ports of our own, so a site's Slurm on the default 6817/6818 is never touched.
 CTLD_PORT, SLURMD_PORT = 16817, 16818
+SECOND_SLURMD_PORT = 16819
 
 
 @dataclass(frozen=True)
 class LocalSlurm:
     conf: Path
-    node: str
+    node: str  # the first node, the only one of ``partition``
     partition: str
     cpus: int
     work: Path
+    nodes: tuple[str, ...] = ()  # both nodes, the nodes of ``pair_partition``
+    pair_partition: str = PAIR_PARTITION
 
     def env(self) -> dict[str, str]:
         return {"SLURM_CONF": str(self.conf)}
@@ -85,12 +94,17 @@ def memory_mb() -> int:
     raise RuntimeError("no MemTotal in /proc/meminfo")
 
 
+def second_node(node: str) -> str:
+    return f"{node}-b"
+
+
 def write_conf(work: Path, node: str, cpus: int) -> Path:
     # RealMemory a little under the total: slurmd drains a node that reports less than this.
     real_memory = int(memory_mb() * 0.9)
     conf = work / "slurm.conf"
     conf.write_text(f"""\
-# Written by tests/slurm/local_slurm.py: one node, no cgroups, no accounting database.
+# Written by tests/slurm/local_slurm.py: two slurmd "nodes" on one machine, no cgroups,
+# no accounting database.
 ClusterName=runner-test
 SlurmctldHost={node}
 SlurmctldPort={CTLD_PORT}
@@ -100,11 +114,11 @@ SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 StateSaveLocation={work}/state
-SlurmdSpoolDir={work}/spool
+SlurmdSpoolDir={work}/spool/%n
 SlurmctldPidFile={work}/slurmctld.pid
-SlurmdPidFile={work}/slurmd.pid
+SlurmdPidFile={work}/slurmd-%n.pid
 SlurmctldLogFile={work}/slurmctld.log
-SlurmdLogFile={work}/slurmd.log
+SlurmdLogFile={work}/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -117,8 +131,10 @@ ReturnToService=2
 MinJobAge=600
 KillWait=30
 SchedulerParameters=sched_interval=1
-NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={real_memory} State=UNKNOWN
+NodeName={node} NodeAddr=127.0.0.1 Port={SLURMD_PORT} CPUs={cpus} RealMemory={real_memory} State=UNKNOWN
+NodeName={second_node(node)} NodeAddr=127.0.0.1 Port={SECOND_SLURMD_PORT} CPUs={cpus} RealMemory={real_memory} State=UNKNOWN
 PartitionName={PARTITION} Nodes={node} Default=YES MaxTime=INFINITE State=UP
+PartitionName={PAIR_PARTITION} Nodes={node},{second_node(node)} MaxTime=INFINITE State=UP
 """)
     return conf
 
@@ -137,9 +153,9 @@ def _our_daemon_pids(work: Path) -> list[int]:
     """Daemons of an earlier session: pid files in the work folder, or our config on the
     command line (a pid file may be gone when the folder was wiped)."""
     pids = set()
-    for name in ("slurmctld.pid", "slurmd.pid"):
+    for pid_file in [work / "slurmctld.pid", *work.glob("slurmd*.pid")]:
         try:
-            pids.add(int((work / name).read_text().split()[0]))
+            pids.add(int(pid_file.read_text().split()[0]))
         except (OSError, ValueError, IndexError):
             pass
     marker = str(work / "slurm.conf").encode()
@@ -225,15 +241,16 @@ def _wait_idle(env: dict, node: str, work: Path, timeout: float = 60) -> None:
     while time.monotonic() < deadline:
         out = subprocess.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T"], env=env,
                              capture_output=True, text=True)
-        state = out.stdout.strip()
+        # One line per partition the node is in: they all state the node's one state.
+        state = (out.stdout.split() or [""])[0]
         if out.returncode == 0 and state.rstrip("*") in ("idle", "mixed", "allocated"):
             return
         if state.rstrip("*") in ("down", "drained", "draining"):
             subprocess.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"], env=env,
                            capture_output=True)
         time.sleep(0.5)
-    logs = "".join((work / f).read_text()[-1500:] for f in ("slurmctld.log", "slurmd.log")
-                   if (work / f).exists())
+    logs = "".join(f.read_text()[-1500:] for f in [work / "slurmctld.log", *work.glob("slurmd*.log")]
+                   if f.exists())
     raise RuntimeError(f"Slurm node {node} is not idle after {timeout:.0f} s (sinfo: {state!r})\n{logs}")
 
 
@@ -251,19 +268,24 @@ def start(work: Path = WORK) -> LocalSlurm:
     if start_munge(work):
         (work / "munged.started").touch()
     env = {**os.environ, "SLURM_CONF": str(conf)}
-    # Both daemons fork into the background themselves; -c: no state from earlier runs.
+    # The daemons fork into the background themselves; -c: no state from earlier runs.
     _run([_sbin("slurmctld"), "-c", "-f", str(conf)], env=env)
-    _run([_sbin("slurmd"), "-f", str(conf)], env=env)
-    _wait_idle(env, node, work)
-    return LocalSlurm(conf, node, PARTITION, cpus, work)
+    nodes = (node, second_node(node))
+    for name in nodes:
+        (work / "spool" / name).mkdir(parents=True, exist_ok=True)
+        _run([_sbin("slurmd"), "-N", name, "-f", str(conf)], env=env)
+    for name in nodes:
+        _wait_idle(env, name, work)
+    return LocalSlurm(conf, node, PARTITION, cpus, work, nodes)
 
 
 def stop(work: Path = WORK) -> None:
     env = {**os.environ, "SLURM_CONF": str(work / "slurm.conf")}
     if (work / "slurm.conf").exists():
         # Cancel what is left so slurmd does not leave job processes behind.
-        subprocess.run(["scancel", "--full", f"--partition={PARTITION}"], env=env,
-                       capture_output=True, timeout=30)
+        for partition in (PARTITION, PAIR_PARTITION):
+            subprocess.run(["scancel", "--full", f"--partition={partition}"], env=env,
+                           capture_output=True, timeout=30)
     _kill(_our_daemon_pids(work))
     if (work / "munged.started").exists():
         try:

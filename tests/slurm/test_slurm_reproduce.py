@@ -1,4 +1,4 @@
-"""``runner reproduce --slurm`` against a real one-node Slurm (the ``local_slurm`` fixture).
+"""``runner reproduce --slurm`` against the real local Slurm (the ``local_slurm`` fixture).
 
 Every job is a smoke run of the contract-probe test entry, seconds long: the jobs run the
 ordinary ``runner reproduce`` on the node with the real Docker engine, and the submitting

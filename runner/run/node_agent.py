@@ -1,0 +1,144 @@
+"""One node of a run spanning nodes: ``runner node-agent``, started by the run's runner
+with ``srun`` on every node of the allocation but rank 0's (``runner.run.remote_nodes``).
+
+The agent connects to the runner, receives the run's plan, fingerprints its node into the
+result folder (``fingerprint-node<i>.json``, on the shared file system), stages the data
+(checked against node 0's digest) and finds the entry's image on its own Docker engine
+(building it from the shared entry folder if missing). It reports ``ready``, and starts
+its ranks' containers on the cluster network only when the runner says ``start``. It
+pauses and unpauses them when told and confirms with each container's state as its engine
+reports it. A rank that ends badly is reported at once; a lost runner cancels everything.
+Every rank's output goes to ``logs/train-rank<r>.log``, the agent's own to
+``logs/node<i>-agent.log``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import docker
+from rich.console import Console
+
+from runner.build import build_entry
+from runner.engine import get_client
+from runner.errors import UserError
+from runner.fingerprint import capture_host, node_file
+from runner.manifest import load_entry
+from runner.results import write_json
+from runner.run import ownership
+from runner.run.allocation import cluster_network
+from runner.run.control import Channel, ChannelError, connect
+from runner.run.multiprocess import Peers, rank_spec
+from runner.run.training import train_container
+
+
+class NodeAgent:
+    def __init__(self, channel: Channel, plan: dict, node: int, scratch: Path):
+        self.channel, self.plan, self.node, self.scratch = channel, plan, node, scratch
+        self.result_dir = Path(plan["result_dir"])
+        self.log_path = self.result_dir / "logs" / f"node{node}-agent.log"
+        per_node = plan["processes_per_node"]
+        self.ranks = list(range(node * per_node, (node + 1) * per_node))
+        self.peers: Peers | None = None
+        self.t0 = time.monotonic()
+
+    def log(self, text: str) -> None:
+        with open(self.log_path, "a") as log:
+            log.write(f"[{time.monotonic() - self.t0:10.3f}] {text}\n")
+
+    def prepare(self) -> dict:
+        """Fingerprint, data, image and the ranks' containers: the ``ready`` message."""
+        plan = self.plan
+        client = get_client()
+        ownership.set_run(self.result_dir.name)  # the run's containers carry its id
+        fingerprint = capture_host(client)
+        write_json(self.result_dir / node_file(self.node), fingerprint)
+        from runner.reproduce import stage_data  # the same staging as node 0's runner
+
+        entry = load_entry(plan["entry"])
+        if plan["smoke"]:
+            entry = entry.for_smoke()
+        staged = stage_data(entry, plan["smoke"], Console(stderr=True), self.scratch)
+        if staged.digest != plan["data_digest"]:
+            raise UserError(f"node {self.node}'s {staged.task} data (digest {staged.digest}) differ from node 0's "
+                            f"({plan['data_digest']})", "stage the same data set on every node")
+        image = plan["image"]
+        try:
+            client.images.get(image)
+        except docker.errors.ImageNotFound:
+            image = build_entry(entry, client).image_id
+            self.log(f"built the entry's image here: {image}")
+        network = cluster_network(client, plan["network"])
+        spec = train_container(
+            image=image, command=plan["command"], train_dir=Path(staged.train_dir),
+            output_dir=self.result_dir / "output", env=plan["env"], cpus=plan["cpus"],
+            memory=plan["memory"], gpus=plan["gpus"], timeout_s=plan["timeout_s"],
+        )
+        specs = [rank_spec(spec, plan["run_name"], network, r, plan["world_size"], plan["gpus"], plan["processes_per_node"])
+                 for r in self.ranks]
+        self.peers = Peers(client, specs, self.result_dir, self.rank_failed, ranks=self.ranks)
+        self.log(f"ready: ranks {self.ranks}, image {image}, network {network}")
+        return {"fingerprint": fingerprint, "image": image, "data_digest": staged.digest,
+                "host": (fingerprint.get("host") or {}).get("hostname")}
+
+    def rank_failed(self, who: str, why: str | None) -> None:
+        self.log(f"{who} ended badly: {why}")
+        self.channel.send(kind="rank_failed", rank=int(who.split()[-1]), why=why)
+
+    def serve(self) -> int:
+        """Follow the runner's orders until it says finish (0) or is gone (1)."""
+        assert self.peers is not None
+        while True:
+            try:
+                order = self.channel.receive()
+            except ChannelError:
+                order = None
+            do = order.get("do") if order else None
+            if do == "start":
+                self.peers.start()
+                self.peers.wait_running()
+                self.log(f"started ranks {self.ranks}")
+                self.channel.send(kind="started")
+            elif do in ("pause", "unpause"):
+                states = self.peers.each(do)
+                self.log(f"{do}: " + ", ".join(f"rank {r} {s}" for r, s in states.items()))
+                self.channel.send(kind="ack", id=order.get("id"), states=states)
+            elif do == "finish":
+                self.peers.stop(float(order.get("grace_s", 60)))
+                outcomes = {rank: (o.reason() if o else "never started")
+                            for rank, o in ((r, self.peers.outcomes.get(r)) for r in self.ranks)}
+                self.log(f"finished: {outcomes}")
+                self.channel.send(kind="finished", outcomes=outcomes)
+                return 0
+            elif do is None or do == "cancel":
+                self.log("cancelled by the runner" if do else "lost the runner: cancelling")
+                self.peers.cancel.set()
+                self.peers.stop(0)
+                return 1
+
+
+def run_agent(address: str, token: str, node: int) -> int:
+    channel = connect(address, token, node)
+    try:
+        order = channel.receive()
+        if not order or order.get("do") != "plan":
+            return 1
+        with tempfile.TemporaryDirectory(prefix=f"runner-node{node}-") as scratch:
+            agent = NodeAgent(channel, order["plan"], node, Path(scratch))
+            agent.log_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                ready = agent.prepare()
+            except UserError as err:
+                agent.log(f"failed: {err}")
+                channel.send(kind="failed", why=str(err))
+                return 1
+            except Exception as exc:  # noqa: BLE001 - the runner must hear why, in words
+                agent.log(f"failed: {type(exc).__name__}: {exc}")
+                channel.send(kind="failed", why=f"{type(exc).__name__}: {exc}")
+                return 1
+            channel.send(kind="ready", **ready)
+            return agent.serve()
+    finally:
+        channel.close()
