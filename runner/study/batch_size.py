@@ -14,8 +14,7 @@ from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.results.record import Result
 from runner.study.common import (
-    StudyOutput, Table, crossing_epoch, fmt, link_runs, new_study_folder, run_entry, throughput,
-    with_runs, write_summary,
+    StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, with_runs,
 )
 from runner.study.plots import figure, save
 
@@ -107,7 +106,5 @@ def run(entry_path: str, values: list[int], opts, console: Console) -> StudyOutp
 
 def study(folders: list[Path]) -> StudyOutput:
     summary = analyse(folders)
-    folder = new_study_folder(summary["entry"], KIND)
-    link_runs(folder, folders)
-    write_summary(folder, summary)
+    folder = save_study(KIND, folders, summary)
     return present(folder, summary)

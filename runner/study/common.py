@@ -67,6 +67,14 @@ def write_summary(study: Path, summary: dict) -> None:
     write_json(study / SUMMARY_FILE, summary)
 
 
+def save_study(kind: str, folders: list[Path], summary: dict) -> Path:
+    """A new study folder holding its summary and links to the runs it read."""
+    folder = new_study_folder(summary["entry"], kind)
+    link_runs(folder, folders)
+    write_summary(folder, summary)
+    return folder
+
+
 def run_entry(entry_path: str, opts, console: Console) -> list[Path]:
     """Signed runs of the entry, made by ``runner reproduce``'s own code path."""
     from runner.reproduce import reproduce

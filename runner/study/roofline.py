@@ -17,8 +17,8 @@ from runner.errors import UserError
 from runner.profiles import load_profile
 from runner.results.record import Result
 from runner.study.common import (
-    StudyOutput, Table, crossing_epoch, fmt, link_runs, new_study_folder, run_entry, throughput,
-    train_set_size, with_runs, write_summary,
+    StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, train_set_size,
+    with_runs,
 )
 from runner.study.flops import count_in_child
 from runner.study.plots import figure, save
@@ -129,9 +129,7 @@ def present(folder: Path, summary: dict) -> StudyOutput:
 
 def study(folder: Path, batch_override: int | None = None) -> StudyOutput:
     summary = analyse(folder, batch_override)
-    out = new_study_folder(summary["entry"], KIND)
-    link_runs(out, [folder])
-    write_summary(out, summary)
+    out = save_study(KIND, [folder], summary)
     return present(out, summary)
 
 

@@ -11,8 +11,7 @@ from rich.console import Console
 from runner.results import summarize_runs
 from runner.results.record import Result
 from runner.study.common import (
-    StudyOutput, Table, fmt, link_runs, new_study_folder, read_curve, run_entry, with_runs,
-    write_summary,
+    StudyOutput, Table, fmt, read_curve, run_entry, save_study, with_runs,
 )
 from runner.study.plots import figure, save
 
@@ -77,7 +76,5 @@ def run(entry_path: str, runs: int, opts, console: Console) -> StudyOutput:
 
 def study(folders: list[Path]) -> StudyOutput:
     summary = analyse(folders)
-    folder = new_study_folder(summary["entry"], KIND)
-    link_runs(folder, folders)
-    write_summary(folder, summary)
+    folder = save_study(KIND, folders, summary)
     return present(folder, folders, summary)

@@ -20,7 +20,7 @@ from runner.events import read_events
 from runner.results.record import Result
 from runner.score.tta import EventStreamError, time_to_accuracy, timeline
 from runner.study.common import (
-    StudyOutput, Table, fmt, link_runs, new_study_folder, run_entry, with_runs, write_summary,
+    StudyOutput, Table, fmt, run_entry, save_study, with_runs,
 )
 from runner.study.plots import figure, save
 from runner.tasks import get_task
@@ -125,9 +125,7 @@ def study(folders: list[Path], ladder: list[float] | None = None) -> StudyOutput
     task_id = Result.read(folders[0]).task.id
     ladder = sorted(ladder or DEFAULT_LADDERS[task_id])
     summary = analyse(folders, ladder)
-    folder = new_study_folder(summary["entry"], KIND)
-    link_runs(folder, folders)
-    write_summary(folder, summary)
+    folder = save_study(KIND, folders, summary)
     return present(folder, summary)
 
 
