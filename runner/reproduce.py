@@ -315,7 +315,7 @@ def score(ctx: RunContext, result: Result, run: TrainingRun, result_dir: Path) -
     for reason in summary.nonconforming:
         result.not_conforming(reason)
     if result.training.reached:
-        result.cost.training_usd = cost_usd(result.training.tta_seconds, ctx.profile)
+        result.cost.training_usd = cost_usd(result.training.tta_seconds, ctx.profile, ctx.entry.nodes)
     _keep_crossing_checkpoint(result_dir, result.training.crossing)
 
 

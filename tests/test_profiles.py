@@ -228,6 +228,8 @@ def test_a_run_spanning_nodes_names_the_node_count_and_each_node_that_differs():
     assert record["nodes"] == 2 and record["matched"]
     # Per node: a run of two nodes costs twice the profile's hourly price.
     assert cost_usd(3600, pair) == pytest.approx(2 * profile.price.usd_per_hour)
+    # A run allowed onto more nodes than its profile's pays for every node it ran on.
+    assert cost_usd(3600, profile, 2) == pytest.approx(2 * profile.price.usd_per_hour)
 
 
 # --- validation ---------------------------------------------------------------------------

@@ -5,9 +5,11 @@ from __future__ import annotations
 from runner.profiles.profile import Profile
 
 
-def cost_usd(seconds: float, profile: Profile) -> float:
-    """On-demand cost of ``seconds`` on the profile's instances (billed per second, per node)."""
-    return seconds / 3600 * profile.price.usd_per_hour * profile.nodes
+def cost_usd(seconds: float, profile: Profile, nodes: int | None = None) -> float:
+    """On-demand cost of ``seconds`` on the profile's instances (billed per second, per node).
+    ``nodes``: the nodes the run used, when they differ from the profile's (a run allowed a
+    mismatch pays for every node it ran on)."""
+    return seconds / 3600 * profile.price.usd_per_hour * (nodes or profile.nodes)
 
 
 def price_fields(profile: Profile) -> dict:

@@ -74,7 +74,7 @@ def check_cost(ev: Evidence) -> Verdict:
             problems.append(f"cost.{field} is {cost.get(field)!r}, the profile's {value!r}")
     line = ev.timeline  # Unavailable -> this check fails: no TTA, no dollars
     tta = time_to_accuracy(line, [s.meets for s in ev.scored_from_events])
-    training_usd = cost_usd(tta.seconds, profile) if tta.reached else None
+    training_usd = cost_usd(tta.seconds, profile, len(ev.node_fingerprints)) if tta.reached else None
     if not close(cost.get("training_usd"), training_usd, abs_tol=1e-12, rel_tol=RELATIVE):
         problems.append(f"training_usd claimed {shown(cost.get('training_usd'))}, recomputed {shown(training_usd)}")
     for backend, record in sorted((ev.claim("inference") or {}).items()):
