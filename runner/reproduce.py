@@ -348,8 +348,11 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
         raise KeyboardInterrupt
     infer(ctx, result, result_dir, opts, console)
     result.write(result_dir)
-    written, why = write_mlperf_log(result_dir)
-    console.print(f"[bold]mlperf[/] log {written}" if written else f"[yellow]no MLPerf log[/]: {why}")
+    written, note = write_mlperf_log(result_dir)
+    if written:
+        console.print(f"[bold]mlperf[/] log {written}" + (f"; [yellow]{note}[/]" if note else ""))
+    else:
+        console.print(f"[yellow]no MLPerf log[/]: {note}")
     return result_dir
 
 

@@ -22,7 +22,7 @@ from runner.errors import UserError
 from runner.fingerprint.mlperf import submission_description
 from runner.mlperf.config import SubmissionConfig, load_submission, set_command
 from runner.mlperf.from_result import mlperf_run_from_result, read_result
-from runner.mlperf.training_log import render_training_log
+from runner.mlperf.training_log import SUBMISSION_KEYS, render_training_log
 
 RULESETS = ("4.0.0",)
 # Runs per benchmark the 4.0.0 package checker expects (mlperf_logging.benchmark_meta).
@@ -93,7 +93,7 @@ def export_mlperf(result_dirs: list[Path], out: Path, *, ruleset: str = "4.0.0",
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out} already exists and is not empty", "choose a new --out folder")
     submission = submission if submission is not None else load_submission()
-    for key in ("org", "platform", "division", "status"):
+    for key in SUBMISSION_KEYS:
         submission.require(key)
 
     results = [(Path(d), read_result(Path(d))) for d in result_dirs]

@@ -9,24 +9,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.errors import UserError
-from runner.mlperf.config import SubmissionConfig, load_submission
+from runner.mlperf.config import SubmissionConfig, load_submission, set_command
 from runner.mlperf.from_result import mlperf_run_from_result
-from runner.mlperf.training_log import render_training_log
+from runner.mlperf.training_log import missing_submission_keys, render_training_log
 
 LOG_NAME = "mlperf_train.log"
 
 
 def write_mlperf_log(result_dir: Path, submission: SubmissionConfig | None = None) -> tuple[Path | None, str | None]:
-    """``(path, None)`` when written; ``(None, why)`` when it cannot be (settings missing,
-    nothing scored), so a run never fails for want of MLPerf settings."""
+    """``(path, note)``: the log and, when submission keys are not set, a note naming them (the
+    log leaves them out; ``runner export mlperf`` requires them). ``(None, why)`` when nothing
+    was scored, so a run never fails for want of MLPerf settings."""
+    submission = submission if submission is not None else load_submission()
     try:
-        run = mlperf_run_from_result(result_dir, submission if submission is not None else load_submission())
-        text = render_training_log(run)
-    except UserError as err:
-        return None, str(err)
-    except ValueError as err:  # nothing scored to log (e.g. every checkpoint was refused)
+        text = render_training_log(mlperf_run_from_result(result_dir, submission))
+    except (UserError, ValueError) as err:  # nothing scored to log (e.g. every checkpoint was refused)
         return None, str(err)
     path = Path(result_dir) / "logs" / LOG_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    return path, None
+    missing = missing_submission_keys(submission)
+    if not missing:
+        return path, None
+    return path, (f"it leaves out the submission keys not set ({', '.join(missing)}), which MLPerf's "
+                  f"checker needs. Fix: {set_command(missing[0])}" + (" (and the others)" if missing[1:] else ""))
