@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.compare.summary import EntrySummary, Stat
+from runner.plotting import pyplot
 
 
 def _bar(ax, labels: list[str], stats: list[Stat], title: str, unit: str) -> None:
@@ -17,11 +18,7 @@ def _bar(ax, labels: list[str], stats: list[Stat], title: str, unit: str) -> Non
 
 
 def plot_comparison(summaries: list[EntrySummary], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: write the file only
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     labels = [s.entry for s in summaries]
     backends = sorted({b for s in summaries for b in s.latency_p50_ms})
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))

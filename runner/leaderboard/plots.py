@@ -10,16 +10,8 @@ import numpy as np
 from runner.dawnbench.claims import CurvePoint
 from runner.dawnbench.tasks import FormatTask
 from runner.leaderboard import formats
+from runner.plotting import pyplot
 
-
-def _pyplot():
-    # Imported on first use: pyplot costs half a second of every `runner` command's start.
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: set before pyplot is imported
-    import matplotlib.pyplot as plt
-
-    return plt
 
 DPI = 100
 SIZE = (6.4, 3.6)
@@ -43,7 +35,7 @@ def tta_curve(path: Path, ft: FormatTask, points: list[CurvePoint], title: str,
     """Accuracy against training time, the threshold, and the first crossing marked."""
     everything = points + (claimed or [])
     scale, unit = _time_axis(max(p.hours for p in everything))
-    fig, ax = _pyplot().subplots(figsize=SIZE, dpi=DPI)
+    fig, ax = pyplot().subplots(figsize=SIZE, dpi=DPI)
     if claimed:
         x, y = _series(ft, claimed, scale)
         ax.plot(x, y, "o--", color="0.6", markersize=3, label="claimed curve")
@@ -63,13 +55,13 @@ def tta_curve(path: Path, ft: FormatTask, points: list[CurvePoint], title: str,
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, format="png")
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return path
 
 
 def latency_histogram(path: Path, latencies_ms: dict[str, np.ndarray], title: str) -> Path:
     """Each backend's per-item latencies (batch 1), with its mean (DAWNBench's figure) and p99."""
-    fig, ax = _pyplot().subplots(figsize=SIZE, dpi=DPI)
+    fig, ax = pyplot().subplots(figsize=SIZE, dpi=DPI)
     upper = max(float(np.percentile(ms, 99.5)) for ms in latencies_ms.values())
     bins = np.linspace(0, upper * 1.05, 80)
     for (name, ms), color in zip(sorted(latencies_ms.items()), ("tab:blue", "tab:orange", "tab:green", "tab:purple")):
@@ -83,5 +75,5 @@ def latency_histogram(path: Path, latencies_ms: dict[str, np.ndarray], title: st
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, format="png")
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return path
