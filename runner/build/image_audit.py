@@ -14,7 +14,6 @@ import base64
 import csv
 import hashlib
 import io
-import json
 import re
 import tarfile
 import zipfile
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import docker
 
-from runner import paths
+from runner import image_cache
 from runner.digests import sha256_file
 from runner.run.container import owned_labels
 
@@ -159,12 +158,11 @@ def _file_index(client: docker.DockerClient, image_id: str) -> dict[str, tuple[i
 
 
 def _base_index(client: docker.DockerClient, base_id: str) -> dict[str, tuple[int, str]]:
-    cache = paths.home() / "image-audits" / f"base-{base_id.removeprefix('sha256:')}.json"
-    if cache.is_file():
-        return {k: tuple(v) for k, v in json.loads(cache.read_text()).items()}
+    kept = image_cache.load("image-audits", base_id, prefix="base-")
+    if kept is not None:
+        return {k: tuple(v) for k, v in kept.items()}
     index = {path: (size, digest) for path, (size, digest, _) in _file_index(client, base_id).items()}
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(index))
+    image_cache.store("image-audits", base_id, index, prefix="base-")
     return index
 
 
@@ -216,9 +214,9 @@ def audit_image(client: docker.DockerClient, image_id: str, base_id: str, wheels
                 entry_dir: Path, entry_file_list: list[Path], eval_inputs: Path | None) -> ImageAudit:
     """Audit an entry image (cached per image: an image never changes)."""
     eval_digest = sha256_file(eval_inputs) if eval_inputs and eval_inputs.is_file() else None
-    cache = paths.home() / "image-audits" / f"{image_id.removeprefix('sha256:')}-{eval_digest or 'none'}.json"
-    if cache.is_file():
-        data = json.loads(cache.read_text())
+    variant = f"-{eval_digest or 'none'}"
+    data = image_cache.load("image-audits", image_id, suffix=variant)
+    if data is not None:
         if data.get("format") == AUDIT_FORMAT:
             return ImageAudit(*[[AuditedFile(**f) for f in data[k]]
                                 for k in ("unexplained", "entry_data_files", "wheel_data_files")])
@@ -238,6 +236,5 @@ def audit_image(client: docker.DockerClient, image_id: str, base_id: str, wheels
         if site and (declared.get(site.group(1)) == digest or "__pycache__/" in path):
             continue  # from a locked wheel, or bytecode pip compiled from it
         audit.unexplained.append(AuditedFile("/" + path, size, "image", suspicion(path, size, head, eval_digest, digest)))
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(audit.to_dict()))
+    image_cache.store("image-audits", image_id, audit.to_dict(), suffix=variant)
     return audit

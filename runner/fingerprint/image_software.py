@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner import paths
+from runner import image_cache
 from runner.errors import UserError
 from runner.run.container import owned_labels
 
@@ -92,11 +92,9 @@ def capture_image(client: Any, image_ref: str) -> dict:
         raise UserError(
             f"no image {image_ref} in the local Docker engine", "build it first with `runner build`"
         ) from None
-    cache = paths.home() / "image-software" / f"{image.id.removeprefix('sha256:')}.json"
-    try:  # an image never changes: its probe's answer is kept per image id
-        return {"ref": image_ref, "id": image.id, "tags": list(image.tags), **json.loads(cache.read_text())}
-    except (OSError, ValueError, TypeError):
-        pass
+    kept = image_cache.load("image-software", image.id)
+    if kept is not None:
+        return {"ref": image_ref, "id": image.id, "tags": list(image.tags), **kept}
     container = client.containers.create(
         image.id,
         entrypoint=["python3", "-c", PROBE],
@@ -141,9 +139,5 @@ def capture_image(client: Any, image_ref: str) -> dict:
             f"the software probe in image {image_ref} exited {code}: {tail[0]}",
             "the image needs a working python3 on its PATH",
         ) from None
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps(found))
-    except OSError:
-        pass  # a read-only or full runner home: probe again next time
+    image_cache.store("image-software", image.id, found)
     return {"ref": image_ref, "id": image.id, "tags": list(image.tags), **found}
