@@ -11,7 +11,6 @@ import os
 import secrets
 import shutil
 import signal
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +135,9 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     network = cluster_network(client, require_network_setting(entry.nodes)) if entry.nodes > 1 else None
     if removed := remove_orphans(client):
         console.print(f"removed {removed} container(s) left by an earlier, killed run")
+    if swept := ownership.sweep_scratch():
+        console.print(f"removed {len(swept)} scratch folder(s) left by an earlier, killed run: "
+                      + ", ".join(map(str, swept)))
     for killed in ownership.recover_killed_runs():
         console.print(f"marked {killed} incomplete: {ownership.KILLED_REASON}")
     fingerprint = capture_host(client)
@@ -164,7 +166,8 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     with console.status("auditing the image for weights and data it should not carry"):
         wheels = list(resolve_wheels(parse_lock(entry.lock_path)).values())
         audit = audit_image(client, built.image_id, built.base.id, wheels, entry.path,
-                            entry_files(entry.path), Path(staged.eval_dir) / "images.npy")
+                            entry_files(entry.path), Path(staged.eval_dir) / "images.npy",
+                            Path(staged.labels) / "eval_labels.npy")
     if problem := audit.problem():
         reasons.append(problem)
     return RunContext(
@@ -298,6 +301,8 @@ def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
             topk=entry.task.topk, threads=int(env["RUNNER_THREADS"]), world_size=entry.world_size,
             full_curve=opts.full_curve,
             nodes=_nodes_plan(ctx, result, opts),
+            builder_seconds=entry.inference.builder_seconds,
+            sensitivity_seed=result.seed ^ 0x5EED,
         ),
     )
 
@@ -306,7 +311,8 @@ def score(ctx: RunContext, result: Result, run: TrainingRun, result_dir: Path) -
     """The training section, TTA and its cost, from the runner's events and predictions."""
     result.ended("complete" if run.outcome.ok else "incomplete", run.outcome.reason())
     summary = summarize_training(ctx.entry.task, run.events, run.outcome.wall_seconds, run.notes,
-                                 run.final, result_dir, ctx.labels, LAUNCH_GAP_LIMIT_S)
+                                 run.final, result_dir, ctx.labels, LAUNCH_GAP_LIMIT_S,
+                                 run.sensitivity, ctx.entry.inference.builder_seconds)
     result.training = summary.training
     result.training.wall_clock_start_unix_ms = run.started_unix_ms
     result.training.train_samples = ctx.staged.counts.get("train")
@@ -329,6 +335,29 @@ def infer(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
         ctx.client, ctx.entry, ctx.built.image_id, result_dir, ctx.staged, ctx.backends,
         ctx.profile, labels=ctx.labels, host=ctx.fingerprint, with_loadgen=opts.loadgen,
     )
+    check_timed_model(result, result_dir)
+
+
+def check_timed_model(result: Result, result_dir: Path) -> None:
+    """Each backend timed the model the evaluator scored as the final model (class 5)."""
+    from runner.score.model_origin import timed_disagreement, timed_model_problem
+    from runner.score.safe_npy import load_npy
+
+    final = result.training.final_model if result.training else None
+    if not final or not isinstance(final.get("predictions"), str):
+        return
+    try:
+        evaluated = load_npy(result_dir / final["predictions"])
+    except (OSError, ValueError):
+        return
+    for backend, record in sorted(result.inference.items()):
+        try:
+            timed = load_npy(result_dir / "inference" / backend / "predictions.npy")
+        except (OSError, ValueError):
+            continue
+        record["final_model_disagreement"] = disagreement = timed_disagreement(timed, evaluated)
+        if problem := timed_model_problem(backend, disagreement):
+            result.not_conforming(problem)
 
 
 def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Console, scratch: Path) -> Path:
@@ -358,7 +387,7 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
 
 def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list[Path]:
     """Run an entry ``runs`` times; return each run's result folder."""
-    with tempfile.TemporaryDirectory(prefix="runner-") as tmp, sigterm_as_interrupt():
+    with ownership.scratch_folder() as tmp, sigterm_as_interrupt():
         ctx = prepare(entry_path, opts, console, Path(tmp))
         # The seed is the runner's (or the auditor's --seed), never the entry's.
         first_seed = secrets.randbelow(2**31) if opts.seed is None else opts.seed
@@ -372,7 +401,27 @@ def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list
                 if opts.sign:
                     sign_folder(folder, console)
             folders.append(folder)
+        for folder in mark_alike_runs(folders, ctx.labels, console):
+            if opts.sign:  # its result changed: its bundle is signed again
+                sign_folder(folder, console)
     return folders
+
+
+def mark_alike_runs(folders: list[Path], labels, console: Console) -> list[Path]:
+    """Runs whose crossing models are the same network across seeds are non-conforming
+    (``runner.score.across_runs``); return the folders whose result changed."""
+    from runner.score.across_runs import alike_runs
+
+    changed = []
+    for folder, reasons in alike_runs(folders, labels).items():
+        result = Result.read(folder)
+        for reason in reasons:
+            if reason not in result.nonconforming_reasons:
+                result.not_conforming(reason)
+                console.print(f"[yellow]non-conforming[/] {result.run_id}: {reason}")
+        result.write(folder)
+        changed.append(folder)
+    return changed
 
 
 def summarize(folders: list[Path]):

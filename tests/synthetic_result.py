@@ -22,6 +22,7 @@ from runner.profiles import cost_usd, hardware_record, load_profile, match, pric
 from runner.digests import sha256_file
 from runner.events import Event, runner_event, write_events
 from runner.score.curve import write_curve
+from runner.score.summary import model_origin
 from runner.score.evaluations import score_evaluations
 from runner.score.tta import time_to_accuracy, timeline
 from runner.tasks import get_task
@@ -31,6 +32,13 @@ PROFILE = "cpu-2core-x86"
 # Wrong answers per evaluation: 60% top-1, then 99.5% (first crossing), then 99.7%.
 WRONG_PER_EVAL = (4000, 50, 30)
 WRONG_INFERENCE = 20
+
+
+# What an honest model's evaluator records: every tensor it used is one of its checkpoint's.
+PROVENANCE = {"format": 1, "checkpoint_tensors": 26, "tensors_seen": 15, "matched": 15,
+              "small_constants": {"count": 0, "bytes": 0},
+              "budget": {"per_tensor_bytes": 4096, "total_bytes": 65536},
+              "foreign_count": 0, "foreign_bytes": 0, "foreign": []}
 
 
 def wrong_predictions(labels: np.ndarray, wrong: int, rng: np.random.Generator) -> np.ndarray:
@@ -56,7 +64,9 @@ def _events(digests: list[str]) -> list[Event]:
         t += 0.5
         out.append((t, "eval_thaw", {"index": i, "checkpoint_sha256": digest, "problem": None,
                                      "predictions": f"evaluations/{i}/clean.npy",
-                                     "probe_predictions": f"evaluations/{i}/probe.npy"}, "runner"))
+                                     "probe_predictions": f"evaluations/{i}/probe.npy",
+                                     "builder_seconds": 0.02 + 0.001 * i,
+                                     "provenance": f"evaluations/{i}/provenance.json"}, "runner"))
     out.append((t + 0.2, "container_exit", {"exit_code": 0}, "runner"))
     return [
         runner_event(i, round(when, 6), key, **meta) if origin == "runner"
@@ -86,6 +96,7 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
         (folder / "evaluations" / str(i)).mkdir(parents=True)
         np.save(folder / "evaluations" / str(i) / "clean.npy", wrong_predictions(labels, wrong, rng))
         np.save(folder / "evaluations" / str(i) / "probe.npy", wrong_predictions(labels, wrong + 30, rng))
+        _write_json(folder / "evaluations" / str(i) / "provenance.json", PROVENANCE)
         checkpoint = folder / "checkpoints" / f"{i}.pt"
         checkpoint.write_bytes(rng.bytes(2048))
         digests.append(sha256_file(checkpoint))
@@ -99,6 +110,15 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
         if path.name != f"{tta.crossing}.pt":
             path.unlink()
     write_curve(folder / "curve.tsv", task, line, scored)
+    # The sensitivity check of the crossing checkpoint: permuted, the model answers at random.
+    sensitivity_index = len(WRONG_PER_EVAL)
+    (folder / "evaluations" / str(sensitivity_index)).mkdir(parents=True)
+    np.save(folder / "evaluations" / str(sensitivity_index) / "clean.npy", rng.integers(0, 10, len(labels)))
+    sensitivity = [{"of": "crossing", "evaluation": tta.crossing, "index": sensitivity_index, "shuffle_seed": 1,
+                    "predictions": f"evaluations/{sensitivity_index}/clean.npy", "builder_seconds": 0.02,
+                    "shuffled_tensors": 22}]
+    origin, origin_problems = model_origin(task, scored, tta.crossing, None, sensitivity, folder, labels, 30.0)
+    assert not origin_problems, origin_problems
 
     # Inference: one backend, batch-1 latencies around 0.2 ms, inside a host-stamped window.
     backend_dir = folder / "inference" / "torch"
@@ -168,6 +188,7 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
             "crossing": tta.crossing,
             "evaluations": [s.to_dict() for s in scored],
             "final_model": None,
+            "model_origin": origin,
         },
         "cost": {"training_usd": cost_usd(tta.seconds, profile), **price_fields(profile)},
         "inference": {"torch": infer_record},

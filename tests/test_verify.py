@@ -262,6 +262,43 @@ def claim_conforming_despite_probe_resigned(folder, s):
     _resign(folder, s)
 
 
+def hide_foreign_tensor_resigned(folder, s):
+    """The evaluator recorded a tensor not in the checkpoint; the result still claims conforming."""
+    def add(record):
+        record["foreign"] = [{"name": "model.hidden.weight", "shape": [10, 784], "dtype": "float32", "bytes": 31360}]
+        record["foreign_count"], record["foreign_bytes"] = 1, 31360
+
+    _edit_json(folder / "evaluations" / "1" / "provenance.json", add)
+    _resign(folder, s)
+
+
+def claim_insensitive_model_conforming_resigned(folder, s):
+    """With its checkpoint permuted the model still scores: its knowledge is not the checkpoint's."""
+    np.save(folder / "evaluations" / "3" / "clean.npy", np.load(folder / "evaluations" / "1" / "clean.npy"))
+    _resign(folder, s)
+
+
+def edit_sensitivity_score_resigned(folder, s):
+    _edit_json(folder / "result.json",
+               lambda r: r["training"]["model_origin"]["sensitivity"][0].update(score=0.05))
+    _resign(folder, s)
+
+
+def raise_builder_limit_resigned(folder, s):
+    _edit_json(folder / "result.json",
+               lambda r: r["training"]["model_origin"]["builder_seconds"].update(limit=3600))
+    _resign(folder, s)
+
+
+def slow_builder_resigned(folder, s):
+    def slow(events):
+        for e in _runner_events(events, "eval_thaw"):
+            e["metadata"]["builder_seconds"] = 45.0
+
+    _edit_events(folder, slow)
+    _resign(folder, s)
+
+
 def claim_later_crossing_resigned(folder, s):
     _edit_json(folder / "result.json", lambda r: r["training"].update(crossing=2))
     _resign(folder, s)
@@ -349,6 +386,11 @@ TAMPERINGS = [
     (edit_checkpoint_digest_resigned, "checkpoints"),
     (swap_crossing_checkpoint_resigned, "checkpoints"),
     (claim_conforming_despite_probe_resigned, "probe"),
+    (hide_foreign_tensor_resigned, "model-origin"),
+    (claim_insensitive_model_conforming_resigned, "model-origin"),
+    (edit_sensitivity_score_resigned, "model-origin"),
+    (raise_builder_limit_resigned, "model-origin"),
+    (slow_builder_resigned, "model-origin"),
     (claim_later_crossing_resigned, "first-crossing"),
     (claim_lower_threshold_resigned, "first-crossing"),
     (edit_latency_resigned, "inference-gate"),

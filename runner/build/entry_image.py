@@ -22,7 +22,7 @@ from runner import paths
 from runner.build import context as build_context
 from runner.build import wheelhouse
 from runner.build.dockerfile_policy import check_dockerfile
-from runner.build.lockfile import parse_lock
+from runner.build.lockfile import parse_lock, refuse_data_packages
 from runner.build.sbom import read_sbom
 from runner.engine.disk import require_free_space
 from runner.errors import UserError
@@ -78,6 +78,7 @@ def build_entry(
     check_dockerfile(entry.dockerfile_path)  # before the engine can fetch anything it names
     lock_path = Path(lock_path) if lock_path else entry.lock_path
     pins = parse_lock(lock_path)  # refuses unpinned or unhashed lines before any work
+    refuse_data_packages(pins, entry.task.id, lock_path)  # ...and the task's own data set
     base = ensure_base(base_image or entry.base_image, client)
     key = build_context.content_key(entry.path, base.id, lock_path)
     tag = image_tag(entry.name, key)

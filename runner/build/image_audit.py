@@ -6,6 +6,11 @@ a wheel of the lock (as that wheel's RECORD lists it), nor from the entry's sour
 plus every non-code file of the entry folder; plus the data files the lock's wheels
 carry outside their test folders. Model weights, data blobs or copies of the evaluation
 inputs among them make a result non-conforming, with the file named.
+
+Two content checks go with it: every byte of the image and of the lock's wheels is searched
+for the evaluation set itself, by item and by label sequence (``eval_copies``), and the
+entry's own files for embedded data and for code that reaches into the runner's harness
+(``entry_scan``).
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ from pathlib import Path
 import docker
 
 from runner import image_cache
+from runner.build.entry_scan import EntryScan, scan_entry
+from runner.build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, WHOLE_BYTES, Copy, EvalIndex
 from runner.digests import sha256_file
 from runner.run.container import owned_labels
 
-AUDIT_FORMAT = 1
+AUDIT_FORMAT = 2
 AUDIT_FILE = "image-audit.json"
 # Weights and data formats, by name...
 DATA_SUFFIXES = {
@@ -53,24 +60,52 @@ class AuditedFile:
     suspect: str | None = None  # why it looks like weights or data; None when it doesn't
 
 
+def _copy_dict(copy: Copy) -> dict:
+    return {k: v for k, v in asdict(copy).items() if k != "ids"}
+
+
 @dataclass
 class ImageAudit:
     unexplained: list[AuditedFile] = field(default_factory=list)
     entry_data_files: list[AuditedFile] = field(default_factory=list)
     wheel_data_files: list[AuditedFile] = field(default_factory=list)
+    # Files of the image or members of a locked wheel holding evaluation items or labels,
+    # and how many distinct items / the longest label run in all of them together.
+    eval_copies: list[Copy] = field(default_factory=list)
+    eval_items: int = 0
+    eval_label_run: int = 0
+    entry_scan: EntryScan = field(default_factory=EntryScan)
 
     @property
     def findings(self) -> list[AuditedFile]:
         return [f for f in self.unexplained + self.entry_data_files + self.wheel_data_files if f.suspect]
 
+    @property
+    def carries_eval_set(self) -> bool:
+        return self.eval_items >= ITEMS_MIN or self.eval_label_run >= LABEL_RUN_MIN
+
     def problem(self) -> str | None:
         """The non-conforming reason, naming the files; None when nothing is suspect."""
+        parts = []
         found = self.findings
-        if not found:
-            return None
-        named = ", ".join(f"{f.path} ({f.size} bytes, {f.origin}: {f.suspect})" for f in found[:5])
-        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-        return f"class 4 (a model trained before the run): the image carries weights or data: {named}{more}"
+        if found:
+            named = ", ".join(f"{f.path} ({f.size} bytes, {f.origin}: {f.suspect})" for f in found[:5])
+            more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+            parts.append(f"the image carries weights or data: {named}{more}")
+        if self.carries_eval_set:
+            copies = sorted(self.eval_copies, key=lambda c: (-c.items, -c.label_run, c.path))
+            what = []
+            if self.eval_items >= ITEMS_MIN:
+                what.append(f"{self.eval_items} evaluation items")
+            if self.eval_label_run >= LABEL_RUN_MIN:
+                what.append(f"a run of {self.eval_label_run} evaluation labels")
+            named = ", ".join(c.describe() for c in copies[:3])
+            more = f" and {len(copies) - 3} more files" if len(copies) > 3 else ""
+            parts.append(f"the image or its locked wheels carry the evaluation set "
+                         f"({' and '.join(what)}): {named}{more}")
+        if entry := self.entry_scan.problem():
+            parts.append(entry)
+        return "class 4 (a model trained before the run): " + "; ".join(parts) if parts else None
 
     def to_dict(self) -> dict:
         """Everything, for the result folder's image-audit.json."""
@@ -79,16 +114,37 @@ class ImageAudit:
             "unexplained": [asdict(f) for f in self.unexplained],
             "entry_data_files": [asdict(f) for f in self.entry_data_files],
             "wheel_data_files": [asdict(f) for f in self.wheel_data_files],
+            "eval_copies": [_copy_dict(c) for c in self.eval_copies],
+            "eval_items": self.eval_items,
+            "eval_label_run": self.eval_label_run,
+            "entry_scan": self.entry_scan.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ImageAudit":
+        return cls(
+            *[[AuditedFile(**f) for f in data[k]] for k in ("unexplained", "entry_data_files", "wheel_data_files")],
+            eval_copies=[Copy(**c) for c in data.get("eval_copies", [])],
+            eval_items=int(data.get("eval_items", 0)),
+            eval_label_run=int(data.get("eval_label_run", 0)),
+            entry_scan=EntryScan.from_dict(data.get("entry_scan", {})),
+        )
 
     def summary(self) -> dict:
         """For result.json: the counts and every suspect file."""
+        scan = self.entry_scan
         return {
             "unexplained_files": len(self.unexplained),
             "unexplained_bytes": sum(f.size for f in self.unexplained),
             "entry_data_files": len(self.entry_data_files),
             "wheel_data_files": len(self.wheel_data_files),
             "findings": [asdict(f) for f in self.findings],
+            "eval_items": self.eval_items,
+            "eval_label_run": self.eval_label_run,
+            "eval_copies": [_copy_dict(c) for c in self.eval_copies] if self.carries_eval_set else [],
+            "embedded_data_bytes": scan.total_bytes,
+            "embedded_data": [asdict(r) for r in scan.oversized],
+            "harness_reach": [asdict(h) for h in scan.harness],
             "details": AUDIT_FILE,
         }
 
@@ -134,26 +190,56 @@ class _Chunks(io.RawIOBase):
         return n
 
 
-def _file_index(client: docker.DockerClient, image_id: str) -> dict[str, tuple[int, str, bytes]]:
-    """``{path: (size, sha256, first bytes)}`` of every regular file, from the engine's export."""
+def _file_index(client: docker.DockerClient, image_id: str, content: EvalIndex | None = None,
+                copies: list[Copy] | None = None) -> dict[str, tuple[int, str, bytes]]:
+    """``{path: (size, sha256, first bytes)}`` of every regular file, from the engine's export;
+    with ``content``, every file is also searched for the evaluation set in the same pass,
+    and what is found goes to ``copies``."""
     container = client.containers.create(image_id, command=["true"], network_mode="none", entrypoint=[],
                                         labels=owned_labels("image-audit"))
-    index: dict[str, tuple[int, str, bytes]] = {}
     try:
         stream = io.BufferedReader(_Chunks(container.export(chunk_size=1 << 20)), buffer_size=1 << 20)
-        with tarfile.open(fileobj=stream, mode="r|") as tar:
-            for member in tar:
-                if not member.isreg():
-                    continue
-                fh = tar.extractfile(member)
-                digest = hashlib.sha256()
-                head = fh.read(16)
-                digest.update(head)
-                while chunk := fh.read(1 << 20):
-                    digest.update(chunk)
-                index[member.name.lstrip("./")] = (member.size, digest.hexdigest(), head)
+        return index_tar(stream, content, copies)
     finally:
         container.remove(force=True)
+
+
+def index_tar(stream, content: EvalIndex | None = None,
+              copies: list[Copy] | None = None) -> dict[str, tuple[int, str, bytes]]:
+    """``_file_index`` of an export stream (a tar), read once."""
+    index: dict[str, tuple[int, str, bytes]] = {}
+    with tarfile.open(fileobj=stream, mode="r|") as tar:
+        for member in tar:
+            if not member.isreg():
+                continue
+            fh = tar.extractfile(member)
+            path = member.name.lstrip("./")
+            digest = hashlib.sha256()
+            found = None
+            if member.size <= WHOLE_BYTES:
+                data = fh.read()
+                digest.update(data)
+                head = data[:16]
+                if content is not None:
+                    found = content.scan_bytes("/" + path, data)
+            else:
+                head = fh.read(16)
+                digest.update(head)
+
+                def chunks(first=head, fh=fh, digest=digest):
+                    yield first
+                    while chunk := fh.read(1 << 20):
+                        digest.update(chunk)
+                        yield chunk
+
+                if content is not None:
+                    found = content.scan_chunks("/" + path, chunks())
+                else:
+                    for _ in chunks():
+                        pass
+            if found is not None and copies is not None:
+                copies.append(found)
+            index[path] = (member.size, digest.hexdigest(), head)
     return index
 
 
@@ -195,6 +281,29 @@ def wheel_data_files(wheels: list[Path]) -> list[AuditedFile]:
     return found
 
 
+def eval_totals(copies: list[Copy]) -> tuple[int, int]:
+    """Distinct evaluation items in all ``copies`` together (an author may split them over
+    many files), and the longest label run."""
+    return len({i for c in copies for i in c.ids}), max((c.label_run for c in copies), default=0)
+
+
+def wheel_copies(wheels: list[Path], content: EvalIndex, variant: str) -> list[Copy]:
+    """The evaluation set in the lock's wheels, member by member (kept per wheel digest and
+    evaluation set, like the image's audit: a wheel never changes either)."""
+    found = []
+    for wheel in wheels:
+        digest = sha256_file(wheel)
+        kept = image_cache.load("image-audits", digest, prefix="wheel-", suffix=variant)
+        if kept is not None and kept.get("format") == AUDIT_FORMAT:
+            copies = [Copy(**c) for c in kept.get("copies", [])]
+        else:
+            copies = content.scan_wheel(wheel)
+            image_cache.store("image-audits", digest, {"format": AUDIT_FORMAT, "copies": [asdict(c) for c in copies]},
+                              prefix="wheel-", suffix=variant)
+        found += copies
+    return found
+
+
 def entry_data_files(entry_dir: Path, files: list[Path], eval_digest: str | None) -> list[AuditedFile]:
     """Every file of the entry folder that is not code, with what it looks like."""
     found = []
@@ -211,25 +320,40 @@ def entry_data_files(entry_dir: Path, files: list[Path], eval_digest: str | None
 
 
 def audit_image(client: docker.DockerClient, image_id: str, base_id: str, wheels: list[Path],
-                entry_dir: Path, entry_file_list: list[Path], eval_inputs: Path | None) -> ImageAudit:
-    """Audit an entry image (cached per image: an image never changes)."""
+                entry_dir: Path, entry_file_list: list[Path], eval_inputs: Path | None,
+                eval_labels: Path | None = None) -> ImageAudit:
+    """Audit an entry image (cached per image and evaluation set: an image never changes).
+    ``eval_inputs`` and ``eval_labels`` are the runner's staged evaluation images and labels
+    (host-side), searched for by content in every file of the image and of the wheels."""
     eval_digest = sha256_file(eval_inputs) if eval_inputs and eval_inputs.is_file() else None
-    variant = f"-{eval_digest or 'none'}"
+    labels_digest = sha256_file(eval_labels) if eval_labels and eval_labels.is_file() else None
+    variant = f"-{eval_digest or 'none'}" + (f"-{labels_digest[:16]}" if labels_digest else "")
     data = image_cache.load("image-audits", image_id, suffix=variant)
-    if data is not None:
-        if data.get("format") == AUDIT_FORMAT:
-            return ImageAudit(*[[AuditedFile(**f) for f in data[k]]
-                                for k in ("unexplained", "entry_data_files", "wheel_data_files")])
+    if data is not None and data.get("format") == AUDIT_FORMAT:
+        try:
+            return ImageAudit.from_dict(data)
+        except (KeyError, TypeError, ValueError):
+            pass  # a damaged answer: audit again
+    content = EvalIndex.from_files(eval_inputs, eval_labels) if eval_digest or labels_digest else None
+    copies: list[Copy] = []
+    image_files = _file_index(client, image_id, content, copies)
+    if content is not None:
+        copies += wheel_copies(wheels, content, variant)
     base = _base_index(client, base_id)
     declared = {}
     for wheel in wheels:
         declared.update(_record_hashes(wheel))
     entry_hashes = {f"entry/{p.relative_to(entry_dir).as_posix()}": sha256_file(p) for p in entry_file_list}
+    eval_items, eval_label_run = eval_totals(copies)
     audit = ImageAudit(
         entry_data_files=entry_data_files(entry_dir, entry_file_list, eval_digest),
         wheel_data_files=wheel_data_files(wheels),
+        eval_copies=sorted(copies, key=lambda c: c.path),
+        eval_items=eval_items,
+        eval_label_run=eval_label_run,
+        entry_scan=scan_entry(entry_dir, entry_file_list),
     )
-    for path, (size, digest, head) in sorted(_file_index(client, image_id).items()):
+    for path, (size, digest, head) in sorted(image_files.items()):
         if base.get(path) == (size, digest) or entry_hashes.get(path) == digest:
             continue
         site = SITE_PACKAGES.match(path)

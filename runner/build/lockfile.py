@@ -105,3 +105,19 @@ def parse_lock(path: Path) -> list[Pin]:
     if not pins:
         raise UserError(f"lock file {path} pins nothing", "list the entry's Python dependencies")
     return pins
+
+
+def refuse_data_packages(pins: list[Pin], task: str, path: Path) -> None:
+    """A lock may not pin a package the runner itself takes ``task``'s data from: it carries
+    the evaluation set, labels included, into the image (threat-model class 4)."""
+    from runner.data.sources import data_packages
+
+    carried = {normalise_name(name) for name in data_packages(task)}
+    for pin in pins:
+        if pin.key in carried:
+            raise UserError(
+                f"{Path(path).name} line {pin.line}: '{pin.name}=={pin.version}' is the package the "
+                f"runner stages the {task} data set from, evaluation set and labels included",
+                f"remove {pin.name} from the lock (and from requirements.in); train on the runner's "
+                f"copy mounted at /data/train",
+            )

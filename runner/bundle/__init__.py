@@ -23,6 +23,7 @@ from runner.bundle.filelist import (
     PROFILE_FILE,
     SIGNER_KEY,
     file_digests,
+    unverifiable,
     write_manifest,
 )
 from runner.bundle.open import Limits, OpenedBundle, UnsafeBundleError, open_bundle
@@ -86,6 +87,37 @@ def _add_profile(result_dir: Path, result: Result, warnings: list[str]) -> None:
     shutil.copyfile(source, target)
 
 
+def _leave_out_unverifiable(result_dir: Path, result: Result, warnings: list[str]) -> None:
+    """Never sign what ``runner verify`` refuses to open. Files the entry wrote under
+    ``output/`` that verify would refuse (a link, a FIFO, a hard link, a file over verify's
+    per-file limit, a sparse 100 GiB file among them, or more than its total) are removed,
+    unread, and named in the result's notes; any other such file refuses the bundle."""
+    refused = unverifiable(result_dir)
+    if not refused:
+        return
+    runner_owned = [r for r in refused if not r.entry_output]
+    if runner_owned:
+        raise UserError(
+            f"{result_dir} cannot be bundled: runner verify would refuse "
+            + "; ".join(map(str, runner_owned[:5])) + (f" and {len(runner_owned) - 5} more" if len(runner_owned) > 5 else ""),
+            "remove or shrink those files, then run `runner bundle sign` again",
+        )
+    for item in refused:
+        path = result_dir / item.path
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    named = "; ".join(map(str, refused[:10])) + (f"; and {len(refused) - 10} more" if len(refused) > 10 else "")
+    note = f"left out of the bundle, unread, because runner verify would refuse them: {named}"
+    if result.training is not None:
+        result.training.notes.append(note)
+    else:
+        result.not_conforming(note)
+    result.write(result_dir)
+    warnings.append(note)
+
+
 def make_bundle(result_dir: Path, signer: Signer | None = None) -> Bundle:
     """Write ``bundle/manifest.json`` and, when ``signer`` is given, the signed statement.
 
@@ -101,6 +133,7 @@ def make_bundle(result_dir: Path, signer: Signer | None = None) -> Bundle:
     _add_profile(result_dir, result, warnings)
     for rel in (ENVELOPE, SIGNER_KEY):
         (result_dir / rel).unlink(missing_ok=True)
+    _leave_out_unverifiable(result_dir, result, warnings)  # before a byte is hashed
     digests = file_digests(result_dir)
     manifest = write_manifest(result_dir, digests)
     if signer is None:
@@ -131,6 +164,9 @@ def sign_folder(result_dir: Path, console) -> Bundle:
         )
     else:
         console.print(f"[bold]bundle[/] signed by key {bundle.keyid[:16]}")
+    for warning in bundle.warnings:
+        if warning.startswith("left out of the bundle"):
+            console.print(f"[yellow]{warning}[/]", highlight=False)
     return bundle
 
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
+from runner.bundle.open import Limits
 from runner.digests import sha256_file
 from runner.errors import UserError
+from runner.run.entry_files import kind_of
 
 BUNDLE_DIR = "bundle"
 MANIFEST = f"{BUNDLE_DIR}/manifest.json"
@@ -20,7 +24,87 @@ ENVELOPE = f"{BUNDLE_DIR}/statement.dsse.json"
 SIGNER_KEY = f"{BUNDLE_DIR}/signer.pub.json"
 BOOKKEEPING = (MANIFEST, ENVELOPE, SIGNER_KEY)
 PROFILE_FILE = "profile.yaml"  # the hardware profile the run was matched and priced against
+ENTRY_OUTPUT = "output"  # what the entry wrote: the only files a bundle may leave out
+# Room kept under verify's limits for the bookkeeping written after the listing (the
+# manifest grows by about a hundred bytes per file).
+BOOKKEEPING_BYTES = 64 << 20
 
+
+@dataclass(frozen=True)
+class Refused:
+    """A file ``runner verify`` would refuse to open, and why (nothing of it was read)."""
+
+    path: str  # relative to the result folder, POSIX
+    why: str
+    size: int = 0
+
+    @property
+    def entry_output(self) -> bool:
+        return self.path.startswith(ENTRY_OUTPUT + "/")
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.why})"
+
+
+def unverifiable(root: Path, limits: Limits | None = None) -> list[Refused]:
+    """Every file under ``root`` that ``runner verify`` (``runner.bundle.open``, with the
+    same ``Limits``) would refuse: links, special files, hard links, a file over the
+    per-file limit, a YAML file its safe loader refuses; then, when the rest is over the
+    total or the file count, the entry's largest outputs until it is not (entry output
+    only: the runner's own files are never dropped to make room). Types and sizes come
+    from ``lstat``: no file is opened but a small ``*.yaml``."""
+    limits = limits or Limits()
+    refused: list[Refused] = []
+    kept: list[tuple[str, int]] = []
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        for item in sorted(os.scandir(folder), key=lambda e: e.name):
+            rel = Path(item.path).relative_to(root).as_posix()
+            if rel in BOOKKEEPING:
+                continue
+            st = item.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(Path(item.path))
+            elif not stat.S_ISREG(st.st_mode):
+                refused.append(Refused(rel, f"a {kind_of(st.st_mode)}"))
+            elif st.st_nlink > 1:
+                refused.append(Refused(rel, "hard-linked elsewhere", st.st_size))
+            elif st.st_size > limits.max_file_bytes:
+                refused.append(Refused(rel, f"{st.st_size} bytes, over the {limits.max_file_bytes}-byte limit "
+                                            "of one file", st.st_size))
+            elif rel.endswith(".yaml") and (problem := _yaml_problem(Path(item.path))):
+                refused.append(Refused(rel, problem, st.st_size))
+            else:
+                kept.append((rel, st.st_size))
+    total, count = sum(size for _, size in kept), len(kept)
+    room_files = limits.max_files - len(BOOKKEEPING)
+    room_bytes = limits.max_total_bytes - BOOKKEEPING_BYTES
+    # Over the total or the count: the entry's outputs go, the largest first.
+    for rel, size in sorted((k for k in kept if k[0].startswith(ENTRY_OUTPUT + "/")), key=lambda k: (-k[1], k[0])):
+        if total <= room_bytes and count <= room_files:
+            break
+        total, count = total - size, count - 1
+        refused.append(Refused(rel, f"over the bundle's {limits.max_total_bytes}-byte or "
+                                    f"{limits.max_files}-file limit", size))
+    if total > room_bytes:
+        refused.append(Refused(".", f"{total} bytes in all, over the {room_bytes}-byte room under the "
+                                    f"{limits.max_total_bytes}-byte limit"))
+    if count > room_files:
+        refused.append(Refused(".", f"{count} files, over the {room_files} the {limits.max_files}-file "
+                                    "limit leaves"))
+    return sorted(refused, key=lambda r: r.path)
+
+
+def _yaml_problem(path: Path) -> str | None:
+    """Why verify's loader of untrusted YAML would refuse ``path`` (it reads every *.yaml)."""
+    from runner.manifest.untrusted_yaml import load_untrusted_yaml
+
+    try:
+        load_untrusted_yaml(path, path.name)
+    except UserError as err:
+        return err.problem.replace(str(path), "the file")
+    return None
 
 
 def list_files(root: Path, include_bookkeeping: bool = False) -> list[str]:

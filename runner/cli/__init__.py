@@ -70,9 +70,19 @@ def one_line(text: str, limit: int = 2000) -> str:
 
 def describe_os_error(err: OSError) -> str:
     """What the file system refused, where, and the fix."""
-    if err.errno is None and err.filename is None:  # not the file system: the engine's HTTP API
+    import requests
+
+    from runner import paths
+    from runner.engine.disk import mount_point, out_of_space
+
+    if isinstance(err, requests.exceptions.RequestException):  # the engine's HTTP API (docker-py)
         return (f"the Docker engine refused a request: {err}. Fix: retry; if it persists, "
                 "`runner doctor` shows the engine's state.")
+    if out_of_space(err) and not err.filename:  # a writer that did not say where (numpy)
+        disks = sorted({str(mount_point(p)) for p in (paths.home(), paths.results_dir())})
+        return (f"a disk is full: {err}. Fix: free space on {' or '.join(disks)} (the runner home "
+                f"{paths.home()} and results {paths.results_dir()}), or set RUNNER_HOME / RUNNER_RESULTS "
+                "to a larger disk, and retry.")
     where = f" {err.filename}" if err.filename else ""
     why = err.strerror or str(err)
     if err.errno == errno.ENOSPC:

@@ -100,6 +100,9 @@ def swap_in(result_dir: Path, work_dir: Path, result: Result, inference: dict) -
     (result_dir / "logs").mkdir(exist_ok=True)
     (work_dir / "logs" / "infer.log").replace(result_dir / "logs" / "infer.log")
     result.inference = inference
+    from runner.reproduce import check_timed_model
+
+    check_timed_model(result, result_dir)
     result.write(result_dir)
     shutil.rmtree(old, ignore_errors=True)
 

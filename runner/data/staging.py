@@ -23,6 +23,7 @@ from types import TracebackType
 import numpy as np
 
 from runner.data.checks import file_digest
+from runner.engine.disk import disk_full, out_of_space
 from runner.errors import UserError
 
 STAGED_JSON = "staged.json"
@@ -158,11 +159,15 @@ class Stage:
         assert self.tmp is not None
         if exc_type is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if out_of_space(exc):  # the runner's own disk, not the engine's: say which
+                raise disk_full(self.target.parent, f"staging {self.task}", exc) from None
             return
         try:
             self._commit()
-        except BaseException:
+        except BaseException as err:
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if out_of_space(err):
+                raise disk_full(self.target.parent, f"staging {self.task}", err) from None
             raise
 
     def _commit(self) -> None:

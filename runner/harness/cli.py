@@ -154,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             from .evaluate import parse_args as evaluate_args, serve
 
             return serve(evaluate_args(argv[1:]))
+        if argv[:1] == ["flops"]:  # the roofline study's count, in the entry's image
+            from .flops import main as flops
+
+            return flops(argv[1:])
         return run(parse_args(argv))
     except HarnessError as err:
         print(f"harness: error: {err}", file=sys.stderr, flush=True)

@@ -8,6 +8,14 @@ clean evaluation inputs and the runner's perturbed probe) with the loader of the
 manifest's framework (``--framework``; see ``frameworks/``) and writes
 ``OUT/n/<set>.npy``, then prints ``evaluation_done``. The host stamps, scores and times
 everything; this process only computes predictions. It never sees labels.
+
+Two more things per request. ``model_built`` is printed once the builder returned and the
+checkpoint is loaded: the host bounds the time to it (the builder's time is excluded from
+the clock, so it may not be spent training). While predicting, the loader notes every
+tensor the model computes with (``provenance.py``) into ``OUT/n/provenance.json``. A
+request with ``shuffle_seed`` is the host's sensitivity check: the checkpoint's tensors
+are permuted before predicting the clean set, and a model that still scores well did
+not get its knowledge from the checkpoint.
 """
 
 from __future__ import annotations
@@ -67,12 +75,27 @@ def predict(loaded, images: np.ndarray, topk: int) -> np.ndarray:
 
 def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
     from .model import load_model
+    from .provenance import Ledger
 
+    started = time.monotonic()
     loaded = load_model(args.entry_dir, args.builder, Path(request["checkpoint"]), args.framework)
+    shuffle_seed = request.get("shuffle_seed")
+    extra = {}
+    if isinstance(shuffle_seed, int):
+        extra["shuffled_tensors"] = loaded.shuffle_weights(shuffle_seed)
+        sets = {"clean": sets["clean"]}
+    mllog.emit("model_built", index=n, seconds=round(time.monotonic() - started, 6), **extra)
     folder = args.out / str(n)
     folder.mkdir(parents=True, exist_ok=True)
+    ledger = None
+    if shuffle_seed is None:
+        ledger = Ledger(loaded.checkpoint_tensors(), loaded.normalise)
+        loaded.record_uses(ledger)
     for name, images in sets.items():
         np.save(folder / f"{name}.npy", predict(loaded, images, args.topk))
+    if ledger is not None:
+        loaded.stop_recording()
+        (folder / "provenance.json").write_text(json.dumps(ledger.record(), sort_keys=True))
 
 
 def serve(args: argparse.Namespace) -> int:

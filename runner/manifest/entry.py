@@ -39,6 +39,7 @@ class InferenceSpec:
     threads: int = 1
     opset: int = 17
     fp16: bool = False
+    builder_seconds: float = 30.0  # the run contract's default; the schema caps it at 120
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,11 @@ ENTRY_SCHEMA: dict = {
                 "threads": {"type": "integer", "minimum": 1, "default": 1},
                 "opset": {"type": "integer", "minimum": 7, "default": 17},
                 "fp16": {"type": "boolean", "default": False},
+                "builder_seconds": {
+                    "type": "number", "exclusiveMinimum": 0, "maximum": 120, "default": 30,
+                    "description": "the most seconds the evaluator may spend in the builder and loading a "
+                    "checkpoint, per evaluation (excluded from the clock, so bounded; cap 120)",
+                },
             },
         },
         "hyperparameters": {

@@ -75,6 +75,7 @@ class Training:
     crossing: int | None = None
     evaluations: list[dict] = field(default_factory=list)  # ScoredEvaluation.to_dict() each
     final_model: dict | None = None
+    model_origin: dict | None = None  # runner.score.model_origin: provenance, sensitivity, builder time
 
 
 @dataclass

@@ -157,6 +157,17 @@ RESULT_SCHEMA: dict = {
                 "wall_seconds": {"type": "number"},
                 "crossing": {"type": ["integer", "null"]},
                 "evaluations": {"type": "array", "items": _EVALUATION},
+                "model_origin": {
+                    "type": ["object", "null"],
+                    "description": "class 4 checks of the crossing checkpoint and the final model: "
+                    "provenance (tensors not in the checkpoint), sensitivity (score with the "
+                    "checkpoint's tensors permuted), the builder's time per evaluation",
+                    "properties": {
+                        "provenance": {"type": "object"},
+                        "sensitivity": {"type": "array", "items": {"type": "object"}},
+                        "builder_seconds": {"type": "object"},
+                    },
+                },
             },
         },
         "cost": {

@@ -243,7 +243,7 @@ def run_container(
             if time.monotonic() > deadline:
                 timed_out = True
                 break
-        if not timed_out:
+        if not (timed_out or interrupted):  # a cancelled container is removed at once below
             exit_code = container.wait(timeout=60).get("StatusCode")
     except KeyboardInterrupt:
         interrupted = True

@@ -6,6 +6,12 @@ copies of the checkpoints (read-only), and a folder for its predictions; no labe
 training data, no network, no view of the training container. It is started on the first
 request (its start-up is then inside the first frozen window) and kept waiting, so each
 later evaluation costs only its forward passes.
+
+The evaluator runs the entry's builder, whose time is excluded from the clock: the host
+bounds it. From the moment a request is written, the evaluator must report the model
+built and the checkpoint loaded within the manifest's ``inference.builder_seconds`` (the
+run contract's default, capped); past it the evaluator is stopped, the evaluation fails
+with that reason, and the next request starts a new one.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker
@@ -48,6 +55,18 @@ class EvaluatorInputs:
     memory: str | int | None
     gpus: int
     timeout_s: float
+    builder_limit_s: float = 30.0
+
+
+@dataclass
+class Answer:
+    """What one evaluation gave: predictions per input set, the provenance record, and the
+    builder's time as the host measured it (request written -> model built)."""
+
+    files: dict[str, str]  # set name -> path relative to the evaluations folder
+    builder_seconds: float | None = None
+    provenance: str | None = None  # relative to the evaluations folder
+    notes: dict = field(default_factory=dict)
 
 
 class Evaluator:
@@ -57,6 +76,7 @@ class Evaluator:
         self._changed = threading.Condition()
         self._ready = False
         self._answers: dict[int, str | None] = {}  # index -> None (done) or the failure
+        self._built: dict[int, tuple[float, dict]] = {}  # index -> (host monotonic time, its event)
         self._outcome: ContainerOutcome | None = None
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
@@ -106,6 +126,10 @@ class Evaluator:
         with self._changed:
             if ev.key == "evaluator_ready":
                 self._ready = True
+            elif ev.key == "model_built":
+                index = ev.metadata.get("index")
+                if isinstance(index, int) and index not in self._built:
+                    self._built[index] = (time.monotonic(), dict(ev.metadata))
             elif ev.key in ("evaluation_done", "evaluation_failed"):
                 index = ev.metadata.get("index")
                 if isinstance(index, int):
@@ -131,6 +155,10 @@ class Evaluator:
     def start(self) -> None:
         for folder in (self.inputs.checkpoints_dir, self.inputs.requests_dir):
             folder.mkdir(parents=True, exist_ok=True)
+        for stale in self.inputs.requests_dir.iterdir():  # a stopped evaluator's requests
+            stale.unlink()
+        self._ready, self._outcome, self._errors = False, None, []
+        self._cancel = threading.Event()
         prepare_writable(self.inputs.evaluations_dir)
         self._thread = threading.Thread(target=self._run, name="runner-evaluator", daemon=True)
         self._thread.start()
@@ -144,27 +172,46 @@ class Evaluator:
 
     @property
     def started(self) -> bool:
-        return self._thread is not None
+        return self._thread is not None and self._thread.is_alive()
 
-    def close(self) -> None:
+    def close(self, at_once: bool = False) -> None:
         if self._thread is None:
             return
-        (self.inputs.requests_dir / "stop").touch()
-        self._thread.join(timeout=10)
+        if not at_once:
+            (self.inputs.requests_dir / "stop").touch()
+            self._thread.join(timeout=10)
         if self._thread.is_alive():
             self._cancel.set()
             self._thread.join(timeout=30)
 
     # -- one evaluation -----------------------------------------------------------------
-    def evaluate(self, index: int, checkpoint_name: str) -> dict[str, str]:
-        """Predictions for ``checkpoints_dir/checkpoint_name``: ``{set name: path relative
-        to the evaluations folder}``."""
+    def evaluate(self, index: int, checkpoint_name: str, shuffle_seed: int | None = None) -> Answer:
+        """Predictions for ``checkpoints_dir/checkpoint_name``; with ``shuffle_seed``, for the
+        same model after the checkpoint's tensors were permuted (clean set only)."""
         if not self.started:
             self.start()
         request = self.inputs.requests_dir / f"{index}.json"
         tmp = request.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"checkpoint": f"/checkpoints/{checkpoint_name}"}))
+        body = {"checkpoint": f"/checkpoints/{checkpoint_name}"}
+        if shuffle_seed is not None:
+            body["shuffle_seed"] = int(shuffle_seed)
+        tmp.write_text(json.dumps(body))
+        asked = time.monotonic()
         os.replace(tmp, request)  # the evaluator polls for the name: it must appear whole
+        limit = self.inputs.builder_limit_s
+        with self._changed:
+            self._changed.wait_for(
+                lambda: index in self._built or index in self._answers or not self._thread.is_alive(),
+                timeout=limit,
+            )
+            built = self._built.get(index)
+            late = built is None and index not in self._answers and self._thread.is_alive()
+        if late or (built is not None and built[0] - asked > limit):
+            self.close(at_once=True)  # the builder is still working: nothing of it may go on
+            raise EvaluatorError(
+                f"the builder took more than {limit:g} s to build the model and load the checkpoint "
+                f"(limit {limit:g} s: inference.builder_seconds, capped by the run contract)"
+            )
         with self._changed:
             self._changed.wait_for(
                 lambda: index in self._answers or not self._thread.is_alive(),
@@ -177,5 +224,8 @@ class Evaluator:
             failure = self._answers[index]
         if failure is not None:
             raise EvaluatorError(failure)
-        names = ["clean"] + (["probe"] if self.inputs.probe_dir is not None else [])
-        return {name: f"{index}/{name}.npy" for name in names}
+        names = ["clean"] + (["probe"] if self.inputs.probe_dir is not None and shuffle_seed is None else [])
+        seconds = round(built[0] - asked, 6) if built is not None else None
+        notes = {k: v for k, v in (built[1] if built else {}).items() if k == "shuffled_tensors" and isinstance(v, int)}
+        return Answer({name: f"{index}/{name}.npy" for name in names}, seconds,
+                      None if shuffle_seed is not None else f"{index}/provenance.json", notes)

@@ -1,5 +1,10 @@
 """A quota on the entry's output folder: a watcher thread measures it every second and,
-once it exceeds the limit, calls ``on_exceeded`` (which stops the run) exactly once.
+once it exceeds the limit, calls ``on_exceeded`` (which stops the run) exactly once; a
+last measurement when the watch stops catches what was written after the last tick.
+
+Files count at their apparent size (``st_size``), not the disk blocks they use: a sparse
+file of 100 GiB uses no block, but whoever reads it (the runner hashing it for the bundle,
+an auditor) reads 100 GiB.
 
 Without it an entry can fill the host's disk, or make the runner sign a bundle its own
 ``verify`` then refuses as too large.
@@ -18,6 +23,8 @@ DEFAULT_QUOTA_GIB = 2.0
 def quota_bytes() -> int:
     """The quota setting (``RUNNER_OUTPUT_QUOTA_GIB``, default 2 GiB), in bytes."""
     return int(float(os.environ.get("RUNNER_OUTPUT_QUOTA_GIB", DEFAULT_QUOTA_GIB)) * (1 << 30))
+
+
 CHECK_EVERY_S = 1.0
 
 
@@ -61,12 +68,14 @@ class OutputQuota:
         self._thread.start()
         return self
 
-    def check(self) -> bool:
+    def check(self, last: bool = False) -> bool:
         """One measurement; True (and the callback called) when over the quota."""
         size = folder_size(self.folder, stop_after=self.limit)
         if size > self.limit and self.exceeded is None:
             self.exceeded = (f"the entry's output folder exceeded its quota of "
-                             f"{self.limit / (1 << 30):g} GiB (RUNNER_OUTPUT_QUOTA_GIB) with {size} bytes; the run was stopped")
+                             f"{self.limit / (1 << 30):g} GiB (RUNNER_OUTPUT_QUOTA_GIB) with {size} bytes "
+                             + ("(apparent sizes, sparse files in full) when the run ended" if last
+                                else "(apparent sizes, sparse files in full); the run was stopped"))
             self.on_exceeded()
         return self.exceeded is not None
 
@@ -80,7 +89,14 @@ class OutputQuota:
                 return
 
     def stop(self) -> str | None:
+        """Stop watching; one last measurement (an entry may write its last bytes, or a
+        sparse file of any size, between two ticks and exit). The exceeded reason or None."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+        if self.exceeded is None and self.error is None:
+            try:
+                self.check(last=True)
+            except Exception as exc:  # never fatal to the run
+                self.error = f"{type(exc).__name__}: {exc}"
         return self.exceeded

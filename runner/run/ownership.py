@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import stat
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from runner import paths
 
@@ -128,3 +133,56 @@ def recover_killed_runs() -> list[Path]:
             recovered.append(result_path.parent)
         marker.unlink(missing_ok=True)
     return recovered
+
+
+# --- scratch folders: /tmp/runner-* of a run, with their owner inside ---------------------
+
+SCRATCH_PREFIX = "runner-"
+SCRATCH_OWNER = ".runner-owner.json"  # pid, pid start and host of the runner using the folder
+
+
+@contextmanager
+def scratch_folder(prefix: str = SCRATCH_PREFIX) -> Iterator[Path]:
+    """A temporary folder (``/tmp/runner-*``) removed at the end, with its owner recorded
+    inside, so that a later start can remove it when this process is killed (SIGKILL skips
+    the removal)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        owner = me()
+        marker = Path(tmp) / SCRATCH_OWNER
+        marker.write_text(json.dumps({"pid": owner.pid, "pid_start": owner.pid_start, "host": owner.host}))
+        yield Path(tmp)
+
+
+def _scratch_owner(folder: Path) -> Owner | None:
+    """The owner recorded in ``folder``; None when it cannot be read (then nothing is proved)."""
+    marker = folder / SCRATCH_OWNER
+    try:
+        st = marker.lstat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 4096:
+            return None
+        info = json.loads(marker.read_text())
+        return Owner(int(info["pid"]), str(info["pid_start"]), str(info["host"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def sweep_scratch(root: Path | None = None) -> list[Path]:
+    """Remove ``runner-*`` scratch folders (under the temporary folder) whose recorded
+    runner is provably gone; folders of live runners, of other users, of other hosts, or
+    without a readable owner record are left alone. Returns the folders removed."""
+    root = Path(root or tempfile.gettempdir())
+    removed = []
+    for folder in sorted(root.glob(f"{SCRATCH_PREFIX}*")):
+        try:
+            st = folder.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue  # a link, a file, or someone else's
+        owner = _scratch_owner(folder)
+        if owner is None or not owner.gone():
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    return removed

@@ -50,6 +50,8 @@ class TrainingRun:
     events: list[Event]
     outcome: ContainerOutcome
     final: dict | None = None  # the evaluator's predictions for the final model
+    # the checkpoint-sensitivity evaluations (the crossing checkpoint's and the final model's)
+    sensitivity: list[dict] = field(default_factory=list)
     started_unix_ms: int | None = None  # the host's unix time at the events' t = 0
     notes: list[str] = field(default_factory=list)  # what the runner refused or could not do
 
@@ -76,6 +78,8 @@ class TrainingInputs:
     full_curve: bool = False  # evaluate checkpoints after the crossing too (studies' curves)
     world_size: int = 1  # processes (ranks) of the run, one container each (runner.run.multiprocess)
     nodes: NodesPlan | None = None  # a run spanning nodes (runner.run.remote_nodes)
+    builder_seconds: float = 30.0  # the manifest's inference.builder_seconds: the evaluator's bound
+    sensitivity_seed: int = 0  # how the sensitivity check permutes the checkpoint's tensors
 
 
 @dataclass(frozen=True)
@@ -97,24 +101,29 @@ class CheckpointError(Exception):
 
 
 def copy_checkpoint(output_dir: Path, relative: object, target: Path) -> str:
-    """Copy the entry's checkpoint to a runner-owned file; return its sha256."""
+    """Copy the entry's checkpoint to a runner-owned file; return its sha256.
+
+    The entry chose what the name is: its type and apparent size are checked before it is
+    opened (a FIFO would block the runner forever, a sparse file claims any size), and it
+    may be no larger than the output quota (a larger one would have stopped the run)."""
+    from runner.run.entry_files import UnsafeEntryFile, copy_limited, open_regular
+    from runner.run.output_quota import quota_bytes
+
     if problem := path_problem(relative):
         raise CheckpointError(problem.replace("predictions path", "checkpoint path"))
     source = resolve_inside(output_dir, relative)
     if source is None:
         raise CheckpointError(f"checkpoint {relative!r} leaves /output")
+    quota = quota_bytes()
+    limit, name = (quota, "the output quota, RUNNER_OUTPUT_QUOTA_GIB") if quota < MAX_CHECKPOINT_BYTES \
+        else (MAX_CHECKPOINT_BYTES, "the largest checkpoint the runner copies")
     try:
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise CheckpointError(f"checkpoint {relative} cannot be read: {exc.strerror}") from None
+        src, size = open_regular(source, limit, f"checkpoint {relative}", name)
+    except UnsafeEntryFile as exc:
+        raise CheckpointError(str(exc)) from None
     digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as src:
-        if not os.path.isfile(f"/proc/self/fd/{fd}") or os.fstat(fd).st_size > MAX_CHECKPOINT_BYTES:
-            raise CheckpointError(f"checkpoint {relative} is not a regular file under {MAX_CHECKPOINT_BYTES} bytes")
-        with open(target, "wb") as dst:
-            while chunk := src.read(1 << 20):
-                digest.update(chunk)
-                dst.write(chunk)
+    with src:
+        copy_limited(src, size, target, digest.update)
     return digest.hexdigest()
 
 
@@ -136,6 +145,8 @@ class _TrainingSession:
         self.crossed = False  # an evaluation met the threshold: the clock has stopped
         self.after_crossing = 0  # requests not evaluated since (without full_curve)
         self.frozen_ranks: dict[int, str] = {}  # rank -> its state in the last freeze
+        self.crossing_checkpoint: tuple[int, str] | None = None  # (index, the runner's copy)
+        self.final_checkpoint: str | None = None  # the runner's copy of the final model
         self.evaluator = Evaluator(
             client,
             EvaluatorInputs(
@@ -145,7 +156,7 @@ class _TrainingSession:
                 requests_dir=inputs.scratch_dir / "evaluator-requests",
                 log_path=inputs.result_dir / "logs" / "evaluator.log", topk=inputs.topk,
                 threads=inputs.threads, cpus=inputs.cpus, memory=inputs.memory, gpus=inputs.gpus,
-                timeout_s=inputs.timeout_s + 3600,
+                timeout_s=inputs.timeout_s + 3600, builder_limit_s=inputs.builder_seconds,
             ),
         )
 
@@ -249,13 +260,14 @@ class _TrainingSession:
             checkpoint=checkpoint if isinstance(checkpoint, str) else None,
             frozen=state != "running", state=state, **ranks,
         )
-        digest = problem = None
+        digest = problem = answer = None
         files: dict[str, str] = {}
+        name = f"{index}{Path(str(checkpoint)).suffix[:16]}"
         try:
             self.checkpoints_dir.mkdir(exist_ok=True)
-            name = f"{index}{Path(str(checkpoint)).suffix[:16]}"
             digest = copy_checkpoint(self.output_dir, checkpoint, self.checkpoints_dir / name)
-            files = self.evaluator.evaluate(index, name)
+            answer = self.evaluator.evaluate(index, name)
+            files = answer.files
         except (CheckpointError, EvaluatorError, OSError) as exc:
             problem = str(exc)
         finally:
@@ -265,12 +277,17 @@ class _TrainingSession:
             t, EVAL_THAW, index=index, checkpoint_sha256=digest, problem=problem,
             predictions=f"{EVALUATIONS_DIR}/{files.get('clean', f'{index}/clean.npy')}",
             probe_predictions=f"{EVALUATIONS_DIR}/{files['probe']}" if "probe" in files else None,
+            builder_seconds=answer.builder_seconds if answer else None,
+            provenance=f"{EVALUATIONS_DIR}/{answer.provenance}" if answer and answer.provenance else None,
         )
         score = None
         if problem is None:
             _, scores, problem = score_file(self.task, self.inputs.result_dir, f"{EVALUATIONS_DIR}/{files['clean']}", self.labels)
             score = primary_score(self.task, scores)
-            self.crossed = self.crossed or (problem is None and score is not None and self.task.meets(score))
+            meets = problem is None and score is not None and self.task.meets(score)
+            if meets and not self.crossed:
+                self.crossing_checkpoint = (index, name)
+            self.crossed = self.crossed or meets
         self.progress.update(elapsed=t, score=score, evaluated=True)
 
     def evaluate_final(self) -> dict | None:
@@ -284,13 +301,40 @@ class _TrainingSession:
             self.checkpoints_dir.mkdir(exist_ok=True)
             name = f"final{Path(self.inputs.final_weights).suffix[:16]}"
             record["sha256"] = copy_checkpoint(self.output_dir, self.inputs.final_weights, self.checkpoints_dir / name)
-            files = self.evaluator.evaluate(index, name)
-            record["predictions"] = f"{EVALUATIONS_DIR}/{files['clean']}"
-            if "probe" in files:
-                record["probe_predictions"] = f"{EVALUATIONS_DIR}/{files['probe']}"
+            answer = self.evaluator.evaluate(index, name)
+            record["predictions"] = f"{EVALUATIONS_DIR}/{answer.files['clean']}"
+            if "probe" in answer.files:
+                record["probe_predictions"] = f"{EVALUATIONS_DIR}/{answer.files['probe']}"
+            record["builder_seconds"] = answer.builder_seconds
+            record["provenance"] = f"{EVALUATIONS_DIR}/{answer.provenance}"
+            self.final_checkpoint = name
         except (CheckpointError, EvaluatorError, OSError) as exc:
             record["problem"] = str(exc)
         return record
+
+    def evaluate_sensitivity(self) -> list[dict]:
+        """The crossing checkpoint and the final model once more, each with its tensors
+        permuted (after training: nothing here is on the clock). A model that still scores
+        well did not take its knowledge from its checkpoint."""
+        jobs = []
+        if self.crossing_checkpoint is not None:
+            jobs.append(("crossing", *self.crossing_checkpoint))
+        if self.final_checkpoint:
+            jobs.append(("final", None, self.final_checkpoint))
+        records = []
+        for k, (of, evaluation, name) in enumerate(jobs):
+            index = self.evaluations + 1 + k
+            record: dict = {"of": of, "evaluation": evaluation, "index": index,
+                            "shuffle_seed": self.inputs.sensitivity_seed}
+            try:
+                answer = self.evaluator.evaluate(index, name, shuffle_seed=self.inputs.sensitivity_seed)
+                record["predictions"] = f"{EVALUATIONS_DIR}/{answer.files['clean']}"
+                record["builder_seconds"] = answer.builder_seconds
+                record.update(answer.notes)
+            except EvaluatorError as exc:
+                record["problem"] = str(exc)
+            records.append(record)
+        return records
 
 
 def _in_arrival_order(events: list[Event]) -> list[Event]:
@@ -420,6 +464,7 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
                 session.ours(0.0, LAUNCH, stamp="container-start", first_line=None)
             session.ours(exit_t, CONTAINER_EXIT, exit_code=outcome.exit_code)
             final = session.evaluate_final() if outcome.ok else None
+            sensitivity = session.evaluate_sensitivity() if outcome.ok or session.crossing_checkpoint else []
         finally:
             session.evaluator.close()
     shutil.rmtree(inputs.scratch_dir / "evaluator-requests", ignore_errors=True)
@@ -428,4 +473,5 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
                              "evaluated: the clock had stopped (--full-curve evaluates every checkpoint)")
     events = _in_arrival_order(session.events)
     write_events(inputs.result_dir / "events.jsonl", events)
-    return TrainingRun(events, outcome, final, started_unix_ms=session.started_unix_ms, notes=session.notes)
+    return TrainingRun(events, outcome, final, sensitivity=sensitivity, started_unix_ms=session.started_unix_ms,
+                       notes=session.notes)

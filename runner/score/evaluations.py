@@ -33,6 +33,8 @@ class ScoredEvaluation:
     probe_scores: dict[str, float] | None = None  # the generalization probe
     probe_gap: float | None = None  # primary score minus the probe's
     probe_predictions: str | None = None
+    builder_seconds: float | None = None  # request -> model built (host clock), bounded
+    provenance: str | None = None  # the evaluator's record of the tensors the model computed with
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -120,7 +122,7 @@ def score_evaluations(task: Task, line: Timeline, result_dir: Path, labels) -> l
             ScoredEvaluation(
                 ev.index, ev.epoch, ev.start, ev.stop, ev.predictions, count, scores, meets, problem,
                 ev.checkpoint, ev.checkpoint_sha256, ev.excluded, probe_scores or None, probe_gap,
-                ev.probe_predictions,
+                ev.probe_predictions, ev.builder_seconds, ev.provenance,
             )
         )
     return scored

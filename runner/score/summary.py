@@ -9,7 +9,10 @@ from pathlib import Path
 from runner.events import RUNNER, Event
 from runner.results.record import Training
 from runner.score.curve import write_curve
-from runner.score.evaluations import score_file
+from runner.score.evaluations import primary_score, score_file
+from runner.score.model_origin import (
+    judge_sensitivity, provenance_problem, read_provenance, sensitivity_problem,
+)
 from runner.score.probe import probe_problem
 from runner.score.tta import LAUNCH, EventStreamError, time_to_accuracy, timeline
 from runner.tasks import Task
@@ -45,8 +48,47 @@ def _launch_problem(launch: Event, limit_s: float) -> str | None:
             "the clock started at the container's start")
 
 
+def model_origin(task: Task, scored: list, crossing: int | None, final: dict | None,
+                 sensitivity: list[dict], result_dir: Path, labels, builder_limit_s: float | None):
+    """The class 4 checks of the scored models: (record for result.json, non-conforming reasons)."""
+    problems: list[str] = []
+    provenance: dict = {}
+    models = []
+    if crossing is not None:
+        models.append(("crossing", f"checkpoint {crossing}", scored[crossing].provenance, primary_score(task, scored[crossing].scores)))
+    if final and "predictions" in final:
+        models.append(("final", "the final model", final.get("provenance"),
+                       primary_score(task, final.get("scores") or {})))
+    own = {}
+    for key, of, relative, score in models:
+        record = read_provenance(result_dir, relative)
+        provenance[key] = {"record": relative, "foreign_count": record.foreign_count,
+                           "foreign_bytes": record.foreign_bytes, "foreign": record.foreign,
+                           "small_constants_bytes": record.small_constants_bytes, "problem": record.problem}
+        if problem := provenance_problem(record, of):
+            problems.append(problem)
+        own[key] = score
+    judged = [judge_sensitivity(task, result_dir, r, own.get(r.get("of")), labels) for r in sensitivity]
+    for j in judged:
+        if problem := sensitivity_problem(task, j):
+            problems.append(problem)
+    if not models:
+        return None, problems
+    times = [s.builder_seconds for s in scored if s.builder_seconds is not None]
+    if final and isinstance(final.get("builder_seconds"), (int, float)):
+        times.append(final["builder_seconds"])
+    record = {
+        "provenance": provenance,
+        "sensitivity": judged,
+        "builder_seconds": {"limit": builder_limit_s, "max": max(times, default=None),
+                            "per_evaluation": [s.builder_seconds for s in scored]},
+    }
+    return record, problems
+
+
 def summarize_training(task: Task, events: list[Event], wall_seconds: float, notes: list[str],
-                       final: dict | None, result_dir: Path, labels, launch_limit_s: float) -> TrainingSummary:
+                       final: dict | None, result_dir: Path, labels, launch_limit_s: float,
+                       sensitivity: list[dict] | None = None, builder_limit_s: float | None = None) -> TrainingSummary:
     training = Training(wall_seconds=round(wall_seconds, 6), notes=list(notes))
     try:
         line = timeline(events)
@@ -74,4 +116,7 @@ def summarize_training(task: Task, events: list[Event], wall_seconds: float, not
         summary.nonconforming.append(problem)
     if tta.crossing is not None and (problem := probe_problem(scored[tta.crossing].probe_gap)):
         summary.nonconforming.append(problem)
+    training.model_origin, problems = model_origin(task, scored, tta.crossing, training.final_model,
+                                                   sensitivity or [], result_dir, labels, builder_limit_s)
+    summary.nonconforming += problems
     return summary

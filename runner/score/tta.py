@@ -35,6 +35,8 @@ class Evaluation:
     checkpoint_sha256: str | None = None
     excluded: bool = True  # False when the engine could not freeze the entry
     problem: str | None = None  # why the runner could not evaluate the checkpoint
+    builder_seconds: float | None = None  # request -> model built, on the host's clock
+    provenance: str | None = None  # the evaluator's provenance record, relative to the result folder
 
     @property
     def seconds(self) -> float:
@@ -58,6 +60,11 @@ class Timeline:
 def _metadata_int(ev: Event, key: str) -> int | None:
     value = ev.metadata.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _metadata_number(ev: Event, key: str) -> float | None:
+    value = ev.metadata.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def timeline(events: list[Event]) -> Timeline:
@@ -99,6 +106,8 @@ def timeline(events: list[Event]) -> Timeline:
                     checkpoint_sha256=ev.metadata.get("checkpoint_sha256"),
                     excluded=frozen.metadata.get("frozen") is True,
                     problem=ev.metadata.get("problem") if isinstance(ev.metadata.get("problem"), str) else None,
+                    builder_seconds=_metadata_number(ev, "builder_seconds"),
+                    provenance=ev.metadata.get("provenance") if isinstance(ev.metadata.get("provenance"), str) else None,
                 )
             )
             frozen = None

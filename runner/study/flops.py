@@ -1,89 +1,222 @@
-"""Count the FLOPs (and bytes touched) of one training step and one batch-1 inference of
-an entry's model, with PyTorch's ``torch.utils.flop_counter.FlopCounterMode``.
+"""Count the FLOPs (and bytes touched) of one training step and one batch-1 inference of an
+entry's model, inside a container of the entry's own image.
 
-Run as ``python -m runner.study.flops`` in a child process: it imports the entry's
-``inference.builder`` on the host, so the entry's module stays out of the runner's own
-process (and its ``sys.modules``). FlopCounterMode counts matrix products and convolutions
-(a multiply-add is 2 FLOPs); elementwise work (activations, norms, the optimiser) is not
-counted, as in the usual MLPerf/DAWNBench FLOP figures. Bytes are every tensor each ATen op
-reads and writes, as if nothing stayed in cache: an upper bound on memory traffic, so the
-arithmetic intensity it gives is a lower bound.
+No entry code runs on the host: the runner's harness (``python3 -m harness flops``,
+``runner/harness/flops.py``) builds the model with the manifest's builder and counts with
+``torch.utils.flop_counter.FlopCounterMode`` in a container locked down like every other the
+runner starts (no network, non-root, read-only root, no capabilities, owner labels). The
+image is the run's (``result.json`` ``image.id``); when the engine no longer has it, the image
+its tag names (the same content key) is used, else the run's own entry files are rebuilt by
+``runner reproduce``'s build (``build_entry``).
+
+The numbers come back from code the entry controls (its builder, its torch), so they are the
+entry's to forge: ``parse_count`` accepts only finite, non-negative integers under a cap, and
+the study says who counted them.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
-import subprocess
-import sys
+import os
+import re
+import shutil
+import stat
+import tempfile
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
+import docker
+
+from runner import paths
 from runner.errors import UserError
+from runner.run.container import ContainerSpec, Mount, prepare_writable, run_container
+from runner.run.output_quota import OutputQuota
+
+HARNESS_MOUNT = "/opt/runner/harness"
+OUT_MOUNT = "/flops"
+RESULT_FILE = "flops.json"  # as runner/harness/flops.py writes it
+COUNT_TIMEOUT_S = 600
+MAX_RESULT_BYTES = 64 * 1024
+OUT_QUOTA_BYTES = 1 << 20  # the writable folder holds one small JSON file: the host's disk is not the entry's
+# Far above any model a DAWNBench task trains (ResNet-50 at batch 1024: ~2.5e13 FLOPs a step).
+MAX_COUNT = 10**18
+MAX_PARAMETERS = 10**13
+MAX_VERSION_CHARS = 64
+VERSION = re.compile(r"[A-Za-z0-9.+_-]{1,%d}" % MAX_VERSION_CHARS)  # shown in terminal markup and HTML
+COUNTED_BY = "the entry's own image"
 
 
-def _counters():
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
+@dataclass(frozen=True)
+class CountImage:
+    """The image the count ran in: the run's, or one rebuilt from the run's entry files."""
 
-    class BytesTouched(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.bytes = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            flat, _ = tree_flatten((args, kwargs, out))
-            self.bytes += sum(t.numel() * t.element_size() for t in flat if isinstance(t, torch.Tensor))
-            return out
-
-    return BytesTouched
+    id: str
+    rebuilt: bool
 
 
-def count(entry_dir: str, builder: str, input_shape: list[int], num_classes: int, batch: int) -> dict:
-    import torch
-    import torch.nn.functional as F
-    from torch.utils.flop_counter import FlopCounterMode
+# -- the numbers the container returns: untrusted ---------------------------------------------
 
-    BytesTouched = _counters()
-    sys.path.insert(0, entry_dir)
-    module_name, _, function_name = builder.partition(":")
-    model = getattr(importlib.import_module(module_name), function_name)()
-    torch.manual_seed(0)
-
-    def measured(step):
-        with FlopCounterMode(display=False) as flops, BytesTouched() as touched:
-            step()
-        return {"flops": int(flops.get_total_flops()), "bytes": int(touched.bytes)}
-
-    def train_step():
-        x = torch.rand(batch, *input_shape) * 255  # the stored scale: normalisation is the model's
-        y = torch.randint(0, num_classes, (batch,))
-        F.cross_entropy(model(x), y).backward()
-
-    def infer_one():
-        with torch.no_grad():
-            model(torch.rand(1, *input_shape) * 255)
-
-    model.train()
-    train = measured(train_step)
-    model.eval()
-    infer = measured(infer_one)
-    params = sum(p.numel() for p in model.parameters())
-    return {"batch_size": batch, "parameters": params, "train_step": train, "inference_item": infer,
-            "torch": torch.__version__}
+class CountError(ValueError):
+    """The entry's image returned a count that is not one."""
 
 
-def count_in_child(entry_dir: Path, builder: str, input_shape, num_classes: int, batch: int) -> dict:
-    args = json.dumps([str(entry_dir), builder, list(input_shape), num_classes, batch])
-    proc = subprocess.run([sys.executable, "-m", "runner.study.flops", args],
-                          capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"counting the FLOPs of {builder} in {entry_dir} failed: {last}",
-                        "check that the builder imports with the host's torch (pip install torch)")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def _reject_constant(name: str):
+    raise CountError(f"{name} is not a number")
 
 
-if __name__ == "__main__":
-    print(json.dumps(count(*json.loads(sys.argv[1]))))
+def _bounded_int(value: object, what: str, cap: int) -> int:
+    # bool is an int in Python, a float may be inf or nan: only plain integers pass.
+    if type(value) is not int:
+        raise CountError(f"{what} is not an integer")
+    if not 0 <= value <= cap:
+        raise CountError(f"{what} is outside 0..{cap:.0e}")
+    return value
+
+
+def _measure(data: object, what: str) -> dict:
+    if not isinstance(data, dict):
+        raise CountError(f"{what} is not an object")
+    flops = _bounded_int(data.get("flops"), f"{what}.flops", MAX_COUNT)
+    touched = _bounded_int(data.get("bytes"), f"{what}.bytes", MAX_COUNT)
+    if flops == 0 or touched == 0:
+        raise CountError(f"{what} counted {flops} FLOPs over {touched} bytes: no matrix product or "
+                         "convolution to set on a roofline")
+    return {"flops": flops, "bytes": touched}
+
+
+def parse_count(text: str, batch: int) -> dict:
+    """The count, rebuilt from ``text`` field by field: only the known keys, each bounded.
+    ``batch`` is the host's own choice, never the echoed one."""
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise CountError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise CountError("not a JSON object")
+    version = data.get("torch")
+    if not isinstance(version, str) or not VERSION.fullmatch(version):
+        raise CountError(f"torch is not a version string (at most {MAX_VERSION_CHARS} of A-Z a-z 0-9 . + _ -)")
+    return {
+        "batch_size": batch,
+        "parameters": _bounded_int(data.get("parameters"), "parameters", MAX_PARAMETERS),
+        "train_step": _measure(data.get("train_step"), "train_step"),
+        "inference_item": _measure(data.get("inference_item"), "inference_item"),
+        "torch": version,
+    }
+
+
+def read_result(folder: Path) -> str:
+    """``folder/flops.json`` as text, read without following links or blocking on a FIFO the
+    container may have put there, and only if it is a small regular file."""
+    try:
+        fd = os.open(folder / RESULT_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CountError(f"no readable {RESULT_FILE}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RESULT_BYTES:
+            raise CountError(f"{RESULT_FILE} is not a regular file under {MAX_RESULT_BYTES} bytes")
+        raw = f.read(MAX_RESULT_BYTES + 1)
+    if len(raw) > MAX_RESULT_BYTES:
+        raise CountError(f"{RESULT_FILE} is over {MAX_RESULT_BYTES} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CountError(f"{RESULT_FILE} is not UTF-8") from None
+
+
+# -- the image and the container -------------------------------------------------------------
+
+def run_image(client: docker.DockerClient, run_folder: Path, entry_name: str, image_id: str, image_tag: str | None,
+              smoke: bool, console=None) -> CountImage:
+    """The run's image; else the image its tag names now (the same content key: the same entry
+    files, base and lock, built again, e.g. by `runner build`); else the run's own entry files
+    rebuilt the way ``runner reproduce`` builds them."""
+    try:
+        return CountImage(client.images.get(image_id).id, rebuilt=False)
+    except docker.errors.ImageNotFound:
+        pass
+    if image_tag:
+        try:
+            return CountImage(client.images.get(image_tag).id, rebuilt=True)
+        except docker.errors.ImageNotFound:
+            pass
+    files = run_folder / "entry"
+    if not all((files / name).is_file() for name in ("entry.yaml", "Dockerfile")):
+        raise UserError(f"the run's image {image_id[:19]} is gone from the engine and {run_folder} holds no entry "
+                        "files to rebuild it from",
+                        f"rebuild it with `runner build entries/{entry_name}` (the entry as the run used it)")
+    from runner.build import build_entry
+    from runner.manifest import load_entry
+
+    if console is not None:
+        console.print(f"the run's image {image_id[:19]} is gone from the engine: rebuilding it from the run's entry files")
+    with tempfile.TemporaryDirectory(prefix="runner-flops-build-") as tmp:
+        folder = Path(tmp) / entry_name  # load_entry wants the folder named as the entry
+        shutil.copytree(files, folder, symlinks=True)  # load_entry refuses links by name
+        entry = load_entry(folder)
+        if smoke:
+            entry = entry.for_smoke()
+        built = build_entry(entry, client)  # a failure says what to fix in the build
+    return CountImage(built.image_id, rebuilt=True)
+
+
+def count_in_container(client: docker.DockerClient, image: CountImage, *, builder: str, framework: str,
+                       input_shape, num_classes: int, batch: int, cpus: float | None = None,
+                       memory: str | int | None = None, log_path: Path | None = None) -> dict:
+    """Run ``python3 -m harness flops`` in ``image`` and return the bounded, parsed count,
+    with ``counted_by`` and ``image`` saying where it came from."""
+    if framework != "pytorch":
+        raise UserError(f"the roofline study counts FLOPs with torch.utils.flop_counter; this entry's "
+                        f"framework is {framework}", "run it on a PyTorch entry")
+    threads = int(cpus) if cpus and float(cpus).is_integer() else 1
+    with tempfile.TemporaryDirectory(prefix="runner-flops-") as tmp:
+        out = Path(tmp) / "out"
+        prepare_writable(out)
+        spec = ContainerSpec(
+            image=image.id,
+            entrypoint=["python3"],  # the harness, whatever ENTRYPOINT the image names
+            command=["-m", "harness", "flops", "--entry-dir", "/entry", "--builder", builder,
+                     "--framework", framework, "--input-shape", ",".join(str(int(d)) for d in input_shape),
+                     "--num-classes", str(int(num_classes)), "--batch", str(int(batch)),
+                     "--threads", str(threads), "--out", OUT_MOUNT],
+            mounts=[Mount(paths.harness_dir(), HARNESS_MOUNT), Mount(out, OUT_MOUNT, read_only=False)],
+            env={"PYTHONPATH": "/opt/runner", "PYTHONDONTWRITEBYTECODE": "1",
+                 "OMP_NUM_THREADS": str(threads), "HOME": "/tmp"},
+            workdir="/entry",
+            cpus=cpus,
+            memory=memory,
+            timeout_s=COUNT_TIMEOUT_S,
+            label="flops",
+        )
+        errors: list[str] = []
+
+        def on_line(line: str, _t: float) -> None:
+            if line.startswith("harness: error:") and len(errors) < 5:
+                # The entry's output: shown to the user, so printable characters only.
+                said = line.removeprefix("harness: error:").strip()[:500]
+                errors.append("".join(c if c.isprintable() else "?" for c in said))
+
+        cancel = threading.Event()
+        quota = OutputQuota(out, cancel.set, limit_bytes=OUT_QUOTA_BYTES).start()
+        try:
+            outcome = run_container(client, spec, on_line, log_path or Path(tmp) / "flops.log", cancel=cancel)
+        finally:
+            over = quota.stop()
+        if over:
+            raise UserError(f"counting the FLOPs in the entry's image {image.id[:19]} was stopped: "
+                            f"it wrote over {OUT_QUOTA_BYTES} bytes where one small JSON file belongs",
+                            "the count is the entry's own code's answer; check its builder")
+        if outcome.interrupted:
+            raise KeyboardInterrupt
+        if not outcome.ok:
+            why = "; ".join(errors) or outcome.reason() or "unknown"
+            raise UserError(f"counting the FLOPs of {builder} in the entry's image {image.id[:19]} failed: {why}",
+                            f"see {log_path}" if log_path else "check that the builder builds its model in the image")
+        try:
+            counted = parse_count(read_result(out), batch)
+        except CountError as err:
+            raise UserError(f"the entry's image {image.id[:19]} returned no valid FLOP count: {err}",
+                            "the count is the entry's own code's answer; check its builder") from None
+    return {**counted, "counted_by": COUNTED_BY, "image": {"id": image.id, "rebuilt": image.rebuilt}}

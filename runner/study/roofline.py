@@ -1,18 +1,23 @@
 """Hardware use: achieved FLOP/s in training and batch-1 inference against the profile's
 peak, on a roofline. DAWNBench's analysis found entries far below peak (10x on ImageNet GPUs).
 
-FLOPs come from counting the entry's own model (``runner.study.flops``); times from the
-signed run: training FLOP/s = FLOPs per sample x training samples/s (the epochs the runner
-stamped), inference FLOP/s = FLOPs per item / mean batch-1 latency per backend.
+FLOPs come from counting the entry's own model inside a container of the entry's own image
+(``runner.study.flops``, ``python3 -m harness flops``): no entry code runs on the host, and the
+counts are the entry's figures, parsed with bounds. Times come from the signed run: training
+FLOP/s = FLOPs per sample x training samples/s (the epochs the runner stamped), inference
+FLOP/s = FLOPs per item / mean batch-1 latency per backend.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import yaml
 from rich.console import Console
 
+from runner import paths
+from runner.engine import get_client
 from runner.errors import UserError
 from runner.profiles import load_profile
 from runner.results.record import Result
@@ -20,7 +25,7 @@ from runner.study.common import (
     StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, train_set_size,
     with_runs,
 )
-from runner.study.flops import count_in_child
+from runner.study.flops import count_in_container, run_image
 from runner.study.plots import figure, save
 from runner.tasks import get_task
 
@@ -39,21 +44,36 @@ def _batch_size(result: Result, manifest: dict, override: int | None) -> int:
                     "pass --batch-size N (the entry's batch size) or declare hyperparameters: in its entry.yaml")
 
 
-def analyse(folder: Path, batch_override: int | None = None) -> dict:
+def count_log(entry_name: str) -> Path:
+    """The counting container's output (the entry's, so untrusted), kept for the last count."""
+    return paths.home() / "logs" / f"flops-{entry_name}.log"
+
+
+def analyse(folder: Path, batch_override: int | None = None, console: Console | None = None) -> dict:
     result = Result.read(folder)
     task = get_task(result.task.id)
     if task.input_shape is None:
         raise UserError(f"the roofline study counts image models; {task.id} has no image input",
                         "run it on an image task's entry")
-    entry_dir = folder / "entry"  # the entry files the run used, signed with it
+    entry_dir = folder / "entry"  # the entry files the run used, signed with it (read, never imported)
     manifest = yaml.safe_load((entry_dir / "entry.yaml").read_text())
     batch = _batch_size(result, manifest, batch_override)
-    counted = count_in_child(entry_dir, manifest["inference"]["builder"], task.input_shape,
-                             task.num_classes, batch)
     profile = load_profile(result.cost.profile)
     if profile.peak is None:
         raise UserError(f"hardware profile {profile.id} has no peak figures",
                         f"add peak: (tflops, memory_bandwidth_gbs, source) to hardware_profiles/{profile.id}.yaml")
+    client = get_client()
+    image = run_image(client, folder, result.entry.name, result.image.id, result.image.tag, result.smoke, console)
+    log = count_log(result.entry.name)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.unlink(missing_ok=True)
+    limits = profile.container_limits
+    counted = count_in_container(
+        client, image, builder=manifest["inference"]["builder"],
+        framework=(manifest.get("framework") or {}).get("name", "pytorch"),
+        input_shape=task.input_shape, num_classes=task.num_classes, batch=batch,
+        cpus=limits.cpus if limits else None, memory=limits.memory if limits else None, log_path=log,
+    )
     step, item = counted["train_step"], counted["inference_item"]
     per_sample = step["flops"] / batch
     samples_per_s = throughput(folder, result)
@@ -119,20 +139,28 @@ def present(folder: Path, summary: dict) -> StudyOutput:
         KIND, summary["entry"], folder, summary,
         plots=[(name, "roofline of the profile's peak with the run's achieved FLOP/s")],
         tables=[Table("achieved against peak", ["phase", "FLOP/byte", "GFLOP/s", *[f"% of {k} peak" for k in precisions]], rows),
-                Table("counted (torch.utils.flop_counter)", ["what", "FLOPs", "bytes touched"], counts)],
+                Table(f"counted by {counted['counted_by']} (torch.utils.flop_counter, torch {counted['torch']})",
+                      ["what", "FLOPs", "bytes touched"], counts)],
         notes=[f"peak: {summary['peak']['source']}",
+               f"FLOPs and bytes are counted by {counted['counted_by']} ({counted['image']['id'][:19]}"
+               + (", not the run's own: its entry files built again" if counted["image"]["rebuilt"] else "")
+               + "): the entry's builder and torch run in a locked-down container, so the counts are the "
+               "entry's figures (checked only as finite, non-negative and bounded); the times are the runner's",
                "FLOPs count matrix products and convolutions only; bytes are every tensor each op reads and writes "
                "(no cache reuse), so arithmetic intensity is a lower bound"]
               + (["a smoke run: synthetic data and a truncated epoch, so the figures are nominal"] if summary["smoke"] else []),
     )
 
 
-def study(folder: Path, batch_override: int | None = None) -> StudyOutput:
-    summary = analyse(folder, batch_override)
+def study(folder: Path, batch_override: int | None = None, console: Console | None = None) -> StudyOutput:
+    summary = analyse(folder, batch_override, console)
     out = save_study(KIND, [folder], summary)
+    log = count_log(summary["entry"])
+    if log.is_file():
+        shutil.copyfile(log, out / "flops.log")
     return present(out, summary)
 
 
 def run(entry_path: str, opts, console: Console, batch_override: int | None = None) -> StudyOutput:
     (folder,) = run_entry(entry_path, with_runs(opts, 1, seed=None, infer=True), console)
-    return study(folder, batch_override)
+    return study(folder, batch_override, console)

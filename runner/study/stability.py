@@ -18,9 +18,33 @@ from runner.study.plots import figure, save
 KIND = "stability"
 
 
+def _labels(result: Result):
+    """The labels the runs were scored against (staged, or the smoke data made again);
+    None when this host does not have the same data."""
+    import tempfile
+
+    from runner import data
+    from runner.data.synthetic import SMOKE_SIZES
+    from runner.errors import UserError
+
+    try:
+        if result.smoke:
+            with tempfile.TemporaryDirectory(prefix="runner-study-") as tmp:
+                staged = data.synthetic(result.task.id, Path(tmp), seed=0, **SMOKE_SIZES)
+                return staged.load_eval_labels() if staged.digest == result.data.digest else None
+        staged = data.staged(result.task.id)
+        return staged.load_eval_labels() if staged.digest == result.data.digest else None
+    except (UserError, OSError, ValueError, AttributeError):
+        return None
+
+
 def analyse(folders: list[Path]) -> dict:
+    from runner.score.across_runs import alike_runs
+
     results = [Result.read(f) for f in folders]
     s = summarize_runs([r.tta_seconds for r in results])
+    labels = _labels(results[0])
+    alike = alike_runs(folders, labels) if labels is not None else {}  # the same network across seeds
     return {
         "kind": KIND,
         "entry": results[0].entry.name,
@@ -28,9 +52,12 @@ def analyse(folders: list[Path]) -> dict:
         "threshold": results[0].task.threshold,
         "runs": [
             {"run_id": r.run_id, "seed": r.seed, "status": r.status, "reached": r.tta_seconds is not None,
-             "tta_seconds": r.tta_seconds, "conforming": r.conforming}
-            for r in results
+             "tta_seconds": r.tta_seconds, "conforming": r.conforming and not alike.get(f),
+             "alike": alike.get(f, [])}
+            for f, r in zip(folders, results)
         ],
+        "alike_runs": sorted({reason for reasons in alike.values() for reason in reasons}),
+        "alike_checked": labels is not None,  # the runs' data is on this host
         "median_tta_seconds": s.median,
         "coefficient_of_variation": s.cv,
         "reached": s.reached,

@@ -17,6 +17,7 @@ from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.verify.evidence import Auditor, Evidence, Unavailable
 from runner.verify.hardware import check_cost, check_hardware_profile
 from runner.verify.inference import check_inference_gate
+from runner.verify.model_origin import check_model_origin
 from runner.verify.integrity import (
     check_file_digests,
     check_payload_type,
@@ -54,6 +55,7 @@ CHECKS: list[tuple[str, Callable[[Evidence], CheckResult]]] = [
     ("first-crossing", check_first_crossing),
     ("checkpoints", check_checkpoints),
     ("probe", check_probe),
+    ("model-origin", check_model_origin),
     ("inference-gate", check_inference_gate),
     ("hardware-profile", check_hardware_profile),
     ("cost", check_cost),

@@ -108,13 +108,13 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
                 probe_dir=probe_dir, checkpoints_dir=checkpoints, evaluations_dir=tmp / "evaluations",
                 requests_dir=tmp / "requests", log_path=tmp / "evaluator.log",
                 topk=entry.task.topk, threads=1, cpus=None, memory=None,
-                gpus=1 if gpus else 0, timeout_s=3600,
+                gpus=1 if gpus else 0, timeout_s=3600, builder_limit_s=entry.inference.builder_seconds,
             ))
             try:
                 for index, (name, checkpoint, clean, probe) in enumerate(jobs):
                     console.print(f"[bold]evaluate[/] {name} ({checkpoint})")
                     try:
-                        files = evaluator.evaluate(index, checkpoint)
+                        files = evaluator.evaluate(index, checkpoint).files
                     except EvaluatorError as err:
                         checks.append(ReplayCheck(name, False, f"the evaluator failed: {err}"))
                         continue

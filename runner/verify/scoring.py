@@ -21,12 +21,29 @@ def check_data_digest(ev: Evidence) -> Verdict:
     return Verdict(True, f"the run's data is the auditor's {where} ({mine[:23]})")
 
 
+def _refused_by_runner(ev: Evidence, claimed: dict, scored) -> bool:
+    """An evaluation the runner itself refused (a FIFO named as a checkpoint, a file over the
+    quota, a builder past its time): its signed thaw event and the record give the same
+    reason, nothing is scored and it meets nothing. Such an evaluation is an honest gap."""
+    if not scored.problem or claimed.get("problem") != scored.problem:
+        return False
+    if claimed.get("scores") or claimed.get("meets") is not False:
+        return False
+    try:
+        from_events = ev.scored_from_events
+    except Unavailable:
+        return False
+    return scored.index < len(from_events) and from_events[scored.index].problem == scored.problem
+
+
 def check_eval_set_complete(ev: Evidence) -> Verdict:
     n = ev.eval_size
     problems = []
     if ev.claim("task", "eval_size") != ev.task.eval_size:
         problems.append(f"result.json says the evaluation set has {ev.claim('task', 'eval_size')} items, the task {ev.task.eval_size}")
     for claimed, scored in zip(ev.claimed_evaluations, ev.rescored):
+        if _refused_by_runner(ev, claimed, scored):
+            continue
         if scored.count != n:
             problems.append(f"evaluation {scored.index}: {scored.problem or f'{scored.count} rows'} (need {n})")
         elif claimed.get("count") != n:
@@ -66,6 +83,8 @@ def check_scores(ev: Evidence) -> Verdict:
     """Every evaluation and every backend, scored again against the auditor's labels."""
     problems = []
     for claimed, scored in zip(ev.claimed_evaluations, ev.rescored):
+        if _refused_by_runner(ev, claimed, scored):
+            continue
         if scored.problem:
             problems.append(f"evaluation {scored.index}: {scored.problem}")
         elif not _scores_equal(claimed.get("scores"), scored.scores):

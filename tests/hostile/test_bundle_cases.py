@@ -169,3 +169,55 @@ def test_alias_bomb_in_the_bundles_profile_is_refused_before_any_check(signed, b
     (bundle / "profile.yaml").write_text(bomb)
     code, out = verify(capsys, signed, bundle)
     assert code == 1 and "anchors and aliases are not allowed" in out and "not run" in out
+
+
+# --- outputs verify would refuse are never signed (issue 22, item 8) -----------------------
+
+def test_entry_outputs_verify_would_refuse_are_left_out_unread_before_signing(bundle, tmp_path, capsys):
+    import os
+    import time
+
+    out = bundle / "output"
+    with open(out / "sparse.bin", "wb") as fh:
+        fh.truncate(100 << 30)  # 100 GiB without a block: hashing it took ~85 s
+    os.mkfifo(out / "pipe")  # opening it would block forever
+    os.link(out / "model" / "weights.pt", out / "twin.pt")  # verify refuses hard links
+    (out / "passwd").symlink_to("/etc/passwd")
+    (out / "bomb.yaml").write_text("a: &a [1, 2]\nb: *a\n")  # verify's YAML loader refuses aliases
+    signer = CryptoSigner.generate_ed25519()
+    public = tmp_path / "signer.pub.json"
+    public.write_text(json.dumps(public_key_dict(signer.public_key)))
+    started = time.monotonic()
+    made = make_bundle(bundle, signer)
+    assert time.monotonic() - started < 10
+    left_out = ["bomb.yaml", "model/weights.pt", "passwd", "pipe", "sparse.bin", "twin.pt"]
+    assert not any((out / name).exists() or (out / name).is_symlink() for name in left_out)
+    (note,) = [n for n in json.loads((bundle / "result.json").read_text())["training"]["notes"]
+               if n.startswith("left out of the bundle")]
+    assert "output/sparse.bin (107374182400 bytes, over the 4294967296-byte limit of one file)" in note
+    assert "output/pipe (a FIFO)" in note and "output/twin.pt (hard-linked elsewhere)" in note
+    assert made.warnings == [note]
+    code, text = verify(capsys, (None, public), bundle)
+    assert code == 0, text
+
+
+def test_a_runner_file_verify_would_refuse_refuses_the_bundle(bundle, tmp_path):
+    from runner.errors import UserError
+
+    with open(bundle / "logs" / "huge.log", "wb") as fh:
+        fh.truncate(5 << 30)
+    with pytest.raises(UserError, match=r"logs/huge.log \(5368709120 bytes, over the 4294967296-byte limit"):
+        make_bundle(bundle, CryptoSigner.generate_ed25519())
+    assert not (bundle / "bundle" / "statement.dsse.json").exists()  # nothing signed, not even the old state
+    assert (bundle / "logs" / "huge.log").exists()  # the runner's own files are never dropped
+
+
+def test_over_the_count_or_total_the_largest_outputs_go_first(bundle):
+    from runner.bundle.filelist import unverifiable
+    from runner.bundle.open import Limits
+
+    for i in range(5):
+        (bundle / "output" / f"{i}.bin").write_bytes(b"x" * (1000 * (i + 1)))
+    files = sum(1 for p in bundle.rglob("*") if p.is_file() and p.parent.name != "bundle")
+    refused = unverifiable(bundle, Limits(max_files=files - 2 + 3))  # room for all but two (and the bookkeeping)
+    assert [r.path for r in refused] == ["output/4.bin", "output/model/weights.pt"]

@@ -1,11 +1,14 @@
 """Hostile behaviour at run time, against the real engine: output that used to kill the
 listener or stall the reader, containers of other runs, a killed runner, a full /output,
-runs that share cores. The whole-run cases use the contract-probe test entry with
---smoke, so each costs seconds."""
+runs that share cores, and what an entry names as a checkpoint (a FIFO, a sparse 100 GiB
+file), a full runner home and the scratch folder a killed runner leaves. The whole-run
+cases use the contract-probe test entry with --smoke, so each costs seconds."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +18,7 @@ from pathlib import Path
 
 import docker.errors
 import pytest
+import yaml
 from hostile_helpers import (  # noqa: F401
     assert_one_line_error,
     event_keys,
@@ -363,3 +367,272 @@ def test_concurrent_runs_queue_for_cores_and_never_kill_each_other(docker_client
     assert second.returncode == 0, rest
     assert result_of(second_results)["status"] == "complete"
     assert result_of(first_results)["incomplete_reason"] == "interrupted"
+
+
+# --- what an entry names as a checkpoint (issue 22, item 8) -------------------------------
+# Each case runs the real CLI in a child process with a 30 s training timeout and a hard
+# limit of its own, so a runner that hangs fails the case instead of the whole session.
+
+ITEM8 = '''"""Hostile outputs: a FIFO or a sparse 100 GiB file named as a checkpoint and as the
+final weights; ``sleep`` hangs (a runner killed midway); any other mode just ends.
+(tests/hostile/test_runtime_cases.py writes this file into its copy of contract-probe.)"""
+import json, os, sys, time
+from pathlib import Path
+
+OUT = Path(os.environ.get("RUNNER_OUTPUT", "/output"))
+
+
+def log(key, value=None, **metadata):
+    print(":::MLLOG " + json.dumps({"namespace": "", "time_ms": time.time() * 1000,
+          "event_type": "POINT_IN_TIME", "key": key, "value": value, "metadata": metadata}), flush=True)
+
+
+def sparse(path):
+    with open(path, "wb") as fh:
+        fh.truncate(100 << 30)  # 100 GiB, not one block of disk
+
+
+log("run_start")
+log("epoch_start", epoch_num=1)
+(OUT / "model").mkdir(exist_ok=True)
+if sys.argv[1] == "fifo":
+    os.mkfifo(OUT / "ckpt.pt")
+    log("eval_request", epoch_num=1, checkpoint="ckpt.pt")
+    os.mkfifo(OUT / "model" / "weights.pt")
+elif sys.argv[1] == "sparse":
+    sparse(OUT / "huge.pt")
+    log("eval_request", epoch_num=1, checkpoint="huge.pt")
+    sparse(OUT / "model" / "weights.pt")
+elif sys.argv[1] == "sleep":
+    time.sleep(600)
+log("run_stop", status="success")
+'''
+TRAIN_TIMEOUT_S = 30
+RUN_LIMIT_S = 420  # an image build and audit included; a hung runner is killed here
+
+
+def item8_entry(tmp_path: Path, mode: str) -> Path:
+    """The contract-probe entry running ``item8.py MODE`` (one image for every mode)."""
+    folder = probe_entry(tmp_path, "sandbox")
+    (folder / "item8.py").write_text(ITEM8)
+    manifest = yaml.safe_load((folder / "entry.yaml").read_text())
+    manifest["train"]["command"] = ["python3", "/entry/item8.py", mode]
+    (folder / "entry.yaml").write_text(yaml.safe_dump(manifest))
+    return folder
+
+
+@pytest.fixture
+def own_locks(tmp_path, monkeypatch) -> Path:
+    """A runner home sharing the host's caches (wheels, image audits, keys) but with core
+    locks and run markers of its own: the case neither waits for other runs on this host
+    nor mistakes their locks for its own."""
+    from runner import paths
+
+    shared = paths.home()
+    home = tmp_path / "home"
+    home.mkdir()
+    for item in shared.iterdir():
+        if item.name not in ("locks", "active-runs"):
+            (home / item.name).symlink_to(item)
+    monkeypatch.setenv("RUNNER_HOME", str(home))
+    return home
+
+
+def reproduce_child(entry: Path, results_dir: Path, *extra: str, env: dict | None = None):
+    """``runner reproduce ENTRY --smoke --no-infer`` in a child, killed past RUN_LIMIT_S
+    (TimeoutExpired then fails the case: the runner hung)."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "runner", "reproduce", str(entry), "--smoke", "--no-infer",
+         "--timeout-minutes", str(TRAIN_TIMEOUT_S / 60), *extra],
+        env={**os.environ, "RUNNER_RESULTS": str(results_dir), "COLUMNS": "400", **(env or {})},
+        capture_output=True, text=True, timeout=RUN_LIMIT_S,
+    )
+    return proc, time.monotonic() - started
+
+
+def run_seconds(result: dict) -> float:
+    """Seconds from the run's start (its folder, made once its cores were held) to now."""
+    return time.time() - (Path(result["_folder"]) / "fingerprint.json").stat().st_mtime
+
+
+def assert_cores_free(taken: bool = True) -> None:
+    """Every core lock of this (private) runner home can be taken at once."""
+    import fcntl
+
+    from runner.run.cores import lock_dir
+
+    locks = sorted(lock_dir().glob("cpu-*.lock"))
+    assert bool(locks) == taken  # the run did take them (or never got that far)
+    for path in locks:
+        with open(path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise AssertionError(f"{path} is still held: {path.read_text()}") from None
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def assert_marked_result(proc, result: dict) -> None:
+    """No traceback, no multi-line error, and a result that is not left ``running``."""
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert len([line for line in proc.stderr.splitlines() if "error:" in line]) <= 1, proc.stderr
+    assert result["status"] in ("complete", "incomplete"), result["status"]
+
+
+def test_a_fifo_named_as_a_checkpoint_is_refused_without_blocking(docker_client, tmp_path, own_locks):
+    results_dir = tmp_path / "results"
+    proc, _ = reproduce_child(item8_entry(tmp_path, "fifo"), results_dir)
+    result = result_of(results_dir)
+    seconds = run_seconds(result)
+    assert_marked_result(proc, result)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (evaluation,) = result["training"]["evaluations"]
+    assert "is a FIFO" in evaluation["problem"] and not evaluation["meets"]
+    assert result["training"]["final_model"] is None  # a FIFO is no final model either
+    assert seconds < TRAIN_TIMEOUT_S, seconds  # training, evaluation and signing included
+    assert_cores_free()
+    assert _no_run_containers(docker_client, result)
+    # The final "weights" (a FIFO) are left out of the signed bundle, unread, and said so.
+    assert not (Path(result["_folder"]) / "output" / "model" / "weights.pt").exists()
+    assert any("left out of the bundle" in note and "output/model/weights.pt (a FIFO)" in note
+               for note in result["training"]["notes"]), result["training"]["notes"]
+
+
+def test_a_sparse_100_gib_output_is_over_the_quota_and_never_signed(docker_client, tmp_path, own_locks, capsys):
+    from runner import paths
+
+    results_dir = tmp_path / "results"
+    proc, _ = reproduce_child(item8_entry(tmp_path, "sparse"), results_dir)
+    result = result_of(results_dir)
+    seconds = run_seconds(result)
+    assert_marked_result(proc, result)
+    assert result["status"] == "incomplete" and "exceeded its quota" in result["incomplete_reason"]
+    assert "sparse files in full" in result["incomplete_reason"]
+    (evaluation,) = result["training"]["evaluations"]
+    assert "107374182400 bytes (its apparent size), over the" in evaluation["problem"]
+    final = result["training"]["final_model"]  # None only when the watcher stopped the run first
+    assert ("over the" in final["problem"]) if final else "the run was stopped" in result["incomplete_reason"], final
+    assert seconds < TRAIN_TIMEOUT_S, seconds  # not ~85 s of hashing zeros
+    assert_cores_free()
+    assert _no_run_containers(docker_client, result)
+    folder = Path(result["_folder"])
+    assert not (folder / "output" / "huge.pt").exists() and not (folder / "output" / "model" / "weights.pt").exists()
+    (note,) = [n for n in result["training"]["notes"] if "left out of the bundle" in n]
+    assert "output/huge.pt (107374182400 bytes, over the 4294967296-byte limit of one file)" in note
+    # Nothing verify refuses was signed: the bundle opens, its signature and every digest
+    # hold, and the evaluation the runner refused is an honest gap (its signed event and
+    # its record give the same reason): verify passes the bundle.
+    code, out, err = run_cli(capsys, "verify", str(folder), "--json", "--trusted-keys",
+                             str(paths.keys_dir() / "signing.pub.json"))
+    assert "Traceback" not in out + err, out + err
+    report = json.loads(out)
+    failed = {c["name"]: c["detail"] for c in report["checks"] if not c["ok"]}
+    assert not failed and code == 0, failed
+
+
+def test_a_full_runner_home_is_named_not_blamed_on_the_engine(docker_client, tmp_path, capsys, monkeypatch):
+    from runner.data import mnist
+
+    home = tmp_path / "home"
+    home.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(home)], check=True)
+    try:
+        wheel = mnist.cached_wheel_path()  # the shared home's copy: nothing to download
+        monkeypatch.setenv("RUNNER_HOME", str(home))
+        target = mnist.cached_wheel_path()
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(wheel, target)  # 15 MiB of 24: the 55 MiB of arrays cannot fit
+        monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
+        started = time.monotonic()
+        code, out, err = run_cli(capsys, "reproduce", str(probe_entry(tmp_path, "sandbox")), "--no-infer",
+                                 "--allow-hardware-mismatch", "--timeout-minutes", str(TRAIN_TIMEOUT_S / 60))
+        seconds = time.monotonic() - started
+        line = assert_one_line_error(code, out, err, f"the disk holding {home / 'data'} (mounted at {home}) is full",
+                                     "staging mnist", f"free space on {home}", "RUNNER_HOME")
+        assert "Docker engine" not in line
+        assert seconds < TRAIN_TIMEOUT_S, seconds
+        assert not list((home / "data").iterdir())  # the half-staged set is gone
+        assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("result.json"))
+        assert_cores_free(taken=False)  # it stopped before it held any
+    finally:
+        subprocess.run(["umount", "-l", str(home)], check=False)
+
+
+def _scratch_of(pid: int) -> list[Path]:
+    """The /tmp/runner-* folders whose owner record names ``pid``."""
+    import tempfile
+
+    found = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{ownership.SCRATCH_PREFIX}*"):
+        marker = folder / ownership.SCRATCH_OWNER
+        if marker.is_file() and json.loads(marker.read_text()).get("pid") == pid:
+            found.append(folder)
+    return found
+
+
+def test_a_sigkilled_runners_scratch_folder_is_swept_at_next_start(docker_client, tmp_path, own_locks):
+    first_results = tmp_path / "first"
+    killed = subprocess.Popen(
+        [sys.executable, "-m", "runner", "reproduce", str(item8_entry(tmp_path / "a", "sleep")), "--smoke",
+         "--no-infer", "--timeout-minutes", str(TRAIN_TIMEOUT_S / 60)],
+        env={**os.environ, "RUNNER_RESULTS": str(first_results)}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )
+    _wait_for("contract-probe/*/logs/train.log", first_results, "epoch_start", killed)
+    (scratch,) = _scratch_of(killed.pid)
+    size = sum(p.stat().st_size for p in scratch.rglob("*") if p.is_file())
+    assert size > 1 << 20  # the smoke data and the probe inputs
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=30)
+    assert scratch.is_dir() and result_of(first_results)["status"] == "running"  # what SIGKILL leaves
+
+    second_results = tmp_path / "second"
+    proc, _ = reproduce_child(item8_entry(tmp_path / "b", "done"), second_results)
+    result = result_of(second_results)
+    seconds = run_seconds(result)
+    assert_marked_result(proc, result)
+    assert proc.returncode == 0 and result["status"] == "complete", proc.stdout + proc.stderr
+    joined = " ".join(proc.stdout.split())
+    assert f"removed 1 scratch folder(s) left by an earlier, killed run: {scratch}" in joined, joined
+    assert not scratch.exists()
+    recovered = result_of(first_results)
+    assert (recovered["status"], recovered["incomplete_reason"]) == ("incomplete", ownership.KILLED_REASON)
+    assert _no_run_containers(docker_client, recovered)
+    assert seconds < TRAIN_TIMEOUT_S, seconds
+    assert_cores_free()
+
+
+def test_sweep_scratch_removes_only_provable_orphans(tmp_path, monkeypatch):
+    import tempfile
+
+    me = ownership.me()
+    dead_pid, dead_start = _dead_pid()
+
+    def folder(name, owner=None, text=None):
+        path = tmp_path / name
+        path.mkdir()
+        (path / "data.bin").write_bytes(b"x" * 1000)
+        if owner is not None or text is not None:
+            (path / ownership.SCRATCH_OWNER).write_text(
+                text if text is not None else json.dumps({"pid": owner[0], "pid_start": owner[1], "host": owner[2]}))
+        return path
+
+    dead = folder("runner-dead", (dead_pid, dead_start, me.host))
+    kept = [
+        folder("runner-live", (me.pid, me.pid_start, me.host)),
+        folder("runner-other-host", (dead_pid, dead_start, "some-other-host")),
+        folder("runner-no-record"),  # an older runner's, or someone else's: nothing proves it
+        folder("runner-bad-record", text="{not json"),
+        folder("not-ours", (dead_pid, dead_start, me.host)),  # not runner-*
+    ]
+    (tmp_path / "runner-link").symlink_to(dead)
+    assert ownership.sweep_scratch(tmp_path) == [dead]
+    assert not dead.exists() and all(path.is_dir() for path in kept)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # not the host's /tmp
+    with ownership.scratch_folder() as live:  # the record is written at once, and cleaned up
+        assert live.parent == tmp_path / "tmp"
+        assert json.loads((live / ownership.SCRATCH_OWNER).read_text())["pid"] == os.getpid()
+        assert ownership.sweep_scratch(live.parent) == [] and live.is_dir()
+    assert not live.exists()

@@ -47,6 +47,28 @@ class LoadedModel:
         """Write an ONNX graph taking one ``1 x C x H x W`` float32 item; return its record."""
         raise NotImplementedError
 
+    # -- what the evaluator checks (harness/provenance.py) -----------------------------------
+    def checkpoint_tensors(self) -> dict:
+        """``{name: tensor}`` as read from the checkpoint file, before any of the entry's code."""
+        raise NotImplementedError
+
+    @staticmethod
+    def normalise(value, precision: str | None) -> np.ndarray:
+        """A tensor's values (float32 or int64), at ``precision`` first when given."""
+        raise NotImplementedError
+
+    def record_uses(self, ledger) -> None:
+        """Note in ``ledger`` every tensor the model holds and, from now on, every tensor
+        its forward passes read that they did not produce."""
+        raise NotImplementedError
+
+    def stop_recording(self) -> None:
+        pass
+
+    def shuffle_weights(self, seed: int) -> int:
+        """Permute the elements of each floating tensor loaded from the checkpoint; return how many."""
+        raise NotImplementedError
+
 
 def loader_for(framework: str):
     try:

@@ -4,6 +4,11 @@ A single ``.params`` file per checkpoint (the runner copies one file per request
 into the block the builder returns, then hybridized (a cached static graph, as MXNet
 serves models). ONNX export goes through MXNet's own exporter: the block is exported to
 its symbol and parameters (``-symbol.json``, ``-0000.params``), then ``mx.onnx.export_model``.
+
+For provenance the evaluator predicts with that exported graph, re-imported as a
+``SymbolBlock`` (data, not the entry's code): every parameter it reads is compared with
+the arrays of the ``.params`` file (``mx.nd.load``), and the attributes of its nodes (the
+only other place a symbol can hold numbers) are counted as constants.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ import numpy as np
 from ..errors import HarnessError
 from . import LoadedModel, export_failure, import_builder, require_file
 
+NODE_ATTRIBUTE_BYTES = 256
+
+
 def configure_threads(threads: int) -> None:
     # MXNet sizes its OpenMP pool from the environment when it is first imported.
     os.environ["OMP_NUM_THREADS"] = str(threads)
@@ -27,7 +35,50 @@ class GluonModel(LoadedModel):
     def predict_batch(self, images: np.ndarray) -> np.ndarray:
         import mxnet as mx
 
-        return self.native(mx.nd.array(images, dtype=np.float32)).asnumpy()
+        x = mx.nd.array(images, dtype=np.float32)
+        ledger = getattr(self, "_ledger", None)
+        if ledger is not None:
+            self._ledger = None
+            self._graph = _exported_graph(self.native, x, ledger)
+        block = getattr(self, "_graph", None) or self.native
+        return block(x).asnumpy()
+
+    # -- provenance and sensitivity (the evaluator) ----------------------------------------
+    def checkpoint_tensors(self) -> dict:
+        import mxnet as mx
+
+        return {name.split(":", 1)[-1]: value.asnumpy() for name, value in mx.nd.load(str(self.weights)).items()}
+
+    @staticmethod
+    def normalise(value, precision: str | None) -> np.ndarray:
+        array = np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value)
+        if array.dtype.kind == "f":
+            if precision not in (None, "float32", "float64"):
+                array = array.astype(precision)
+            return array.astype(np.float32)
+        return array.astype(np.int64) if array.dtype.kind in "iub" else array
+
+    def record_uses(self, ledger) -> None:
+        from ..provenance import walk_held
+
+        for where, v in walk_held(self.native, lambda o: type(o).__name__ == "NDArray"):
+            _note(ledger, v, where)
+        self._ledger = ledger  # the graph is exported and noted at the first batch
+
+    def stop_recording(self) -> None:
+        self._graph = None
+
+    def shuffle_weights(self, seed: int) -> int:
+        import mxnet as mx
+
+        rng = np.random.default_rng(seed)
+        shuffled = 0
+        for param in self.native.collect_params().values():
+            value = param.data().asnumpy()
+            if value.dtype.kind == "f" and value.size > 1:
+                param.set_data(mx.nd.array(rng.permutation(value.reshape(-1)).reshape(value.shape), dtype=value.dtype))
+                shuffled += 1
+        return shuffled
 
     def export_onnx(self, input_shape: tuple[int, ...], path: Path, opset: int) -> dict:
         import mxnet as mx
@@ -49,6 +100,40 @@ class GluonModel(LoadedModel):
         _weights_as_constants(path)
         return {"exporter": "mxnet.onnx.export_model (opset: the onnx package's newest)",
                 "mxnet_version": mx.__version__, "post_processing": "initializers removed from graph inputs"}
+
+
+def _note(ledger, value, where: str) -> None:
+    array = np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value)
+    if array.dtype.kind not in "fiub" or array.size == 0:
+        return
+    precision = str(array.dtype) if array.dtype.kind == "f" else None
+    ledger.note(array, where, precision, array.nbytes, tuple(array.shape), str(array.dtype))
+
+
+def _exported_graph(net, x, ledger):
+    """The block's traced graph, exported and imported back as a SymbolBlock, its
+    parameters and node attributes noted in ``ledger``."""
+    import json
+
+    import mxnet as mx
+
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix = os.path.join(tmp, "model")
+        net(x[:1])  # export needs a traced graph
+        net.export(prefix, epoch=0)
+        symbol = json.loads(Path(f"{prefix}-symbol.json").read_text())
+        # Node attributes are a graph's only other numbers (kernel sizes, scalars): what a
+        # node holds beyond NODE_ATTRIBUTE_BYTES counts as a constant of that many bytes.
+        nodes = [node.get("attrs") or {} for node in symbol.get("nodes", [])]
+        excess = sum(max(0, sum(len(str(k)) + len(str(v)) for k, v in attrs.items()) - NODE_ATTRIBUTE_BYTES)
+                     for attrs in nodes)
+        if excess:
+            text = np.frombuffer(json.dumps(nodes, sort_keys=True).encode(), np.uint8)
+            ledger.note(text, "the attributes of the exported graph's nodes", None, excess, (excess,), "text")
+        graph = mx.gluon.SymbolBlock.imports(f"{prefix}-symbol.json", ["data"], f"{prefix}-0000.params", ctx=mx.cpu())
+    for name, param in graph.collect_params().items():
+        _note(ledger, param.data(), f"parameter {name} of the exported graph")
+    return graph
 
 
 def _weights_as_constants(path: Path) -> None:

@@ -1,7 +1,15 @@
-"""PyTorch: the builder's ``nn.Module`` with the ``state_dict`` loaded (``weights_only``)."""
+"""PyTorch: the builder's ``nn.Module`` with the ``state_dict`` loaded (``weights_only``).
+
+The checkpoint loads strictly (a missing or unexpected key is an error that names them).
+For provenance (``harness/provenance.py``) the evaluator's forward passes run under a
+dispatch mode that sees every ATen operator: each tensor an operator reads that no
+operator of the pass produced (parameters, buffers, constants, tensors held anywhere the
+builder put them, tensors made from numpy) is noted in the ledger.
+"""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +31,128 @@ def configure_threads(threads: int) -> None:
         pass  # already started; recorded as-is in info.json
 
 
+def _normalise(value, precision: str | None) -> np.ndarray:
+    import torch
+
+    t = torch.from_numpy(np.asarray(value)) if isinstance(value, np.ndarray) else value.detach()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    if t.is_floating_point():
+        if precision is not None:
+            t = t.to(getattr(torch, precision))
+        return t.to(device="cpu", dtype=torch.float32).contiguous().numpy()
+    return t.to(device="cpu", dtype=torch.int64).contiguous().numpy()
+
+
+def _uses_mode(model, ledger):
+    """A dispatch mode noting every tensor an operator reads that the pass did not produce."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    names = {}
+    for name, t in list(model.named_parameters(remove_duplicate=False)) + list(model.named_buffers(remove_duplicate=False)):
+        names.setdefault(id(t), name)
+
+    class Uses(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.produced: set[int] = set()
+            self.keep: list = []  # produced tensors stay alive, so their ids are not reused
+            self.noted: set[tuple[int, int]] = set()
+            self.held: list = []  # noted tensors stay alive for the same reason
+
+        def reset(self) -> None:
+            """A new forward pass: what the last one produced is not an input of this one."""
+            self.produced.clear()
+            self.keep.clear()
+
+        def allow(self, t) -> None:
+            self.produced.add(id(t))
+            self.keep.append(t)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            for t in tree_flatten((args, kwargs))[0]:
+                if isinstance(t, torch.Tensor) and id(t) not in self.produced:
+                    self.note(t, func)
+            out = func(*args, **kwargs)
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor) and id(t) not in self.produced:
+                    self.allow(t)
+            return out
+
+        def note(self, t, func) -> None:
+            base = t._base if t._base is not None else t  # a view: its whole tensor
+            key = (id(base), base._version)
+            if key in self.noted:
+                return
+            self.noted.add(key)
+            self.held.append(base)
+            precision = str(base.dtype).removeprefix("torch.") if base.is_floating_point() else None
+            where = names.get(id(base)) or f"a tensor read by {func}"
+            # Inside __torch_dispatch__ this mode is off: reading the tensor here is not a use.
+            ledger.note(base, where, precision, base.numel() * base.element_size(),
+                        tuple(base.shape), str(base.dtype).removeprefix("torch."))
+
+    return Uses()
+
+
 class TorchModel(LoadedModel):
+    checkpoint: dict | None = None  # the state dict as read from the file
+    _uses = None
+
     def predict_batch(self, images: np.ndarray) -> np.ndarray:
         import torch
 
+        x = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
+        mode = self._uses or nullcontext()
         with torch.no_grad():
-            return self.native(torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))).float().numpy()
+            if self._uses is not None:
+                self._uses.reset()
+                self._uses.allow(x)
+            with mode:
+                out = self.native(x)
+            out = out.float().numpy()
+            if self._uses is not None:
+                self._uses.reset()
+            return out
+
+    # -- provenance and sensitivity (the evaluator) ----------------------------------------
+    def checkpoint_tensors(self) -> dict:
+        return dict(self.checkpoint or {})
+
+    normalise = staticmethod(_normalise)
+
+    def record_uses(self, ledger) -> None:
+        """From now on, note in ``ledger`` what the forward passes read; and what the model holds."""
+        import torch
+
+        from ..provenance import walk_held
+
+        for where, t in walk_held(self.native, lambda o: isinstance(o, torch.Tensor)):
+            value = t if isinstance(t, torch.Tensor) else torch.from_numpy(np.asarray(t))
+            precision = str(value.dtype).removeprefix("torch.") if value.is_floating_point() else None
+            ledger.note(value, where, precision, value.numel() * value.element_size(), tuple(value.shape),
+                        str(value.dtype).removeprefix("torch."))
+        self._uses = _uses_mode(self.native, ledger)
+
+    def stop_recording(self) -> None:
+        self._uses = None
+
+    def shuffle_weights(self, seed: int) -> int:
+        """Permute the elements of every floating tensor the checkpoint loaded; return how many."""
+        import torch
+
+        g = torch.Generator().manual_seed(seed)
+        shuffled = 0
+        with torch.no_grad():
+            for name, t in self.native.state_dict(keep_vars=True).items():
+                if t.is_floating_point() and t.numel() > 1:
+                    flat = t.detach().reshape(-1)
+                    t.detach().copy_(flat[torch.randperm(flat.numel(), generator=g)].reshape(t.shape))
+                    shuffled += 1
+        return shuffled
 
     def export_onnx(self, input_shape: tuple[int, ...], path: Path, opset: int) -> dict:
         # The TorchScript-based exporter (dynamo=False) needs no extra package and gives a
@@ -48,6 +172,12 @@ class TorchModel(LoadedModel):
                 "input_name": INPUT_NAME, "output_name": OUTPUT_NAME}
 
 
+def _names(keys, limit: int = 8) -> str:
+    keys = list(keys)
+    shown = ", ".join(keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
 def load(entry_dir: Path, builder: str, weights: Path) -> TorchModel:
     import torch
 
@@ -57,10 +187,22 @@ def load(entry_dir: Path, builder: str, weights: Path) -> TorchModel:
         state = torch.load(weights, map_location="cpu", weights_only=True)
     except Exception as exc:  # a truncated or foreign file: say which file, not a traceback
         raise HarnessError(f"cannot read the weights {weights}: {exc}") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise HarnessError(f"the weights {weights} are not a state_dict (a dict of tensors)")
     model = build()
+    if not isinstance(model, torch.nn.Module):
+        raise HarnessError(f"{builder} returned a {type(model).__name__}, not a torch.nn.Module")
+    expected = set(model.state_dict())
+    missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
+    if missing or unexpected:
+        parts = ([f"missing keys {_names(missing)}"] if missing else []) + \
+                ([f"unexpected keys {_names(unexpected)}"] if unexpected else [])
+        raise HarnessError(f"the weights {weights} do not fit the model {builder} builds: {'; '.join(parts)}")
     try:
-        model.load_state_dict(state)
+        model.load_state_dict(state, strict=True)
     except (RuntimeError, TypeError) as exc:
         raise HarnessError(f"the weights {weights} do not fit the model {builder} builds: {exc}") from None
     model.eval()
-    return TorchModel("pytorch", torch.__version__, model, weights, digest, "NCHW")
+    loaded = TorchModel("pytorch", torch.__version__, model, weights, digest, "NCHW")
+    loaded.checkpoint = state
+    return loaded

@@ -5,6 +5,11 @@ The builder is not called: the file carries the architecture. Its module is impo
 first, so any custom layer the entry registers (``keras.saving.register_keras_serializable``)
 is known. The model computes in NHWC (TensorFlow's CPU layout); the harness' inputs are
 NCHW, so every entry point here transposes inside the traced graph.
+
+Predictions come from one traced ``tf.function`` (a graph). Its provenance: the values
+of every variable and captured tensor the graph reads, and every constant in it (its
+function library included), each compared with the arrays of the file's
+``model.weights.h5`` (read with h5py, no Keras code).
 """
 
 from __future__ import annotations
@@ -47,7 +52,41 @@ class KerasModel(LoadedModel):
     def predict_batch(self, images: np.ndarray) -> np.ndarray:
         if getattr(self, "_batched", None) is None:
             self._batched = self.nchw_function((None, *images.shape[1:]))
+        ledger = getattr(self, "_ledger", None)
+        if ledger is not None:
+            self._ledger = None
+            _note_graph(self._batched.get_concrete_function(), ledger)
         return self._batched(np.ascontiguousarray(images, dtype=np.float32)).numpy()
+
+    # -- provenance and sensitivity (the evaluator) ----------------------------------------
+    def checkpoint_tensors(self) -> dict:
+        return _weights_h5(self.weights)
+
+    @staticmethod
+    def normalise(value, precision: str | None) -> np.ndarray:
+        array = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+        if array.dtype.kind == "f":
+            if precision not in (None, "float32", "float64"):
+                array = array.astype(precision)
+            return array.astype(np.float32)
+        return array.astype(np.int64) if array.dtype.kind in "iub" else array
+
+    def record_uses(self, ledger) -> None:
+        from ..provenance import walk_held
+
+        for where, v in walk_held(self.native, lambda o: hasattr(o, "numpy") and hasattr(o, "dtype") and hasattr(o, "shape")):
+            _note(ledger, v, where)
+        self._ledger = ledger  # the graph is noted when it is traced, at the first batch
+
+    def shuffle_weights(self, seed: int) -> int:
+        rng = np.random.default_rng(seed)
+        shuffled = 0
+        for v in self.native.weights:
+            value = np.asarray(v.numpy())
+            if value.dtype.kind == "f" and value.size > 1:
+                v.assign(rng.permutation(value.reshape(-1)).reshape(value.shape))
+                shuffled += 1
+        return shuffled
 
     def export_onnx(self, input_shape: tuple[int, ...], path: Path, opset: int) -> dict:
         import tensorflow as tf
@@ -68,6 +107,49 @@ class KerasModel(LoadedModel):
         return {"exporter": "tf2onnx.convert.from_function", "tf2onnx_version": tf2onnx.__version__,
                 "tensorflow_version": tf.__version__,
                 "layout": "NCHW input, transposed to NHWC inside the graph"}
+
+
+def _note(ledger, value, where: str) -> None:
+    array = np.asarray(value.numpy()) if hasattr(value, "numpy") else np.asarray(value)
+    if array.dtype.kind not in "fiub" or array.size == 0:
+        return
+    precision = str(array.dtype) if array.dtype.kind == "f" else None
+    ledger.note(array, where, precision, array.nbytes, tuple(array.shape), str(array.dtype))
+
+
+def _note_graph(concrete, ledger) -> None:
+    """Every variable and captured tensor the traced graph reads, and every constant in it."""
+    import tensorflow as tf
+
+    for v in concrete.variables:
+        _note(ledger, v, f"variable {v.name}")
+    for t in concrete.captured_inputs:
+        if t.dtype != tf.resource:
+            _note(ledger, t, "a tensor captured by the graph")
+    graph = concrete.graph.as_graph_def()
+    nodes = [(n, "graph") for n in graph.node]
+    nodes += [(n, f"function {f.signature.name}") for f in graph.library.function for n in f.node_def]
+    for node, where in nodes:
+        if node.op == "Const":
+            _note(ledger, tf.make_ndarray(node.attr["value"].tensor), f"constant {node.name} ({where})")
+
+
+def _weights_h5(path: Path) -> dict:
+    """The arrays of a ``.keras`` file's ``model.weights.h5``, by their path in it."""
+    import io
+    import zipfile
+
+    import h5py
+
+    found = {}
+    with zipfile.ZipFile(path) as archive:
+        data = io.BytesIO(archive.read("model.weights.h5"))
+        with h5py.File(data, "r") as h5:
+            def visit(name, obj):
+                if isinstance(obj, h5py.Dataset):
+                    found[name] = np.asarray(obj[()])
+            h5.visititems(visit)
+    return found
 
 
 def load(entry_dir: Path, builder: str, weights: Path) -> KerasModel:

@@ -1,0 +1,172 @@
+"""Did the scored model come from the run? (threat-model class 4, judged on the host.)
+
+Two checks of the checkpoint that crossed the threshold and of the final model:
+
+* **Provenance.** The evaluator records every tensor the model computed with that is not a
+  tensor of its checkpoint (``harness/provenance.py``); beyond the small-constant budget
+  of the run contract the model is non-conforming, the tensors named with their sizes.
+* **Sensitivity.** The evaluator predicts once more with the checkpoint's tensors permuted;
+  the host scores those predictions against its own labels. A model whose knowledge is in
+  its checkpoint falls to chance (a permuted network answers at random, often with one or
+  two classes); one that keeps at least half of its margin over chance got its knowledge
+  elsewhere (code, the builder, a hidden network). Chance is the better of guessing
+  uniformly and always answering the most frequent classes of the evaluation set.
+
+Both records are written by a process that ran the entry's builder: they are read as
+untrusted input (bounded JSON, every field checked), and a missing or malformed record is
+itself a finding. ``runner verify`` applies the same functions to the bundle's files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.events import bounded_json
+from runner.score.evaluations import primary_score, resolve_inside, score_file
+from runner.tasks import Task
+
+CLASS4 = "class 4 (a model trained before the run): "
+MAX_RECORD_BYTES = 1 << 20
+# A permuted checkpoint must lose more than this fraction of the model's margin over chance.
+SENSITIVITY_MARGIN = 0.5
+
+
+def chance(task: Task, labels) -> float | None:
+    """The primary score without looking at the input: the better of uniform guessing and
+    always answering the ``topk`` most frequent classes; None for tasks without classes."""
+    if not task.num_classes:
+        return None
+    import numpy as np
+
+    counts = np.bincount(np.asarray(labels, dtype=np.int64).reshape(-1), minlength=task.num_classes)
+    frequent = float(np.sort(counts)[::-1][:task.topk].sum() / max(1, counts.sum()))
+    return max(min(1.0, task.topk / task.num_classes), frequent)
+
+
+def sensitivity_limit(task: Task, labels, own_score: float | None) -> float | None:
+    """The permuted score at or above which the model did not need its checkpoint."""
+    c = chance(task, labels)
+    if c is None or own_score is None:
+        return None
+    return c + SENSITIVITY_MARGIN * max(0.0, own_score - c)
+
+
+@dataclass
+class Provenance:
+    checked: bool
+    foreign: list[dict]
+    foreign_bytes: int
+    foreign_count: int
+    small_constants_bytes: int
+    problem: str | None  # why the record could not be read
+
+
+def read_provenance(result_dir: Path, relative: object) -> Provenance:
+    """The evaluator's record, read within limits; never trusted beyond its listed tensors."""
+    def unreadable(why: str) -> Provenance:
+        return Provenance(False, [], 0, 0, 0, why)
+
+    if not isinstance(relative, str):
+        return unreadable("the evaluator wrote no provenance record")
+    path = resolve_inside(result_dir, relative)
+    if path is None or not path.is_file():
+        return unreadable(f"the provenance record {relative} is missing")
+    if path.stat().st_size > MAX_RECORD_BYTES:
+        return unreadable(f"the provenance record {relative} is over {MAX_RECORD_BYTES} bytes")
+    try:
+        data = bounded_json(path.read_text(encoding="utf-8", errors="replace"))
+    except ValueError as exc:
+        return unreadable(f"the provenance record {relative} is unreadable: {exc}")
+    if not isinstance(data, dict) or not isinstance(data.get("foreign"), list):
+        return unreadable(f"the provenance record {relative} is malformed")
+    foreign = []
+    for item in data["foreign"][:50]:
+        if not isinstance(item, dict):
+            return unreadable(f"the provenance record {relative} is malformed")
+        size = item.get("bytes")
+        foreign.append({"name": str(item.get("name"))[:200], "shape": item.get("shape") if isinstance(item.get("shape"), list) else None,
+                        "dtype": str(item.get("dtype"))[:32], "bytes": size if isinstance(size, int) and size >= 0 else 0})
+    count = data.get("foreign_count")
+    total = data.get("foreign_bytes")
+    small = (data.get("small_constants") or {}).get("bytes") if isinstance(data.get("small_constants"), dict) else 0
+    return Provenance(
+        True, foreign,
+        total if isinstance(total, int) and total >= 0 else sum(f["bytes"] for f in foreign),
+        max(count if isinstance(count, int) else 0, len(foreign)),
+        small if isinstance(small, int) else 0, None,
+    )
+
+
+def provenance_problem(record: Provenance, of: str) -> str | None:
+    """The non-conforming reason for one model (``of``: "checkpoint 3", "the final model")."""
+    if record.problem:
+        return f"{CLASS4}the provenance of {of} could not be established: {record.problem}"
+    if not record.foreign_count:
+        return None
+    named = ", ".join(f"{f['name']} ({f['bytes']} bytes)" for f in record.foreign[:5])
+    more = f" and {record.foreign_count - 5} more" if record.foreign_count > 5 else ""
+    return (f"{CLASS4}the model computes with tensors that are not in its checkpoint ({of}): {named}{more}; "
+            f"{record.foreign_bytes} bytes in all, beyond the run contract's small constants")
+
+
+def judge_sensitivity(task: Task, result_dir: Path, record: dict, own_score: float | None, labels) -> dict:
+    """``record`` (an evaluator sensitivity run) with its score, the limit and the finding."""
+    c = chance(task, labels) if task.num_classes else None
+    limit = sensitivity_limit(task, labels, own_score)
+    out = {**record, "chance": c, "limit": limit, "own_score": own_score, "score": None,
+           "problem": record.get("problem")}
+    if c is None:
+        out["problem"] = out["problem"] or f"no sensitivity rule for {task.id} (no classes)"
+        return out
+    if out["problem"] is None:
+        _, scores, problem = score_file(task, result_dir, str(record.get("predictions")), labels)
+        out["score"] = primary_score(task, scores)
+        out["problem"] = problem
+    return out
+
+
+def sensitivity_problem(task: Task, judged: dict) -> str | None:
+    of = "the crossing checkpoint" if judged.get("of") == "crossing" else "the final model"
+    limit, score, own, c = judged.get("limit"), judged.get("score"), judged.get("own_score"), judged.get("chance")
+    if c is None:
+        return None
+    if judged.get("problem"):
+        return f"{CLASS4}the sensitivity of {of} to its checkpoint could not be measured: {judged['problem']}"
+    if own is None or limit is None or score is None or own <= 2 * c:
+        return None  # a model near chance holds no knowledge: there is nothing to explain
+    if score >= limit:
+        return (f"{CLASS4}the model does not depend on its checkpoint ({of}): {task.metric} {own:.4f} as trained, "
+                f"{score:.4f} with the checkpoint's tensors permuted (limit {limit:.4f}: chance {c:.4f} plus half "
+                "the model's margin over it)")
+    return None
+
+
+# -- the timed model is the evaluated one -----------------------------------------------------
+# The inference phase rebuilds the final model with the builder in a fresh container; a
+# builder that knew where it ran could time another (smaller) network than the one the
+# evaluator scored. Each backend's per-item answers must agree with the evaluator's
+# predictions of the final model on all but this fraction of items (kernels, ONNX and
+# fp16 differ only on near-ties).
+MAX_TIMED_DISAGREEMENT = 0.01
+
+
+def timed_disagreement(backend_predictions, final_predictions) -> float | None:
+    """The fraction of items whose best class differs; None when the shapes do not fit."""
+    import numpy as np
+
+    a, b = np.asarray(backend_predictions), np.asarray(final_predictions)
+    if a.ndim == 0 or b.ndim == 0 or len(a) != len(b) or not len(a):
+        return None
+    first = lambda p: p.reshape(len(p), -1)[:, 0]  # noqa: E731 - top-1 of ranked top-k rows
+    return float(np.mean(first(a) != first(b)))
+
+
+def timed_model_problem(backend: str, disagreement: float | None) -> str | None:
+    if disagreement is None:
+        return None
+    if disagreement > MAX_TIMED_DISAGREEMENT:
+        return (f"class 5 (a different model at the end): the {backend} backend's answers differ from the "
+                f"evaluator's predictions of the final model on {disagreement:.2%} of the items "
+                f"(at most {MAX_TIMED_DISAGREEMENT:.0%}): the timed model is not the one that was scored")
+    return None
