@@ -325,6 +325,33 @@ def score(ctx: RunContext, result: Result, run: TrainingRun, result_dir: Path) -
     _keep_crossing_checkpoint(result_dir, result.training.crossing)
 
 
+def record_training_energy(result: Result, run: TrainingRun, verdict, result_dir: Path) -> None:
+    """result.json's ``energy`` (the training window and joules-to-accuracy) and, on a run with
+    GPUs, ``gpu_sharing``; the sampled series is kept as ``energy.tsv`` (training clock)."""
+    from runner.energy import training_energy
+    from runner.score.tta import EventStreamError, timeline
+
+    if verdict.gpu_sharing is not None:
+        result.gpu_sharing = verdict.gpu_sharing.to_dict()
+    series = verdict.energy
+    if series is None:
+        return
+    origin = run.started_monotonic
+    try:
+        line = timeline(run.events)
+    except EventStreamError:
+        line = None
+    if line is None or origin is None:
+        result.energy = {"training": None, "not_measured": "the run has no valid clock to place its energy on",
+                         "methods": series.methods, "missing": series.missing}
+        return
+    crossing = result.training.crossing if result.training and result.training.reached else None
+    result.energy = {"training": training_energy(series, line, crossing, origin),
+                     "methods": series.methods, "missing": series.missing}
+    if series.times:
+        (result_dir / "energy.tsv").write_text(series.tsv(origin))
+
+
 def infer(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOptions, console: Console) -> None:
     """Every evaluation item at batch 1 on each backend, gated on the threshold."""
     weights = result_dir / "output" / ctx.entry.final_weights
@@ -366,10 +393,12 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
     result.write(result_dir)  # a crash from here on still leaves a record
     ownership.mark_running(result.run_id, result_dir)  # a SIGKILL from here on is recovered at next start
     limits = ctx.profile.container_limits
-    guards = RunGuards(ctx.client, result.run_id, limits.cpus if limits else None, result_dir / "output").start()
+    guards = RunGuards(ctx.client, result.run_id, limits.cpus if limits else None, result_dir / "output",
+                       gpus=ctx.gpus).start()
     run = train(ctx, result, result_dir, opts, console, scratch)
     verdict = guards.stop()
     score(ctx, result, run, result_dir)
+    record_training_energy(result, run, verdict, result_dir)
     verdict.apply(result)  # contention, output quota, dropped events
     result.write(result_dir)
     if run.outcome.interrupted:

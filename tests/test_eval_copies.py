@@ -169,6 +169,18 @@ def test_the_export_is_searched_in_the_pass_that_hashes_it(staged):
     assert ImageAudit.from_dict(audit.to_dict()).problem() == reason
 
 
+def test_what_is_packed_beyond_the_unpacking_limits_is_a_finding(staged, monkeypatch):
+    from runner.build import eval_copies
+
+    images, labels = _eval(staged)
+    monkeypatch.setattr(eval_copies, "UNPACK_BYTES", 1 << 20)
+    bomb = gzip.compress(bytes(2 << 20) + images[:12].tobytes())  # the items past the first MiB
+    index = _index(staged)
+    assert index.scan_bytes("/opt/bomb.gz", bomb) is None and index.left_packed == ["/opt/bomb.gz"]
+    reason = ImageAudit(left_packed=index.left_packed).problem()
+    assert reason.startswith("class 4") and "could not unpack all of /opt/bomb.gz" in reason
+
+
 def _lock(folder: Path, *names: str) -> Path:
     path = folder / "requirements.lock"
     path.write_text("# test lock\n" + "".join(f"{n}==1.0 --hash=sha256:{FAKE_HASH}\n" for n in names))

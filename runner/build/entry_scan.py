@@ -5,13 +5,17 @@ the code: a base64 or hex constant, a list of numbers, a ``b"\\x.."`` literal, s
 thousands of short lines or string concatenations so that no single line looks long. The
 runner reads every file of the entry folder and measures the data such literals carry:
 
-* each line is cut into *data tokens*: base64 (mixed-case letters and digits), base32, hex,
-  numbers, ``\\x``/octal/``\\u`` escapes, non-ASCII runs; a line whose characters are
-  random enough (character entropy of at least ``ENTROPY_BITS`` over ``ENTROPY_MIN_CHARS``
-  characters or more: base85, latin-1 strings...) counts as data whatever its alphabet;
+* each line is cut into *data tokens*: base64 (mixed-case letters and digits, changing
+  case or class as random text does), base32, hex, numbers, ``\\x``/octal/``\\u`` escapes,
+  non-ASCII runs;
 * a line is a *data line* when it carries at least ``LINE_MIN_BYTES`` and its tokens cover
   half of its visible characters (so ``w = "..."`` or ``"...",`` still count); consecutive
-  data lines (blank lines between them too) form one *run*, however the author split them;
+  data lines (blank lines and lines of brackets or quotes between them too) form one *run*,
+  however the author split them, and a short line (a row's last number, a base64 chunk
+  that happens to lack a digit) continues a run;
+* the other lines are cut into blocks of ``BLOCK_CHARS`` visible characters: a block zlib
+  cannot shrink below ``BLOCK_RATIO`` is data whatever its alphabet (base85, latin-1...),
+  counted at its compressed size;
 * each token counts the bytes it decodes to (base64 3/4 of its characters, hex 1/2, a
   decimal digit log2(10)/8, an escape one byte); a file that is not text counts whole.
 

@@ -24,7 +24,10 @@ indexes its own staged copy of the evaluation set and looks for it in every byte
   (wheels, ``.npz``, torch checkpoints), tar members and base64 or hex strings of at least
   ``ENCODED_MIN_CHARS`` (split over lines too) are unpacked and read again.
 
-Files over ``WHOLE_BYTES`` are read in overlapping chunks, raw and as text only. What is
+Files over ``WHOLE_BYTES`` are read in overlapping chunks, raw and as text only; at most
+``UNPACK_BYTES`` are unpacked out of one file and ``UNPACK_TOTAL_BYTES`` in all, and a file
+that packs more than was unpacked (or a large packed file) is named in ``left_packed``: the
+audit could not read all of it, which the image audit reports as a finding. What is
 not found: items or labels transformed before they were stored (scaled, shifted, encrypted,
 floats in text, a compression or encoding not listed), and items too plain to index.
 
@@ -60,6 +63,7 @@ PIECE_BYTES = 1 << 20  # sequences are matched and texts parsed in pieces this l
 DENSE_WINDOW = 4096  # text is parsed for numbers where a window this long is 1/5 digits
 OVERLAP_BYTES = 64 << 10  # kept between chunks, so an item across a boundary is whole in one
 UNPACK_BYTES = 256 << 20  # at most this much unpacked out of one file, all levels together
+UNPACK_TOTAL_BYTES = 4 << 30  # and out of all the files one index reads
 MAX_DEPTH = 4
 ENCODED_MIN_CHARS = 256  # base64 or hex strings this long are decoded and read again
 INDEX_MAX_BYTES = 512 << 20  # evaluation sets larger than this are not indexed (ImageNet)
@@ -83,7 +87,7 @@ class Copy:
         parts = []
         if self.items:
             parts.append(f"{self.items} evaluation items")
-        if self.label_run:
+        if self.label_run >= LABEL_RUN_NOTED:
             parts.append(f"a run of {self.label_run} evaluation labels")
         return f"{self.path} ({' and '.join(parts)}, as {', '.join(self.how[:3])})"
 
@@ -104,6 +108,21 @@ class _Hits:
         if not self.items and self.label_run < LABEL_RUN_NOTED:
             return None  # a few labels in a row match by chance everywhere
         return Copy(path, len(self.items), self.label_run, sorted(self.how), sorted(self.items))
+
+
+class _Budget:
+    """What may still be unpacked out of one file; ``short`` once something was left packed."""
+
+    def __init__(self, left: int):
+        self.left = left
+        self.short = False
+
+    def take(self, size: int) -> bool:
+        if size > self.left:
+            self.short = True
+            return False
+        self.left -= size
+        return True
 
 
 def _hash(words: np.ndarray) -> np.ndarray:
@@ -163,6 +182,8 @@ class EvalIndex:
         # LABEL_RUN_MIN across the boundary is whole in one of them.
         self.overlap = (max(self.item_bytes, 2 * LABEL_RUN_MIN) + 15) // 8 * 8
         self.shortest = min(self.item_bytes or LABEL_RUN_NOTED, LABEL_RUN_NOTED if self.labels is not None else 1 << 62)
+        self.unpack_left = UNPACK_TOTAL_BYTES
+        self.left_packed: list[str] = []  # files with more packed in them than was unpacked
         # One bit per hash value, packed: 4 MiB, so the look-ups mostly stay in the cache.
         self.bitmap = np.zeros(1 << (_BITS - 3), np.uint8)
         hashed = _hash(self.keys)
@@ -297,7 +318,11 @@ class EvalIndex:
 
     def scan_bytes(self, path: str, data: bytes) -> Copy | None:
         hits = _Hits()
-        self._scan(data, hits, "", 0, [UNPACK_BYTES])
+        budget = _Budget(min(UNPACK_BYTES, self.unpack_left))
+        self._scan(data, hits, "", 0, budget)
+        self.unpack_left -= min(UNPACK_BYTES, self.unpack_left) - budget.left
+        if budget.short:
+            self.left_packed.append(path)
         return hits.copy(path)
 
     def scan_chunks(self, path: str, chunks) -> Copy | None:
@@ -305,6 +330,8 @@ class EvalIndex:
         hits = _Hits()
         pending, size, fresh = [], 0, False
         for chunk in chunks:
+            if not size and not pending and chunk.startswith(_PACKED_MAGIC):
+                self.left_packed.append(path)  # too large to unpack: read raw only
             pending.append(chunk)
             size += len(chunk)
             fresh = True
@@ -346,9 +373,11 @@ class EvalIndex:
                 hits.add(set(), self.match(digits)[1], where + "digits in text")
         return raw
 
-    def _scan(self, data: bytes, hits: _Hits, where: str, depth: int, budget: list[int]) -> None:
+    def _scan(self, data: bytes, hits: _Hits, where: str, depth: int, budget: _Budget) -> None:
         raw = self._flat(data, hits, where)
         if depth >= MAX_DEPTH:
+            probe = _Budget(0)
+            budget.short |= any(True for _ in _unpacked(data, probe)) or probe.short
             return
         head = data[:8]
         if head.startswith(b"\x93NUMPY"):
@@ -470,20 +499,22 @@ def _as_bytes(array: np.ndarray) -> np.ndarray | None:
     return flat.astype(np.uint8)
 
 
-def _decompress(factory, data: bytes, budget: list[int]) -> bytes | None:
+def _decompress(factory, data: bytes, budget: _Budget) -> bytes | None:
     try:
-        out = factory().decompress(data, budget[0])
+        stream = factory()
+        out = stream.decompress(data, max(budget.left, 1))
     except Exception:  # noqa: BLE001 - not what its first bytes said
         return None
-    budget[0] -= len(out)
+    if len(out) >= budget.left and not stream.eof:
+        budget.short = True  # more than may be unpacked: what was is still read
+    budget.left = max(0, budget.left - len(out))
     return out
 
 
-def _unpacked(data: bytes, budget: list[int]):
+def _unpacked(data: bytes, budget: _Budget):
     """(name, bytes) of whatever ``data`` packs: compressed streams, archive members,
-    long base64 or hex strings; at most ``budget[0]`` bytes in all."""
-    if budget[0] <= 0:
-        return
+    long base64 or hex strings; at most ``budget.left`` bytes in all (``budget.short`` is
+    set when more was packed)."""
     if data[:2] == b"\x1f\x8b":
         out = _decompress(lambda: zlib.decompressobj(47), data, budget)
         if out:
@@ -503,20 +534,20 @@ def _unpacked(data: bytes, budget: list[int]):
         except Exception:  # noqa: BLE001
             members = []
         for member in members:
-            if budget[0] < member.file_size:
+            if not budget.take(member.file_size):
                 return
             try:
                 out = archive.read(member)
             except Exception:  # noqa: BLE001
                 continue
-            budget[0] -= len(out)
             yield member.filename, out
     elif len(data) > 262 and data[257:262] == b"ustar":
         try:
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
                 for member in archive:
-                    if member.isreg() and member.size <= budget[0]:
-                        budget[0] -= member.size
+                    if member.isreg():
+                        if not budget.take(member.size):
+                            return
                         yield member.name, archive.extractfile(member).read()
         except Exception:  # noqa: BLE001
             return
@@ -524,6 +555,7 @@ def _unpacked(data: bytes, budget: list[int]):
         yield from _encoded_strings(data, budget)
 
 
+_PACKED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"PK\x03\x04", b"PK\x05\x06")
 _ENCODED_CLASS = bytes(65 if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else 32 for c in range(256))
 _B64 = np.zeros(256, bool)
 _B64[np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_", np.uint8)] = True
@@ -532,7 +564,7 @@ _GLUE = np.zeros(256, bool)
 _GLUE[np.frombuffer(b" \t\r\n\"'\\,+()", np.uint8)] = True
 
 
-def _encoded_strings(data: bytes, budget: list[int]):
+def _encoded_strings(data: bytes, budget: _Budget):
     """Long base64 or hex strings, split over quoted lines or concatenations too, decoded:
     consecutive words of at least 16 characters (and the shorter one that may end them)."""
     if b"A" * 40 not in data.translate(_ENCODED_CLASS):  # no line of base64 or hex at all
@@ -551,10 +583,9 @@ def _encoded_strings(data: bytes, budget: list[int]):
             if stretch:
                 text = b"".join(stretch + [word])
                 stretch = []
-                if len(text) >= ENCODED_MIN_CHARS and budget[0] > 0 and _random_letters(text):
+                if len(text) >= ENCODED_MIN_CHARS and _random_letters(text):
                     decoded = _decode(text)
-                    if decoded is not None:
-                        budget[0] -= len(decoded[1])
+                    if decoded is not None and budget.take(len(decoded[1])):
                         yield f"{decoded[0]} at byte {start}", decoded[1]
 
 

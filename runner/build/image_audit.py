@@ -29,11 +29,11 @@ import docker
 
 from runner import image_cache
 from runner.build.entry_scan import EntryScan, scan_entry
-from runner.build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, WHOLE_BYTES, Copy, EvalIndex
+from runner.build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, UNPACK_BYTES, WHOLE_BYTES, Copy, EvalIndex
 from runner.digests import sha256_file
 from runner.run.container import owned_labels
 
-AUDIT_FORMAT = 2
+AUDIT_FORMAT = 3  # 3: the content search and the entry scan (2 was their draft)
 AUDIT_FILE = "image-audit.json"
 # Weights and data formats, by name...
 DATA_SUFFIXES = {
@@ -75,6 +75,8 @@ class ImageAudit:
     eval_items: int = 0
     eval_label_run: int = 0
     entry_scan: EntryScan = field(default_factory=EntryScan)
+    # Files that pack more than the content search unpacks (so it could not read them all).
+    left_packed: list[str] = field(default_factory=list)
 
     @property
     def findings(self) -> list[AuditedFile]:
@@ -103,6 +105,11 @@ class ImageAudit:
             more = f" and {len(copies) - 3} more files" if len(copies) > 3 else ""
             parts.append(f"the image or its locked wheels carry the evaluation set "
                          f"({' and '.join(what)}): {named}{more}")
+        if self.left_packed:
+            named = ", ".join(self.left_packed[:3])
+            more = f" and {len(self.left_packed) - 3} more" if len(self.left_packed) > 3 else ""
+            parts.append(f"the search for the evaluation set could not unpack all of {named}{more} "
+                         f"(at most {UNPACK_BYTES >> 20} MiB out of a file of up to {WHOLE_BYTES >> 20} MiB)")
         if entry := self.entry_scan.problem():
             parts.append(entry)
         return "class 4 (a model trained before the run): " + "; ".join(parts) if parts else None
@@ -117,6 +124,7 @@ class ImageAudit:
             "eval_copies": [_copy_dict(c) for c in self.eval_copies],
             "eval_items": self.eval_items,
             "eval_label_run": self.eval_label_run,
+            "left_packed": self.left_packed,
             "entry_scan": self.entry_scan.to_dict(),
         }
 
@@ -128,6 +136,7 @@ class ImageAudit:
             eval_items=int(data.get("eval_items", 0)),
             eval_label_run=int(data.get("eval_label_run", 0)),
             entry_scan=EntryScan.from_dict(data.get("entry_scan", {})),
+            left_packed=list(data.get("left_packed", [])),
         )
 
     def summary(self) -> dict:
@@ -142,6 +151,7 @@ class ImageAudit:
             "eval_items": self.eval_items,
             "eval_label_run": self.eval_label_run,
             "eval_copies": [_copy_dict(c) for c in self.eval_copies] if self.carries_eval_set else [],
+            "left_packed": self.left_packed,
             "embedded_data_bytes": scan.total_bytes,
             "embedded_data": [asdict(r) for r in scan.oversized],
             "harness_reach": [asdict(h) for h in scan.harness],
@@ -287,21 +297,25 @@ def eval_totals(copies: list[Copy]) -> tuple[int, int]:
     return len({i for c in copies for i in c.ids}), max((c.label_run for c in copies), default=0)
 
 
-def wheel_copies(wheels: list[Path], content: EvalIndex, variant: str) -> list[Copy]:
-    """The evaluation set in the lock's wheels, member by member (kept per wheel digest and
-    evaluation set, like the image's audit: a wheel never changes either)."""
-    found = []
+def wheel_copies(wheels: list[Path], content: EvalIndex, variant: str) -> tuple[list[Copy], list[str]]:
+    """The evaluation set in the lock's wheels, member by member, and the members left
+    packed (kept per wheel digest and evaluation set: a wheel never changes either)."""
+    found, left_packed = [], []
     for wheel in wheels:
         digest = sha256_file(wheel)
         kept = image_cache.load("image-audits", digest, prefix="wheel-", suffix=variant)
         if kept is not None and kept.get("format") == AUDIT_FORMAT:
             copies = [Copy(**c) for c in kept.get("copies", [])]
+            packed = list(kept.get("left_packed", []))
         else:
+            before = len(content.left_packed)
             copies = content.scan_wheel(wheel)
-            image_cache.store("image-audits", digest, {"format": AUDIT_FORMAT, "copies": [asdict(c) for c in copies]},
-                              prefix="wheel-", suffix=variant)
+            packed = content.left_packed[before:]
+            image_cache.store("image-audits", digest, {"format": AUDIT_FORMAT, "copies": [asdict(c) for c in copies],
+                                                       "left_packed": packed}, prefix="wheel-", suffix=variant)
         found += copies
-    return found
+        left_packed += packed
+    return found, left_packed
 
 
 def entry_data_files(entry_dir: Path, files: list[Path], eval_digest: str | None) -> list[AuditedFile]:
@@ -337,8 +351,11 @@ def audit_image(client: docker.DockerClient, image_id: str, base_id: str, wheels
     content = EvalIndex.from_files(eval_inputs, eval_labels) if eval_digest or labels_digest else None
     copies: list[Copy] = []
     image_files = _file_index(client, image_id, content, copies)
+    left_packed = list(content.left_packed) if content is not None else []
     if content is not None:
-        copies += wheel_copies(wheels, content, variant)
+        in_wheels, packed = wheel_copies(wheels, content, variant)
+        copies += in_wheels
+        left_packed += packed
     base = _base_index(client, base_id)
     declared = {}
     for wheel in wheels:
@@ -352,6 +369,7 @@ def audit_image(client: docker.DockerClient, image_id: str, base_id: str, wheels
         eval_items=eval_items,
         eval_label_run=eval_label_run,
         entry_scan=scan_entry(entry_dir, entry_file_list),
+        left_packed=left_packed,
     )
     for path, (size, digest, head) in sorted(image_files.items()):
         if base.get(path) == (size, digest) or entry_hashes.get(path) == digest:

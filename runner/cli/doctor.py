@@ -72,6 +72,71 @@ def _nvidia_runtime(info: dict) -> tuple[str, str]:
     return "absent", f"engine runtimes: {', '.join(runtimes) or '-'}" + (f"; {binary} found" if binary else "")
 
 
+def _container_toolkit(info: dict) -> tuple[str, str]:
+    from runner.engine.gpus import HOOK_TOOLS, gpu_containers_possible
+
+    if gpu_containers_possible({"docker": {"nvidia_runtime": "nvidia" in (info.get("Runtimes") or {})}}):
+        return "ok", "Docker's --gpus works (nvidia runtime registered, or its prestart hook installed)"
+    return "absent", (f"neither the nvidia runtime nor {', '.join(HOOK_TOOLS)}: install nvidia-container-toolkit, "
+                      "`nvidia-ctk runtime configure --runtime=docker`, restart Docker")
+
+
+def gpu_host_checks(nvml=None) -> list[tuple[str, str, str]]:
+    """What a run with GPUs needs from NVML beyond the GPUs themselves (docs/gpu.md), one row
+    each: utilisation (the freeze's idle wait, class 2c), per-process samples and the process
+    list (the idle wait and the sharing check), throttle reasons and MIG mode (sharing),
+    the energy counter or power (energy)."""
+    if nvml is None:
+        try:
+            import pynvml as nvml
+        except ImportError:
+            return [("GPU checks", "none", "nvidia-ml-py is not installed")]
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as exc:
+        return [("GPU checks", "none", f"NVML unavailable ({type(exc).__name__}): no GPU run possible here")]
+    rows = []
+    try:
+        handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
+        probes = [
+            ("GPU utilisation (freeze idle wait)", "nvmlDeviceGetUtilizationRates", ()),
+            ("GPU processes (sharing)", "nvmlDeviceGetComputeRunningProcesses", ()),
+            ("GPU process utilisation (freeze idle wait)", "nvmlDeviceGetProcessUtilization", (0,)),
+            ("GPU throttle reasons (sharing)", "nvmlDeviceGetCurrentClocksEventReasons", ()),
+            ("GPU MIG mode (sharing)", "nvmlDeviceGetMigMode", ()),
+            ("GPU energy counter (energy)", "nvmlDeviceGetTotalEnergyConsumption", ()),
+            ("GPU power (energy fallback)", "nvmlDeviceGetPowerUsage", ()),
+        ]
+        for label, name, extra in probes:
+            fn = getattr(nvml, name, None) or (getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+                                                if "Clocks" in name else None)
+            failures = []
+            for i, h in enumerate(handles):
+                try:
+                    fn(h, *extra)
+                except nvml.NVMLError_NotFound:
+                    pass  # no process samples yet: the call works
+                except (nvml.NVMLError, TypeError) as exc:
+                    failures.append(f"GPU {i}: {type(exc).__name__}")
+            if not handles:
+                rows.append((label, "none", "no GPU"))
+            else:
+                rows.append((label, "absent" if failures else "ok",
+                             "; ".join(failures) if failures else f"readable on {len(handles)} GPU(s)"))
+    finally:
+        nvml.nvmlShutdown()
+    return rows
+
+
+def _rapl() -> tuple[str, str]:
+    from runner.energy import NotMeasured, RaplEnergy
+
+    try:
+        return "ok", RaplEnergy().method
+    except NotMeasured as exc:
+        return "absent", f"CPU energy not measured: {exc}"
+
+
 def run(args) -> int:
     engine_state, engine_detail, info = _engine()
     home = paths.home()
@@ -86,6 +151,9 @@ def run(args) -> int:
     rows += [
         ("GPUs", *_gpus()),
         ("NVIDIA container runtime", *_nvidia_runtime(info)),
+        ("NVIDIA Container Toolkit (--gpus)", *_container_toolkit(info)),
+        *gpu_host_checks(),
+        ("CPU energy (RAPL)", *_rapl()),
         ("Python", "ok", f"{platform.python_version()} ({sys.executable})"),
         ("root", "yes" if os.geteuid() == 0 else "no", "root is needed to install or start the engine and to debootstrap"),
         ("host", "ok", f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} CPUs"),

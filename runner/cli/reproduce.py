@@ -33,24 +33,33 @@ def loadgen_problems(backend_record: dict) -> list[str]:
             if (lg.get(scenario) or {}).get("problem")]
 
 
+def _energy_cell(energy: dict | None) -> str:
+    """Joules-to-accuracy, or "not measured" (the reasons are in result.json's energy)."""
+    training = (energy or {}).get("training") or {}
+    value = training.get("joules_to_accuracy")
+    if isinstance(value, (int, float)):
+        return f"{value:.1f}"
+    return "not measured" if not ((training.get("window") or {}).get("measured")) else "-"
+
+
 def print_results(console: Console, folders) -> None:
     results = [Result.read(folder) for folder in folders]
     table = Table(title="runs")
     table.add_column("run", no_wrap=True)
-    for col in ("status", "reached", "TTA s", "cost $", "launch s", "conforming"):
+    for col in ("status", "reached", "TTA s", "cost $", "J to accuracy", "launch s", "conforming"):
         table.add_column(col)
     for r in results:
         t = r.training
         table.add_row(
             r.run_id, r.status, str(bool(t and t.reached)),
             _fmt(t and t.tta_seconds, ".2f"), _fmt(r.cost and r.cost.training_usd, ".6f"),
-            _fmt(t and t.launch_seconds, ".2f"), "yes" if r.conforming else "no",
+            _energy_cell(r.energy), _fmt(t and t.launch_seconds, ".2f"), "yes" if r.conforming else "no",
         )
     console.print(table)
     last = results[-1]
     if last.inference:
         inf = Table(title="inference (batch 1, every evaluation item)")
-        for col in ("backend", "gate", "score %", "mean ms", "p50", "p90", "p99", "$ / 10k",
+        for col in ("backend", "gate", "score %", "mean ms", "p50", "p90", "p99", "$ / 10k", "J / 10k",
                     "LoadGen p50", "LoadGen p90", "LoadGen offline /s"):
             inf.add_column(col)
         for name, b in last.inference.items():
@@ -61,7 +70,8 @@ def print_results(console: Console, folders) -> None:
                 _fmt(score * 100 if score is not None else None, ".2f"),
                 _fmt(lat.get("mean"), ".3f"), _fmt(lat.get("p50"), ".3f"),
                 _fmt(lat.get("p90"), ".3f"), _fmt(lat.get("p99"), ".3f"),
-                _fmt(b.get("cost_per_10k_usd"), ".6f"), *loadgen_cells(b),
+                _fmt(b.get("cost_per_10k_usd"), ".6f"),
+                _fmt((b.get("energy") or {}).get("joules_per_10k_items"), ".1f"), *loadgen_cells(b),
             )
         console.print(inf)
         for name, b in last.inference.items():

@@ -103,7 +103,7 @@ def _export(result: Path, out: Path, author: str, email: str, hardware: str | No
     name = file_name(author, record.model, record.profile or "host", record.framework)
     train = _common(record, author, email, hardware, record.framework)
     train["costPerHour"] = record.usd_per_hour
-    train["misc"] = _runner_misc(record)
+    train["misc"] = _runner_misc(record, joules_to_accuracy=record.joules_to_accuracy)
     written.append(_write(out / ft.folder / "train" / f"{name}.json", train))
     tsv = out / ft.folder / "train" / f"{name}.tsv"
     write_curve(tsv, columns, points)
@@ -116,7 +116,8 @@ def _export(result: Path, out: Path, author: str, email: str, hardware: str | No
         data["cost"] = None if backend.cost_per_10k_usd is None else backend.cost_per_10k_usd / COST_ITEMS
         score = (backend.scores or {}).get(record.metric)
         data[ft.metric_field] = None if score is None else ft.from_fraction(score)
-        data["misc"] = _runner_misc(record, backend=backend.name, latency_ms=backend.latency_ms)
+        data["misc"] = _runner_misc(record, backend=backend.name, latency_ms=backend.latency_ms,
+                                    joules_per_10k_items=backend.joules_per_10k)
         bname = file_name(author, record.model, record.profile or "host", backend.name)
         written.append(_write(out / ft.folder / "inference" / f"{bname}.json", data))
     return written

@@ -44,6 +44,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--inputs", nargs="+", required=True, help="NAME=FOLDER holding images.npy")
     p.add_argument("--topk", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the model predicts (cuda: the run's GPUs, pytorch only)")
     return p.parse_args(argv)
 
 
@@ -84,6 +86,8 @@ def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
     if isinstance(shuffle_seed, int):
         extra["shuffled_tensors"] = loaded.shuffle_weights(shuffle_seed)
         sets = {"clean": sets["clean"]}
+    if getattr(args, "device", "cpu") != "cpu":
+        loaded.to_device(args.device)  # after any shuffle: the permutation runs on the host's tensors
     mllog.emit("model_built", index=n, seconds=round(time.monotonic() - started, 6), **extra)
     folder = args.out / str(n)
     folder.mkdir(parents=True, exist_ok=True)

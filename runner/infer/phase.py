@@ -3,10 +3,12 @@ the host stamps each backend's timed pass and scores its predictions."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner import paths
+from runner.energy import EnergyMeter, per_10k, window_energy
 from runner.run.container import ContainerSpec, Mount, prepare_writable, run_container
 from runner.events import Event, parse_line, write_events
 from runner.infer import loadgen
@@ -154,7 +156,13 @@ def run_inference(
         label="infer",
     )
     windows = Windows()
-    outcome = run_container(client, spec, windows.on_line, work_dir / "logs" / "infer.log")
+    meter = EnergyMeter(list(range(spec.gpus))).start()
+    origin: list[float] = []
+    try:
+        outcome = run_container(client, spec, windows.on_line, work_dir / "logs" / "infer.log",
+                                on_started=lambda container, clock: origin.append(time.monotonic() - clock()))
+    finally:
+        series = meter.stop()
     write_events(inference_dir / "events.jsonl", windows.events)
     if outcome.interrupted:
         raise KeyboardInterrupt
@@ -175,5 +183,16 @@ def run_inference(
             why = "; ".join(windows.errors) or outcome.reason() or "unknown"
             record["gate_reason"] = f"inference phase failed before {backend} ran: {why}"
             record["error"] = why
+        record["energy"] = pass_energy(series, windows, backend, origin[0] if origin else None, record.get("count"))
         results[backend] = record
     return results
+
+
+def pass_energy(series, windows: Windows, backend: str, origin: float | None, count: int | None) -> dict:
+    """The timed pass's energy (host-stamped infer_start..infer_stop) and joules per 10,000 items."""
+    start, stop = windows.start.get(backend), windows.stop.get(backend)
+    timed = None not in (start, stop, origin) and stop >= start
+    record = window_energy(series, [(start + origin, stop + origin)] if timed else None,
+                           None if timed else "the backend has no timed pass")
+    record["joules_per_10k_items"] = per_10k(record["joules"], count)
+    return record

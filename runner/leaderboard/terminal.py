@@ -20,6 +20,20 @@ def reproduction_cell(table: Table, row: Row) -> str:
     return f"{value} [red]({escape(repro.verdict)})[/]"
 
 
+def energy_cell(table: Table, row: Row) -> str:
+    """The reproduction's joules-to-accuracy (training tables) or joules per 10,000 items of its
+    fastest gated backend (inference tables); "—" when not reproduced or not measured."""
+    repro = row.reproduction
+    if repro is None:
+        return "—"
+    if table.objective.kind == "train":
+        value, unit = repro.record.joules_to_accuracy, "J"
+    else:
+        gated = repro.record.gated_backends()
+        value, unit = (gated[0].joules_per_10k if gated else None), "J/10k"
+    return "—" if value is None else f"{value:,.1f} {unit}"
+
+
 def render(table: Table, top: int | None = None) -> RichTable:
     out = RichTable(title=f"{table.title}: {table.column} ({table.criterion})", title_justify="left", expand=False)
     out.add_column("Rank", justify="right", no_wrap=True)
@@ -28,11 +42,13 @@ def render(table: Table, top: int | None = None) -> RichTable:
     for name in ("Model", "Team", "Hardware", "Framework"):
         out.add_column(name, overflow="fold")
     out.add_column("Date", no_wrap=True)
+    out.add_column("Energy", justify="right", no_wrap=True)
     for row in table.rows[:top] if top else table.rows:
         ratio = formats.ratio(row.ratio) if row.reproduction is not None and row.reproduction.verified else "—"
         out.add_row(
             str(row.rank), escape(table.show(row.claimed)), reproduction_cell(table, row), ratio,
             escape(row.model), escape(row.team), escape(row.hardware), escape(row.framework), formats.month(row.date),
+            energy_cell(table, row),
         )
     return out
 

@@ -113,6 +113,11 @@ class Result:
     # Values the runner passed for the entry's declared hyperparameters (a study's choice),
     # by name (``global_batch_size``, ``lr``); empty when the entry ran with its defaults.
     hyperparameters: dict[str, str] = field(default_factory=dict)
+    # Joules of the training window (frozen time excluded) and joules-to-accuracy, each source's
+    # method or why it was not measured (runner.energy); per-backend inference energy is in
+    # each inference record's ``energy``.
+    energy: dict | None = None
+    gpu_sharing: dict | None = None  # a run with GPUs: were they its alone (runner.run.gpu_sharing)
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
@@ -129,7 +134,11 @@ class Result:
 
     # -- JSON -----------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        for name in _OPTIONAL:  # results from before these sections read back as they were written
+            if data[name] is None:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: object) -> Result:
@@ -152,6 +161,7 @@ class Result:
         return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
 
 
+_OPTIONAL = ("energy", "gpu_sharing")
 _SECTIONS = {
     "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
     "cost": Cost, "training": Training,

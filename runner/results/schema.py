@@ -30,6 +30,8 @@ _EVALUATION = {
         "excluded": {"type": "boolean"},
         "probe_scores": {"type": ["object", "null"], "additionalProperties": {"type": "number"}},
         "probe_gap": _NUM,
+        "gpu_tail_seconds": {"type": "number", "minimum": 0,
+                             "description": "pause -> the run's GPUs idle: counted as training (class 2c)"},
     },
 }
 
@@ -82,6 +84,11 @@ _BACKEND = {
         "window_seconds": _NUM,
         "info": {"type": ["object", "null"]},
         "loadgen": _LOADGEN,
+        "energy": {
+            "type": ["object", "null"],
+            "description": "the timed pass's energy (gpu: NVML, cpu: RAPL) and joules per 10,000 items",
+            "properties": {"joules": _NUM, "joules_per_10k_items": _NUM},
+        },
     },
 }
 
@@ -179,6 +186,23 @@ RESULT_SCHEMA: dict = {
         "hardware": {
             "type": ["object", "null"],
             "required": ["profile", "matched", "mismatches", "allowed_mismatch"],
+        },
+        "energy": {
+            "type": ["object", "null"],
+            "description": "energy of the training window (frozen windows excluded) and joules-to-accuracy; "
+            "per source (gpu: NVML, cpu: RAPL) the joules and method, or why it was not measured",
+            "properties": {
+                "training": {
+                    "type": "object",
+                    "properties": {"window": {"type": "object"}, "joules_to_accuracy": _NUM},
+                },
+            },
+        },
+        "gpu_sharing": {
+            "type": ["object", "null"],
+            "description": "a run with GPUs: other processes on them, clock throttle reasons, MIG mode",
+            "properties": {"samples": {"type": "integer"}, "shared_fraction": {"type": "number"},
+                           "mig_enabled": {"type": ["boolean", "null"]}},
         },
         "slurm": {  # only in runs of `runner reproduce --slurm`, written where they are gathered
             "type": ["object", "null"],

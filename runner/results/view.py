@@ -27,6 +27,7 @@ class BackendRecord:
     cost_per_10k_usd: float | None
     scores: dict[str, float] | None  # fractions, keyed by metric (top1, top5, f1)
     version: str | None
+    joules_per_10k: float | None = None  # the timed pass's energy per 10,000 items (runner.energy)
 
     @property
     def mean_ms(self) -> float | None:
@@ -55,6 +56,7 @@ class ResultRecord:
     usd_per_hour: float | None
     claimed: dict  # the entry's own claim (tta_seconds, latency_ms, score, dawnbench)
     backends: dict[str, BackendRecord] = field(default_factory=dict)
+    joules_to_accuracy: float | None = None  # training energy to the crossing, frozen time excluded
 
     @property
     def complete(self) -> bool:
@@ -101,7 +103,14 @@ def _backend(name: str, data: dict) -> BackendRecord:
         cost_per_10k_usd=data.get("cost_per_10k_usd"),
         scores=data.get("scores"),
         version=info.get("version") if isinstance(info, dict) else None,
+        joules_per_10k=(data.get("energy") or {}).get("joules_per_10k_items") if isinstance(data.get("energy"), dict) else None,
     )
+
+
+def _joules_to_accuracy(energy: object) -> float | None:
+    training = energy.get("training") if isinstance(energy, dict) else None
+    value = training.get("joules_to_accuracy") if isinstance(training, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def read_record(folder: Path) -> ResultRecord:
@@ -131,6 +140,7 @@ def read_record(folder: Path) -> ResultRecord:
             usd_per_hour=result.cost.usd_per_hour,
             claimed=dict(result.entry.claimed or {}),
             backends={name: _backend(name, b) for name, b in result.inference.items() if isinstance(b, dict)},
+            joules_to_accuracy=_joules_to_accuracy(result.energy),
         )
     except FileNotFoundError:
         raise UserError(f"{path} does not exist", "pass a result folder written by `runner reproduce`") from None

@@ -26,12 +26,20 @@ from pathlib import Path
 import docker
 
 from runner import paths
+from runner.run.gpu_freeze import run_gpu_indices
 from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.events import parse_line
 
 HARNESS_MOUNT = "/opt/runner/harness"
 READY_TIMEOUT_S = 300.0
 EVALUATION_TIMEOUT_S = 1800.0
+
+
+def evaluator_device_args(framework: str, gpus: int) -> list[str]:
+    """A run with GPUs evaluates on them: the PyTorch loader is told to use CUDA (and fails the
+    evaluation, saying so, when the container sees no GPU). Other frameworks place their
+    models themselves."""
+    return ["--device", "cuda"] if gpus and framework == "pytorch" else []
 
 
 class EvaluatorError(Exception):
@@ -102,6 +110,7 @@ class Evaluator:
                 "python3", "-m", "harness", "evaluate", "--entry-dir", "/entry",
                 "--builder", i.builder, "--framework", i.framework, "--requests", "/requests", "--out", "/evaluations",
                 "--inputs", *input_sets, "--topk", str(i.topk), "--threads", str(i.threads),
+                *evaluator_device_args(i.framework, i.gpus),
             ],
             mounts=mounts,
             env={
@@ -112,7 +121,8 @@ class Evaluator:
             },
             cpus=i.cpus,
             memory=i.memory,
-            gpus=i.gpus,
+            # The run's GPUs, by the ids the training container has (``--gpus N``: 0..N-1).
+            gpu_ids=[str(g) for g in run_gpu_indices(i.gpus)] or None,
             timeout_s=i.timeout_s,
             label="evaluator",
         )

@@ -1,5 +1,7 @@
 """What watches a run from the host while it trains: CPU contention on its cores, the
-quota of its output folder, and MLLOG lines dropped for being over the limits.
+quota of its output folder, MLLOG lines dropped for being over the limits, and on a run
+with GPUs whether they were the run's alone (``gpu_sharing``). It also meters the energy
+of the training window (``runner.energy``: the run's GPUs through NVML, the CPU through RAPL).
 
 ``reproduce`` starts the guards before training and applies their verdict to the result
 after it: contention or dropped events make the result non-conforming (with the figure),
@@ -17,7 +19,10 @@ import docker.errors
 
 from runner import events as run_events
 from runner.run.container import MANAGED_LABEL
-from runner.run.contention import ContentionSampler, ContentionSummary
+from runner.energy import EnergyMeter, EnergySeries
+from runner.run.contention import ContentionSampler, ContentionSummary, _container_of
+from runner.run.gpu_freeze import run_gpu_indices
+from runner.run.gpu_sharing import GpuSharingSampler, GpuSharingSummary
 from runner.run.cores import cpuset_for
 from runner.run.output_quota import OutputQuota
 from runner.results.record import Result
@@ -63,6 +68,8 @@ class GuardVerdict:
     nonconforming: list[str] = field(default_factory=list)
     incomplete: str | None = None
     contention: ContentionSummary | None = None
+    gpu_sharing: GpuSharingSummary | None = None
+    energy: EnergySeries | None = None
 
     def apply(self, result: Result) -> None:
         """Mark ``result`` with what the guards saw."""
@@ -74,8 +81,12 @@ class GuardVerdict:
 
 class RunGuards:
     def __init__(self, client: docker.DockerClient, run_id: str, cpus: float | None, output_dir: Path,
-                 quota_bytes: int | None = None):
-        self.contention = ContentionSampler(cpuset_for(cpus), _OwnContainers(client, run_id))
+                 quota_bytes: int | None = None, gpus: int = 0):
+        own = _OwnContainers(client, run_id)
+        self.contention = ContentionSampler(cpuset_for(cpus), own)
+        self.gpu_sharing = GpuSharingSampler(run_gpu_indices(gpus), lambda pid: own(_container_of(str(pid)))) \
+            if gpus else None
+        self.energy = EnergyMeter(run_gpu_indices(gpus))
         self.quota = OutputQuota(output_dir, lambda: stop_run_containers(client, run_id), quota_bytes)
         self._dropped_before: dict[str, int] = {}
 
@@ -83,6 +94,9 @@ class RunGuards:
         self._dropped_before = run_events.dropped()
         self.contention.start()
         self.quota.start()
+        if self.gpu_sharing is not None:
+            self.gpu_sharing.start()
+        self.energy.start()
         return self
 
     def stop(self) -> GuardVerdict:
@@ -90,6 +104,11 @@ class RunGuards:
         verdict.contention = summary = self.contention.stop()
         if problem := summary.problem():
             verdict.nonconforming.append(problem)
+        verdict.energy = self.energy.stop()
+        if self.gpu_sharing is not None:
+            verdict.gpu_sharing = sharing = self.gpu_sharing.stop()
+            if problem := sharing.problem():
+                verdict.nonconforming.append(problem)
         after = run_events.dropped()
         lost = {why: n - self._dropped_before.get(why, 0) for why, n in after.items()}
         lost = {why: n for why, n in lost.items() if n > 0}

@@ -25,6 +25,7 @@ import docker
 from runner import paths
 from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
+from runner.run.gpu_freeze import GpuFreeze
 from runner.run.multiprocess import Peers, internal_network, rank_spec
 from runner.run.remote_nodes import NodeError, RemoteNodes
 from runner.events import Event, parse_line, runner_event, write_events
@@ -54,6 +55,7 @@ class TrainingRun:
     sensitivity: list[dict] = field(default_factory=list)
     started_unix_ms: int | None = None  # the host's unix time at the events' t = 0
     notes: list[str] = field(default_factory=list)  # what the runner refused or could not do
+    started_monotonic: float | None = None  # the host's monotonic time at the events' t = 0 (energy)
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ class _TrainingSession:
         self.container = None
         self.peers: list = []  # the other ranks: Peers on this host, RemoteNodes on other nodes
         self.started_unix_ms: int | None = None
+        self.started_monotonic: float | None = None
         self.clock = lambda: 0.0
         self.seen_output = False
         self.evaluations = 0
@@ -147,6 +150,8 @@ class _TrainingSession:
         self.frozen_ranks: dict[int, str] = {}  # rank -> its state in the last freeze
         self.crossing_checkpoint: tuple[int, str] | None = None  # (index, the runner's copy)
         self.final_checkpoint: str | None = None  # the runner's copy of the final model
+        # A run with GPUs: each freeze also waits for them to be idle (class 2c).
+        self.gpu_freeze = GpuFreeze(inputs.gpus) if inputs.gpus else None
         self.evaluator = Evaluator(
             client,
             EvaluatorInputs(
@@ -169,6 +174,7 @@ class _TrainingSession:
     def started(self, container, clock) -> None:
         self.container, self.clock = container, clock
         self.started_unix_ms = int((time.time() - clock()) * 1000)
+        self.started_monotonic = time.monotonic() - clock()
         for group in self.peers:
             group.start()
 
@@ -238,6 +244,22 @@ class _TrainingSession:
         except docker.errors.APIError:
             pass  # removed meanwhile (a timeout or Ctrl-C): nothing to thaw
 
+    def wait_for_gpus(self, state: str, paused_t: float, index: int) -> dict:
+        """After a pause on a run with GPUs: wait until the run's GPUs are idle. The event
+        fields say how long the busy tail was (``gpu_tail_seconds``, from the pause stamp to
+        the excluded window's start, counted as training) and whether they settled idle at
+        all (if not, nothing of this evaluation is excluded)."""
+        if self.gpu_freeze is None or state != "frozen":
+            return {}
+        tail = self.gpu_freeze.after_pause()
+        fields = tail.event_fields()
+        fields["gpu_tail_seconds"] = round(max(0.0, self.clock() - paused_t), 6)
+        if not tail.idle:
+            why = tail.error or f"they were still busy {tail.tail_seconds:.1f} s after the pause"
+            self.notes.append(f"evaluation {index}: the run's GPUs were not idle after the freeze ({why}); "
+                              "its evaluation time counts (class 2c)")
+        return fields
+
     # -- one evaluation -----------------------------------------------------------------
     def evaluate_request(self, request: Event) -> None:
         if self.crossed and not self.inputs.full_curve:
@@ -252,13 +274,17 @@ class _TrainingSession:
         self.evaluations += 1
         checkpoint = request.metadata.get("checkpoint")
         state = self.freeze()
+        paused_t = self.clock()
         epoch = request.metadata.get("epoch_num")
         ranks = {"ranks": {str(r): s for r, s in sorted(self.frozen_ranks.items())}} if self.peers and state == "frozen" else {}
+        excluded, gpu = state != "running", self.wait_for_gpus(state, paused_t, index)
+        if gpu and not gpu["gpu_idle"]:
+            excluded = False
         self.ours(
-            self.clock(), EVAL_FREEZE, index=index, request_seq=request.seq,
+            paused_t, EVAL_FREEZE, index=index, request_seq=request.seq,
             epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None,
             checkpoint=checkpoint if isinstance(checkpoint, str) else None,
-            frozen=state != "running", state=state, **ranks,
+            frozen=excluded, state=state, **ranks, **gpu,
         )
         digest = problem = answer = None
         files: dict[str, str] = {}
@@ -467,6 +493,8 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
             sensitivity = session.evaluate_sensitivity() if outcome.ok or session.crossing_checkpoint else []
         finally:
             session.evaluator.close()
+            if session.gpu_freeze is not None:
+                session.gpu_freeze.close()
     shutil.rmtree(inputs.scratch_dir / "evaluator-requests", ignore_errors=True)
     if session.after_crossing:
         session.notes.append(f"{session.after_crossing} evaluation request(s) after the crossing were not "
@@ -474,4 +502,4 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
     events = _in_arrival_order(session.events)
     write_events(inputs.result_dir / "events.jsonl", events)
     return TrainingRun(events, outcome, final, sensitivity=sensitivity, started_unix_ms=session.started_unix_ms,
-                       notes=session.notes)
+                       notes=session.notes, started_monotonic=session.started_monotonic)

@@ -35,9 +35,13 @@ class ScoredEvaluation:
     probe_predictions: str | None = None
     builder_seconds: float | None = None  # request -> model built (host clock), bounded
     provenance: str | None = None  # the evaluator's record of the tensors the model computed with
+    gpu_tail_seconds: float = 0.0  # the busy GPU tail after the pause, counted as training (class 2c)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        record = asdict(self)
+        if not self.gpu_tail_seconds:  # runs without GPUs keep the records they always had
+            del record["gpu_tail_seconds"]
+        return record
 
 
 MAX_JSON_PREDICTIONS_BYTES = 256 << 20
@@ -122,7 +126,7 @@ def score_evaluations(task: Task, line: Timeline, result_dir: Path, labels) -> l
             ScoredEvaluation(
                 ev.index, ev.epoch, ev.start, ev.stop, ev.predictions, count, scores, meets, problem,
                 ev.checkpoint, ev.checkpoint_sha256, ev.excluded, probe_scores or None, probe_gap,
-                ev.probe_predictions, ev.builder_seconds, ev.provenance,
+                ev.probe_predictions, ev.builder_seconds, ev.provenance, ev.gpu_tail_seconds,
             )
         )
     return scored

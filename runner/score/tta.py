@@ -3,7 +3,11 @@
 The clock starts when the runner's launcher starts the entry's process (the ``launch``
 event): interpreter start-up, imports, data loading and model init all count. Each
 evaluation is the runner's: it froze the training container (``eval_freeze``), evaluated
-the checkpoint itself and thawed it (``eval_thaw``); only frozen time is excluded. TTA runs
+the checkpoint itself and thawed it (``eval_thaw``); only frozen time is excluded. On a run
+with GPUs the freeze also waits for the run's GPUs to be idle (``runner.run.gpu_freeze``):
+the ``eval_freeze`` event is stamped at the pause and carries ``gpu_tail_seconds``, the
+busy tail after it, which counts as training: the excluded window starts at the stamp plus
+the tail (a stream without the field, from before GPUs were covered, has no tail). TTA runs
 to the end of the first evaluation that meets the threshold. Events the entry printed
 never move the clock, whatever their keys. The same function serves ``reproduce`` and
 ``verify``, so an auditor recomputes exactly this.
@@ -37,6 +41,12 @@ class Evaluation:
     problem: str | None = None  # why the runner could not evaluate the checkpoint
     builder_seconds: float | None = None  # request -> model built, on the host's clock
     provenance: str | None = None  # the evaluator's provenance record, relative to the result folder
+    gpu_tail_seconds: float = 0.0  # pause -> GPUs idle: inside [paused_at, start), counted as training
+
+    @property
+    def paused_at(self) -> float:
+        """When the runner's pause returned (the excluded window starts after the GPU tail)."""
+        return self.start - self.gpu_tail_seconds
 
     @property
     def seconds(self) -> float:
@@ -67,6 +77,16 @@ def _metadata_number(ev: Event, key: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _gpu_tail(freeze: Event) -> float:
+    """The busy GPU tail after a pause (0 in streams from before the freeze covered GPUs)."""
+    if "gpu_tail_seconds" not in freeze.metadata:
+        return 0.0
+    tail = _metadata_number(freeze, "gpu_tail_seconds")
+    if tail is None or not tail >= 0 or tail == float("inf"):
+        raise EventStreamError(f"eval_freeze at event {freeze.seq} has an invalid gpu_tail_seconds")
+    return tail
+
+
 def timeline(events: list[Event]) -> Timeline:
     """Check the stream's order and pair each runner ``eval_freeze`` with its ``eval_thaw``."""
     for prev, cur in pairwise(events):
@@ -94,11 +114,14 @@ def timeline(events: list[Event]) -> Timeline:
             if not isinstance(preds, str) or not preds:
                 raise EventStreamError(f"eval_thaw at event {ev.seq} names no predictions file")
             probe = ev.metadata.get("probe_predictions")
+            tail = _gpu_tail(frozen)
+            if frozen.t + tail > ev.t:
+                raise EventStreamError(f"eval_freeze at event {frozen.seq}: its GPU tail ends after the thaw")
             evaluations.append(
                 Evaluation(
                     index=len(evaluations),
                     epoch=_metadata_int(frozen, "epoch"),
-                    start=frozen.t,
+                    start=frozen.t + tail,
                     stop=ev.t,
                     predictions=preds,
                     probe_predictions=probe if isinstance(probe, str) else None,
@@ -108,6 +131,7 @@ def timeline(events: list[Event]) -> Timeline:
                     problem=ev.metadata.get("problem") if isinstance(ev.metadata.get("problem"), str) else None,
                     builder_seconds=_metadata_number(ev, "builder_seconds"),
                     provenance=ev.metadata.get("provenance") if isinstance(ev.metadata.get("provenance"), str) else None,
+                    gpu_tail_seconds=tail,
                 )
             )
             frozen = None

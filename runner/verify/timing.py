@@ -29,6 +29,7 @@ def check_events_order(ev: Evidence) -> Verdict:
             and c.get("epoch") == e.epoch
             and c.get("checkpoint_sha256") == e.checkpoint_sha256
             and c.get("excluded", True) == e.excluded
+            and close(c.get("gpu_tail_seconds", 0.0), e.gpu_tail_seconds, abs_tol=TTA_SECONDS)
             and close(c.get("start"), e.start, abs_tol=TTA_SECONDS)
             and close(c.get("stop"), e.stop, abs_tol=TTA_SECONDS)
         )

@@ -29,6 +29,7 @@ class BackendSpec:
 
 REGISTRY: dict[str, BackendSpec] = {
     "torch": BackendSpec("torch_eager", "TorchEager", False, ("torch",), "pytorch"),
+    "torch-cuda": BackendSpec("torch_cuda", "TorchCuda", True, ("torch",), "pytorch"),
     "tensorflow": BackendSpec("tensorflow_backend", "TensorFlowBackend", False, ("tensorflow",), "tensorflow"),
     "mxnet": BackendSpec("mxnet_backend", "MXNetBackend", False, ("mxnet",), "mxnet"),
     "onnxruntime": BackendSpec("onnxruntime_backend", "OnnxRuntimeBackend", False, ("onnxruntime", "onnx")),

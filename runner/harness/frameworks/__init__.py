@@ -65,6 +65,11 @@ class LoadedModel:
     def stop_recording(self) -> None:
         pass
 
+    def to_device(self, device: str) -> None:
+        """Predict on ``device`` from now on ("cpu" or "cuda"); only PyTorch's loader moves models."""
+        if device != "cpu":
+            raise HarnessError(f"the {self.framework} loader places its model itself; --device {device} is for pytorch")
+
     def shuffle_weights(self, seed: int) -> int:
         """Permute the elements of each floating tensor loaded from the checkpoint; return how many."""
         raise NotImplementedError

@@ -101,11 +101,31 @@ def _uses_mode(model, ledger):
 class TorchModel(LoadedModel):
     checkpoint: dict | None = None  # the state dict as read from the file
     _uses = None
+    device: str = "cpu"
+
+    def to_device(self, device: str) -> None:
+        """The evaluator of a run with GPUs predicts on the GPU, in fp32 without TF32, so its
+        answers are the CPU's up to rounding (tests/gpu checks them against the CPU's)."""
+        import torch
+
+        if device == "cpu":
+            return
+        if device != "cuda":
+            raise HarnessError(f"unknown device {device!r}; the evaluator knows cpu and cuda")
+        if not torch.cuda.is_available():
+            raise HarnessError("the run has GPUs but none is visible in the evaluator's container "
+                               f"(torch {torch.__version__}, CUDA build {torch.version.cuda})")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        self.native.to("cuda")
+        self.device = "cuda"
 
     def predict_batch(self, images: np.ndarray) -> np.ndarray:
         import torch
 
         x = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
+        if self.device != "cpu":
+            x = x.to(self.device)
         mode = self._uses or nullcontext()
         with torch.no_grad():
             if self._uses is not None:
@@ -113,7 +133,7 @@ class TorchModel(LoadedModel):
                 self._uses.allow(x)
             with mode:
                 out = self.native(x)
-            out = out.float().numpy()
+            out = out.float().cpu().numpy()
             if self._uses is not None:
                 self._uses.reset()
             return out

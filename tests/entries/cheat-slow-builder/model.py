@@ -101,7 +101,7 @@ def _train(train_x, train_y) -> Net:
         loss.backward()
         opt.step()
         step += 1
-    return net.eval()
+    return net.eval().requires_grad_(False)  # constants to the ONNX tracer, as plain attributes are
 
 
 def build_model():
