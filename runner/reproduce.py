@@ -44,7 +44,7 @@ from runner.run.cores import hold_cores
 from runner.run.guards import RunGuards
 from runner.run.allocation import check_nodes, cluster_network, require_network_setting
 from runner.run.training import CHECKPOINTS_DIR, LAUNCH_GAP_LIMIT_S, NodesPlan, TrainingInputs, TrainingRun, run_training
-from runner.score.probe import make_probe_inputs, probe_shift
+from runner.score.probe import make_probe_inputs, probe_record
 from runner.score.summary import summarize_training
 
 # The crossing checkpoint is kept in the bundle up to this size (its sha256 always).
@@ -117,12 +117,27 @@ def stage_data(entry: Entry, smoke: bool, console: Console, scratch: Path):
     if smoke:
         return data.synthetic(entry.task.id, scratch / "smoke-data", seed=0, **SMOKE_SIZES)
     try:
-        return data.staged(entry.task.id)
+        staged = data.staged(entry.task.id)
     except UserError:
         if entry.task.id not in data.PREPARABLE:
             raise
         console.print(f"[bold]data[/] {entry.task.id} is not staged yet: preparing it")
         return data.prepare(entry.task.id)
+    if entry.task.id in data.TREE_TASKS:
+        check_train_tree(staged, console)
+    return staged
+
+
+def check_train_tree(staged: StagedData, console: Console) -> None:
+    """A training set kept as a tree (ImageNet) must be imported, and unchanged since: every
+    file's size and time, and a sample of digests (``runner data check --full``: all)."""
+    from runner.data.imagenet_train import check_tree
+
+    if staged.train_tree is None:
+        raise UserError(f"the {staged.task} training set is not imported", data.HOW_TO_STAGE[staged.task])
+    report = check_tree(staged.train_tree)
+    console.print(f"[bold]data[/] training tree {staged.train_tree.root}: {report.files:,} files' sizes and "
+                  f"times, {report.hashed} sampled digests checked in {report.seconds:.1f} s")
 
 
 def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: Path) -> RunContext:
@@ -286,7 +301,7 @@ def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
     """The training container, its clock and the runner's evaluations of its checkpoints."""
     entry, limits = ctx.entry, ctx.profile.container_limits
     probe_dir = make_probe_inputs(ctx.staged.eval_dir, scratch / f"probe-{result.run_id}", result.seed)
-    result.probe = {"shift_pixels": list(probe_shift(result.seed))} if probe_dir else None
+    result.probe = probe_record(entry.task, result.seed) if probe_dir else None
     env = _train_env(ctx, result.seed, opts.smoke, opts.hyperparameters)
     console.print(f"[bold]train[/] {entry.name} seed {result.seed} -> {result_dir}")
     return run_training(
@@ -303,6 +318,7 @@ def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
             nodes=_nodes_plan(ctx, result, opts),
             builder_seconds=entry.inference.builder_seconds,
             sensitivity_seed=result.seed ^ 0x5EED,
+            kind=entry.task.inputs,
         ),
     )
 
@@ -366,20 +382,31 @@ def infer(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
 
 
 def check_timed_model(result: Result, result_dir: Path) -> None:
-    """Each backend timed the model the evaluator scored as the final model (class 5)."""
-    from runner.score.model_origin import timed_disagreement, timed_model_problem
-    from runner.score.safe_npy import load_npy
+    """Each backend timed the model the evaluator scored as the final model (class 5), and
+    no evaluation up to the crossing took longer to predict than that model's own batch-1
+    pass over the same items (class 2: work inside the frozen window)."""
+    from runner.score.evaluations import ScoredEvaluation, backend_predictions_name, load_predictions
+    from runner.score.model_origin import predict_time_problems, timed_disagreement, timed_model_problem
+    from runner.tasks import get_task
 
+    t = result.training
+    if t is not None and t.model_origin is not None and t.evaluations:
+        scored = [ScoredEvaluation(**e) for e in t.evaluations]
+        record, problems = predict_time_problems(scored, t.crossing, result.inference, result.task.eval_size)
+        t.model_origin["predict_seconds"] = record
+        for problem in problems:
+            result.not_conforming(problem)
     final = result.training.final_model if result.training else None
     if not final or not isinstance(final.get("predictions"), str):
         return
+    name = backend_predictions_name(get_task(result.task.id))
     try:
-        evaluated = load_npy(result_dir / final["predictions"])
+        evaluated = load_predictions(result_dir / final["predictions"])
     except (OSError, ValueError):
         return
     for backend, record in sorted(result.inference.items()):
         try:
-            timed = load_npy(result_dir / "inference" / backend / "predictions.npy")
+            timed = load_predictions(result_dir / "inference" / backend / name)
         except (OSError, ValueError):
             continue
         record["final_model_disagreement"] = disagreement = timed_disagreement(timed, evaluated)

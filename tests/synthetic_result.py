@@ -65,7 +65,7 @@ def _events(digests: list[str]) -> list[Event]:
         out.append((t, "eval_thaw", {"index": i, "checkpoint_sha256": digest, "problem": None,
                                      "predictions": f"evaluations/{i}/clean.npy",
                                      "probe_predictions": f"evaluations/{i}/probe.npy",
-                                     "builder_seconds": 0.02 + 0.001 * i,
+                                     "builder_seconds": 0.02 + 0.001 * i, "predict_seconds": 0.4,
                                      "provenance": f"evaluations/{i}/provenance.json"}, "runner"))
     out.append((t + 0.2, "container_exit", {"exit_code": 0}, "runner"))
     return [

@@ -299,6 +299,15 @@ def slow_builder_resigned(folder, s):
     _resign(folder, s)
 
 
+def slow_prediction_resigned(folder, s):
+    """The crossing evaluation predicted for a minute: the model trained inside its forward pass."""
+    def slow(events):
+        _runner_events(events, "eval_thaw")[1]["metadata"]["predict_seconds"] = 60.0
+
+    _edit_events(folder, slow)
+    _resign(folder, s)
+
+
 def claim_later_crossing_resigned(folder, s):
     _edit_json(folder / "result.json", lambda r: r["training"].update(crossing=2))
     _resign(folder, s)
@@ -391,6 +400,7 @@ TAMPERINGS = [
     (edit_sensitivity_score_resigned, "model-origin"),
     (raise_builder_limit_resigned, "model-origin"),
     (slow_builder_resigned, "model-origin"),
+    (slow_prediction_resigned, "model-origin"),
     (claim_later_crossing_resigned, "first-crossing"),
     (claim_lower_threshold_resigned, "first-crossing"),
     (edit_latency_resigned, "inference-gate"),

@@ -31,12 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "import",
         help="stage a data set from your copy of its official files (cifar10, imagenet, squad-v1.1)",
         description="cifar10: cifar-10-python.tar.gz. imagenet: ILSVRC2012_img_val.tar with "
-        "--devkit ILSVRC2012_devkit_t12.tar.gz. squad-v1.1: dev-v1.1.json (or a folder with it "
+        "--devkit ILSVRC2012_devkit_t12.tar.gz (the evaluation set), and ILSVRC2012_img_train.tar "
+        "or the folder it unpacks to (the training set, kept as a read-only tree of JPEGs; "
+        "--devkit then names the 1000 classes it must hold). squad-v1.1: dev-v1.1.json (or a folder with it "
         "and train-v1.1.json). Files are checked against their published checksums and counts.",
     )
     imp.add_argument("task", choices=data.IMPORTABLE, help="data set to stage")
     imp.add_argument("path", help="the official archive or file")
-    imp.add_argument("--devkit", help="imagenet: ILSVRC2012_devkit_t12.tar.gz (validation labels)")
+    imp.add_argument("--devkit", help="imagenet: ILSVRC2012_devkit_t12.tar.gz (validation labels, class list)")
     imp.add_argument("--train", help="squad-v1.1: train-v1.1.json, staged for training")
     imp.add_argument(
         "--unofficial",
@@ -48,6 +50,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     lst = sub.add_parser("list", help="show staged data sets with their digests")
     lst.set_defaults(func=_list)
+
+    chk = sub.add_parser(
+        "check",
+        help="check an imported training tree (imagenet) against its digest manifest",
+        description="Compares every file's size and mtime with the manifest made at import and "
+        "re-hashes a random sample (what each run does), or every file with --full.",
+    )
+    chk.add_argument("task", choices=sorted(data.TREE_TASKS), help="data set whose training tree to check")
+    chk.add_argument("--full", action="store_true", help="re-hash every file (a progress bar shows how far)")
+    chk.add_argument("--sample", type=int, default=256, help="files to re-hash without --full (default 256)")
+    chk.set_defaults(func=_check)
 
 
 def _report(staged: data.StagedData) -> None:
@@ -64,10 +77,36 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from runner.data.imagenet_train import is_train_source
+
+    if args.task in data.TREE_TASKS and is_train_source(Path(args.path).expanduser()):
+        tree = data.import_train_tree(args.task, args.path, devkit=args.devkit, unofficial=args.unofficial)
+        print(f"imported {args.task} training tree: {tree.counts['train']:,} images in "
+              f"{tree.counts['classes']:,} classes; digest {tree.digest}")
+        print(f"  at {tree.root} (mounted read-only at /data/train; manifest {tree.manifest})")
+        if not tree.conforming:
+            print("  NON-CONFORMING: results trained on this tree cannot be conforming")
+        return 0
     staged = data.import_dataset(
         args.task, args.path, devkit=args.devkit, train=args.train, unofficial=args.unofficial
     )
     _report(staged)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from runner.data.imagenet_train import check_tree
+    from runner.errors import UserError
+
+    tree = data.train_tree(args.task)
+    if tree is None:
+        raise UserError(f"no {args.task} training tree is imported", data.HOW_TO_STAGE[args.task])
+    report = check_tree(tree, full=args.full, sample=args.sample)
+    what = "every file re-hashed" if report.full else f"{report.hashed} sampled files re-hashed (seed {report.seed})"
+    print(f"{args.task} training tree intact: {report.files:,} files' sizes and times, {what}, "
+          f"in {report.seconds:.1f} s")
     return 0
 
 

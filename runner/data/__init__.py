@@ -13,7 +13,7 @@ from pathlib import Path
 
 from runner.data.checks import UNCHECKED, Expected
 from runner.data.sources import IMPORTABLE, PREPARABLE, SOURCES
-from runner.data.store import HOW_TO_STAGE, StagedData, list_staged, staged, task_root
+from runner.data.store import HOW_TO_STAGE, TREE_TASKS, StagedData, list_staged, staged, task_root, train_tree
 from runner.data.synthetic import synthetic
 from runner.errors import UserError
 
@@ -28,6 +28,9 @@ __all__ = [
     "IMPORTABLE",
     "HOW_TO_STAGE",
     "Expected",
+    "import_train_tree",
+    "train_tree",
+    "TREE_TASKS",
 ]
 
 def prepare(task_id: str) -> StagedData:
@@ -77,3 +80,28 @@ def _expected(official: Expected, unofficial: bool, override: Expected | None) -
     if override is not None:
         return override
     return UNCHECKED if unofficial else official
+
+
+def import_train_tree(
+    task_id: str,
+    path: str | Path,
+    *,
+    devkit: str | Path | None = None,
+    unofficial: bool = False,
+    expected: Expected | None = None,
+):
+    """Import a training set kept as a tree of files (ImageNet's ``ILSVRC2012_img_train.tar``
+    or the folder it unpacks to); return its ``imagenet_train.TrainTree``. ``devkit`` names
+    the classes every tree must hold; ``expected`` replaces the official numbers (tests)."""
+    from dataclasses import replace
+
+    from runner import paths
+    from runner.data import imagenet, imagenet_train
+
+    if task_id not in TREE_TASKS:
+        raise UserError(f"data set {task_id} has no training tree to import", HOW_TO_STAGE[task_id])
+    want = _expected(imagenet_train.OFFICIAL, unofficial, expected)
+    if devkit is not None and want.classes is None:
+        want = replace(want, classes=imagenet.devkit_wnids(Path(devkit).expanduser()))
+    return imagenet_train.import_tree(Path(path).expanduser(), paths.data_dir() / TREE_TASKS[task_id],
+                                      expected=want)

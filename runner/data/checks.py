@@ -37,11 +37,13 @@ class Expected:
     ``digests`` maps a file's name to ``(algorithm, hexdigest)``; ``counts`` maps a split
     to its number of items. An empty mapping checks nothing. ``official`` says whether
     these are the publisher's numbers: only then is the staged set conforming.
+    ``classes`` names the class folders a tree must hold (ImageNet's WNIDs), or None.
     """
 
     digests: dict[str, tuple[str, str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     official: bool = True
+    classes: tuple[str, ...] | None = None
 
 
 UNCHECKED = Expected(official=False)

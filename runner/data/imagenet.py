@@ -77,6 +77,22 @@ def preprocess(jpeg: bytes, image_module) -> np.ndarray:
     return np.asarray(rgb, dtype=np.uint8).transpose(2, 0, 1)
 
 
+def devkit_wnids(path: Path) -> tuple[str, ...]:
+    """The 1000 leaf WNIDs (the classes) the devkit's meta.mat lists, sorted."""
+    loadmat = _loadmat()
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            meta_fh = tar.extractfile(META)
+            if meta_fh is None:
+                raise KeyError(META)
+            synsets = loadmat(io.BytesIO(meta_fh.read()), squeeze_me=True)["synsets"]
+    except KeyError:
+        raise UserError(f"{path} lacks {META}: is it the ILSVRC2012 devkit?", FIX) from None
+    except (tarfile.TarError, OSError, EOFError, ValueError) as err:
+        raise UserError(f"{path} is not a readable devkit archive ({err})", FIX) from None
+    return tuple(sorted(str(s["WNID"]) for s in np.atleast_1d(synsets) if int(s["num_children"]) == 0))
+
+
 def read_devkit(path: Path) -> np.ndarray:
     """Validation labels (int64, in image-number order) as sorted-WNID class indices."""
     loadmat = _loadmat()

@@ -37,27 +37,52 @@ def read_questions(path: Path) -> list[dict]:
         version = doc.get("version") if isinstance(doc, dict) else None
         raise UserError(f"{path} is not SQuAD v{VERSION} (version field is {version!r})", FIX)
     questions, seen = [], set()
-    try:
-        for article in doc["data"]:
-            for paragraph in article["paragraphs"]:
-                for qa in paragraph["qas"]:
-                    if qa["id"] in seen:
-                        raise UserError(f"{path} repeats question id {qa['id']}", FIX)
-                    seen.add(qa["id"])
-                    questions.append(
-                        {
-                            "id": qa["id"],
-                            "title": article["title"],
-                            "context": paragraph["context"],
-                            "question": qa["question"],
-                            "answers": [a["text"] for a in qa["answers"]],
-                        }
-                    )
-    except (KeyError, TypeError) as err:
-        raise UserError(
-            f"{path} does not have SQuAD's data/paragraphs/qas layout (missing {err})", FIX
-        ) from None
+    articles = doc.get("data")
+    if not isinstance(articles, list):
+        raise UserError(f"{path} does not have SQuAD's data/paragraphs/qas layout (no 'data' list)", FIX)
+    for a, article in enumerate(articles):
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        if not isinstance(paragraphs, list):
+            raise UserError(f"{path}: article {a} has no 'paragraphs' list", FIX)
+        for p, paragraph in enumerate(paragraphs):
+            where = f"article {a} ({str(article.get('title'))[:60]!r}) paragraph {p}"
+            context = paragraph.get("context") if isinstance(paragraph, dict) else None
+            qas = paragraph.get("qas") if isinstance(paragraph, dict) else None
+            if not isinstance(context, str) or not isinstance(qas, list):
+                raise UserError(f"{path}: {where} needs a 'context' string and a 'qas' list", FIX)
+            for q, qa in enumerate(qas):
+                if problem := _question_problem(qa):
+                    qid = qa.get("id") if isinstance(qa, dict) else None
+                    raise UserError(f"{path}: {where} question {q} (id {qid!r}) {problem}", FIX)
+                if qa["id"] in seen:
+                    raise UserError(f"{path} repeats question id {qa['id']}", FIX)
+                seen.add(qa["id"])
+                questions.append(
+                    {
+                        "id": qa["id"],
+                        "title": str(article.get("title", "")),
+                        "context": context,
+                        "question": qa["question"],
+                        "answers": [a["text"] for a in qa["answers"]],
+                    }
+                )
     return questions
+
+
+def _question_problem(qa) -> str | None:
+    """What makes one entry of a paragraph's ``qas`` unusable; None when it is a question."""
+    if not isinstance(qa, dict):
+        return "is not an object"
+    if not isinstance(qa.get("id"), str) or not qa["id"]:
+        return "has no 'id' string"
+    if not isinstance(qa.get("question"), str) or not qa["question"].strip():
+        return "has no 'question' text"
+    answers = qa.get("answers")
+    if not isinstance(answers, list) or not answers:
+        return "has no 'answers' (SQuAD v1.1 gives every question at least one)"
+    if not all(isinstance(x, dict) and isinstance(x.get("text"), str) for x in answers):
+        return "has an answer without a 'text' string"
+    return None
 
 
 def _find(path: Path, train: Path | None) -> tuple[Path, Path | None]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,9 @@ from runner.data.checks import file_digest
 from runner.data.staging import STAGED_JSON, data_digest
 from runner.errors import UserError
 
+if TYPE_CHECKING:
+    from runner.data.imagenet_train import TrainTree
+
 # How a user stages each task; the big ones cannot be fetched here.
 HOW_TO_STAGE = {
     "mnist": "run `runner data prepare mnist`",
@@ -20,7 +24,8 @@ HOW_TO_STAGE = {
     "cifar10": "run `runner data import cifar10 PATH/cifar-10-python.tar.gz`",
     "imagenet": (
         "run `runner data import imagenet PATH/ILSVRC2012_img_val.tar "
-        "--devkit PATH/ILSVRC2012_devkit_t12.tar.gz`"
+        "--devkit PATH/ILSVRC2012_devkit_t12.tar.gz` and, to train, "
+        "`runner data import imagenet PATH/ILSVRC2012_img_train.tar`"
     ),
     "squad-v1.1": "run `runner data import squad-v1.1 PATH/dev-v1.1.json`",
 }
@@ -31,7 +36,9 @@ class StagedData:
     """A staged data set.
 
     ``train_dir`` and ``eval_dir`` are what a container may see (read-only); ``labels``
-    is the host-only folder with the evaluation labels, never mounted anywhere.
+    is the host-only folder with the evaluation labels, never mounted anywhere. A set whose
+    training split is a tree of files (ImageNet) has ``train_tree``, and ``train_dir`` is
+    that tree's root.
     """
 
     task: str
@@ -45,6 +52,7 @@ class StagedData:
     conforming: bool = True
     counts: dict[str, int] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # relpath -> sha256
+    train_tree: TrainTree | None = None  # runner.data.imagenet_train
 
     def load_eval_labels(self) -> np.ndarray | dict[str, list[str]]:
         """The int64 evaluation labels, or for SQuAD ``{question_id: [answers...]}``."""
@@ -108,6 +116,27 @@ def task_root(task_id: str) -> Path:
     return paths.data_dir() / task_id
 
 
+# Tasks whose training split is imported as a tree of files, beside the staged set.
+TREE_TASKS = {"imagenet": "imagenet-train"}
+
+
+def train_tree(task_id: str):
+    """The imported training tree of ``task_id`` (``imagenet_train.TrainTree``), or None."""
+    if task_id not in TREE_TASKS:
+        return None
+    from runner.data.imagenet_train import load_tree
+
+    return load_tree(paths.data_dir() / TREE_TASKS[task_id])
+
+
+def _with_tree(data: StagedData) -> StagedData:
+    tree = train_tree(data.task)
+    if tree is None:
+        return data
+    return replace(data, train_dir=tree.root, train_tree=tree,
+                   counts={**data.counts, "train": tree.counts["train"]})
+
+
 def staged(task_id: str, *, verify: bool = False) -> StagedData:
     """The staged data set for ``task_id``; ``verify`` re-hashes every file."""
     from runner.tasks import get_task
@@ -116,7 +145,7 @@ def staged(task_id: str, *, verify: bool = False) -> StagedData:
     root = task_root(task_id)
     if not (root / STAGED_JSON).is_file():
         raise UserError(f"data set {task_id} is not staged", HOW_TO_STAGE[task_id])
-    data = load(root)
+    data = _with_tree(load(root))
     if verify:
         data.verify()
     return data
@@ -130,5 +159,5 @@ def list_staged() -> list[StagedData]:
     found = []
     for root in sorted(base.iterdir()):
         if not root.name.startswith(".") and (root / STAGED_JSON).is_file():
-            found.append(load(root))
+            found.append(_with_tree(load(root)))
     return found

@@ -24,23 +24,30 @@ _WORDS = (
 
 
 def _squad_articles(rng: np.random.Generator, n_questions: int, prefix: str) -> list[dict]:
-    """SQuAD-format articles whose answers are spans of their contexts."""
+    """SQuAD-format articles whose answers are spans of their contexts, three ground truths
+    a question as in the official dev set (a two-word span, its first word, the span again
+    with a leading article). The question names the word before the answer, which occurs
+    once in its context, so a small span model learns the task."""
     paragraphs = []
     for i in range(n_questions):
         words = [str(w) for w in rng.choice(_WORDS, size=int(rng.integers(12, 30)))]
-        start = int(rng.integers(0, len(words) - 2))
-        answer = " ".join(words[start : start + int(rng.integers(1, 3))])
+        start = int(rng.integers(1, len(words) - 2))
+        cue = words[start - 1]
+        # the cue word occurs only before the answer: elsewhere it is replaced
+        words = [w if j == start - 1 or w != cue else _WORDS[(_WORDS.index(w) + 1) % len(_WORDS)]
+                 for j, w in enumerate(words)]
+        if words[start] == cue:
+            words[start] = _WORDS[(_WORDS.index(cue) + 1) % len(_WORDS)]
         context = " ".join(words)
+        offset = len(" ".join(words[:start])) + 1
+        two = " ".join(words[start:start + 2])
+        answers = [{"answer_start": offset, "text": two},
+                   {"answer_start": offset, "text": words[start]},
+                   {"answer_start": offset, "text": f"the {two}"}]  # normalises to the first
         paragraphs.append(
             {
                 "context": context,
-                "qas": [
-                    {
-                        "id": f"{prefix}{i:06d}",
-                        "question": f"Which words follow {words[start - 1] if start else 'the start'}?",
-                        "answers": [{"answer_start": context.index(answer), "text": answer}],
-                    }
-                ],
+                "qas": [{"id": f"{prefix}{i:06d}", "question": f"Which words follow {cue}?", "answers": answers}],
             }
         )
     return [{"title": f"Synthetic_{prefix}", "paragraphs": paragraphs}]
@@ -63,6 +70,31 @@ def blocks(rng: np.random.Generator, labels: np.ndarray, shape: tuple[int, ...])
         top, left = row * ch + ch // 4, col * cw + cw // 4
         images[i, :, top:top + ch // 2, left:left + cw // 2] = 255
     return images
+
+
+# Tasks whose training split is a tree of JPEGs (``/data/train/<wnid>/<wnid>_N.JPEG``): the
+# smoke set is one at a small resolution (C, H, W), with GRID x GRID classes named
+# n00000000... so that sorted-WNID order is the label; the evaluation set stays an array.
+TREE_SMOKE = {"imagenet": (3, 64, 64)}
+
+
+def _image_tree(stage: Stage, rng: np.random.Generator, n_train: int, n_eval: int,
+                shape: tuple[int, ...]) -> None:
+    from PIL import Image  # a dependency of matplotlib, so always installed with the runner
+
+    classes = GRID * GRID
+    train_y = rng.integers(0, classes, n_train)
+    eval_y = rng.integers(0, classes, n_eval)
+    train_x = blocks(rng, train_y, shape)
+    eval_x = blocks(rng, eval_y, shape)
+    eval_y[0] = (eval_y[0] + 1) % classes  # as below: no model scores a perfect 1.0
+    for i, (image, label) in enumerate(zip(train_x, train_y)):
+        wnid = f"n{int(label):08d}"
+        Image.fromarray(image.transpose(1, 2, 0)).save(stage.path(f"train/{wnid}/{wnid}_{i}.JPEG"),
+                                                       "JPEG", quality=95)
+    stage.save_array("eval/images.npy", eval_x, "uint8")
+    stage.save_array("labels/eval_labels.npy", eval_y, "int64")
+    stage.counts = {"train": n_train, "eval": n_eval}
 
 
 def synthetic(task: str, root: Path, n_train: int, n_eval: int, seed: int) -> StagedData:
@@ -92,9 +124,13 @@ def synthetic(task: str, root: Path, n_train: int, n_eval: int, seed: int) -> St
                             )
                         )
                         answers[qa["id"]] = [a["text"] for a in qa["answers"]]
+            # One answer no span can give, so no model scores a perfect 1.0 (as for images).
+            answers[min(answers)] = ["no such answer"]
             stage.write_text("eval/examples.jsonl", "".join(line + "\n" for line in lines))
             stage.write_text("labels/answers.json", json.dumps(answers, sort_keys=True) + "\n")
             stage.counts = {"train": n_train, "eval": n_eval}
+        elif task in TREE_SMOKE:
+            _image_tree(stage, rng, n_train, n_eval, TREE_SMOKE[task])
         else:
             classes = spec.num_classes or 2
             # The order of the draws fixes what a seed gives; keep it.

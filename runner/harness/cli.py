@@ -40,6 +40,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--fp16", action="store_true")
     p.add_argument("--topk", type=int, default=1, help="ranked classes per item (5 for top-5 tasks)")
+    p.add_argument("--kind", choices=("images", "questions"), default="images",
+                   help="the task's inputs: images.npy, or examples.jsonl answered one question at a time")
     p.add_argument("--limit", type=int, default=None, help="time only the first N items (benchmarks)")
     p.add_argument("--loadgen", action="store_true",
                    help="after the per-item pass, run MLPerf LoadGen SingleStream and Offline")
@@ -90,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
 
     loader_for(args.framework).configure_threads(args.threads)  # before the framework does any work
 
+    if args.kind == "questions":
+        return run_questions(args, classes)
     images = _load_images(args.eval_dir, args.limit)
     loaded = load_model(args.entry_dir, args.builder, args.weights, args.framework)
     input_shape = (1, *images.shape[1:])
@@ -140,6 +144,67 @@ def run(args: argparse.Namespace) -> int:
             if not isinstance(exc, HarnessError):
                 traceback.print_exc(file=sys.stderr)
             for partial in ("predictions.npy", "latencies_ns.npy"):
+                (work_dir / partial).unlink(missing_ok=True)
+            _write_json(work_dir / "info.json", {"backend": cls.name, "error": message})
+            mllog.emit("infer_error", value=message, backend=cls.name)
+            failed.append(cls.name)
+    return 1 if failed else 0
+
+
+# Question answering is timed on the framework's own model only: an ONNX export of a text
+# model needs its tokeniser outside the graph and dynamic sequence lengths, which the ONNX
+# backends here do not handle yet; LoadGen's harness feeds arrays, not texts.
+QUESTION_BACKENDS = ("torch",)
+
+
+def run_questions(args: argparse.Namespace, classes) -> int:
+    """Batch-1 answers for a question task: every question, one at a time (questions.py)."""
+    from .model import load_model
+    from .questions import read_examples, timed_pass as timed_questions, write_answers
+
+    for cls in classes:
+        if cls.name not in QUESTION_BACKENDS:
+            raise HarnessError(f"the {cls.name} backend cannot time question answering; "
+                               f"use {', '.join(QUESTION_BACKENDS)} in inference.backends")
+    examples = read_examples(args.eval_dir)
+    examples = examples[:args.limit] if args.limit else examples
+    loaded = load_model(args.entry_dir, args.builder, args.weights, args.framework)
+    args.out.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for cls in classes:
+        work_dir = args.out / cls.name
+        work_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            import torch
+
+            torch.set_num_threads(args.threads)
+            with torch.inference_mode():
+                answers, latencies, warmup_seconds, window_ns = timed_questions(
+                    loaded, examples, warmup=args.warmup, backend=cls.name)
+            write_answers(work_dir / "predictions.json", answers)
+            np.save(work_dir / "latencies_ns.npy", latencies)
+            info = {
+                "backend": cls.name, "version": torch.__version__,
+                "settings": {"mode": "eager", "device": "cpu", "grad": "torch.inference_mode",
+                             "item": "one question: encode, forward pass, span decoding"},
+                "threads": {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()},
+                "model_file": str(loaded.weights), "model_sha256": loaded.weights_sha256,
+                "framework": loaded.framework, "framework_version": loaded.version, "layout": "text",
+                "count": int(len(latencies)), "topk": None,
+                "warmup": {"count": args.warmup, "seconds": round(warmup_seconds, 6)},
+                "clock": CLOCK, "timed_ns": int(latencies.sum()), "window_ns": window_ns,
+                "weights_sha256": loaded.weights_sha256,
+                "environment": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ},
+            }
+            if args.loadgen:
+                info["loadgen"] = {"error": "not run: LoadGen is not wired for question answering"}
+            _write_json(work_dir / "info.json", info)
+        except Exception as exc:
+            message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
+            print(f"harness: error: backend {cls.name}: {message}", file=sys.stderr, flush=True)
+            if not isinstance(exc, HarnessError):
+                traceback.print_exc(file=sys.stderr)
+            for partial in ("predictions.json", "latencies_ns.npy"):
                 (work_dir / partial).unlink(missing_ok=True)
             _write_json(work_dir / "info.json", {"backend": cls.name, "error": message})
             mllog.emit("infer_error", value=message, backend=cls.name)

@@ -6,7 +6,9 @@ evaluation costs only the forward passes. For request ``n`` the runner writes
 manifest's builder, loads the checkpoint, predicts every item of each input set (the
 clean evaluation inputs and the runner's perturbed probe) with the loader of the
 manifest's framework (``--framework``; see ``frameworks/``) and writes
-``OUT/n/<set>.npy``, then prints ``evaluation_done``. The host stamps, scores and times
+``OUT/n/<set>.npy``, then prints ``evaluation_done``. For a task whose inputs are questions
+(``--kind questions``: SQuAD) each set is ``examples.jsonl`` and the answers go to
+``OUT/n/<set>.json`` as ``{question id: answer}`` (``questions.py``). The host stamps, scores and times
 everything; this process only computes predictions. It never sees labels.
 
 Two more things per request. ``model_built`` is printed once the builder returned and the
@@ -42,6 +44,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--requests", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--inputs", nargs="+", required=True, help="NAME=FOLDER holding images.npy")
+    p.add_argument("--kind", choices=("images", "questions"), default="images",
+                   help="the task's inputs: images.npy (class scores) or examples.jsonl (answers)")
     p.add_argument("--topk", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
@@ -49,10 +53,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _input_sets(specs: list[str]) -> dict[str, np.ndarray]:
+def _input_sets(specs: list[str], kind: str = "images") -> dict:
     sets = {}
     for spec in specs:
         name, _, folder = spec.partition("=")
+        if kind == "questions":
+            from .questions import read_examples
+
+            sets[name] = read_examples(Path(folder))
+            continue
         path = Path(folder) / "images.npy"
         if not path.is_file():
             raise HarnessError(f"no evaluation inputs at {path}; the evaluator needs image inputs")
@@ -95,8 +104,13 @@ def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
     if shuffle_seed is None:
         ledger = Ledger(loaded.checkpoint_tensors(), loaded.normalise)
         loaded.record_uses(ledger)
-    for name, images in sets.items():
-        np.save(folder / f"{name}.npy", predict(loaded, images, args.topk))
+    for name, inputs in sets.items():
+        if getattr(args, "kind", "images") == "questions":
+            from .questions import answer, write_answers
+
+            write_answers(folder / f"{name}.json", answer(loaded, inputs))
+        else:
+            np.save(folder / f"{name}.npy", predict(loaded, inputs, args.topk))
     if ledger is not None:
         loaded.stop_recording()
         (folder / "provenance.json").write_text(json.dumps(ledger.record(), sort_keys=True))
@@ -106,7 +120,7 @@ def serve(args: argparse.Namespace) -> int:
     from .frameworks import loader_for
 
     loader_for(args.framework).configure_threads(args.threads)
-    sets = _input_sets(args.inputs)
+    sets = _input_sets(args.inputs, args.kind)
     mllog.emit("evaluator_ready")
     handled: set[int] = set()
     while True:

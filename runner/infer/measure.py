@@ -15,6 +15,7 @@ import numpy as np
 from runner.infer.loadgen import loadgen_record
 from runner.tasks import Task
 from runner.tasks.metrics import score_classification
+from runner.tasks.squad import score_squad
 
 # The host stamps infer_start/infer_stop as their lines arrive; the lines travel through
 # the engine's output stream, whose delay can differ a little between the two.
@@ -45,6 +46,19 @@ def _load_array(path: Path) -> np.ndarray | None:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError):
         return None
+
+
+def _load_answers(path: Path) -> dict | None:
+    """A question task's ``{id: answer}``, read within limits; None when unreadable."""
+    from runner.score.evaluations import load_predictions
+
+    try:
+        answers = load_predictions(path)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(answers, dict) or not all(isinstance(v, str) for v in answers.values()):
+        return None
+    return answers
 
 
 def _failed(reason: str, **fields) -> dict:
@@ -85,10 +99,13 @@ def evaluate_backend(
         return _failed(f"{backend} failed in the harness: {info['error']}", error=info["error"], info=info)
 
     base = {"info": info, "window_seconds": window_seconds, "warmup": (info.get("warmup") or {}).get("count")}
-    predictions = _load_array(backend_dir / "predictions.npy")
+    if getattr(task, "inputs", "images") == "questions":
+        predictions = _load_answers(backend_dir / "predictions.json")
+    else:
+        predictions = _load_array(backend_dir / "predictions.npy")
     latencies = _load_array(backend_dir / "latencies_ns.npy")
     if predictions is None or latencies is None:
-        return _failed(f"{backend}: predictions.npy or latencies_ns.npy is missing or unreadable", **base)
+        return _failed(f"{backend}: its predictions or latencies_ns.npy are missing or unreadable", **base)
     n = task.eval_size if expected_count is None else expected_count
     if len(predictions) != n:
         return _failed(
@@ -101,7 +118,12 @@ def evaluate_backend(
             count=n, **base,
         )
     try:
-        scores = score_classification(task, predictions, labels)
+        if isinstance(predictions, dict):
+            if set(predictions) != set(labels):
+                raise ValueError("the answered question ids are not the evaluation set's")
+            scores = score_squad(predictions, labels)
+        else:
+            scores = score_classification(task, predictions, labels)
     except Exception as exc:  # wrong shape for a top-5 task, and the like
         return _failed(f"{backend} predictions cannot be scored: {exc}", count=n, **base)
     timed_seconds = float(latencies.sum()) / 1e9

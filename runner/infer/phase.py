@@ -36,6 +36,8 @@ def harness_command(entry, backends: list[str], threads: int, *, with_loadgen: b
         "--opset", str(spec.opset),
         "--topk", str(entry.task.topk),
     ]
+    if entry.task.inputs != "images":
+        command += ["--kind", entry.task.inputs]
     if spec.fp16:
         command.append("--fp16")
     if with_loadgen:

@@ -121,7 +121,8 @@ class Result:
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
-        self.nonconforming_reasons.append(reason)
+        if reason not in self.nonconforming_reasons:  # a check run again (re-inference) says it once
+            self.nonconforming_reasons.append(reason)
         self.conforming = False
 
     def ended(self, status: str, reason: str | None) -> None:

@@ -139,7 +139,8 @@ RESULT_SCHEMA: dict = {
         "image": {"type": ["object", "null"], "required": ["id", "tag", "base_id"]},
         "probe": {
             "type": ["object", "null"],
-            "properties": {"shift_pixels": {"type": "array", "items": {"type": "integer"}}},
+            "properties": {"shift_pixels": {"type": "array", "items": {"type": "integer"}},
+                           "distractor_sentence": {"type": "string"}, "limit": {"type": "number"}},
         },
         "image_audit": {"type": ["object", "null"]},
         "hyperparameters": {
@@ -173,6 +174,7 @@ RESULT_SCHEMA: dict = {
                         "provenance": {"type": "object"},
                         "sensitivity": {"type": "array", "items": {"type": "object"}},
                         "builder_seconds": {"type": "object"},
+                        "predict_seconds": {"type": "object"},
                     },
                 },
             },

@@ -64,6 +64,7 @@ class EvaluatorInputs:
     gpus: int
     timeout_s: float
     builder_limit_s: float = 30.0
+    kind: str = "images"  # the task's inputs: "images" (-> <set>.npy) or "questions" (-> <set>.json)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class Answer:
     builder_seconds: float | None = None
     provenance: str | None = None  # relative to the evaluations folder
     notes: dict = field(default_factory=dict)
+    predict_seconds: float | None = None  # model built -> answer, host clock (bounded after inference)
 
 
 class Evaluator:
@@ -85,6 +87,7 @@ class Evaluator:
         self._ready = False
         self._answers: dict[int, str | None] = {}  # index -> None (done) or the failure
         self._built: dict[int, tuple[float, dict]] = {}  # index -> (host monotonic time, its event)
+        self._done_at: dict[int, float] = {}  # index -> host monotonic time of its answer
         self._outcome: ContainerOutcome | None = None
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
@@ -109,7 +112,7 @@ class Evaluator:
             command=[
                 "python3", "-m", "harness", "evaluate", "--entry-dir", "/entry",
                 "--builder", i.builder, "--framework", i.framework, "--requests", "/requests", "--out", "/evaluations",
-                "--inputs", *input_sets, "--topk", str(i.topk), "--threads", str(i.threads),
+                "--inputs", *input_sets, "--kind", i.kind, "--topk", str(i.topk), "--threads", str(i.threads),
                 *evaluator_device_args(i.framework, i.gpus),
             ],
             mounts=mounts,
@@ -143,6 +146,7 @@ class Evaluator:
             elif ev.key in ("evaluation_done", "evaluation_failed"):
                 index = ev.metadata.get("index")
                 if isinstance(index, int):
+                    self._done_at.setdefault(index, time.monotonic())
                     failure = ev.metadata.get("message") if ev.key == "evaluation_failed" else None
                     self._answers[index] = str(failure or "failed") if ev.key == "evaluation_failed" else None
             self._changed.notify_all()
@@ -236,6 +240,8 @@ class Evaluator:
             raise EvaluatorError(failure)
         names = ["clean"] + (["probe"] if self.inputs.probe_dir is not None and shuffle_seed is None else [])
         seconds = round(built[0] - asked, 6) if built is not None else None
+        predict = round(self._done_at[index] - built[0], 6) if built is not None and index in self._done_at else None
         notes = {k: v for k, v in (built[1] if built else {}).items() if k == "shuffled_tensors" and isinstance(v, int)}
-        return Answer({name: f"{index}/{name}.npy" for name in names}, seconds,
-                      None if shuffle_seed is not None else f"{index}/provenance.json", notes)
+        suffix = "json" if self.inputs.kind == "questions" else "npy"
+        return Answer({name: f"{index}/{name}.{suffix}" for name in names}, seconds,
+                      None if shuffle_seed is not None else f"{index}/provenance.json", notes, predict)

@@ -82,6 +82,7 @@ class TrainingInputs:
     nodes: NodesPlan | None = None  # a run spanning nodes (runner.run.remote_nodes)
     builder_seconds: float = 30.0  # the manifest's inference.builder_seconds: the evaluator's bound
     sensitivity_seed: int = 0  # how the sensitivity check permutes the checkpoint's tensors
+    kind: str = "images"  # the task's inputs (Task.inputs): what the evaluator reads and writes
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,7 @@ class _TrainingSession:
                 log_path=inputs.result_dir / "logs" / "evaluator.log", topk=inputs.topk,
                 threads=inputs.threads, cpus=inputs.cpus, memory=inputs.memory, gpus=inputs.gpus,
                 timeout_s=inputs.timeout_s + 3600, builder_limit_s=inputs.builder_seconds,
+                kind=inputs.kind,
             ),
         )
 
@@ -304,6 +306,7 @@ class _TrainingSession:
             predictions=f"{EVALUATIONS_DIR}/{files.get('clean', f'{index}/clean.npy')}",
             probe_predictions=f"{EVALUATIONS_DIR}/{files['probe']}" if "probe" in files else None,
             builder_seconds=answer.builder_seconds if answer else None,
+            predict_seconds=answer.predict_seconds if answer else None,
             provenance=f"{EVALUATIONS_DIR}/{answer.provenance}" if answer and answer.provenance else None,
         )
         score = None
@@ -332,6 +335,7 @@ class _TrainingSession:
             if "probe" in answer.files:
                 record["probe_predictions"] = f"{EVALUATIONS_DIR}/{answer.files['probe']}"
             record["builder_seconds"] = answer.builder_seconds
+            record["predict_seconds"] = answer.predict_seconds
             record["provenance"] = f"{EVALUATIONS_DIR}/{answer.provenance}"
             self.final_checkpoint = name
         except (CheckpointError, EvaluatorError, OSError) as exc:

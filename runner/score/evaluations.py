@@ -36,6 +36,7 @@ class ScoredEvaluation:
     builder_seconds: float | None = None  # request -> model built (host clock), bounded
     provenance: str | None = None  # the evaluator's record of the tensors the model computed with
     gpu_tail_seconds: float = 0.0  # the busy GPU tail after the pause, counted as training (class 2c)
+    predict_seconds: float | None = None  # model built -> predictions written (host clock), bounded
 
     def to_dict(self) -> dict:
         record = asdict(self)
@@ -66,6 +67,11 @@ def resolve_inside(root: Path, relative: str) -> Path | None:
     except (OSError, ValueError, RuntimeError):
         return None
     return path if path.is_relative_to(root.resolve()) else None
+
+
+def backend_predictions_name(task: Task) -> str:
+    """The file a timed backend writes its answers to: class rows, or ``{id: answer}``."""
+    return "predictions.json" if getattr(task, "inputs", "images") == "questions" else "predictions.npy"
 
 
 def load_predictions(path: Path) -> np.ndarray | dict:
@@ -127,6 +133,7 @@ def score_evaluations(task: Task, line: Timeline, result_dir: Path, labels) -> l
                 ev.index, ev.epoch, ev.start, ev.stop, ev.predictions, count, scores, meets, problem,
                 ev.checkpoint, ev.checkpoint_sha256, ev.excluded, probe_scores or None, probe_gap,
                 ev.probe_predictions, ev.builder_seconds, ev.provenance, ev.gpu_tail_seconds,
+                predict_seconds=ev.predict_seconds,
             )
         )
     return scored

@@ -10,7 +10,9 @@ Two checks of the checkpoint that crossed the threshold and of the final model:
   its checkpoint falls to chance (a permuted network answers at random, often with one or
   two classes); one that keeps at least half of its margin over chance got its knowledge
   elsewhere (code, the builder, a hidden network). Chance is the better of guessing
-  uniformly and always answering the most frequent classes of the evaluation set.
+  uniformly and always answering the most frequent classes of the evaluation set; for a
+  task without classes it is the task's stated ``chance_score`` (SQuAD: F1 0.10, above
+  what a span picked without reading the question scores on the dev set, a few points).
 
 Both records are written by a process that ran the entry's builder: they are read as
 untrusted input (bounded JSON, every field checked), and a missing or malformed record is
@@ -34,9 +36,10 @@ SENSITIVITY_MARGIN = 0.5
 
 def chance(task: Task, labels) -> float | None:
     """The primary score without looking at the input: the better of uniform guessing and
-    always answering the ``topk`` most frequent classes; None for tasks without classes."""
+    always answering the ``topk`` most frequent classes; for tasks without classes the task's
+    stated ``chance_score`` (None when it states none)."""
     if not task.num_classes:
-        return None
+        return getattr(task, "chance_score", None)
     import numpy as np
 
     counts = np.bincount(np.asarray(labels, dtype=np.int64).reshape(-1), minlength=task.num_classes)
@@ -112,7 +115,7 @@ def provenance_problem(record: Provenance, of: str) -> str | None:
 
 def judge_sensitivity(task: Task, result_dir: Path, record: dict, own_score: float | None, labels) -> dict:
     """``record`` (an evaluator sensitivity run) with its score, the limit and the finding."""
-    c = chance(task, labels) if task.num_classes else None
+    c = chance(task, labels)
     limit = sensitivity_limit(task, labels, own_score)
     out = {**record, "chance": c, "limit": limit, "own_score": own_score, "score": None,
            "problem": record.get("problem")}
@@ -152,8 +155,15 @@ MAX_TIMED_DISAGREEMENT = 0.01
 
 
 def timed_disagreement(backend_predictions, final_predictions) -> float | None:
-    """The fraction of items whose best class differs; None when the shapes do not fit."""
+    """The fraction of items whose best class (or, for questions, whose answer) differs;
+    None when the shapes do not fit."""
     import numpy as np
+
+    if isinstance(backend_predictions, dict) or isinstance(final_predictions, dict):
+        a, b = backend_predictions, final_predictions
+        if not (isinstance(a, dict) and isinstance(b, dict)) or set(a) != set(b) or not a:
+            return None
+        return float(np.mean([a[k] != b[k] for k in a]))
 
     a, b = np.asarray(backend_predictions), np.asarray(final_predictions)
     if a.ndim == 0 or b.ndim == 0 or len(a) != len(b) or not len(a):
@@ -170,3 +180,46 @@ def timed_model_problem(backend: str, disagreement: float | None) -> str | None:
                 f"evaluator's predictions of the final model on {disagreement:.2%} of the items "
                 f"(at most {MAX_TIMED_DISAGREEMENT:.0%}): the timed model is not the one that was scored")
     return None
+
+
+# -- the evaluator's predictions take what the model's forward passes take ---------------------
+# The evaluation window is excluded from the clock. A model that trains inside its own
+# forward pass (on data the checkpoint carries) escapes the builder's bound: every tensor it
+# uses is the checkpoint's, and a permuted checkpoint breaks it. What it cannot hide is
+# time: an honest evaluator predicts its items in batches, never slower per item than the
+# same model's batch-1 pass the inference phase times. Each evaluation up to the crossing
+# must predict within that (all its input sets, at the slowest backend's mean latency), or
+# PREDICT_FLOOR_S, whichever is more.
+PREDICT_FLOOR_S = 3.0
+
+
+def predict_allowance(inference: dict, items: int) -> tuple[float | None, str | None]:
+    """(seconds an evaluation of ``items`` may take to predict, the backend it is priced at)."""
+    means = [(r["latency_ms"]["mean"], name) for name, r in sorted(inference.items())
+             if isinstance(r, dict) and r.get("passed_gate") and isinstance(r.get("latency_ms"), dict)
+             and isinstance(r["latency_ms"].get("mean"), (int, float))]
+    if not means:
+        return None, None
+    mean_ms, backend = max(means)
+    return max(PREDICT_FLOOR_S, items * mean_ms / 1000), backend
+
+
+def predict_time_problems(scored: list, crossing: int | None, inference: dict, eval_size: int) -> tuple[dict, list[str]]:
+    """The evaluations up to the crossing whose prediction took longer than the model's own
+    forward passes: (record, class 2 reasons)."""
+    problems = []
+    checked = []
+    last = crossing if crossing is not None else len(scored) - 1
+    for s in scored[:last + 1]:
+        items = (s.count or eval_size) * (2 if s.probe_predictions else 1)
+        allowance, backend = predict_allowance(inference, items)
+        if allowance is None or s.predict_seconds is None:
+            continue
+        checked.append({"index": s.index, "predict_seconds": s.predict_seconds, "allowance": round(allowance, 6),
+                        "priced_at": backend})
+        if s.predict_seconds > allowance:
+            problems.append(
+                f"class 2 (work in excluded time): evaluation {s.index} took {s.predict_seconds:.2f} s to predict "
+                f"{items} items, more than the model's own batch-1 pass over them ({backend}, "
+                f"allowance {allowance:.2f} s): the model works beyond its forward pass inside the frozen window")
+    return {"floor_seconds": PREDICT_FLOOR_S, "evaluations": checked}, problems

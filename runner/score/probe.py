@@ -5,6 +5,12 @@ A model that learned the task loses little when every image moves by one pixel; 
 recalled from the public test set (a lookup keyed on the exact pixels) collapse. The
 shift's direction comes from the runner's seed, so an entry cannot prepare for it.
 DAWNBench's analysis re-checked its entries on fresh images for the same reason.
+
+For questions (SQuAD) the perturbation is text: one sentence unrelated to any question,
+drawn from the seed, appended to every context. The answers keep their character spans,
+so the same answers score them; this is adversarial SQuAD's (Jia and Liang, 2017)
+control rather than its AddSent attack, which costs honest models tens of points. Answers
+recalled by the exact context text collapse; a reader loses little. Same limit: 0.10 F1.
 """
 
 from __future__ import annotations
@@ -39,20 +45,65 @@ def shifted(images: np.ndarray, shift: tuple[int, int]) -> np.ndarray:
     return out
 
 
+DISTRACTORS = (
+    "The committee met again in the spring to review the budget.",
+    "Several visitors arrived late because of the heavy rain.",
+    "A new bridge was opened to traffic the following year.",
+    "The museum extended its opening hours during the summer.",
+    "Local newspapers reported the event on their front pages.",
+    "Most of the older buildings were repaired after the storm.",
+    "The train to the coast was delayed by almost an hour.",
+    "Students gathered in the library to prepare for their exams.",
+)
+
+
+def probe_distractor(seed: int) -> str:
+    return DISTRACTORS[random.Random(f"probe-text:{seed}").randrange(len(DISTRACTORS))]
+
+
+def with_distractor(eval_dir: Path, target: Path, seed: int) -> None:
+    """``examples.jsonl`` with the seed's distractor sentence appended to every context."""
+    import json
+
+    sentence = probe_distractor(seed)
+    lines = []
+    for line in (Path(eval_dir) / "examples.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            ex = json.loads(line)
+            ex["context"] = f"{ex['context'].rstrip()} {sentence}"
+            lines.append(json.dumps(ex, ensure_ascii=False, sort_keys=True))
+    (target / "examples.jsonl").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def probe_record(task, seed: int) -> dict:
+    """result.json's ``probe``: what the run's probe changed."""
+    if getattr(task, "inputs", "images") == "questions":
+        return {"distractor_sentence": probe_distractor(seed), "limit": PROBE_GAP_LIMIT}
+    return {"shift_pixels": list(probe_shift(seed))}
+
+
 def make_probe_inputs(eval_dir: Path, target: Path, seed: int) -> Path | None:
-    """Write the probe's ``images.npy`` into ``target``; None for tasks without images."""
+    """Write the probe's inputs into ``target`` (``images.npy``, or ``examples.jsonl`` with a
+    distractor sentence); None for a set with neither."""
+    if (Path(eval_dir) / "examples.jsonl").is_file():
+        target.mkdir(parents=True, exist_ok=True)
+        with_distractor(eval_dir, target, seed)
+        return target
     source = Path(eval_dir) / "images.npy"
     if not source.is_file():
-        return None  # SQuAD: no perturbation that keeps the answers is defined (threat model)
+        return None
     target.mkdir(parents=True, exist_ok=True)
     np.save(target / "images.npy", shifted(np.load(source), probe_shift(seed)))
     return target
 
 
-def probe_problem(gap: float | None) -> str | None:
+def probe_problem(gap: float | None, task=None) -> str | None:
     """The non-conforming reason for a crossing whose probe gap is too large."""
     if gap is None or gap <= PROBE_GAP_LIMIT:
         return None
+    if getattr(task, "inputs", "images") == "questions":
+        return (f"class 3 (answers that are not the model's): the crossing checkpoint scores {gap:.4f} F1 lower "
+                f"with an unrelated sentence appended to every context (limit {PROBE_GAP_LIMIT:.2f})")
     return (
         f"class 3 (answers that are not the model's): the crossing checkpoint scores "
         f"{gap * 100:.1f} points lower on inputs shifted by one pixel (limit {PROBE_GAP_LIMIT * 100:.0f})"

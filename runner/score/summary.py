@@ -114,7 +114,7 @@ def summarize_training(task: Task, events: list[Event], wall_seconds: float, not
     summary = TrainingSummary(training)
     if problem := _launch_problem(launch, launch_limit_s):
         summary.nonconforming.append(problem)
-    if tta.crossing is not None and (problem := probe_problem(scored[tta.crossing].probe_gap)):
+    if tta.crossing is not None and (problem := probe_problem(scored[tta.crossing].probe_gap, task)):
         summary.nonconforming.append(problem)
     training.model_origin, problems = model_origin(task, scored, tta.crossing, training.final_model,
                                                    sensitivity or [], result_dir, labels, builder_limit_s)

@@ -40,6 +40,7 @@ class Evaluation:
     excluded: bool = True  # False when the engine could not freeze the entry
     problem: str | None = None  # why the runner could not evaluate the checkpoint
     builder_seconds: float | None = None  # request -> model built, on the host's clock
+    predict_seconds: float | None = None  # model built -> predictions written, on the host's clock
     provenance: str | None = None  # the evaluator's provenance record, relative to the result folder
     gpu_tail_seconds: float = 0.0  # pause -> GPUs idle: inside [paused_at, start), counted as training
 
@@ -130,6 +131,7 @@ def timeline(events: list[Event]) -> Timeline:
                     excluded=frozen.metadata.get("frozen") is True,
                     problem=ev.metadata.get("problem") if isinstance(ev.metadata.get("problem"), str) else None,
                     builder_seconds=_metadata_number(ev, "builder_seconds"),
+                    predict_seconds=_metadata_number(ev, "predict_seconds"),
                     provenance=ev.metadata.get("provenance") if isinstance(ev.metadata.get("provenance"), str) else None,
                     gpu_tail_seconds=tail,
                 )

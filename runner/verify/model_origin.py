@@ -22,11 +22,11 @@ BUILDER_CAP_S = ENTRY_SCHEMA["properties"]["inference"]["properties"]["builder_s
 
 def _timed_model_problems(ev: Evidence, final: dict) -> list[str]:
     """Each timed backend's answers against the evaluator's predictions of the final model."""
+    from runner.score.evaluations import backend_predictions_name, load_predictions
     from runner.score.model_origin import timed_disagreement, timed_model_problem
-    from runner.score.safe_npy import load_npy
 
     try:
-        evaluated = load_npy(ev.root / final["predictions"])
+        evaluated = load_predictions(ev.root / final["predictions"])
     except (OSError, ValueError):
         return []
     found = []
@@ -34,7 +34,7 @@ def _timed_model_problems(ev: Evidence, final: dict) -> list[str]:
         if not isinstance(record, dict) or not record.get("latency_ms"):
             continue
         try:
-            timed = ev.backend_array(backend, "predictions.npy")
+            timed = ev.backend_array(backend, backend_predictions_name(ev.task))
         except Exception:  # noqa: BLE001 - eval-set-complete names a missing file
             continue
         if problem := timed_model_problem(backend, timed_disagreement(timed, evaluated)):
@@ -81,6 +81,11 @@ def check_model_origin(ev: Evidence) -> Verdict:
         problems.append(f"no sensitivity record for the {', '.join(sorted(missing))} model")
     if final is not None:
         found += _timed_model_problems(ev, final)
+    from runner.score.model_origin import predict_time_problems
+
+    inference = ev.claim("inference") or {}
+    if isinstance(inference, dict):
+        found += predict_time_problems(scored, crossing, inference, ev.eval_size)[1]
     if found and ev.claim("conforming"):
         problems.append("claims conforming, but " + "; ".join(found))
     if problems:

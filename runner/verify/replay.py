@@ -41,6 +41,16 @@ class ReplayCheck:
 def _compare(name: str, replayed: Path, recorded: Path, tolerance: float) -> ReplayCheck:
     if not recorded.is_file():
         return ReplayCheck(name, False, f"the bundle has no {recorded.name} to compare with")
+    if recorded.suffix == ".json":  # a question task's {id: answer}
+        from runner.score.evaluations import load_predictions
+
+        x, y = load_predictions(replayed), load_predictions(recorded)
+        if not isinstance(x, dict) or not isinstance(y, dict) or set(x) != set(y):
+            return ReplayCheck(name, False, "replayed and recorded answers are not for the same questions")
+        differ = sum(x[k] != y[k] for k in y)
+        if differ / max(1, len(y)) > tolerance:
+            return ReplayCheck(name, False, f"{differ} of {len(y)} answers differ (tolerance {tolerance:g})")
+        return ReplayCheck(name, True, f"{len(y) - differ} of {len(y)} answers identical")
     a, b = np.load(replayed, allow_pickle=False), np.load(recorded, allow_pickle=False)
     if a.shape != b.shape:
         return ReplayCheck(name, False, f"replayed shape {a.shape}, recorded {b.shape}")
@@ -109,6 +119,7 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
                 requests_dir=tmp / "requests", log_path=tmp / "evaluator.log",
                 topk=entry.task.topk, threads=1, cpus=None, memory=None,
                 gpus=1 if gpus else 0, timeout_s=3600, builder_limit_s=entry.inference.builder_seconds,
+                kind=entry.task.inputs,
             ))
             try:
                 for index, (name, checkpoint, clean, probe) in enumerate(jobs):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runner.errors import UserError
-from runner.score.evaluations import score_predictions
+from runner.score.evaluations import backend_predictions_name, score_predictions
 from runner.verify.evidence import Evidence, Unavailable
 from runner.verify.report import Verdict
 from runner.verify.tolerance import SCORE, close
@@ -51,7 +51,7 @@ def check_eval_set_complete(ev: Evidence) -> Verdict:
     for backend, record in sorted((ev.claim("inference") or {}).items()):
         if not isinstance(record, dict) or not record.get("latency_ms"):
             continue  # a backend without a claim is not scored
-        for name in ("predictions.npy", "latencies_ns.npy"):
+        for name in (backend_predictions_name(ev.task), "latencies_ns.npy"):
             try:
                 rows = len(ev.backend_array(backend, name))
             except Unavailable as err:
@@ -97,7 +97,7 @@ def check_scores(ev: Evidence) -> Verdict:
         if not isinstance(record, dict) or record.get("scores") is None:
             continue
         try:
-            preds = ev.backend_array(backend, "predictions.npy")
+            preds = ev.backend_array(backend, backend_predictions_name(ev.task))
             _, scores, problem = score_predictions(ev.task, preds, ev.labels)
         except Unavailable as err:
             problems.append(str(err))

@@ -43,6 +43,10 @@ class LoadedModel:
         """Class scores (``N x classes``, float32) for float32 ``N x C x H x W`` inputs."""
         raise NotImplementedError
 
+    def span_scores(self, contexts: list[str], questions: list[str]):
+        """(offsets, start scores, end scores) for question answering; PyTorch only for now."""
+        raise HarnessError(f"question answering is supported for pytorch entries only, not {self.framework}")
+
     def export_onnx(self, input_shape: tuple[int, ...], path: Path, opset: int) -> dict:
         """Write an ONNX graph taking one ``1 x C x H x W`` float32 item; return its record."""
         raise NotImplementedError
@@ -71,7 +75,7 @@ class LoadedModel:
             raise HarnessError(f"the {self.framework} loader places its model itself; --device {device} is for pytorch")
 
     def shuffle_weights(self, seed: int) -> int:
-        """Permute the elements of each floating tensor loaded from the checkpoint; return how many."""
+        """Permute the elements of each tensor loaded from the checkpoint; return how many."""
         raise NotImplementedError
 
 

@@ -75,7 +75,7 @@ class GluonModel(LoadedModel):
         shuffled = 0
         for param in self.native.collect_params().values():
             value = param.data().asnumpy()
-            if value.dtype.kind == "f" and value.size > 1:
+            if value.size > 1:  # integer tensors too: a checkpoint may carry data
                 param.set_data(mx.nd.array(rng.permutation(value.reshape(-1)).reshape(value.shape), dtype=value.dtype))
                 shuffled += 1
         return shuffled

@@ -138,6 +138,41 @@ class TorchModel(LoadedModel):
                 self._uses.reset()
             return out
 
+    def span_scores(self, contexts: list[str], questions: list[str]):
+        """Questions (run contract, "Question answering"): the model's ``encode`` turns the
+        texts into integer tensors (its tokens and each token's character span in its
+        context, ``offsets``); its forward pass, recorded for provenance like an image
+        batch, gives start and end scores per token. Returns (offsets, start, end) as numpy."""
+        import torch
+
+        encode = getattr(self.native, "encode", None)
+        if not callable(encode):
+            raise HarnessError("a question-answering model needs an encode(contexts, questions) method "
+                               "(run contract, \"Question answering\")")
+        batch = encode(list(contexts), list(questions))
+        if not isinstance(batch, dict) or "offsets" not in batch:
+            raise HarnessError("encode() must return a dict of tensors with an 'offsets' entry")
+        for name, t in batch.items():
+            if not isinstance(t, torch.Tensor) or t.is_floating_point() or t.is_complex():
+                raise HarnessError(f"encode() returned {name!r} that is not an integer tensor: the model's "
+                                   "numbers must come from its checkpoint, not from encode()")
+        if self.device != "cpu":
+            batch = {k: v.to(self.device) for k, v in batch.items()}
+        mode = self._uses or nullcontext()
+        with torch.no_grad():
+            if self._uses is not None:
+                self._uses.reset()
+                for t in batch.values():
+                    self._uses.allow(t)
+            with mode:
+                out = self.native(**batch)
+            if self._uses is not None:
+                self._uses.reset()
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise HarnessError("a question-answering model's forward must return (start_scores, end_scores)")
+        start, end = (o.float().cpu().numpy() for o in out)
+        return batch["offsets"].cpu().numpy(), start, end
+
     # -- provenance and sensitivity (the evaluator) ----------------------------------------
     def checkpoint_tensors(self) -> dict:
         return dict(self.checkpoint or {})
@@ -161,14 +196,14 @@ class TorchModel(LoadedModel):
         self._uses = None
 
     def shuffle_weights(self, seed: int) -> int:
-        """Permute the elements of every floating tensor the checkpoint loaded; return how many."""
+        """Permute the elements of every tensor the checkpoint loaded; return how many."""
         import torch
 
         g = torch.Generator().manual_seed(seed)
         shuffled = 0
         with torch.no_grad():
             for name, t in self.native.state_dict(keep_vars=True).items():
-                if t.is_floating_point() and t.numel() > 1:
+                if t.numel() > 1:  # integer tensors too: a checkpoint may carry data, labels included
                     flat = t.detach().reshape(-1)
                     t.detach().copy_(flat[torch.randperm(flat.numel(), generator=g)].reshape(t.shape))
                     shuffled += 1

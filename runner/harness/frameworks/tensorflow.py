@@ -83,7 +83,7 @@ class KerasModel(LoadedModel):
         shuffled = 0
         for v in self.native.weights:
             value = np.asarray(v.numpy())
-            if value.dtype.kind == "f" and value.size > 1:
+            if value.size > 1:  # integer tensors too: a checkpoint may carry data
                 v.assign(rng.permutation(value.reshape(-1)).reshape(value.shape))
                 shuffled += 1
         return shuffled
