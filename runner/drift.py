@@ -5,6 +5,19 @@ digests on a certain base, with a certain SBOM. Rebuilding the entry today (herm
 from the same recipe) shows what moved: the entry's own files, the base image (Debian
 packages are resolved when the base is bootstrapped), or the packages inside the image.
 With ``rerun``, the entry is also reproduced and its TTA compared with the archived one.
+
+The base image is compared by what it holds, never by its id: ``docker import`` writes its
+own time into the image config, so every machine that bootstraps the base gets a new id
+for the same files. What is compared, best first:
+
+1. the base's layer digests (diff ids: the sha256 of each layer's tar), which the
+   reproducible debootstrap build makes equal for equal contents;
+2. else a digest over every file's path, size and sha256 (equal when only tar metadata
+   differs);
+3. and always the package lists (Debian and Python, with versions), which name what moved.
+
+Bundles made before the SBOM carried the base's digests (``sbom["base"]``) are compared by
+their package lists only, and the report says so.
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ class Drift:
     bundle: str
     entry: str
     changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how it was compared; not drift
     tta_archived: float | None = None
     tta_now: float | None = None
 
@@ -57,6 +71,39 @@ def sbom_changes(before: dict, after: dict) -> list[str]:
     return changes
 
 
+def _short(digests: list[str]) -> str:
+    return ", ".join(d.replace("sha256:", "")[:12] for d in digests) or "none"
+
+
+def base_changes(archived: dict, current: dict, archived_tag: str | None = None,
+                 current_tag: str | None = None) -> tuple[list[str], list[str]]:
+    """(changes, notes) of the base image between two SBOMs, by content (see the module's
+    docstring). The package lists themselves are compared by ``sbom_changes``."""
+    changes: list[str] = []
+    # A recipe's tag is a name, not content (editing a comment moves it): a note only.
+    notes = ([f"base image recipe tag {current_tag}, was {archived_tag}"]
+             if archived_tag and current_tag and archived_tag != current_tag else [])
+    was, now = archived.get("base") or {}, current.get("base") or {}
+    if not was.get("layers"):
+        return changes, notes + ["the archived bundle records no base layer digests: the base image "
+                                 "was compared by its package lists (Debian and Python, with versions)"]
+    if not now.get("layers"):
+        return changes, notes + ["the rebuilt image's SBOM has no base layer digests: the base image "
+                                 "was compared by its package lists"]
+    if was["layers"] == now["layers"]:
+        return changes, notes + ["base image layers identical (same content digests)"]
+    if was.get("files_sha256") and was.get("files_sha256") == now.get("files_sha256"):
+        return changes, notes + [f"base image layers differ ({_short(now['layers'])}, were "
+                                 f"{_short(was['layers'])}) but every file is the same (path, size, "
+                                 f"sha256): only the tar's metadata moved"]
+    release = ""
+    if was.get("debian_release") != now.get("debian_release") and (was.get("debian_release") or now.get("debian_release")):
+        release = f"; Debian Release {now.get('debian_release') or 'unknown'}, was {was.get('debian_release') or 'unknown'}"
+    changes.append(f"base image content changed: layers {_short(now['layers'])}, were "
+                   f"{_short(was['layers'])}{release}")
+    return changes, notes
+
+
 def check_drift(bundle: Path, entry_path: Path | None, console: Console,
                 rerun: Callable[[Path, int, bool], Path] | None = None, tolerance: float = 0.25) -> Drift:
     """What moved since ``bundle`` was made. ``rerun(entry folder, seed, smoke)`` runs the
@@ -78,10 +125,10 @@ def check_drift(bundle: Path, entry_path: Path | None, console: Console,
             drift.changes.append(f"the entry's {what} changed since the archived run")
     client = get_client()
     built = build_entry(entry.for_smoke() if result.smoke else entry, client)
-    if built.base.id != result.image.base_id:
-        drift.changes.append(
-            f"base image {built.base.tag} is {built.base.id[:19]}, was {result.image.base_id[:19]}"
-        )
+    # By content, not by id: an image id embeds the time docker import ran.
+    changes, notes = base_changes(sbom, built.sbom, result.image.base_tag, built.base.tag)
+    drift.changes += changes
+    drift.notes += notes
     drift.changes += sbom_changes(sbom, built.sbom)
     if rerun is not None:
         folder = rerun(entry.path, result.seed, result.smoke)

@@ -51,12 +51,12 @@ def test_fixtures_hold_every_published_variant():
     assert any(len(j["timestamp"]) < 10 for j in jsons.values())
     assert any(isinstance(j.get("misc"), str) for j in jsons.values())
     assert {"commitHash", "usedBlacklist", "evalBatchSize", "momentum", "optimizer"} <= {k for j in jsons.values() for k in j}
-    assert len(raw) == 50
+    assert len(raw) == 52
 
 
 def test_every_fixture_is_read(imported):
     assert imported.failures == []
-    assert dict(imported.read) == {TRAIN_JSON: 19, TSV: 19, INFERENCE_JSON: 12}
+    assert dict(imported.read) == {TRAIN_JSON: 20, TSV: 20, INFERENCE_JSON: 12}
     assert {c.task for c in imported.claims} == {"cifar10", "imagenet", "squad-v1.1"}
     train = [c for c in imported.claims if c.kind == "train"]
     assert all(c.tta_hours is not None and c.curve for c in train)  # DAWNBench accepted only runs that crossed
@@ -151,8 +151,8 @@ def test_cli_import_saves_claims_and_names_each_bad_file(tmp_path, capsys):
     shutil.copytree(FIXTURES, source)
     results = tmp_path / "results"
     assert main(["import", "dawnbench", str(source), "--results", str(results)]) == 0
-    assert len(load_claims(results)) == 50 - 19
-    assert "read 19 TSV, 12 inference JSON, 19 train JSON" in capsys.readouterr().out
+    assert len(load_claims(results)) == 52 - 20
+    assert "read 20 TSV, 12 inference JSON, 20 train JSON" in capsys.readouterr().out
     bad = source / "SQuAD" / "train" / "broken.json"
     bad.write_text(json.dumps(GOOD_TRAIN))  # no TSV beside it
     shutil.rmtree(results)
@@ -160,7 +160,7 @@ def test_cli_import_saves_claims_and_names_each_bad_file(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert f"failed: {bad}: a training file without its curve broken.tsv" in out.replace("\n", "")
     assert err.startswith("runner: error: 1 file(s) could not be read") and err.count("\n") == 1
-    assert len(load_claims(results)) == 31  # the good files are kept
+    assert len(load_claims(results)) == 32  # the good files are kept
 
 
 # -- export ---------------------------------------------------------------------------

@@ -1,15 +1,20 @@
 from __future__ import annotations
 
+import json
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from runner.cli import main
-from runner.drift import check_drift, sbom_changes
+from runner.drift import base_changes, check_drift, sbom_changes
+from runner.results.record import Result
 
 PROBE = Path(__file__).parent / "entries" / "contract-probe"
+ARCHIVE = sorted((Path(__file__).parent.parent / "results" / "archive").glob("*.tar.gz"))
+LAYER_A, LAYER_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
 
 
 def test_sbom_changes_name_every_package_that_moved():
@@ -33,7 +38,18 @@ def test_drift_of_a_fresh_result_is_none_and_an_edit_is_reported(docker_client, 
     assert main(["reproduce", str(entry), "--smoke", "--no-infer"]) == 0
     (result,) = (tmp_path / "results" / "contract-probe").iterdir()
     quiet = Console(file=open("/dev/null", "w"))
-    assert check_drift(result, entry, quiet).changes == []
+    fresh = check_drift(result, entry, quiet)
+    assert fresh.changes == [] and "base image layers identical (same content digests)" in fresh.notes
+    sbom = json.loads((result / "sbom.json").read_text())
+    assert sbom["base"]["layers"] and len(sbom["base"]["files_sha256"]) == 64
+
+    # The archived base held other files (another layer, another file digest): drift.
+    edited = tmp_path / "edited" / result.name
+    shutil.copytree(result, edited)
+    sbom["base"] = {**sbom["base"], "layers": [LAYER_A], "files_sha256": "0" * 64}
+    (edited / "sbom.json").write_text(json.dumps(sbom))
+    (change,) = check_drift(edited, entry, quiet).changes
+    assert change.startswith("base image content changed: layers ") and change.endswith("were aaaaaaaaaaaa")
 
     with open(entry / "Dockerfile", "a") as fh:
         fh.write("# a later edit\n")
@@ -41,3 +57,80 @@ def test_drift_of_a_fresh_result_is_none_and_an_edit_is_reported(docker_client, 
         "the entry's dockerfile changed since the archived run"
     ]
     assert main(["drift", str(result), "--entry", str(entry), "--fail-on-drift"]) == 1
+
+
+def test_base_image_is_compared_by_content_not_by_id():
+    """Issue 26 item 7: an image id embeds the time docker import ran, so it is never compared."""
+    base = {"tag": "runner/base:x-1", "layers": [LAYER_A], "files_sha256": "f" * 64, "debian_release": "Sat, 15 Nov 2025"}
+    same = {"base": base}
+    assert base_changes(same, json.loads(json.dumps(same)), "runner/base:x-1", "runner/base:x-1") == (
+        [], ["base image layers identical (same content digests)"])
+    # Layers differ (tar metadata) but every file is the same: not drift.
+    retarred = {"base": {**base, "layers": [LAYER_B]}}
+    changes, notes = base_changes(same, retarred)
+    assert changes == [] and "every file is the same" in notes[0]
+    # Files differ: drift, with the layers and the Debian Release named.
+    moved = {"base": {**base, "layers": [LAYER_B], "files_sha256": "e" * 64, "debian_release": "Sat, 10 Jan 2026"}}
+    (change,), _ = base_changes(same, moved)
+    assert change == ("base image content changed: layers bbbbbbbbbbbb, were aaaaaaaaaaaa; "
+                      "Debian Release Sat, 10 Jan 2026, was Sat, 15 Nov 2025")
+    # A bundle made before the SBOM carried the base's digests: the package lists decide.
+    changes, notes = base_changes({"debian": []}, same, "runner/base:x-1", "runner/base:x-2")
+    assert changes == [] and "recipe tag runner/base:x-2, was runner/base:x-1" in notes[0]
+    assert "compared by its package lists" in notes[1]
+
+
+@pytest.fixture(scope="module")
+def archived(tmp_path_factory):
+    """The archived bundle unpacked into a folder (check_drift reads folders as bundles)."""
+    assert ARCHIVE, "results/archive holds no bundle"
+    root = tmp_path_factory.mktemp("archive")
+    with tarfile.open(ARCHIVE[0]) as tar:
+        tar.extractall(root, filter="data")
+    (folder,) = [p for p in root.iterdir() if p.is_dir()]
+    return folder
+
+
+@pytest.mark.docker
+def test_archived_bundle_has_no_drift_on_a_machine_that_built_its_own_base(docker_client, archived):
+    """The base image built on this machine has another id than the archived one (docker
+    import stamps its own time), yet drift reports no change when the packages are equal."""
+    from runner.build import build_entry
+    from runner.manifest import load_entry
+
+    result = Result.read(archived)
+    quiet = Console(file=open("/dev/null", "w"))
+    drift = check_drift(ARCHIVE[0], None, quiet)
+    built = build_entry(load_entry(Path(__file__).parent.parent / "entries" / result.entry.name), docker_client)
+    assert built.base.id != result.image.base_id  # the id the old comparison tripped on
+    archived_sbom = json.loads((archived / "sbom.json").read_text())
+    assert not any("base image" in c for c in drift.changes), drift.changes
+    # Only a package that really moved (a newer Debian mirror state) may be reported.
+    assert drift.changes == sbom_changes(archived_sbom, built.sbom)
+    if not drift.changes:
+        n = len(archived_sbom["debian"]) + len(archived_sbom["python"])
+        print(f"no drift: {n} packages equal, base {built.base.id[:19]} vs archived {result.image.base_id[:19]}")
+    assert any("compared by its package lists" in note for note in drift.notes)
+
+
+@pytest.mark.docker
+def test_drift_names_the_package_whose_version_changed(docker_client, archived, tmp_path):
+    """One Debian package's version changed (in a copy of the archived SBOM, against the
+    real image built here): the report names that package and its two versions."""
+    from runner.build import build_entry
+    from runner.manifest import load_entry
+
+    bundle = tmp_path / archived.name
+    shutil.copytree(archived, bundle)
+    result = Result.read(bundle)
+    built = build_entry(load_entry(Path(__file__).parent.parent / "entries" / result.entry.name), docker_client)
+    real = {p["name"]: p["version"] for p in built.sbom["debian"]}
+    sbom = json.loads((bundle / "sbom.json").read_text())
+    for package in sbom["debian"]:
+        if package["name"] == "libc6":
+            package["version"] = "2.36-9+deb12u1"  # as if archived before a point release
+    (bundle / "sbom.json").write_text(json.dumps(sbom))
+    drift = check_drift(bundle, None, Console(file=open("/dev/null", "w")))
+    assert f"debian package libc6 2.36-9+deb12u1 -> {real['libc6']}" in drift.changes
+    assert not any("base image" in c for c in drift.changes)
+    assert main(["drift", str(bundle), "--fail-on-drift"]) == 1

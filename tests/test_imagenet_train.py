@@ -182,3 +182,29 @@ def test_smoke_set_is_a_jpeg_tree_with_learnable_classes(tmp_path):
     assert staged.load_eval_labels().max() < 16 and not staged.conforming
     again = data.synthetic("imagenet", tmp_path / "again", n_train=64, n_eval=16, seed=0)
     assert again.digest == staged.digest  # verify and replay regenerate it exactly
+
+
+@pytest.mark.docker
+def test_resnet50_imagenet_smoke_runs_signs_and_verifies(docker_client, tmp_path, monkeypatch, capsys):
+    """entries/resnet50-imagenet --smoke in the real engine: a synthetic JPEG tree mounted at
+    /data/train, the runner's evaluations, scoring, batch-1 inference, a signed bundle."""
+    from runner import keys, paths
+
+    pair = keys.generate(tmp_path / "keys")
+    monkeypatch.setenv(keys.ENV_VAR, str(pair.private))
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
+    monkeypatch.delenv("RUNNER_HOME")  # the shared wheelhouse and base image
+    entry = paths.repo_root() / "entries" / "resnet50-imagenet"
+    assert main(["reproduce", str(entry), "--smoke", "--seed", "5"]) == 0
+    (folder,) = (tmp_path / "results" / "resnet50-imagenet").iterdir()
+    result = __import__("json").loads((folder / "result.json").read_text())
+    assert result["status"] == "complete" and result["smoke"]
+    # Non-conforming because it is a smoke run (on a host without the profile's 8 V100s).
+    reasons = result["nonconforming_reasons"]
+    assert reasons[0] == "smoke run: one short epoch on synthetic data"
+    assert all(r.startswith("hardware mismatch") for r in reasons[1:]), reasons
+    (evaluation,) = result["training"]["evaluations"]
+    assert evaluation["count"] == 512 and evaluation["problem"] is None
+    assert set(result["inference"]) == {"torch", "onnxruntime"}
+    capsys.readouterr()
+    assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 0

@@ -125,7 +125,16 @@ def test_two_builds_of_one_recipe_give_the_same_files(docker_client, tmp_path):
     first = ensure_base("minbase-test", docker_client, images_root=folder.parent)
     try:
         assert first.built
-        layers = docker_client.images.get(first.id).attrs["RootFS"]["Layers"]
+        image = docker_client.images.get(first.id)
+        layers = image.attrs["RootFS"]["Layers"]
+        # What the build resolved is kept: the Debian Release and every package's version.
+        from runner.images import LABEL_DEBIAN_RELEASE, base_build_record
+
+        record = base_build_record(layers[0])
+        assert record["layer"] == layers[0] and record["image_id"] == first.id
+        assert record["packages"]["ca-certificates"] and record["packages"]["libc6"]
+        assert record["debian_release"]["suite"] == cpu.suite or record["debian_release"]["codename"] == cpu.suite
+        assert image.labels[LABEL_DEBIAN_RELEASE] == record["debian_release"]["date"]
         workdir = debootstrap.make_workdir(recipe)
         try:
             tarball = debootstrap.build_rootfs_tarball(recipe, workdir, tmp_path / "second.log")

@@ -237,12 +237,16 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     for backend in ("torch", "onnxruntime"):
         lg = records[backend]["loadgen"]
         single, offline = lg["single_stream"], lg["offline"]
-        assert lg["version"] == "6.0.17" and lg["settings"]["single_stream_min_query_count"] == 1024
+        assert lg["version"] == "6.0.17" and lg["settings"]["profile"] == "dawnbench"  # the default
+        assert lg["settings"]["single_stream_min_query_count"] == 128 and not lg["settings"]["mlperf_minimums"]
         assert single["problem"] is None and offline["problem"] is None, (single, offline)
         assert single["valid"], single  # Offline's validity (min duration met) depends on the machine's load
         assert single["performance_sample_count"] == n
         assert 0 < single["p50_ms"] <= single["p90_ms"] <= single["p99_ms"]
-        assert single["query_count"] >= 1024 and offline["samples_per_s"] > 0
+        assert single["query_count"] >= 128 and offline["samples_per_s"] > 0
+        # Bounded: SingleStream stops issuing at its 3 s maximum; Offline's one query (about 1 s
+        # of items) is not cut short, so a loaded machine may stretch it.
+        assert single["window_seconds"] < 3 + 1 and offline["window_seconds"] < 10
         assert single["mean_ms"] / 1e3 * single["query_count"] <= single["window_seconds"] + TRANSPORT_SLACK_S
         for scenario in ("single_stream", "offline"):
             folder = result_dir / "inference" / backend / "loadgen" / scenario

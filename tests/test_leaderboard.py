@@ -122,6 +122,30 @@ def test_tables_pair_claims_with_verified_reproductions(board):
     assert len(table(lb, "cifar10-inference-cost").rows) == 2  # two of four CIFAR10 inference files give a cost
 
 
+def test_qanet_squad_row_shows_as_the_site_did(board):
+    """Issue 26 item 6: dawn.cs.stanford.edu showed QANet's SQuAD training time as 0:45:56.
+    Its TSV's crossing is 0.765277777778 h, 2755.0000000008 s: the site took the ceiling of that
+    float, with no tolerance, so a formatter that forgives float noise would show 0:45:55."""
+    results, keys = board
+    lb = build(results, load_trusted_keys(keys))
+    squad = table(lb, "squad-v1.1-train-time")
+    (first,) = [r for r in squad.rows if r.claim is not None and r.claim.name == "dawn_qanet_1tpu"]
+    assert first.claim.tta_hours == 0.765277777778
+    assert squad.show(first.claimed) == "0:45:56"
+    assert first.claim.tta_seconds == 2755.0000000008  # the float the site rounded up
+    assert formats.duration(2755.0) == "0:45:55"  # a whole second stays itself
+
+
+def test_qanet_row_in_the_printed_and_html_tables(board, tmp_path, capsys):
+    results, keys = board
+    site = tmp_path / "site"
+    assert main(["leaderboard", "--results", str(results), "--trusted-keys", str(keys), "--html", str(site)]) == 0
+    printed = capsys.readouterr().out
+    assert "0:45:56" in printed and "0:45:55" not in printed
+    index = (site / "index.html").read_text()
+    assert "0:45:56" in index and "0:45:55" not in index
+
+
 @pytest.mark.parametrize("figure, shown", [
     # TTA of the published ImageNet top 4 (from their TSVs) and how the leaderboard showed them.
     (formats.duration(157.5500004), "0:02:38"),
@@ -129,6 +153,7 @@ def test_tables_pair_claims_with_verified_reproductions(board):
     (formats.duration(561.1788), "0:09:22"),
     (formats.duration(1085.1813971996307), "0:18:06"),
     (formats.duration(0.0026191027585688666 * 3600), "0:00:10"),
+    (formats.duration(0.765277777778 * 3600), "0:45:56"),  # QANet, SQuAD: the site's figure
     (formats.duration(10 * 86400 + 10 * 3600 + 42 * 60), "10 days, 10:42:00"),
     (formats.dollars(7.4305), "$7.43"),
     (formats.dollars(1112.64), "$1,112.64"),

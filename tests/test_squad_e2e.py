@@ -28,9 +28,11 @@ def test_squad_entry_smoke_runs_scores_times_signs_and_verifies(docker_client, t
     result = json.loads((folder / "result.json").read_text())
     jsonschema.Draft202012Validator(RESULT_SCHEMA).validate(result)
     assert result["status"] == "complete" and result["smoke"]
-    # Non-conforming only because it is a smoke run.
-    assert result["nonconforming_reasons"] == ["smoke run: one short epoch on synthetic data"], \
-        result["nonconforming_reasons"]
+    # Non-conforming only because it is a smoke run (and, on a shared test host, for other
+    # processes' CPU load, which is the host's doing, not the entry's).
+    reasons = result["nonconforming_reasons"]
+    assert reasons[0] == "smoke run: one short epoch on synthetic data"
+    assert all(r.startswith("CPU contention") for r in reasons[1:]), reasons
     training = result["training"]
     assert training["reached"]
     first = training["evaluations"][0]

@@ -23,7 +23,7 @@ from runner.build import context as build_context
 from runner.build import wheelhouse
 from runner.build.dockerfile_policy import check_dockerfile
 from runner.build.lockfile import parse_lock, refuse_data_packages
-from runner.build.sbom import read_sbom
+from runner.build.sbom import read_base_content, read_sbom
 from runner.engine.disk import require_free_space
 from runner.errors import UserError
 from runner.images import BaseImage, ensure_base
@@ -88,8 +88,9 @@ def build_entry(
         if not no_cache:
             found = _existing(client, tag)
             if found is not None:  # built before from verified wheels: nothing to redo
-                sbom = _recorded_sbom(found.id) or _record(entry, found.id, tag, base, labels,
-                                                           read_sbom(client, tag))
+                sbom = _recorded_sbom(found.id)
+                if sbom is None or "base" not in sbom:  # recorded before the base's content was
+                    sbom = _record(entry, found.id, tag, base, labels, _read_sbom(client, tag, base))
                 return BuiltImage(found.id, tag, base, labels, sbom, True,
                                   time.monotonic() - started)
         _check_disk(client)
@@ -99,8 +100,13 @@ def build_entry(
             image_id, log = _docker_build(client, ctx, tag, base, labels, no_cache, entry.name)
         finally:
             build_context.remove_context(ctx)
-        sbom = _record(entry, image_id, tag, base, labels, read_sbom(client, tag))
+        sbom = _record(entry, image_id, tag, base, labels, _read_sbom(client, tag, base))
     return BuiltImage(image_id, tag, base, labels, sbom, False, time.monotonic() - started, log)
+
+
+def _read_sbom(client, tag: str, base: BaseImage) -> dict:
+    """The image's packages, and its base's content digests (what drift compares)."""
+    return {**read_sbom(client, tag), "base": read_base_content(client, base)}
 
 
 def _labels(entry: Entry, key: str, base: BaseImage, lock_path: Path) -> dict[str, str]:

@@ -253,6 +253,11 @@ def index_tar(stream, content: EvalIndex | None = None,
     return index
 
 
+def base_file_index(client: docker.DockerClient, base_id: str) -> dict[str, tuple[int, str]]:
+    """``{path: (size, sha256)}`` of every regular file of a base image (kept per image id)."""
+    return _base_index(client, base_id)
+
+
 def _base_index(client: docker.DockerClient, base_id: str) -> dict[str, tuple[int, str]]:
     kept = image_cache.load("image-audits", base_id, prefix="base-")
     if kept is not None:

@@ -1,8 +1,11 @@
 """What is inside a built image, read from the image itself (not from the lock):
-Python distributions with versions, and Debian packages with versions."""
+Python distributions with versions, Debian packages with versions, and what its base image
+holds by content (``base``: layer digests and a digest of every file), which drift compares
+instead of the base image's id (an id embeds the time ``docker import`` ran)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import docker
@@ -38,6 +41,35 @@ def read_sbom(client: docker.DockerClient, image: str) -> dict[str, list[dict[st
             "the image needs python3 on its PATH (the base images provide it)",
         ) from None
     return json.loads(output.decode().strip().splitlines()[-1])
+
+
+def read_base_content(client: docker.DockerClient, base) -> dict:
+    """``sbom["base"]`` for a ``runner.images.BaseImage``: its tag, its layers' diff ids (the
+    sha256 of each layer's uncompressed tar: equal for two reproducible builds, while the
+    image id differs), a sha256 over every regular file's path, size and sha256 (equal when
+    only the tar's metadata differs), and the Debian Release its packages came from."""
+    from runner.build.image_audit import base_file_index
+    from runner.images import LABEL_DEBIAN_RELEASE
+
+    attrs = client.images.get(base.id).attrs
+    labels = (attrs.get("Config") or {}).get("Labels") or {}
+    index = base_file_index(client, base.id)
+    return {
+        "tag": base.tag,
+        "layers": list((attrs.get("RootFS") or {}).get("Layers") or []),
+        "files": len(index),
+        "files_sha256": files_digest(index),
+        "debian_release": labels.get(LABEL_DEBIAN_RELEASE),
+    }
+
+
+def files_digest(index: dict) -> str:
+    """sha256 over ``path size sha256`` lines of a file index, sorted by path."""
+    digest = hashlib.sha256()
+    for path in sorted(index):
+        size, sha = index[path][:2]
+        digest.update(f"{path}\0{size}\0{sha}\n".encode())
+    return digest.hexdigest()
 
 
 def version_of(sbom: dict, name: str, kind: str = "python") -> str | None:

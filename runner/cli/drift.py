@@ -42,6 +42,8 @@ def run(args) -> int:
         console.print(f"{verdict} {drift.entry} ({bundle})")
         for change in drift.changes:
             console.print(f"  - {change}")
+        for note in drift.notes:
+            console.print(f"  [dim]{note}[/]")
         if drift.tta_now is not None:
             console.print(f"  TTA now {drift.tta_now:.2f} s, archived {drift.tta_archived:.2f} s")
         drifted += drift.drifted

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner.cli import argtypes
+from runner.infer.loadgen import MLPERF_PROFILE, claims_mlperf_minimums
 from runner.reproduce import ReproduceOptions, reproduce, summarize
 from runner.results import write_json
 from runner.results.record import Result
@@ -31,6 +32,32 @@ def loadgen_problems(backend_record: dict) -> list[str]:
         return [lg["error"]]
     return [f"{scenario}: {(lg.get(scenario) or {}).get('problem')}" for scenario in ("single_stream", "offline")
             if (lg.get(scenario) or {}).get("problem")]
+
+
+def loadgen_settings_line(backend_record: dict) -> str | None:
+    """The LoadGen settings a backend ran with, in one line (None when LoadGen did not run)."""
+    settings = (backend_record.get("loadgen") or {}).get("settings")
+    if not isinstance(settings, dict):
+        return None
+    def seconds(ms):
+        return "no maximum" if not ms else f"{ms / 1000:g} s"
+    mlperf = ("MLPerf's minimums" if claims_mlperf_minimums(backend_record.get("loadgen"))
+              else "below MLPerf's minimums (--loadgen-mlperf restores them)")
+    return (f"{settings.get('profile', 'dawnbench (before profiles)')}: SingleStream at least "
+            f"{settings.get('single_stream_min_query_count')} queries and "
+            f"{seconds(settings.get('single_stream_min_duration_ms'))}, at most "
+            f"{seconds(settings.get('single_stream_max_duration_ms'))}; Offline at least "
+            f"{settings.get('offline_min_query_count', 1)} samples and "
+            f"{seconds(settings.get('offline_min_duration_ms'))}, at most "
+            f"{seconds(settings.get('offline_max_duration_ms'))}; {mlperf}")
+
+
+def loadgen_option(args) -> bool | str:
+    """``ReproduceOptions.loadgen``: False (--no-loadgen), "mlperf" (--loadgen-mlperf) or
+    True (the default settings, a few seconds beside the per-item pass)."""
+    if getattr(args, "no_loadgen", False):
+        return False
+    return MLPERF_PROFILE if getattr(args, "loadgen_mlperf", False) else True
 
 
 def _energy_cell(energy: dict | None) -> str:
@@ -79,6 +106,9 @@ def print_results(console: Console, folders) -> None:
                 console.print(f"[yellow]no latency claim[/] for {name}: {b.get('gate_reason')}")
             for problem in loadgen_problems(b):
                 console.print(f"[yellow]LoadGen[/] {name}: {problem}")
+        shown = {line for b in last.inference.values() if (line := loadgen_settings_line(b))}
+        for line in sorted(shown):
+            console.print(f"LoadGen settings {line}")
     claimed = last.entry.claimed or {}
     for r in results:
         tta = r.training.tta_seconds if r.training else None
@@ -97,7 +127,7 @@ def run(args) -> int:
         runs=args.runs, seed=args.seed, smoke=args.smoke,
         allow_hardware_mismatch=args.allow_hardware_mismatch,
         backends=args.backend, timeout_minutes=args.timeout_minutes, infer=not args.no_infer,
-        sign=not args.no_sign, full_curve=args.full_curve, loadgen=not args.no_loadgen,
+        sign=not args.no_sign, full_curve=args.full_curve, loadgen=loadgen_option(args),
     )
     slurm = options_from_args(args)
     folders = (reproduce_on_slurm(args.entry, opts, slurm, console) if slurm
@@ -137,8 +167,13 @@ def register(subparsers) -> None:
     p.add_argument("--no-infer", action="store_true", help="skip the inference phase")
     p.add_argument("--full-curve", action="store_true",
                    help="evaluate every checkpoint, also after the crossing (default: stop evaluating there)")
-    p.add_argument("--no-loadgen", action="store_true",
-                   help="skip LoadGen's SingleStream and Offline runs (the per-item latency pass stays)")
+    loadgen = p.add_mutually_exclusive_group()
+    loadgen.add_argument("--no-loadgen", action="store_true",
+                         help="skip LoadGen's SingleStream and Offline runs (the per-item latency pass stays)")
+    loadgen.add_argument("--loadgen-mlperf", action="store_true",
+                         help="run LoadGen with MLPerf Inference's minimums (600 s per scenario, SingleStream "
+                              "1024 queries, Offline 24,576 samples), as a result claiming MLPerf compliance "
+                              "needs (default: about a second per scenario beside the DAWNBench per-item figure)")
     p.add_argument("--no-sign", action="store_true",
                    help="leave the result unsigned (Slurm tasks: the submit host signs)")
     add_slurm_arguments(p)

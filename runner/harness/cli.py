@@ -45,6 +45,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, default=None, help="time only the first N items (benchmarks)")
     p.add_argument("--loadgen", action="store_true",
                    help="after the per-item pass, run MLPerf LoadGen SingleStream and Offline")
+    p.add_argument("--loadgen-settings", choices=("dawnbench", "mlperf"), default="dawnbench",
+                   help="LoadGen's minimums: a few seconds beside the per-item figure (dawnbench), "
+                        "or MLPerf Inference's 600 s per scenario (mlperf)")
     return p.parse_args(argv)
 
 
@@ -62,13 +65,15 @@ def _load_images(eval_dir: Path, limit: int | None) -> np.ndarray:
     return images[:limit] if limit else images
 
 
-def _loadgen_pass(backend, images: np.ndarray, work_dir: Path, latencies_ns: np.ndarray) -> dict:
+def _loadgen_pass(backend, images: np.ndarray, work_dir: Path, latencies_ns: np.ndarray,
+                  profile: str = "dawnbench") -> dict:
     """LoadGen's scenarios for one backend; a failure here keeps the per-item figures."""
-    from .loadgen import run_loadgen
+    from .loadgen import PROFILES, run_loadgen
 
     try:
         return run_loadgen(backend.predict, images, work_dir / "loadgen", backend=backend.name,
-                           expected_latency_s=float(np.mean(latencies_ns)) / 1e9)
+                           expected_latency_s=float(np.mean(latencies_ns)) / 1e9,
+                           settings=PROFILES[profile])
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
         print(f"harness: loadgen failed for {backend.name}: {message}", file=sys.stderr, flush=True)
@@ -136,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
                 environment={k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ},
             )
             if args.loadgen:
-                info["loadgen"] = _loadgen_pass(backend, images, work_dir, result.latencies_ns)
+                info["loadgen"] = _loadgen_pass(backend, images, work_dir, result.latencies_ns,
+                                                args.loadgen_settings)
             _write_json(work_dir / "info.json", info)
         except Exception as exc:  # one backend's failure must not cost the others' results
             message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"

@@ -7,6 +7,7 @@ image carries the tag of the recipe's current content hash.
 from __future__ import annotations
 
 import fcntl
+import json
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ __all__ = ["BaseImage", "Recipe", "available", "ensure_base", "find_base", "load
 BASE_MIN_FREE_BYTES = 3 * 1024**3
 LABEL_RECIPE = "org.runner.base.recipe"
 LABEL_RECIPE_HASH = "org.runner.base.recipe-sha256"
+# The Debian Release date the packages were resolved from (a label: config, not content,
+# so it does not change the layer's digest).
+LABEL_DEBIAN_RELEASE = "org.runner.base.debian-release"
 
 
 @dataclass(frozen=True)
@@ -78,16 +82,22 @@ def _build_debootstrap(recipe: Recipe, client: docker.DockerClient) -> str:
     log_path.write_text("")
     try:
         tarball = debootstrap.build_rootfs_tarball(recipe, workdir, log_path)
+        record = debootstrap.base_record(tarball)
         repository, tag = recipe.tag.split(":", 1)
         changes = [f"ENV {key}={value}" for key, value in sorted(recipe.env.items())]
         changes.append(f"LABEL {LABEL_RECIPE}={recipe.name} {LABEL_RECIPE_HASH}={recipe.content_hash}")
+        released = (record.get("debian_release") or {}).get("date")
+        if released:
+            changes.append(f'LABEL {LABEL_DEBIAN_RELEASE}="{released}"')
         if recipe.cmd:
             changes.append("CMD [" + ", ".join(f'"{c}"' for c in recipe.cmd) + "]")
         try:
             client.api.import_image_from_file(
                 str(tarball), repository=repository, tag=tag, changes=changes
             )
-            return client.images.get(recipe.tag).id
+            image = client.images.get(recipe.tag)
+            _keep_record(record, image)
+            return image.id
         except docker.errors.APIError as exc:
             raise UserError(
                 f"docker import of base image {recipe.name} failed: {exc.explanation or exc}",
@@ -95,6 +105,30 @@ def _build_debootstrap(recipe: Recipe, client: docker.DockerClient) -> str:
             ) from None
     finally:
         debootstrap.remove_workdir(workdir)
+
+
+def base_records_dir() -> Path:
+    return paths.home() / "base-images"
+
+
+def _keep_record(record: dict, image) -> None:
+    """``RUNNER_HOME/base-images/<layer digest>.json``: the packages and versions this build
+    resolved, the Debian Release it came from, and its layer digest (what drift compares)."""
+    record = {**record, "image_id": image.id, "layers": image.attrs.get("RootFS", {}).get("Layers", [])}
+    folder = base_records_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{record['layer'].replace('sha256:', '')}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def base_build_record(layer: str) -> dict | None:
+    """The record kept when a base image with this layer digest was built here, if any."""
+    try:
+        return json.loads((base_records_dir() / f"{layer.replace('sha256:', '')}.json").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 @contextmanager

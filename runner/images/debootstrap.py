@@ -4,11 +4,23 @@ differs between two runs, pack it as a sorted tarball with clamped mtimes, ``doc
 Two builds of one recipe from one mirror state give the same file contents: logs, caches,
 apt lists and device nodes are removed, Python byte code is recompiled in hash mode (no
 build-time timestamps), and the tarball is sorted by name with numeric owners and every
-mtime clamped to the recipe's SOURCE_DATE_EPOCH.
+mtime clamped to the recipe's SOURCE_DATE_EPOCH (which debootstrap's tools also read: the
+password-change days in ``/etc/shadow`` are that date's). Every process runs with umask
+022, so modes do not follow the caller's umask. The tarball's sha256 is the imported
+layer's diff id, so two builds from one mirror state give the same layer digest; the image
+id still differs (``docker import`` writes its own creation time into the config).
+
+What cannot be pinned here: the mirror state. ``deb.debian.org`` moves on (security and
+point releases), so a later build may resolve newer package versions; pinning them needs
+``snapshot.debian.org`` (``RUNNER_DEBIAN_MIRROR``), which a machine without network to it
+cannot reach. Instead each build records what it resolved (``base_record``): the suite's
+Release date and version, and every installed package with its version.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -64,6 +76,7 @@ def build_rootfs_tarball(recipe: Recipe, workdir: Path, log_path: Path) -> Path:
         recipe.effective_mirror,
     ]
     _run(command, env, log_path, what=f"debootstrap of {recipe.suite}")
+    release = debian_release(rootfs)  # before the apt lists go
     _normalise(rootfs, recipe, env, log_path)
     tarball = workdir / "rootfs.tar"
     _run(
@@ -74,7 +87,62 @@ def build_rootfs_tarball(recipe: Recipe, workdir: Path, log_path: Path) -> Path:
         ],
         env, log_path, what="packing the root file system",
     )
+    record = {
+        "recipe": recipe.name, "recipe_sha256": recipe.content_hash, "suite": recipe.suite,
+        "mirror": recipe.effective_mirror, "source_date_epoch": recipe.source_date_epoch,
+        "debian_release": release, "packages": installed_packages(rootfs),
+        "layer": f"sha256:{_sha256(tarball)}",  # the diff id docker import will give it
+    }
+    (workdir / RECORD_NAME).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return tarball
+
+
+RECORD_NAME = "base-record.json"
+
+
+def base_record(tarball: Path) -> dict:
+    """What the build of ``tarball`` resolved (written beside it by build_rootfs_tarball)."""
+    return json.loads((tarball.parent / RECORD_NAME).read_text())
+
+
+def debian_release(rootfs: Path) -> dict:
+    """Date, Suite and Version of the Release file debootstrap fetched: which state of the
+    mirror the packages came from (the date snapshot.debian.org would need to pin it)."""
+    lists = rootfs / "var/lib/apt/lists"
+    for path in sorted(lists.glob("*_InRelease")) + sorted(lists.glob("*_Release")):
+        fields = {}
+        for line in path.read_text(errors="replace").splitlines():
+            if not line.strip() or line.startswith("-----BEGIN PGP SIGNATURE"):
+                if fields:
+                    break
+                continue
+            key, sep, value = line.partition(":")
+            if sep and not line.startswith(" ") and key in ("Date", "Suite", "Codename", "Version"):
+                fields[key.lower()] = value.strip()
+        if fields:
+            return fields
+    return {}
+
+
+def installed_packages(rootfs: Path) -> dict[str, str]:
+    """{package: version} from dpkg's status file (installed packages only)."""
+    status = rootfs / "var/lib/dpkg/status"
+    packages: dict[str, str] = {}
+    if not status.is_file():
+        return packages
+    for stanza in status.read_text(errors="replace").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line.startswith(" "))
+        if fields.get("Package") and "installed" in fields.get("Status", "").split()[-1:]:
+            packages[fields["Package"]] = fields.get("Version", "")
+    return dict(sorted(packages.items()))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _build_env(recipe: Recipe) -> dict[str, str]:
@@ -133,7 +201,7 @@ def _run(command: list[str], env: dict[str, str], log_path: Path, *, what: str) 
         try:
             proc = subprocess.run(
                 command, env=env, stdout=log, stderr=subprocess.STDOUT, check=False,
-                timeout=DEBOOTSTRAP_TIMEOUT_S,
+                timeout=DEBOOTSTRAP_TIMEOUT_S, preexec_fn=_fixed_umask,
             )
         except subprocess.TimeoutExpired:
             raise UserError(
@@ -146,6 +214,11 @@ def _run(command: list[str], env: dict[str, str], log_path: Path, *, what: str) 
             f"{what} failed (exit {proc.returncode}): {tail} (full log: {log_path})",
             "check the mirror and package names in the recipe, and free disk space",
         )
+
+
+def _fixed_umask() -> None:
+    """Files the build's tools create get the same modes whatever the caller's umask."""
+    os.umask(0o022)
 
 
 def _tail(log_path: Path, lines: int = 3) -> str:

@@ -25,6 +25,29 @@ from runner.errors import UserError
 SITE_MOUNT = "/opt/runner/site"
 SCENARIOS = ("single_stream", "offline")
 COMPLETE_MARKER = ".complete"
+# The harness' settings profiles (runner/harness/loadgen.py): ``dawnbench`` bounds LoadGen to
+# a few seconds beside the per-item figure; ``mlperf`` keeps MLPerf Inference's minimums.
+DEFAULT_PROFILE = "dawnbench"
+MLPERF_PROFILE = "mlperf"
+PROFILES = (DEFAULT_PROFILE, MLPERF_PROFILE)
+
+
+def settings_profile(with_loadgen: bool | str) -> str:
+    """The profile a reproduce option names: True is the default, a string names one."""
+    if with_loadgen is True:
+        return DEFAULT_PROFILE
+    if with_loadgen in PROFILES:
+        return with_loadgen
+    raise ValueError(f"unknown LoadGen settings {with_loadgen!r}; one of {', '.join(PROFILES)}")
+
+
+def claims_mlperf_minimums(record: dict | None) -> bool:
+    """Whether a result's ``inference.<backend>.loadgen`` ran with MLPerf's minimums, read
+    from the recorded numbers (not the profile's name); records made before the profiles
+    existed (5 s / 2 s minimums) never did."""
+    from runner.harness.loadgen import meets_mlperf_minimums
+
+    return bool(record) and meets_mlperf_minimums((record or {}).get("settings"))
 
 
 def lock_path() -> Path:

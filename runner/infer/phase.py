@@ -20,7 +20,9 @@ INFER_TIMEOUT_S = 4 * 3600
 
 
 
-def harness_command(entry, backends: list[str], threads: int, *, with_loadgen: bool = False) -> list[str]:
+def harness_command(entry, backends: list[str], threads: int, *, with_loadgen: bool | str = False) -> list[str]:
+    """``with_loadgen``: False (no LoadGen), True (the ``dawnbench`` settings: a few seconds
+    beside the per-item pass) or a settings profile's name (``mlperf``: MLPerf's minimums)."""
     spec = entry.inference
     command = [
         "python3", "-m", "harness",
@@ -42,6 +44,7 @@ def harness_command(entry, backends: list[str], threads: int, *, with_loadgen: b
         command.append("--fp16")
     if with_loadgen:
         command.append("--loadgen")
+        command += ["--loadgen-settings", loadgen.settings_profile(with_loadgen)]
     return command
 
 
@@ -111,7 +114,7 @@ def run_inference(
     work_dir: Path | None = None,
     labels=None,
     host: dict | None = None,
-    with_loadgen: bool = True,
+    with_loadgen: bool | str = True,
 ) -> dict[str, dict]:
     """Run the harness in ``image_id`` and return ``result.json``'s ``inference`` section.
 

@@ -61,6 +61,8 @@ def task_arguments(entry: Path, opts: ReproduceOptions) -> list[str]:
         args.append("--full-curve")
     if not opts.loadgen:
         args.append("--no-loadgen")
+    elif opts.loadgen == "mlperf":
+        args.append("--loadgen-mlperf")
     return args
 
 

@@ -40,6 +40,10 @@ def check_hardware_profile(ev: Evidence) -> Verdict:
     if mismatches:
         if ev.claim("conforming"):
             problems.append(f"the host does not match {profile.id} yet the result claims to conform: {'; '.join(mismatches)}")
+        elif hardware.get("allowed_mismatch") and ev.smoke and not problems:
+            # A smoke run checks the plumbing on any host; it is reported non-conforming.
+            return Verdict(True, f"a smoke run, on other hardware than {profile.id} (non-conforming): "
+                           + "; ".join(mismatches))
         elif hardware.get("allowed_mismatch"):
             problems.append(
                 f"reported: a NON-CONFORMING result, run with an allowed hardware mismatch on {profile.id}: {'; '.join(mismatches)}"
