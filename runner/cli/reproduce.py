@@ -39,17 +39,22 @@ def loadgen_settings_line(backend_record: dict) -> str | None:
     settings = (backend_record.get("loadgen") or {}).get("settings")
     if not isinstance(settings, dict):
         return None
+
     def seconds(ms):
-        return "no maximum" if not ms else f"{ms / 1000:g} s"
+        return f"{ms / 1000:g} s"
+
+    def cap(ms):
+        return f"at most {seconds(ms)}" if ms else "no maximum"
+
     mlperf = ("MLPerf's minimums" if claims_mlperf_minimums(backend_record.get("loadgen"))
               else "below MLPerf's minimums (--loadgen-mlperf restores them)")
     return (f"{settings.get('profile', 'dawnbench (before profiles)')}: SingleStream at least "
             f"{settings.get('single_stream_min_query_count')} queries and "
-            f"{seconds(settings.get('single_stream_min_duration_ms'))}, at most "
-            f"{seconds(settings.get('single_stream_max_duration_ms'))}; Offline at least "
-            f"{settings.get('offline_min_query_count', 1)} samples and "
-            f"{seconds(settings.get('offline_min_duration_ms'))}, at most "
-            f"{seconds(settings.get('offline_max_duration_ms'))}; {mlperf}")
+            f"{seconds(settings.get('single_stream_min_duration_ms'))}, "
+            f"{cap(settings.get('single_stream_max_duration_ms'))}; Offline at least "
+            + (f"{samples} samples and " if (samples := settings.get("offline_min_query_count", 1)) > 1 else "")
+            + f"{seconds(settings.get('offline_min_duration_ms'))}, "
+            f"{cap(settings.get('offline_max_duration_ms'))}; {mlperf}")
 
 
 def loadgen_option(args) -> bool | str:
