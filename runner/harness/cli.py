@@ -145,16 +145,21 @@ def run(args: argparse.Namespace) -> int:
                                                 args.loadgen_settings)
             _write_json(work_dir / "info.json", info)
         except Exception as exc:  # one backend's failure must not cost the others' results
-            message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
-            print(f"harness: error: backend {cls.name}: {message}", file=sys.stderr, flush=True)
-            if not isinstance(exc, HarnessError):
-                traceback.print_exc(file=sys.stderr)
-            for partial in ("predictions.npy", "latencies_ns.npy"):
-                (work_dir / partial).unlink(missing_ok=True)
-            _write_json(work_dir / "info.json", {"backend": cls.name, "error": message})
-            mllog.emit("infer_error", value=message, backend=cls.name)
+            _backend_failed(cls.name, work_dir, exc, ("predictions.npy", "latencies_ns.npy"))
             failed.append(cls.name)
     return 1 if failed else 0
+
+
+def _backend_failed(name: str, work_dir: Path, exc: Exception, partials: tuple[str, ...]) -> None:
+    """Say why a backend failed (its info.json, an event, stderr) and drop its partial files."""
+    message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
+    print(f"harness: error: backend {name}: {message}", file=sys.stderr, flush=True)
+    if not isinstance(exc, HarnessError):
+        traceback.print_exc(file=sys.stderr)
+    for partial in partials:
+        (work_dir / partial).unlink(missing_ok=True)
+    _write_json(work_dir / "info.json", {"backend": name, "error": message})
+    mllog.emit("infer_error", value=message, backend=name)
 
 
 # Question answering is timed on the framework's own model only: an ONNX export of a text
@@ -205,15 +210,8 @@ def run_questions(args: argparse.Namespace, classes) -> int:
             if args.loadgen:
                 info["loadgen"] = {"error": "not run: LoadGen is not wired for question answering"}
             _write_json(work_dir / "info.json", info)
-        except Exception as exc:
-            message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
-            print(f"harness: error: backend {cls.name}: {message}", file=sys.stderr, flush=True)
-            if not isinstance(exc, HarnessError):
-                traceback.print_exc(file=sys.stderr)
-            for partial in ("predictions.json", "latencies_ns.npy"):
-                (work_dir / partial).unlink(missing_ok=True)
-            _write_json(work_dir / "info.json", {"backend": cls.name, "error": message})
-            mllog.emit("infer_error", value=message, backend=cls.name)
+        except Exception as exc:  # as above
+            _backend_failed(cls.name, work_dir, exc, ("predictions.json", "latencies_ns.npy"))
             failed.append(cls.name)
     return 1 if failed else 0
 

@@ -101,6 +101,24 @@ class Ledger:
         }
 
 
+def normalise_array(array: np.ndarray, precision: str | None) -> np.ndarray:
+    """A numpy tensor's values for the ledger (for frameworks whose tensors convert to numpy):
+    floating ones at ``precision`` first, then float32; integer ones as int64."""
+    if array.dtype.kind == "f":
+        if precision not in (None, "float32", "float64"):
+            array = array.astype(precision)
+        return array.astype(np.float32)
+    return array.astype(np.int64) if array.dtype.kind in "iub" else array
+
+
+def note_array(ledger: Ledger, array: np.ndarray, where: str) -> None:
+    """Note one numpy tensor (numbers only) at its own precision."""
+    if array.dtype.kind not in "fiub" or array.size == 0:
+        return
+    precision = str(array.dtype) if array.dtype.kind == "f" else None
+    ledger.note(array, where, precision, array.nbytes, tuple(array.shape), str(array.dtype))
+
+
 def walk_held(root, is_tensor, limit: int = 100_000):
     """``(path, tensor)`` for every tensor reachable from ``root`` through attributes,
     lists, tuples, dicts and sets (not through modules of Python itself), each object once."""

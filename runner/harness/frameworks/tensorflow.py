@@ -64,12 +64,9 @@ class KerasModel(LoadedModel):
 
     @staticmethod
     def normalise(value, precision: str | None) -> np.ndarray:
-        array = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
-        if array.dtype.kind == "f":
-            if precision not in (None, "float32", "float64"):
-                array = array.astype(precision)
-            return array.astype(np.float32)
-        return array.astype(np.int64) if array.dtype.kind in "iub" else array
+        from ..provenance import normalise_array
+
+        return normalise_array(np.asarray(value.numpy() if hasattr(value, "numpy") else value), precision)
 
     def record_uses(self, ledger) -> None:
         from ..provenance import walk_held
@@ -110,11 +107,9 @@ class KerasModel(LoadedModel):
 
 
 def _note(ledger, value, where: str) -> None:
-    array = np.asarray(value.numpy()) if hasattr(value, "numpy") else np.asarray(value)
-    if array.dtype.kind not in "fiub" or array.size == 0:
-        return
-    precision = str(array.dtype) if array.dtype.kind == "f" else None
-    ledger.note(array, where, precision, array.nbytes, tuple(array.shape), str(array.dtype))
+    from ..provenance import note_array
+
+    note_array(ledger, np.asarray(value.numpy() if hasattr(value, "numpy") else value), where)
 
 
 def _note_graph(concrete, ledger) -> None:
