@@ -104,6 +104,22 @@ def base_changes(archived: dict, current: dict, archived_tag: str | None = None,
     return changes, notes
 
 
+def _archived_manifest(path: Path) -> dict | None:
+    """The manifest the archived run was made from (its copy in the bundle), or None."""
+    from runner.manifest.untrusted_yaml import load_untrusted_yaml
+
+    try:
+        data = load_untrusted_yaml(path)
+    except (UserError, OSError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _recipe(manifest: dict) -> dict:
+    """A manifest without its claim: what decides how the entry is built and run."""
+    return {k: v for k, v in manifest.items() if k != "claimed"}
+
+
 def check_drift(bundle: Path, entry_path: Path | None, console: Console,
                 rerun: Callable[[Path, int, bool], Path] | None = None, tolerance: float = 0.25) -> Drift:
     """What moved since ``bundle`` was made. ``rerun(entry folder, seed, smoke)`` runs the
@@ -114,6 +130,7 @@ def check_drift(bundle: Path, entry_path: Path | None, console: Console,
         except ValueError as err:
             raise UserError(f"{bundle} holds no readable result: {err}", "pass a bundle written by runner") from None
         sbom = json.loads((opened.root / "sbom.json").read_text())
+        archived_manifest = _archived_manifest(opened.root / "entry" / "entry.yaml")
     name = result.entry.name
     entry = load_entry(entry_path or paths.repo_root() / "entries" / name)
     if entry.name != name:
@@ -121,8 +138,13 @@ def check_drift(bundle: Path, entry_path: Path | None, console: Console,
                         f"pass --entry with the folder of {name}")
     drift = Drift(str(bundle), name)
     for what, digest in entry.digests().items():
-        if result.entry.digests.get(what) != digest:
-            drift.changes.append(f"the entry's {what} changed since the archived run")
+        if result.entry.digests.get(what) == digest:
+            continue
+        if what == "manifest" and archived_manifest is not None and _recipe(archived_manifest) == _recipe(entry.raw):
+            drift.notes.append("the entry's manifest changed only in its claim (claimed: a statement about "
+                               "runs, not part of the recipe)")
+            continue
+        drift.changes.append(f"the entry's {what} changed since the archived run")
     client = get_client()
     built = build_entry(entry.for_smoke() if result.smoke else entry, client)
     # By content, not by id: an image id embeds the time docker import ran.

@@ -24,3 +24,4 @@ class ReproduceOptions:
     sign: bool = True  # False on Slurm compute nodes: the submit host signs what it gathers
     # Declared hyperparameters a study chose, by name (global_batch_size, lr): RUNNER_HP_<NAME>.
     hyperparameters: dict[str, str] = field(default_factory=dict)
+    verbose: bool = False  # -v: print where each run's time went (its result's timings)

@@ -11,6 +11,7 @@ import os
 import secrets
 import shutil
 import signal
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ from runner.run.allocation import check_nodes, cluster_network, require_network_
 from runner.run.training import CHECKPOINTS_DIR, LAUNCH_GAP_LIMIT_S, NodesPlan, TrainingInputs, TrainingRun, run_training
 from runner.score.probe import make_probe_inputs, probe_record
 from runner.score.summary import summarize_training
+from runner.timings import Timings, training_parts
 
 # The crossing checkpoint is kept in the bundle up to this size (its sha256 always).
 KEEP_CHECKPOINT_BYTES = 256 * 2**20
@@ -68,6 +70,8 @@ class RunContext:
     hardware: dict = field(default_factory=dict)  # result.json's hardware record
     audit: ImageAudit | None = None
     network: str | None = None  # the cluster network of a run spanning nodes
+    # The phases every run of this reproduction shares (recorded in the first run's timings).
+    timings: Timings = field(default_factory=Timings)
 
 
 def harness_digest() -> str:
@@ -141,21 +145,24 @@ def check_train_tree(staged: StagedData, console: Console) -> None:
 
 
 def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: Path) -> RunContext:
-    entry = load_entry(entry_path)
-    if opts.smoke:
-        entry = entry.for_smoke()
-    check_nodes(entry.nodes)
-    profile = load_profile(entry.hardware_profile)
-    client = get_client()
-    network = cluster_network(client, require_network_setting(entry.nodes)) if entry.nodes > 1 else None
-    if removed := remove_orphans(client):
-        console.print(f"removed {removed} container(s) left by an earlier, killed run")
-    if swept := ownership.sweep_scratch():
-        console.print(f"removed {len(swept)} scratch folder(s) left by an earlier, killed run: "
-                      + ", ".join(map(str, swept)))
-    for killed in ownership.recover_killed_runs():
-        console.print(f"marked {killed} incomplete: {ownership.KILLED_REASON}")
-    fingerprint = capture_host(client)
+    clock = Timings()
+    with clock.phase("preflight"):
+        entry = load_entry(entry_path)
+        if opts.smoke:
+            entry = entry.for_smoke()
+        check_nodes(entry.nodes)
+        profile = load_profile(entry.hardware_profile)
+        client = get_client()
+        network = cluster_network(client, require_network_setting(entry.nodes)) if entry.nodes > 1 else None
+        if removed := remove_orphans(client):
+            console.print(f"removed {removed} container(s) left by an earlier, killed run")
+        if swept := ownership.sweep_scratch():
+            console.print(f"removed {len(swept)} scratch folder(s) left by an earlier, killed run: "
+                          + ", ".join(map(str, swept)))
+        for killed in ownership.recover_killed_runs():
+            console.print(f"marked {killed} incomplete: {ownership.KILLED_REASON}")
+    with clock.phase("fingerprint"):
+        fingerprint = capture_host(client)
     hardware, reasons = _check_hardware(entry, profile, fingerprint, opts)
     host_gpus = len((fingerprint.get("gpu") or {}).get("gpus") or [])
     gpus = min(profile.gpu_count, host_gpus)
@@ -168,17 +175,20 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
         )
     backends = _choose_backends(entry, opts, gpus)
     check_backends_available(backends, fingerprint)
-    staged = stage_data(entry, opts.smoke, console, scratch)
+    with clock.phase("data check"):
+        staged = stage_data(entry, opts.smoke, console, scratch)
     if not staged.conforming and not opts.smoke:
         reasons.append(f"data set {staged.task} was staged from unofficial files")
     console.print(f"[bold]build[/] {entry.name} (base {entry.base_image})")
-    built = build_entry(entry, client)
+    with clock.phase("image check or build"):
+        built = build_entry(entry, client)
     console.print(
         f"  image {built.image_id[:19]}  {'cache hit' if built.cached else 'built'} "
         f"in {built.seconds:.1f} s"
     )
-    fingerprint = {**fingerprint, "image": capture_image(client, built.image_id)}
-    with console.status("auditing the image for weights and data it should not carry"):
+    with clock.phase("image facts"):
+        fingerprint = {**fingerprint, "image": capture_image(client, built.image_id)}
+    with clock.phase("image audit"), console.status("auditing the image for weights and data it should not carry"):
         wheels = list(resolve_wheels(parse_lock(entry.lock_path)).values())
         audit = audit_image(client, built.image_id, built.base.id, wheels, entry.path,
                             entry_files(entry.path), Path(staged.eval_dir) / "images.npy",
@@ -187,7 +197,7 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
         reasons.append(problem)
     return RunContext(
         entry, profile, client, built, staged, staged.load_eval_labels(), fingerprint,
-        backends, gpus, reasons, hardware, audit, network,
+        backends, gpus, reasons, hardware, audit, network, clock,
     )
 
 
@@ -414,31 +424,65 @@ def check_timed_model(result: Result, result_dir: Path) -> None:
             result.not_conforming(problem)
 
 
-def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Console, scratch: Path) -> Path:
-    result_dir = open_result_folder(ctx, seed)
-    result = _started_result(ctx, result_dir.name, seed, opts)
-    result.write(result_dir)  # a crash from here on still leaves a record
-    ownership.mark_running(result.run_id, result_dir)  # a SIGKILL from here on is recovered at next start
-    limits = ctx.profile.container_limits
-    guards = RunGuards(ctx.client, result.run_id, limits.cpus if limits else None, result_dir / "output",
-                       gpus=ctx.gpus).start()
+def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Console, scratch: Path,
+             clock: Timings | None = None) -> Path:
+    """One run, from its result folder to its final result.json. ``clock`` holds what was
+    timed before it (the shared phases, for the first run); this run's phases are added."""
+    clock = clock or Timings()
+    with clock.phase("result folder"):
+        result_dir = open_result_folder(ctx, seed)
+        result = _started_result(ctx, result_dir.name, seed, opts)
+        result.write(result_dir)  # a crash from here on still leaves a record
+        ownership.mark_running(result.run_id, result_dir)  # a SIGKILL from here on is recovered at next start
+        limits = ctx.profile.container_limits
+        guards = RunGuards(ctx.client, result.run_id, limits.cpus if limits else None, result_dir / "output",
+                           gpus=ctx.gpus).start()
+    started = time.monotonic()
     run = train(ctx, result, result_dir, opts, console, scratch)
     verdict = guards.stop()
-    score(ctx, result, run, result_dir)
-    record_training_energy(result, run, verdict, result_dir)
-    verdict.apply(result)  # contention, output quota, dropped events
-    result.write(result_dir)
+    seconds = time.monotonic() - started
+    clock.add("training", seconds, training_parts(run.events, seconds))
+    with clock.phase("scoring"):
+        score(ctx, result, run, result_dir)
+        record_training_energy(result, run, verdict, result_dir)
+        verdict.apply(result)  # contention, output quota, dropped events
+        result.timings = clock.to_dict()
+        result.write(result_dir)
     if run.outcome.interrupted:
         console.print(f"[red]interrupted[/]: the incomplete result is kept in {result_dir}")
         raise KeyboardInterrupt
+    started = time.monotonic()
     infer(ctx, result, result_dir, opts, console)
-    result.write(result_dir)
-    written, note = write_mlperf_log(result_dir)
+    if result.inference:
+        clock.add("inference", time.monotonic() - started, inference_parts(result.inference))
+    with clock.phase("mlperf log"):
+        written, note = write_mlperf_log(result_dir)
     if written:
         console.print(f"[bold]mlperf[/] log {written}" + (f"; [yellow]{note}[/]" if note else ""))
     else:
         console.print(f"[yellow]no MLPerf log[/]: {note}")
+    started = time.monotonic()
+    result.timings = clock.to_dict()
+    result.write(result_dir)
+    clock.add("writing", time.monotonic() - started)
+    result.timings = clock.to_dict()
+    result.write(result_dir)
     return result_dir
+
+
+def inference_parts(inference: dict) -> dict:
+    """Per backend: its timed per-item pass and, apart, its LoadGen scenarios (the rest of the
+    phase is the container's start, the models' builds and exports, and warm-up)."""
+    parts = {}
+    for name, record in sorted(inference.items()):
+        if isinstance(record.get("window_seconds"), (int, float)):
+            parts[f"{name}_per_item_seconds"] = round(record["window_seconds"], 4)
+        loadgen = record.get("loadgen") or {}
+        windows = [s.get("window_seconds") for s in (loadgen.get("single_stream"), loadgen.get("offline"))
+                   if isinstance(s, dict) and isinstance(s.get("window_seconds"), (int, float))]
+        if windows:
+            parts[f"{name}_loadgen_seconds"] = round(sum(windows), 4)
+    return parts
 
 
 def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list[Path]:
@@ -448,18 +492,32 @@ def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list
         # The seed is the runner's (or the auditor's --seed), never the entry's.
         first_seed = secrets.randbelow(2**31) if opts.seed is None else opts.seed
         runs = opts.runs or ctx.entry.runs
-        folders = []
+        folders, signing = [], {}
         limits = ctx.profile.container_limits
         for i in range(runs):
+            clock = ctx.timings if i == 0 else Timings()  # the shared phases count once
+            waited = time.monotonic()
             with hold_cores(limits.cpus if limits else None, console.print, ctx.entry.name):
-                folder = run_once(ctx, first_seed + i, opts, console, Path(tmp))
+                if (held := time.monotonic() - waited) > 0.05:
+                    clock.add("waiting for cores", held)
+                folder = run_once(ctx, first_seed + i, opts, console, Path(tmp), clock)
                 ownership.mark_finished(folder.name)
                 if opts.sign:
+                    started = time.monotonic()
                     sign_folder(folder, console)
+                    signing[folder] = time.monotonic() - started
             folders.append(folder)
         for folder in mark_alike_runs(folders, ctx.labels, console):
             if opts.sign:  # its result changed: its bundle is signed again
                 sign_folder(folder, console)
+    if opts.verbose:
+        from runner.timings import render_timings
+
+        for folder in folders:
+            timings = Result.read(folder).timings or {}
+            console.print(render_timings(timings, f"where the time of {folder.name} went"))
+            if folder in signing:
+                console.print(f"  then signing: {signing[folder]:.2f} s (after result.json was final)")
     return folders
 
 

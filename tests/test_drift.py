@@ -51,6 +51,18 @@ def test_drift_of_a_fresh_result_is_none_and_an_edit_is_reported(docker_client, 
     (change,) = check_drift(edited, entry, quiet).changes
     assert change.startswith("base image content changed: layers ") and change.endswith("were aaaaaaaaaaaa")
 
+    # A new claim is a statement about runs, not a change of recipe; a recipe's edit is drift.
+    import yaml
+
+    manifest = yaml.safe_load((entry / "entry.yaml").read_text())
+    (entry / "entry.yaml").write_text(yaml.safe_dump({**manifest, "claimed": {"score": 0.5}}))
+    claim_only = check_drift(result, entry, quiet)
+    assert claim_only.changes == [] and any("changed only in its claim" in n for n in claim_only.notes)
+    manifest["train"]["timeout_minutes"] = 4
+    (entry / "entry.yaml").write_text(yaml.safe_dump(manifest))
+    assert check_drift(result, entry, quiet).changes == ["the entry's manifest changed since the archived run"]
+    (entry / "entry.yaml").write_text((PROBE / "entry.yaml").read_text())
+
     with open(entry / "Dockerfile", "a") as fh:
         fh.write("# a later edit\n")
     assert check_drift(result, entry, quiet).changes == [

@@ -204,3 +204,35 @@ def test_runs_repeat_with_successive_seeds_and_are_summarised(docker_client, tmp
     data = json.loads(summary.read_text())
     assert (data["runs"], data["reached"], data["median_tta_seconds"]) == (2, 0, None)
     assert sorted(data["run_ids"]) == [f.name for f in folders]
+
+
+def test_the_evaluator_is_frozen_between_evaluations_and_the_timings_say_where_time_went(
+        docker_client, tmp_path, results):
+    """The evaluator runs the entry's builder; a thread the builder leaves behind must not run
+    while the training clock does. And the result's timings split the run into its phases."""
+    entry = probe_entry(tmp_path, "twice")
+    manifest = yaml.safe_load((entry / "entry.yaml").read_text())
+    manifest["inference"]["builder"] = "tiny:build_with_heartbeat"
+    (entry / "entry.yaml").write_text(yaml.safe_dump(manifest))
+    main(["reproduce", str(entry), "--smoke", "--no-infer", "--seed", "3"])
+    result = only_result(results)
+    origin = result["training"]["wall_clock_start_unix_ms"] / 1000
+    stamps = {(e["key"], e["metadata"].get("index")): origin + e["t"] for e in events(result)
+              if e.get("origin") == "runner" and e["key"] in ("eval_freeze", "eval_thaw")}
+    thawed, frozen_again = stamps[("eval_thaw", 0)], stamps[("eval_freeze", 1)]
+    assert frozen_again - thawed > 2.5  # the entry slept 3 s between its two requests
+    beats = [float(x) for x in Path(result["_folder"], "evaluations", "heartbeat.log").read_text().split()]
+    assert any(stamps[("eval_freeze", 0)] <= b <= thawed for b in beats)  # it did run while evaluating
+    between = [b for b in beats if thawed + 0.3 < b < frozen_again - 0.3]
+    assert between == [], f"{len(between)} heartbeats while the training clock ran"
+
+    timings = result["timings"]
+    names = [p["name"] for p in timings["phases"]]
+    assert names[:2] == ["preflight", "fingerprint"] and "training" in names and names[-1] == "writing"
+    training = next(p for p in timings["phases"] if p["name"] == "training")
+    parts = training["parts"]
+    assert [e["index"] for e in parts["evaluations"]] == [0, 1]
+    assert parts["frozen_seconds"] == pytest.approx(sum(e["frozen_seconds"] for e in parts["evaluations"]), abs=1e-3)
+    assert parts["entry_running_seconds"] > 2.5  # the 3 s sleep ran on the clock
+    assert training["seconds"] >= parts["launch_seconds"] + parts["entry_running_seconds"] + parts["frozen_seconds"]
+    assert timings["total_seconds"] == pytest.approx(sum(p["seconds"] for p in timings["phases"]), abs=1e-3)

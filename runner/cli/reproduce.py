@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 
@@ -74,6 +76,20 @@ def _energy_cell(energy: dict | None) -> str:
     return "not measured" if not ((training.get("window") or {}).get("measured")) else "-"
 
 
+def claim_line(folder, result: Result, claimed: dict, tta: float) -> str:
+    """The measurement beside the claim, compared only on a host of the claim's profile."""
+    import json
+
+    from runner.claims import compare_host
+
+    try:
+        fingerprint = json.loads((Path(folder) / "fingerprint.json").read_text())
+    except (OSError, ValueError):
+        fingerprint = {}
+    profile = (result.hardware or {}).get("profile") or ""
+    return compare_host(claimed, profile, fingerprint).line(claimed["tta_seconds"], tta, result.run_id)
+
+
 def print_results(console: Console, folders) -> None:
     results = [Result.read(folder) for folder in folders]
     table = Table(title="runs")
@@ -115,11 +131,10 @@ def print_results(console: Console, folders) -> None:
         for line in sorted(shown):
             console.print(f"LoadGen settings {line}")
     claimed = last.entry.claimed or {}
-    for r in results:
+    for folder, r in zip(folders, results):
         tta = r.training.tta_seconds if r.training else None
-        if claimed.get("tta_seconds") and tta is not None:
-            console.print(f"claimed TTA {claimed['tta_seconds']:g} s; measured {tta:.2f} s "
-                          f"({tta / claimed['tta_seconds']:.2f}x the claim) in {r.run_id}")
+        if claimed.get("tta_seconds") and tta is not None and not r.smoke:
+            console.print(claim_line(folder, r, claimed, tta), highlight=False)
         if not r.conforming:
             console.print(f"[yellow]non-conforming[/] {r.run_id}: " + "; ".join(r.nonconforming_reasons))
         if r.incomplete_reason:
@@ -133,6 +148,7 @@ def run(args) -> int:
         allow_hardware_mismatch=args.allow_hardware_mismatch,
         backends=args.backend, timeout_minutes=args.timeout_minutes, infer=not args.no_infer,
         sign=not args.no_sign, full_curve=args.full_curve, loadgen=loadgen_option(args),
+        verbose=args.verbose,
     )
     slurm = options_from_args(args)
     folders = (reproduce_on_slurm(args.entry, opts, slurm, console) if slurm
@@ -179,6 +195,8 @@ def register(subparsers) -> None:
                          help="run LoadGen with MLPerf Inference's minimums (600 s per scenario, SingleStream "
                               "1024 queries, Offline 24,576 samples), as a result claiming MLPerf compliance "
                               "needs (default: about a second per scenario beside the DAWNBench per-item figure)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print where each run's time went (its result's timings section)")
     p.add_argument("--no-sign", action="store_true",
                    help="leave the result unsigned (Slurm tasks: the submit host signs)")
     add_slurm_arguments(p)

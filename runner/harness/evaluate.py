@@ -16,8 +16,9 @@ checkpoint is loaded: the host bounds the time to it (the builder's time is excl
 the clock, so it may not be spent training). While predicting, the loader notes every
 tensor the model computes with (``provenance.py``) into ``OUT/n/provenance.json``. A
 request with ``shuffle_seed`` is the host's sensitivity check: the checkpoint's tensors
-are permuted before predicting the clean set, and a model that still scores well did
-not get its knowledge from the checkpoint.
+are permuted before predicting the clean set (or ``items`` of it, drawn by the seed:
+``sensitivity_items``), and a model that still scores well did not get its knowledge from
+the checkpoint.
 """
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ from .errors import HarnessError
 
 POLL_SECONDS = 0.005
 BATCH = 500
+
+
+def sensitivity_items(n: int, seed: int, size: int) -> list[int]:
+    """The evaluation items a sensitivity request predicts: ``size`` of the ``n``, drawn by the
+    runner's seed (the host scores them against the same labels). A permuted model either
+    keeps its accuracy or falls to chance: a few thousand items tell the two apart."""
+    import random
+
+    if size >= n:
+        return list(range(n))
+    return sorted(random.Random(f"sensitivity:{seed}").sample(range(n), size))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -94,7 +106,11 @@ def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
     extra = {}
     if isinstance(shuffle_seed, int):
         extra["shuffled_tensors"] = loaded.shuffle_weights(shuffle_seed)
-        sets = {"clean": sets["clean"]}
+        clean = sets["clean"]
+        size = request.get("items")
+        if isinstance(size, int) and size > 0 and getattr(args, "kind", "images") == "images":
+            clean = clean[sensitivity_items(len(clean), shuffle_seed, size)]
+        sets = {"clean": clean}
     if getattr(args, "device", "cpu") != "cpu":
         loaded.to_device(args.device)  # after any shuffle: the permutation runs on the host's tensors
     mllog.emit("model_built", index=n, seconds=round(time.monotonic() - started, 6), **extra)

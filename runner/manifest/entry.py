@@ -211,7 +211,7 @@ def load_entry(path: str | Path) -> Entry:
             f"{manifest}: field 'inference.weights' ({data['inference']['weights'][:100]!r}) {problem}",
             "name the weights file relative to /output, e.g. model/weights.pt",
         )
-    return Entry(
+    entry = Entry(
         path=folder,
         name=data["name"],
         task=get_task(data["task"]),
@@ -232,3 +232,7 @@ def load_entry(path: str | Path) -> Entry:
         hyperparameters=_hyperparameters(data.get("hyperparameters")),
         raw=data,
     )
+    from runner.claims import check_claim_profile
+
+    check_claim_profile(entry, str(manifest))
+    return entry

@@ -127,6 +127,14 @@ ENTRY_SCHEMA: dict = {
             "properties": {
                 "tta_seconds": {"type": "number", "exclusiveMinimum": 0},
                 "latency_ms": {"type": "number", "exclusiveMinimum": 0},
+                # Where the claim was measured and its evidence (runner.claims): a profile that
+                # pins the speed class (default: hardware_profile), the runs' count and
+                # coefficient of variation, and their signed bundles archived in the repository.
+                "profile": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]*$", "maxLength": 64},
+                "runs": {"type": "integer", "minimum": 1},
+                "cv": {"type": "number", "minimum": 0},
+                "bundles": {"type": "array", "minItems": 1,
+                            "items": {"type": "string", "pattern": "^results/archive/([A-Za-z0-9_][A-Za-z0-9._-]*/)*[A-Za-z0-9_][A-Za-z0-9._-]*\\.tar\\.gz$"}},
                 "score": {"type": "number"},
                 # The DAWNBench submissions this entry reproduces (their files' stems, as
                 # `runner import dawnbench` names claims: training and/or inference);

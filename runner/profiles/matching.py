@@ -98,6 +98,10 @@ def _match_cpu(profile: Profile, cpu: dict, memory: dict) -> list[Mismatch]:
     if rules.model_pattern and not (model and re.search(rules.model_pattern, model, re.IGNORECASE)):
         out.append(Mismatch("cpu.model_name", rules.model_pattern, model,
                             f"cpu.model_name: {model!r} does not match {rules.model_pattern!r}"))
+    family = cpu.get("family")
+    if rules.families and family not in rules.families:
+        out.append(Mismatch("cpu.family", list(rules.families), family,
+                            f"cpu.family: expected one of {', '.join(map(str, rules.families))}, found {family}"))
     cores = cpu.get("logical_cores")
     if rules.min_logical_cores and (cores is None or cores < rules.min_logical_cores):
         out.append(Mismatch("cpu.logical_cores", rules.min_logical_cores, cores,

@@ -34,6 +34,7 @@ class CpuRules:
     max_logical_cores: int | None = None
     required_flags: tuple[str, ...] = ()
     min_memory_gib: float | None = None
+    families: tuple[int, ...] = ()  # /proc/cpuinfo "cpu family" values (AMD Zen 4: 25)
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ def profile_from_dict(data: dict, source: str = "profile", path: Path | None = N
     gpu = data.get("gpu")
     cpu = dict(data.get("cpu") or {})
     cpu["required_flags"] = tuple(cpu.get("required_flags", ()))
+    cpu["families"] = tuple(cpu.get("families", ()))
     limits = data.get("container_limits")
     return Profile(
         id=data["id"],

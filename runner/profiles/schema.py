@@ -48,6 +48,8 @@ PROFILE_SCHEMA: dict = {
                 "min_logical_cores": _COUNT,
                 "max_logical_cores": _COUNT,
                 "required_flags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                "families": {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True,
+                             "minItems": 1, "description": "/proc/cpuinfo 'cpu family' values allowed (AMD Zen 4: 25)"},
                 "min_memory_gib": {**_POSITIVE, "description": "compared with the kernel's MemTotal"},
             },
         },

@@ -118,6 +118,8 @@ class Result:
     # each inference record's ``energy``.
     energy: dict | None = None
     gpu_sharing: dict | None = None  # a run with GPUs: were they its alone (runner.run.gpu_sharing)
+    # Where the run's wall time went, phase by phase (runner.timings); not a score.
+    timings: dict | None = None
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
@@ -162,7 +164,7 @@ class Result:
         return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
 
 
-_OPTIONAL = ("energy", "gpu_sharing")
+_OPTIONAL = ("energy", "gpu_sharing", "timings")
 _SECTIONS = {
     "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
     "cost": Cost, "training": Training,

@@ -206,6 +206,19 @@ RESULT_SCHEMA: dict = {
             "properties": {"samples": {"type": "integer"}, "shared_fraction": {"type": "number"},
                            "mig_enabled": {"type": ["boolean", "null"]}},
         },
+        "timings": {
+            "type": ["object", "null"],
+            "description": "where the run's wall time went (runner.timings): phases in the order they ran, "
+            "each with its seconds and parts; signing follows result.json and is not in it",
+            "required": ["phases", "total_seconds"],
+            "properties": {
+                "phases": {"type": "array", "items": {
+                    "type": "object", "required": ["name", "seconds"],
+                    "properties": {"name": {"type": "string"}, "seconds": {"type": "number", "minimum": 0},
+                                   "parts": {"type": "object"}}}},
+                "total_seconds": {"type": "number", "minimum": 0},
+            },
+        },
         "slurm": {  # only in runs of `runner reproduce --slurm`, written where they are gathered
             "type": ["object", "null"],
             "required": ["job_id", "array_job_id", "array_index", "state"],

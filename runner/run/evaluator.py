@@ -5,7 +5,9 @@ It gets the evaluation inputs and the runner's perturbed probe inputs, the runne
 copies of the checkpoints (read-only), and a folder for its predictions; no labels, no
 training data, no network, no view of the training container. It is started on the first
 request (its start-up is then inside the first frozen window) and kept waiting, so each
-later evaluation costs only its forward passes.
+later evaluation costs only its forward passes. Between requests it is paused (the same
+cgroup freezer as the training container): it runs the entry's builder, and nothing of the
+entry may run on the clock outside its training container, nor take its cores.
 
 The evaluator runs the entry's builder, whose time is excluded from the clock: the host
 bounds it. From the moment a request is written, the evaluator must report the model
@@ -92,6 +94,8 @@ class Evaluator:
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
         self._errors: list[str] = []
+        self._container = None
+        self._paused = False
 
     # -- lifecycle ----------------------------------------------------------------------
     def _spec(self) -> ContainerSpec:
@@ -154,13 +158,36 @@ class Evaluator:
     def _run(self) -> None:
         try:
             self._outcome = run_container(
-                self.client, self._spec(), self._on_line, self.inputs.log_path, cancel=self._cancel
+                self.client, self._spec(), self._on_line, self.inputs.log_path, cancel=self._cancel,
+                on_started=self._started,
             )
         except docker.errors.DockerException as exc:
             self._errors.append(f"engine error: {exc}")
         finally:
             with self._changed:
                 self._changed.notify_all()
+
+    def _started(self, container, clock) -> None:
+        self._container = container
+
+    def _pause(self) -> None:
+        """Freeze the waiting evaluator until the next request (it holds the entry's code)."""
+        if self._container is None or self._paused or not self.started:
+            return
+        try:
+            self._container.pause()
+            self._paused = True
+        except docker.errors.APIError:
+            pass  # exited or being removed: nothing left to run
+
+    def _resume(self) -> None:
+        if not self._paused:
+            return
+        self._paused = False
+        try:
+            self._container.unpause()
+        except docker.errors.APIError:
+            pass
 
     def _why_gone(self) -> str:
         why = "; ".join(self._errors) or (self._outcome.reason() if self._outcome else None)
@@ -183,6 +210,7 @@ class Evaluator:
         if not (ok and self._ready):
             self.close()
             raise EvaluatorError(f"the evaluator could not start: {self._why_gone()}")
+        self._pause()
 
     @property
     def started(self) -> bool:
@@ -191,6 +219,7 @@ class Evaluator:
     def close(self, at_once: bool = False) -> None:
         if self._thread is None:
             return
+        self._resume()
         if not at_once:
             (self.inputs.requests_dir / "stop").touch()
             self._thread.join(timeout=10)
@@ -199,16 +228,26 @@ class Evaluator:
             self._thread.join(timeout=30)
 
     # -- one evaluation -----------------------------------------------------------------
-    def evaluate(self, index: int, checkpoint_name: str, shuffle_seed: int | None = None) -> Answer:
+    def evaluate(self, index: int, checkpoint_name: str, shuffle_seed: int | None = None,
+                 items: int | None = None) -> Answer:
         """Predictions for ``checkpoints_dir/checkpoint_name``; with ``shuffle_seed``, for the
         same model after the checkpoint's tensors were permuted (clean set only)."""
         if not self.started:
             self.start()
+        try:
+            return self._ask(index, checkpoint_name, shuffle_seed, items)
+        finally:
+            self._pause()
+
+    def _ask(self, index: int, checkpoint_name: str, shuffle_seed: int | None, items: int | None) -> Answer:
+        self._resume()
         request = self.inputs.requests_dir / f"{index}.json"
         tmp = request.with_suffix(".tmp")
         body = {"checkpoint": f"/checkpoints/{checkpoint_name}"}
         if shuffle_seed is not None:
             body["shuffle_seed"] = int(shuffle_seed)
+            if items:
+                body["items"] = int(items)
         tmp.write_text(json.dumps(body))
         asked = time.monotonic()
         os.replace(tmp, request)  # the evaluator polls for the name: it must appear whole

@@ -5,7 +5,9 @@ of the training window (``runner.energy``: the run's GPUs through NVML, the CPU 
 
 ``reproduce`` starts the guards before training and applies their verdict to the result
 after it: contention or dropped events make the result non-conforming (with the figure),
-an exceeded quota makes it incomplete (the watcher stops the run's containers).
+an exceeded quota makes it incomplete (the watcher stops the run's containers). The
+runner's own share of the run's cores (its work, the engine serving it), when above the
+contention threshold, is a note in ``training.notes``, never a non-conformance.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class _OwnContainers:
 class GuardVerdict:
     nonconforming: list[str] = field(default_factory=list)
     incomplete: str | None = None
+    notes: list[str] = field(default_factory=list)  # said in the result, not a non-conformance
     contention: ContentionSummary | None = None
     gpu_sharing: GpuSharingSummary | None = None
     energy: EnergySeries | None = None
@@ -77,6 +80,10 @@ class GuardVerdict:
             result.ended("incomplete", self.incomplete)
         for reason in self.nonconforming:
             result.not_conforming(reason)
+        if result.training is not None:  # e.g. the runner's own CPU share (contention.note)
+            for note in self.notes:
+                if note not in result.training.notes:
+                    result.training.notes.append(note)
 
 
 class RunGuards:
@@ -104,6 +111,8 @@ class RunGuards:
         verdict.contention = summary = self.contention.stop()
         if problem := summary.problem():
             verdict.nonconforming.append(problem)
+        if note := summary.note():
+            verdict.notes.append(note)
         verdict.energy = self.energy.stop()
         if self.gpu_sharing is not None:
             verdict.gpu_sharing = sharing = self.gpu_sharing.stop()

@@ -44,6 +44,10 @@ EVAL_REQUEST = "eval_request"
 MAX_EVALUATIONS = 100  # each freezes the clock: an entry may not buy unlimited free time
 MAX_CHECKPOINT_BYTES = 16 * 2**30
 EVALUATIONS_DIR, CHECKPOINTS_DIR = "evaluations", "checkpoints"
+# The sensitivity check predicts this many evaluation items, drawn by the run's seed: a
+# permuted model keeps its accuracy or falls to chance, and 2,000 items tell the two apart
+# by tens of standard errors (the whole set cost a second more per run, after training).
+SENSITIVITY_ITEMS = 2000
 
 
 @dataclass
@@ -356,8 +360,11 @@ class _TrainingSession:
             index = self.evaluations + 1 + k
             record: dict = {"of": of, "evaluation": evaluation, "index": index,
                             "shuffle_seed": self.inputs.sensitivity_seed}
+            if self.inputs.kind == "images":
+                record["items"] = SENSITIVITY_ITEMS
             try:
-                answer = self.evaluator.evaluate(index, name, shuffle_seed=self.inputs.sensitivity_seed)
+                answer = self.evaluator.evaluate(index, name, shuffle_seed=self.inputs.sensitivity_seed,
+                                                 items=record.get("items"))
                 record["predictions"] = f"{EVALUATIONS_DIR}/{answer.files['clean']}"
                 record["builder_seconds"] = answer.builder_seconds
                 record.update(answer.notes)

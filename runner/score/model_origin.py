@@ -123,6 +123,11 @@ def judge_sensitivity(task: Task, result_dir: Path, record: dict, own_score: flo
         out["problem"] = out["problem"] or f"no sensitivity rule for {task.id} (no classes)"
         return out
     if out["problem"] is None:
+        items, seed = record.get("items"), record.get("shuffle_seed")
+        if isinstance(items, int) and not isinstance(items, bool) and items > 0 and isinstance(seed, int):
+            from runner.harness.evaluate import sensitivity_items
+
+            labels = labels[sensitivity_items(len(labels), seed, items)]  # what the evaluator predicted
         _, scores, problem = score_file(task, result_dir, str(record.get("predictions")), labels)
         out["score"] = primary_score(task, scores)
         out["problem"] = problem

@@ -209,7 +209,12 @@ def test_steal_is_read_per_cpu_from_proc_stat(tmp_path):
 
 
 def test_busy_neighbours_on_the_cpuset_are_measured():
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(4)]
+    # Neighbours, not this process's children (those are the runner's own work): each is
+    # started by a child that exits at once, so it is reparented away from this process.
+    start = ("import subprocess as s; print(s.Popen([%r, '-c', 'while True: pass'], start_new_session=True, "
+             "stdin=s.DEVNULL, stdout=s.DEVNULL, stderr=s.DEVNULL).pid)" % sys.executable)
+    hogs = [int(subprocess.run([sys.executable, "-c", start], capture_output=True, text=True, check=True,
+                               timeout=30).stdout) for _ in range(4)]
     try:
         sampler = contention.ContentionSampler("0-1", interval_s=0.2).start()
         deadline = time.monotonic() + 20  # a loaded host starves the sampler too
@@ -217,9 +222,11 @@ def test_busy_neighbours_on_the_cpuset_are_measured():
             time.sleep(0.2)
         summary = sampler.stop()
     finally:
-        for h in hogs:
-            h.kill()
-            h.wait()
+        for pid in hogs:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     assert summary.samples >= 5 and summary.other_runnable_per_cpu >= 1.0
     assert "CPU contention" in summary.problem()
 

@@ -134,6 +134,19 @@ def main(mode):
         evaluate()
     elif mode == "cross":
         cross()
+    elif mode == "twice":  # two evaluations 3 s apart (tiny.build_with_heartbeat)
+        import torch
+
+        from tiny import build
+
+        (OUT / "checkpoints").mkdir(parents=True, exist_ok=True)
+        for epoch in (1, 2):
+            torch.save(build().state_dict(), OUT / "checkpoints" / f"{epoch}.pt")
+            log("eval_request", epoch_num=epoch, checkpoint=f"checkpoints/{epoch}.pt")
+            if epoch == 1:  # 3 s of work: a sleep would run on through the frozen window
+                spent = time.process_time()
+                while time.process_time() - spent < 3:
+                    pass
     elif mode == "fill":
         log("epoch_start", epoch_num=1)
         block = b"\0" * (1 << 20)

@@ -1,0 +1,135 @@
+"""The runner's cost against what a user would do instead: the same training in the same
+image under a plain ``docker run``.
+
+Each pair runs, back to back on this host, with the same seed:
+
+- ``runner reproduce ENTRY --seed N --no-infer``, timed end to end in this process (the
+  host checks, the image and data checks, the fingerprint, the locked-down training
+  container, every frozen evaluation, scoring and signing);
+- the ``docker run`` this benchmark prints: the same image, the same mounts (training data
+  read-only, a writable /output), the same cores, memory limit, read-only root, tmpfs,
+  user, dropped capabilities and no network, running the entry's train command. Nobody
+  answers its evaluation requests; it trains the same epochs.
+
+The ratio (runner / plain) per pair, and its min / median / max, is the figure. The
+result's ``timings`` section of the last runner run says where the difference went.
+Target: median at most 1.15.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from runner import data
+from runner.build import build_entry
+from runner.engine import get_client
+from runner.errors import UserError
+from runner.manifest import load_entry
+from runner.options import ReproduceOptions
+from runner.profiles import load_profile
+from runner.reproduce import reproduce
+from runner.run.container import CONTAINER_USER, cpu_limits
+
+HELP = "the runner against a plain `docker run` of the same training (pairs; ratio min/median/max)"
+RATIO_TARGET = 1.15
+
+
+def register(parser) -> None:
+    parser.add_argument("entry", nargs="?", default="entries/mnist-cnn-cpu")
+    parser.add_argument("--pairs", type=int, default=3, help="runner/plain pairs (default 3)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first pair (default 0)")
+
+
+def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed: int) -> list[str]:
+    """The ``docker run`` a user would write: the runner's lock-down, without the runner."""
+    profile = load_profile(entry.hardware_profile)
+    limits = profile.container_limits
+    cpus = int(limits.cpus) if limits and limits.cpus else os.cpu_count() or 1
+    command = ["docker", "run", "--rm", "--network", "none", "--user", CONTAINER_USER,
+               "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
+               "--tmpfs", "/scratch:rw,size=2g,mode=1777", "--tmpfs", "/tmp:rw,size=512m,mode=1777",
+               "--shm-size", "1g", "--pids-limit", "4096", "--workdir", "/entry",
+               "-v", f"{train_dir}:/data/train:ro", "-v", f"{output_dir}:/output:rw"]
+    cpu = cpu_limits(limits.cpus if limits else None)
+    if "cpuset_cpus" in cpu:
+        command += ["--cpuset-cpus", cpu["cpuset_cpus"]]
+    elif "nano_cpus" in cpu:
+        command += ["--cpus", str(cpu["nano_cpus"] / 1e9)]
+    if limits and limits.memory:
+        command += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]
+    env = {"RUNNER_TASK": entry.task.id, "RUNNER_SEED": str(seed), "RUNNER_DATA": "/data",
+           "RUNNER_OUTPUT": "/output", "RUNNER_THREADS": str(cpus),
+           "RUNNER_THRESHOLD": repr(entry.task.threshold), "RUNNER_SMOKE": "0", "HOME": "/scratch"}
+    for key, value in env.items():
+        command += ["-e", f"{key}={value}"]
+    return [*command, image_id, *entry.train.command]
+
+
+def _plain_run(command: list[str]) -> float:
+    started = time.monotonic()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seconds = time.monotonic() - started
+    if done.returncode != 0:
+        raise UserError(f"the plain docker run failed (exit {done.returncode}): "
+                        f"{done.stderr.strip().splitlines()[-1:] or ''}",
+                        "run the printed command by hand to see why")
+    return seconds
+
+
+def run(args) -> int:
+    console = Console()
+    quiet = Console(file=open(os.devnull, "w"))
+    entry = load_entry(args.entry)
+    with console.status("warming the image cache (and staging the data if needed)"):
+        reproduce(args.entry, ReproduceOptions(runs=1, seed=args.seed, infer=False), quiet)
+    built = build_entry(entry, get_client())
+    staged = data.staged(entry.task.id)
+    pairs: list[tuple[int, float, float, float | None]] = []
+    last = None
+    with tempfile.TemporaryDirectory(prefix="runner-bench-plain-") as tmp:
+        for i in range(args.pairs):
+            seed = args.seed + i
+            output = Path(tmp) / f"output-{i}"
+            output.mkdir()
+            os.chmod(output, 0o777)
+            command = plain_command(entry, built.image_id, staged.train_dir, output, seed)
+            if i == 0:
+                console.print("plain run: " + shlex.join(command))
+            with console.status(f"pair {i + 1}/{args.pairs}: runner"):
+                started = time.monotonic()
+                (last,) = reproduce(args.entry, ReproduceOptions(runs=1, seed=seed, infer=False), quiet)
+                runner_s = time.monotonic() - started
+            with console.status(f"pair {i + 1}/{args.pairs}: plain docker run"):
+                plain_s = _plain_run(command)
+            result = json.loads((last / "result.json").read_text())
+            tta = (result.get("training") or {}).get("tta_seconds")
+            pairs.append((seed, runner_s, plain_s, tta))
+
+    ratios = [r / p for _, r, p, _ in pairs]
+    table = Table(title=f"runner bench overhead: {entry.name} (runner reproduce --no-infer vs plain docker run)")
+    for column in ("seed", "runner (s)", "plain (s)", "ratio", "runner TTA (s)"):
+        table.add_column(column, justify="right")
+    for (seed, r, p, tta), ratio in zip(pairs, ratios):
+        table.add_row(str(seed), f"{r:.2f}", f"{p:.2f}", f"{ratio:.3f}", "--" if tta is None else f"{tta:.2f}")
+    console.print(table)
+    median = statistics.median(ratios)
+    verdict = "[green]meets[/]" if median <= RATIO_TARGET else "[red]misses[/]"
+    console.print(f"ratio min {min(ratios):.3f}  median {median:.3f}  max {max(ratios):.3f}  "
+                  f"({verdict} the target of {RATIO_TARGET})")
+    if last is not None:
+        timings = json.loads((last / "result.json").read_text()).get("timings")
+        if timings:
+            from runner.timings import render_timings
+
+            console.print(render_timings(timings, title=f"where the last runner run's time went ({last.name})"))
+    return 0

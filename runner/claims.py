@@ -1,0 +1,128 @@
+"""An entry's claim, and what makes it mean something.
+
+A claimed TTA is only comparable on hardware of the speed it was measured on. Two hosts
+that meet a loose profile (any x86 with AVX2) can be 1.6 times apart (an Intel host with
+AMX against a Zen 4 without), so a claim names the profile it was measured on
+(``claimed.profile``, by default the entry's own) and that profile must pin the speed
+class: a GPU model, or a CPU vendor and its ISA features. ``runner reproduce`` compares a
+measurement with the claim only on a host that meets the claim's profile, and says why not
+otherwise.
+
+A claim may also carry its evidence: ``claimed.bundles``, signed result bundles archived in
+the repository (``results/archive/``). ``check_evidence`` opens and verifies each one, and
+checks that they are the entry's conforming runs on the claim's profile and that their
+median TTA (and its coefficient of variation) is the figure claimed.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.errors import UserError
+from runner.profiles import Profile, load_profile, match
+
+
+def claim_profile_id(entry) -> str:
+    return (entry.claimed or {}).get("profile") or entry.hardware_profile
+
+
+def pins_speed_class(profile: Profile) -> bool:
+    """A GPU profile names its GPU; a CPU profile must name the vendor and more than the
+    baseline ISA (AVX2/FMA), so that the hosts it admits run a recipe at one speed."""
+    if profile.gpu is not None:
+        return True
+    baseline = {"avx2", "fma", "sse4_2", "avx"}
+    return bool(profile.cpu.vendor) and bool(set(profile.cpu.required_flags) - baseline)
+
+
+def check_claim_profile(entry, manifest_path: str) -> None:
+    """At load: a timed claim names a profile that exists and pins the speed class."""
+    claimed = entry.claimed or {}
+    if not any(k in claimed for k in ("tta_seconds", "latency_ms")):
+        return
+    profile_id = claim_profile_id(entry)
+    profile = load_profile(profile_id)
+    if not pins_speed_class(profile):
+        raise UserError(
+            f"{manifest_path}: the claim is measured on profile '{profile_id}', which admits CPUs of "
+            "different speed (no vendor and ISA features pinned), so no one could compare with it",
+            "name the profile it was measured on in claimed.profile (e.g. cpu-2core-x86-amx or "
+            "cpu-2core-x86-zen4; `runner profile match ID` says which this host meets)",
+        )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Whether this host may compare its measurement with the claim, and why not."""
+
+    profile: str
+    comparable: bool
+    mismatches: tuple[str, ...] = ()
+
+    def line(self, claimed_tta: float, measured: float, run_id: str) -> str:
+        basis = f"claimed TTA {claimed_tta:g} s on {self.profile}"
+        if self.comparable:
+            return f"{basis}; measured {measured:.2f} s ({measured / claimed_tta:.2f}x the claim) in {run_id}"
+        return (f"{basis}; measured {measured:.2f} s in {run_id}, not compared: this host does not meet "
+                f"{self.profile} ({'; '.join(self.mismatches)})")
+
+
+def compare_host(entry_claimed: dict, hardware_profile: str, fingerprint: dict) -> Comparison:
+    profile_id = (entry_claimed or {}).get("profile") or hardware_profile
+    try:
+        profile = load_profile(profile_id)
+    except UserError as exc:
+        return Comparison(profile_id, False, (exc.problem,))
+    mismatches = tuple(str(m) for m in match(profile, fingerprint))
+    return Comparison(profile_id, not mismatches, mismatches)
+
+
+def check_evidence(entry, root: Path, trusted_keys: Path) -> list[str]:
+    """Every problem with the claim's archived bundles; [] when they bear it out."""
+    from runner.bundle.open import open_bundle
+    from runner.keys import load_trusted_keys
+    from runner.verify import verify_bundle
+    from runner.verify.evidence import Auditor
+
+    claimed = entry.claimed or {}
+    bundles = claimed.get("bundles") or []
+    if not bundles:
+        return ["the claim names no bundles (claimed.bundles)"]
+    profile_id = claim_profile_id(entry)
+    profile = load_profile(profile_id)
+    auditor = Auditor(trusted_keys=load_trusted_keys(trusted_keys))
+    problems, ttas = [], []
+    for name in bundles:
+        path = root / name
+        if not path.is_file():
+            problems.append(f"{name}: no such bundle")
+            continue
+        report = verify_bundle(path, auditor)
+        if not report.ok:
+            problems.append(f"{name}: does not verify ({', '.join(report.failed)})")
+            continue
+        with open_bundle(path) as opened:
+            result = json.loads((opened.root / "result.json").read_text())
+            fingerprint = json.loads((opened.root / "fingerprint.json").read_text())
+        if (result.get("entry") or {}).get("name") != entry.name:
+            problems.append(f"{name}: a run of {(result.get('entry') or {}).get('name')!r}, not {entry.name}")
+        if not result.get("conforming") or result.get("smoke") or result.get("status") != "complete":
+            problems.append(f"{name}: not a complete, conforming run")
+        if mismatches := [str(m) for m in match(profile, fingerprint)]:
+            problems.append(f"{name}: its host does not meet {profile_id}: {'; '.join(mismatches)}")
+        training = result.get("training") or {}
+        if training.get("reached") and isinstance(training.get("tta_seconds"), (int, float)):
+            ttas.append(training["tta_seconds"])
+        else:
+            problems.append(f"{name}: did not reach the threshold")
+    if ttas and len(ttas) == len(bundles):
+        median = statistics.median(ttas)
+        if round(median, 2) != round(float(claimed.get("tta_seconds", -1)), 2):
+            problems.append(f"the bundles' median TTA is {median:.2f} s, the claim {claimed.get('tta_seconds')} s")
+        cv = statistics.stdev(ttas) / statistics.mean(ttas) if len(ttas) > 1 else 0.0
+        if "cv" in claimed and round(cv, 3) != round(float(claimed["cv"]), 3):
+            problems.append(f"the bundles' coefficient of variation is {cv:.3f}, the claim {claimed['cv']}")
+    return problems

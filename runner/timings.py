@@ -1,0 +1,100 @@
+"""Where a reproduction's wall time goes: the runner's own phases, in the order they ran.
+
+The runner's cost is what a user pays on top of a plain ``docker run`` of the same training
+(``runner bench overhead``). Each result carries a ``timings`` section so that cost can be
+read from any run, not only from a benchmark: the phases shared by every run of one
+reproduction (host checks, data, image, fingerprint, audit), then this run's (launch,
+training with each frozen evaluation and its parts, the evaluations after the container
+exited, scoring, inference with LoadGen apart, the MLPerf log, writing). Signing happens
+after ``result.json`` is final, so its time is shown by the terminal (``-v``), not stored.
+
+Only wall time measured with the host's monotonic clock is kept; nothing here is a score.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Timings:
+    """Named phases in the order they ran; a phase may carry its parts (seconds by name)."""
+
+    phases: list[dict] = field(default_factory=list)
+
+    @contextmanager
+    def phase(self, name: str):
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add(name, time.monotonic() - started)
+
+    def add(self, name: str, seconds: float, parts: dict | None = None) -> None:
+        record: dict = {"name": name, "seconds": round(seconds, 4)}
+        if parts:
+            record["parts"] = parts
+        self.phases.append(record)
+
+    def extend(self, other: Timings) -> Timings:
+        return Timings([*self.phases, *other.phases])
+
+    def to_dict(self) -> dict:
+        return {"phases": list(self.phases), "total_seconds": round(sum(p["seconds"] for p in self.phases), 4)}
+
+
+def training_parts(events, phase_seconds: float | None) -> dict:
+    """The training phase split by the runner's events: the launch (container start -> the
+    launcher's stamp), the time the entry ran, each frozen evaluation (with the evaluator's
+    builder and prediction seconds) and, after the container exited, the final model's and
+    the sensitivity evaluations."""
+    from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
+
+    from runner.events import RUNNER
+
+    ours = [e for e in events if e.origin == RUNNER]
+    launch = next((e.t for e in ours if e.key == LAUNCH), None)
+    exit_t = next((e.t for e in ours if e.key == CONTAINER_EXIT), None)
+    freezes = {e.metadata.get("index"): e.t for e in ours if e.key == EVAL_FREEZE}
+    evaluations = []
+    for e in ours:
+        if e.key != EVAL_THAW or e.metadata.get("index") not in freezes:
+            continue
+        item = {"index": e.metadata["index"], "frozen_seconds": round(e.t - freezes[e.metadata["index"]], 4)}
+        for key in ("builder_seconds", "predict_seconds"):
+            if isinstance(e.metadata.get(key), (int, float)):
+                item[key] = round(e.metadata[key], 4)
+        evaluations.append(item)
+    frozen = sum(item["frozen_seconds"] for item in evaluations)
+    parts: dict = {"launch_seconds": round(launch, 4) if launch is not None else None}
+    if exit_t is not None:
+        parts["entry_running_seconds"] = round(exit_t - (launch or 0.0) - frozen, 4)
+        if phase_seconds is not None:  # the final model's and the sensitivity evaluations, clean-up
+            parts["after_exit_seconds"] = round(max(0.0, phase_seconds - exit_t), 4)
+    parts["frozen_seconds"] = round(frozen, 4)
+    parts["evaluations"] = evaluations
+    return parts
+
+
+def render_timings(timings: dict, title: str = "where the time went"):
+    """A rich table of a result's ``timings`` section (phases, then their parts indented)."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("phase")
+    table.add_column("seconds", justify="right")
+    for phase in timings.get("phases") or []:
+        table.add_row(phase["name"], f"{phase['seconds']:.2f}")
+        parts = phase.get("parts") or {}
+        for key, value in parts.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                table.add_row(f"  {key.removesuffix('_seconds').replace('_', ' ')}", f"{value:.2f}")
+        for item in parts.get("evaluations") or []:
+            inner = ", ".join(f"{k.removesuffix('_seconds')} {v:.2f}" for k, v in item.items()
+                              if k not in ("index", "frozen_seconds"))
+            table.add_row(f"  evaluation {item['index']} (frozen)" + (f": {inner}" if inner else ""),
+                          f"{item['frozen_seconds']:.2f}")
+    table.add_row("[bold]total[/]", f"{timings.get('total_seconds', 0):.2f}")
+    return table

@@ -1,0 +1,89 @@
+"""Claims that mean something: a claim names a profile that pins the speed class, a host is
+compared with it only when it meets that profile, and the default entry's claim is borne
+out by its archived, signed bundles."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.claims import check_evidence, compare_host, pins_speed_class
+from runner.errors import UserError
+from runner.manifest import load_entry
+from runner.profiles import load_profile, match
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT / "entries" / "mnist-cnn-cpu"
+
+
+def _cpu(vendor: str, family: int, flags: list[str]) -> dict:
+    return {"cpu": {"architecture": "x86_64", "vendor": vendor, "family": family, "model_name": "x",
+                    "logical_cores": 2, "flags": flags},
+            "memory": {"total_bytes": 24 * 2**30}}
+
+
+SAPPHIRE = _cpu("GenuineIntel", 6, ["avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"])
+ZEN4 = _cpu("AuthenticAMD", 25, ["avx2", "fma", "avx512f", "avx512_bf16"])
+ZEN3 = _cpu("AuthenticAMD", 25, ["avx2", "fma"])
+ZEN5 = _cpu("AuthenticAMD", 26, ["avx2", "fma", "avx512f", "avx512_bf16"])
+
+
+@pytest.mark.parametrize("host, amx, zen4", [(SAPPHIRE, True, False), (ZEN4, False, True),
+                                             (ZEN3, False, False), (ZEN5, False, False)])
+def test_the_2_core_profiles_split_by_what_changes_speed(host, amx, zen4):
+    assert not match(load_profile("cpu-2core-x86"), host)  # the loose profile admits them all
+    assert (not match(load_profile("cpu-2core-x86-amx"), host)) is amx
+    assert (not match(load_profile("cpu-2core-x86-zen4"), host)) is zen4
+
+
+def test_a_family_mismatch_is_named():
+    (mismatch,) = match(load_profile("cpu-2core-x86-zen4"), ZEN5)
+    assert str(mismatch) == "cpu.family: expected one of 25, found 26"
+
+
+def test_only_profiles_that_pin_the_speed_class_may_carry_claims():
+    assert not pins_speed_class(load_profile("cpu-2core-x86"))
+    for profile in ("cpu-2core-x86-amx", "cpu-2core-x86-zen4", "aws-c7i-large", "aws-p3.2xlarge"):
+        assert pins_speed_class(load_profile(profile)), profile
+
+
+def test_a_claim_on_a_loose_profile_is_refused_with_the_fix(tmp_path):
+    entry = tmp_path / "mnist-cnn-cpu"
+    shutil.copytree(DEFAULT, entry)
+    manifest = yaml.safe_load((entry / "entry.yaml").read_text())
+    del manifest["claimed"]["profile"]
+    (entry / "entry.yaml").write_text(yaml.safe_dump(manifest))
+    with pytest.raises(UserError) as caught:
+        load_entry(entry)
+    assert "admits CPUs of different speed" in caught.value.problem
+    assert "claimed.profile" in caught.value.fix
+
+
+def test_a_host_is_compared_with_the_claim_only_on_the_claims_profile():
+    claimed = {"tta_seconds": 8.0, "profile": "cpu-2core-x86-amx"}
+    same = compare_host(claimed, "cpu-2core-x86", SAPPHIRE)
+    assert same.comparable
+    assert same.line(8.0, 10.0, "r1") == "claimed TTA 8 s on cpu-2core-x86-amx; measured 10.00 s (1.25x the claim) in r1"
+    other = compare_host(claimed, "cpu-2core-x86", ZEN4)
+    assert not other.comparable
+    line = other.line(8.0, 13.0, "r2")
+    assert "not compared" in line and "cpu.vendor: expected GenuineIntel, found AuthenticAMD" in line
+    assert "x the claim" not in line
+
+
+def test_the_default_entrys_claim_is_borne_out_by_its_archived_signed_bundles():
+    entry = load_entry(DEFAULT)
+    assert entry.claimed["profile"] == "cpu-2core-x86-amx"
+    assert len(entry.claimed["bundles"]) == entry.claimed["runs"] >= 3
+    assert check_evidence(entry, ROOT, ROOT / "results" / "archive" / "keys") == []
+
+
+def test_a_claim_its_bundles_do_not_bear_out_is_named(tmp_path):
+    entry = load_entry(DEFAULT)
+    claimed = {**entry.claimed, "tta_seconds": round(entry.claimed["tta_seconds"] * 0.8, 2)}
+    forged = entry.__class__(**{**entry.__dict__, "claimed": claimed})
+    problems = check_evidence(forged, ROOT, ROOT / "results" / "archive" / "keys")
+    assert problems and "median TTA" in problems[0]
