@@ -19,13 +19,14 @@ from pathlib import Path
 import docker
 from rich.console import Console
 
-from runner import __version__, data, paths
+from runner import paths
 from runner.build import BuiltImage, build_entry
 from runner.build import parse_lock, resolve_wheels
 from runner.build.context import entry_files
 from runner.build.image_audit import AUDIT_FILE, ImageAudit, audit_image
 from runner.bundle import PROFILE_FILE, sign_folder
 from runner.engine import get_client
+from runner.engine.kinds import refusal as engine_refusal
 from runner.harness.backends import CPU_BACKENDS
 from runner.engine.gpus import gpu_containers_possible
 from runner.errors import UserError
@@ -35,12 +36,14 @@ from runner.manifest import Entry, load_entry
 from runner.mlperf.run_log import write_mlperf_log
 from runner.options import ReproduceOptions
 from runner.data import StagedData
-from runner.data.synthetic import SMOKE_SIZES
+from runner.data.for_run import stage_data, stage_public_inputs
+from runner.data.public_inputs import StagedInput
 from runner.profiles import Profile, cost_usd, load_profile, match, price_fields, require_match
-from runner.results import RESULT_SCHEMA_VERSION, new_run_id, summarize_runs, write_json
-from runner.results.record import Cost, DataInfo, EntryInfo, ImageInfo, Result, TaskInfo, Toolkit
+from runner.results import new_run_id, summarize_runs, write_json
+from runner.results import assemble
+from runner.results.record import Result
 from runner.run import ownership
-from runner.run.container import remove_orphans
+from runner.engine.containers import remove_orphans
 from runner.run.cores import hold_cores
 from runner.run.guards import RunGuards
 from runner.run.allocation import check_nodes, cluster_network, require_network_setting
@@ -72,6 +75,7 @@ class RunContext:
     network: str | None = None  # the cluster network of a run spanning nodes
     # The phases every run of this reproduction shares (recorded in the first run's timings).
     timings: Timings = field(default_factory=Timings)
+    public: list[StagedInput] = field(default_factory=list)  # the manifest's public inputs, mounted read-only
 
 
 def harness_digest() -> str:
@@ -102,7 +106,9 @@ def _check_hardware(entry: Entry, profile, fingerprint: dict, opts: ReproduceOpt
         profile, fingerprint, opts.allow_hardware_mismatch or opts.smoke,
         of=entry.name, also="or --smoke for a quick CPU check", nodes=entry.nodes,
     )
-    reasons = ["smoke run: one short epoch on synthetic data"] if opts.smoke else []
+    if opts.smoke:  # never conforming, whatever the host: its hardware record lists any mismatch
+        return record, ["smoke run: one short epoch on synthetic data"]
+    reasons = []
     if record["mismatches"]:
         reasons.append("hardware mismatch: " + "; ".join(record["mismatches"]))
     return record, reasons
@@ -116,34 +122,6 @@ def _choose_backends(entry: Entry, opts: ReproduceOptions, gpus: int) -> list[st
     return backends
 
 
-def stage_data(entry: Entry, smoke: bool, console: Console, scratch: Path):
-    """The data a run trains and is scored on (every node of a run spanning nodes stages its own)."""
-    if smoke:
-        return data.synthetic(entry.task.id, scratch / "smoke-data", seed=0, **SMOKE_SIZES)
-    try:
-        staged = data.staged(entry.task.id)
-    except UserError:
-        if entry.task.id not in data.PREPARABLE:
-            raise
-        console.print(f"[bold]data[/] {entry.task.id} is not staged yet: preparing it")
-        return data.prepare(entry.task.id)
-    if entry.task.id in data.TREE_TASKS:
-        check_train_tree(staged, console)
-    return staged
-
-
-def check_train_tree(staged: StagedData, console: Console) -> None:
-    """A training set kept as a tree (ImageNet) must be imported, and unchanged since: every
-    file's size and time, and a sample of digests (``runner data check --full``: all)."""
-    from runner.data.imagenet_train import check_tree
-
-    if staged.train_tree is None:
-        raise UserError(f"the {staged.task} training set is not imported", data.HOW_TO_STAGE[staged.task])
-    report = check_tree(staged.train_tree)
-    console.print(f"[bold]data[/] training tree {staged.train_tree.root}: {report.files:,} files' sizes and "
-                  f"times, {report.hashed} sampled digests checked in {report.seconds:.1f} s")
-
-
 def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: Path) -> RunContext:
     clock = Timings()
     with clock.phase("preflight"):
@@ -153,6 +131,8 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
         check_nodes(entry.nodes)
         profile = load_profile(entry.hardware_profile)
         client = get_client()
+        if why := engine_refusal(client):
+            raise UserError(why, "run the engine rootful (`sudo runner setup --engine podman`), or on a cgroup v2 host")
         network = cluster_network(client, require_network_setting(entry.nodes)) if entry.nodes > 1 else None
         if removed := remove_orphans(client):
             console.print(f"removed {removed} container(s) left by an earlier, killed run")
@@ -167,18 +147,23 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     host_gpus = len((fingerprint.get("gpu") or {}).get("gpus") or [])
     gpus = min(profile.gpu_count, host_gpus)
     if gpus and not gpu_containers_possible(fingerprint):
+        podman = (fingerprint.get("docker") or {}).get("engine") == "podman"
         raise UserError(
-            f"this host has {host_gpus} NVIDIA GPU(s) but the Docker engine cannot give them "
-            "to containers",
-            "install the NVIDIA Container Toolkit (nvidia-container-toolkit), run "
-            "`nvidia-ctk runtime configure --runtime=docker` and restart dockerd",
+            f"this host has {host_gpus} NVIDIA GPU(s) but the {'Podman' if podman else 'Docker'} engine cannot "
+            "give them to containers",
+            "install the NVIDIA Container Toolkit (nvidia-container-toolkit) and run "
+            + ("`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (Podman takes GPUs as CDI devices)"
+               if podman else "`nvidia-ctk runtime configure --runtime=docker` and restart dockerd"),
         )
     backends = _choose_backends(entry, opts, gpus)
     check_backends_available(backends, fingerprint)
     with clock.phase("data check"):
         staged = stage_data(entry, opts.smoke, console, scratch)
+        public = stage_public_inputs(entry, opts.smoke, staged, scratch)
     if not staged.conforming and not opts.smoke:
         reasons.append(f"data set {staged.task} was staged from unofficial files")
+    if staged.train_tree is not None and not staged.train_tree.conforming and not opts.smoke:
+        reasons.append(f"the {staged.task} training tree was imported from unofficial files")
     console.print(f"[bold]build[/] {entry.name} (base {entry.base_image})")
     with clock.phase("image check or build"):
         built = build_entry(entry, client)
@@ -197,7 +182,7 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
         reasons.append(problem)
     return RunContext(
         entry, profile, client, built, staged, staged.load_eval_labels(), fingerprint,
-        backends, gpus, reasons, hardware, audit, network, clock,
+        backends, gpus, reasons, hardware, audit, network, clock, public,
     )
 
 
@@ -219,25 +204,11 @@ def _train_env(ctx: RunContext, seed: int, smoke: bool, hyperparameters: dict[st
 
 
 def _started_result(ctx: RunContext, run_id: str, seed: int, opts: ReproduceOptions) -> Result:
-    entry, task, built = ctx.entry, ctx.entry.task, ctx.built
-    return Result(
-        schema_version=RESULT_SCHEMA_VERSION,
-        run_id=run_id,
-        toolkit=Toolkit("runner", __version__, harness_digest()),
-        entry=EntryInfo(entry.name, entry.model, entry.framework, entry.source, entry.claimed, entry.digests()),
-        task=TaskInfo(task.id, task.metric, task.threshold, task.eval_size),
-        seed=seed,
-        smoke=opts.smoke,
-        status="running",
-        incomplete_reason=None,
-        conforming=not ctx.nonconforming,
-        nonconforming_reasons=list(ctx.nonconforming),
-        image=ImageInfo(built.image_id, built.tag, built.base.id, built.base.tag),
-        data=DataInfo(task.id, ctx.staged.digest, ctx.staged.source),
-        cost=Cost(training_usd=None, **price_fields(ctx.profile)),
-        hardware=ctx.hardware,
-        image_audit=ctx.audit.summary() if ctx.audit else None,
-        hyperparameters=dict(opts.hyperparameters),
+    return assemble.started(
+        run_id=run_id, entry=ctx.entry, seed=seed, smoke=opts.smoke, harness_digest=harness_digest(),
+        built=ctx.built, staged=ctx.staged, price=price_fields(ctx.profile), hardware=ctx.hardware,
+        nonconforming=ctx.nonconforming, audit=ctx.audit.summary() if ctx.audit else None,
+        hyperparameters=opts.hyperparameters, public_inputs=[p.record() for p in ctx.public] or None,
     )
 
 
@@ -287,7 +258,8 @@ def _check_nodes(ctx: RunContext, result: Result, opts: ReproduceOptions):
         if mismatches:
             result.hardware = {**result.hardware, "matched": False, "allowed_mismatch": True,
                                "mismatches": [*result.hardware["mismatches"], *mismatches]}
-            result.not_conforming("hardware mismatch: " + "; ".join(mismatches))
+            if not opts.smoke:  # a smoke run is non-conforming as such
+                result.not_conforming("hardware mismatch: " + "; ".join(mismatches))
         for node, message in sorted(ready.items()):
             if message.get("image") != ctx.built.image_id:
                 result.not_conforming(f"node {node} ran image {message.get('image')}, built there, "
@@ -329,6 +301,7 @@ def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
             builder_seconds=entry.inference.builder_seconds,
             sensitivity_seed=result.seed ^ 0x5EED,
             kind=entry.task.inputs,
+            public=tuple((p.folder, f"/data/public/{p.name}") for p in ctx.public),
         ),
     )
 

@@ -1,6 +1,6 @@
 import os
 
-from runner.run.container import ContainerOutcome, cpu_limits
+from runner.engine.containers import ContainerOutcome, cpu_limits
 
 
 def test_whole_cores_are_pinned_and_fractions_are_a_quota():

@@ -202,7 +202,7 @@ class FakePeers:
         return {1: "paused" if action == "pause" else "running"}
 
     def stop(self, grace_s):
-        from runner.run.container import ContainerOutcome
+        from runner.engine.containers import ContainerOutcome
 
         self.outcomes = {1: ContainerOutcome(0, False, False, 1.0)}
 

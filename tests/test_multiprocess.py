@@ -12,7 +12,7 @@ import pytest
 
 from runner.cli import main
 from runner.manifest import load_entry
-from runner.run.container import MANAGED_LABEL
+from runner.engine.containers import MANAGED_LABEL
 from runner.run.multiprocess import rank_env
 
 pytestmark = pytest.mark.docker

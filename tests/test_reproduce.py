@@ -17,7 +17,7 @@ import yaml
 
 from runner.cli import main
 from runner.results import RESULT_SCHEMA
-from runner.run.container import MANAGED_LABEL
+from runner.engine.containers import MANAGED_LABEL
 from runner.run.ownership import LABEL_RUN
 
 pytestmark = pytest.mark.docker

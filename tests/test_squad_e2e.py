@@ -54,3 +54,32 @@ def test_squad_entry_smoke_runs_scores_times_signs_and_verifies(docker_client, t
     assert main(["verify", str(folder), "--trusted-keys", str(pair.public), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert all(c["ok"] for c in report["checks"]), [c for c in report["checks"] if not c["ok"]]
+
+
+def test_the_drqa_reference_entry_smoke_gets_its_declared_glove_and_verifies(docker_client, tmp_path, monkeypatch,
+                                                                             capsys):
+    """entries/drqa-squad --smoke: the GloVe it declares (synthetic in a smoke run) is mounted
+    read-only at /data/public/glove.840B.300d and recorded; the run completes, signed,
+    non-conforming only because it is a smoke run, and verifies."""
+    from runner import paths
+
+    pair = keys.generate(tmp_path / "keys")
+    monkeypatch.setenv(keys.ENV_VAR, str(pair.private))
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
+    monkeypatch.delenv("RUNNER_HOME", raising=False)  # the shared wheelhouse and base image
+    assert main(["reproduce", str(paths.repo_root() / "entries" / "drqa-squad"), "--smoke", "--seed", "3"]) == 0
+    (folder,) = (tmp_path / "results" / "drqa-squad").iterdir()
+    result = json.loads((folder / "result.json").read_text())
+    jsonschema.Draft202012Validator(RESULT_SCHEMA).validate(result)
+    assert result["status"] == "complete" and result["training"]["reached"]
+    assert [r for r in result["nonconforming_reasons"] if not r.startswith("CPU contention")] == [
+        "smoke run: one short epoch on synthetic data"]
+    (glove,) = result["public_inputs"]
+    assert glove["name"] == "glove.840B.300d" and glove["synthetic"] is True
+    assert set(glove["files"]) == {"glove.840B.300d.txt"} and glove["files"]["glove.840B.300d.txt"]["bytes"] > 0
+    origin = result["training"]["model_origin"]
+    assert all(p["foreign_count"] == 0 for p in origin["provenance"].values())
+    assert all(s["score"] < s["limit"] for s in origin["sensitivity"])
+    assert result["inference"]["torch"]["passed_gate"]
+    capsys.readouterr()
+    assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 0

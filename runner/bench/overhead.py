@@ -38,7 +38,7 @@ from runner.manifest import load_entry
 from runner.options import ReproduceOptions
 from runner.profiles import load_profile
 from runner.reproduce import reproduce
-from runner.run.container import CONTAINER_USER, cpu_limits
+from runner.engine.containers import CONTAINER_USER, cpu_limits
 
 HELP = "the runner against a plain `docker run` of the same training (pairs; ratio min/median/max)"
 RATIO_TARGET = 1.15
@@ -55,7 +55,13 @@ def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed:
     profile = load_profile(entry.hardware_profile)
     limits = profile.container_limits
     cpus = int(limits.cpus) if limits and limits.cpus else os.cpu_count() or 1
-    command = ["docker", "run", "--rm", "--network", "none", "--user", CONTAINER_USER,
+    from runner.engine.kinds import current
+
+    engine = current()
+    extra = []
+    if engine.name == "podman":  # what the engine needs on this host (runner.engine.kinds)
+        extra = ["--runtime", "runc", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"]
+    command = [engine.name, "run", *extra, "--rm", "--network", "none", "--user", CONTAINER_USER,
                "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
                "--tmpfs", "/scratch:rw,size=2g,mode=1777", "--tmpfs", "/tmp:rw,size=512m,mode=1777",
                "--shm-size", "1g", "--pids-limit", "4096", "--workdir", "/entry",

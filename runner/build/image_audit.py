@@ -31,7 +31,8 @@ from runner import image_cache
 from runner.build.entry_scan import EntryScan, scan_entry
 from runner.build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, UNPACK_BYTES, WHOLE_BYTES, Copy, EvalIndex
 from runner.digests import sha256_file
-from runner.run.container import owned_labels
+from runner.engine.containers import owned_labels
+from runner.engine.kinds import create_options
 
 AUDIT_FORMAT = 3  # 3: the content search and the entry scan (2 was their draft)
 AUDIT_FILE = "image-audit.json"
@@ -206,7 +207,7 @@ def _file_index(client: docker.DockerClient, image_id: str, content: EvalIndex |
     with ``content``, every file is also searched for the evaluation set in the same pass,
     and what is found goes to ``copies``."""
     container = client.containers.create(image_id, command=["true"], network_mode="none", entrypoint=[],
-                                        labels=owned_labels("image-audit"))
+                                        labels=owned_labels("image-audit"), **create_options())
     try:
         stream = io.BufferedReader(_Chunks(container.export(chunk_size=1 << 20)), buffer_size=1 << 20)
         return index_tar(stream, content, copies)

@@ -12,7 +12,8 @@ import docker
 import docker.errors
 
 from runner.errors import UserError
-from runner.run.container import owned_labels
+from runner.engine.containers import owned_labels
+from runner.engine.kinds import create_options
 
 # Runs inside the image with its own Python (the entry's venv, first on PATH).
 _PROBE = r"""
@@ -33,7 +34,7 @@ def read_sbom(client: docker.DockerClient, image: str) -> dict[str, list[dict[st
     try:
         output = client.containers.run(
             image, ["python3", "-c", _PROBE], entrypoint=[], network_mode="none",
-            remove=True, stdout=True, stderr=False, labels=owned_labels("sbom"),
+            remove=True, stdout=True, stderr=False, labels=owned_labels("sbom"), **create_options(),
         )
     except docker.errors.ContainerError as exc:
         raise UserError(

@@ -8,7 +8,10 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import data, paths
+from runner.errors import UserError
 from runner.tasks import TASKS
+
+PUBLIC = sorted({i.name for t in TASKS.values() for i in t.public_inputs})  # declared public inputs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,9 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--devkit ILSVRC2012_devkit_t12.tar.gz (the evaluation set), and ILSVRC2012_img_train.tar "
         "or the folder it unpacks to (the training set, kept as a read-only tree of JPEGs; "
         "--devkit then names the 1000 classes it must hold). squad-v1.1: dev-v1.1.json (or a folder with it "
-        "and train-v1.1.json). Files are checked against their published checksums and counts.",
+        "and train-v1.1.json). glove.840B.300d, glove.6B (public inputs SQuAD entries may declare): "
+        "the official zip or the text files it unpacks to. Files are checked against their published "
+        "checksums and counts.",
     )
-    imp.add_argument("task", choices=data.IMPORTABLE, help="data set to stage")
+    imp.add_argument("task", choices=[*data.IMPORTABLE, *PUBLIC], help="data set (or public input) to stage")
     imp.add_argument("path", help="the official archive or file")
     imp.add_argument("--devkit", help="imagenet: ILSVRC2012_devkit_t12.tar.gz (validation labels, class list)")
     imp.add_argument("--train", help="squad-v1.1: train-v1.1.json, staged for training")
@@ -57,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Compares every file's size and mtime with the manifest made at import and "
         "re-hashes a random sample (what each run does), or every file with --full.",
     )
-    chk.add_argument("task", choices=sorted(data.TREE_TASKS), help="data set whose training tree to check")
+    chk.add_argument("task", choices=[*sorted(data.TREE_TASKS), *PUBLIC],
+                     help="data set whose training tree to check, or a public input (always re-hashed)")
     chk.add_argument("--full", action="store_true", help="re-hash every file (a progress bar shows how far)")
     chk.add_argument("--sample", type=int, default=256, help="files to re-hash without --full (default 256)")
     chk.set_defaults(func=_check)
@@ -81,6 +87,15 @@ def _import(args: argparse.Namespace) -> int:
 
     from runner.data.imagenet_train import is_train_source
 
+    if args.task in PUBLIC:
+        from runner.data.public_inputs import import_input
+
+        staged = import_input(args.task, args.path)
+        for file, facts in sorted(staged.files.items()):
+            print(f"imported {args.task}: {file}, {facts['bytes']:,} bytes, sha1 {facts['sha1']} (the published "
+                  f"digest), sha256 {facts['sha256']}")
+        print(f"  at {staged.folder} (mounted read-only at /data/public/{args.task} for entries that declare it)")
+        return 0
     if args.task in data.TREE_TASKS and is_train_source(Path(args.path).expanduser()):
         tree = data.import_train_tree(args.task, args.path, devkit=args.devkit, unofficial=args.unofficial)
         print(f"imported {args.task} training tree: {tree.counts['train']:,} images in "
@@ -100,6 +115,12 @@ def _check(args: argparse.Namespace) -> int:
     from runner.data.imagenet_train import check_tree
     from runner.errors import UserError
 
+    if args.task in PUBLIC:
+        from runner.data.public_inputs import check_input
+
+        staged = check_input(args.task)
+        print(f"{args.task} intact: {', '.join(sorted(staged.files))} re-hashed against the published digests")
+        return 0
     tree = data.train_tree(args.task)
     if tree is None:
         raise UserError(f"no {args.task} training tree is imported", data.HOW_TO_STAGE[args.task])
@@ -133,4 +154,12 @@ def _list(args: argparse.Namespace) -> int:
     for task in TASKS:
         if task not in found:
             console.print(f"to stage {task}: {data.HOW_TO_STAGE[task]}", highlight=False)
+    from runner.data.public_inputs import staged_input
+
+    for name in PUBLIC:
+        try:
+            item = staged_input(name)
+            console.print(f"public input {name}: {', '.join(sorted(item.files))} at {item.folder}", highlight=False)
+        except UserError as exc:
+            console.print(f"public input {name}: not imported ({exc.fix})", highlight=False)
     return 0

@@ -26,14 +26,16 @@ def _engine() -> tuple[str, str, dict]:
     if not ping():
         hint = "installed, not running" if shutil.which("dockerd") else "not installed"
         return "missing", f"{hint}: run `sudo runner setup`", {}
-    import docker
+    from runner.engine.client import _connect
+    from runner.engine.kinds import current
 
-    client = docker.from_env(timeout=10)
+    client = _connect(10)
     try:
         version, info = client.version(), client.info()
     finally:
         client.close()
-    detail = f"{version.get('Version')} (API {version.get('ApiVersion')}), root {info.get('DockerRootDir')}"
+    detail = (f"{current().name}: {version.get('Version')} (API {version.get('ApiVersion')}), "
+              f"root {info.get('DockerRootDir')}, cgroup v{info.get('CgroupVersion') or '?'}")
     return "ok", detail, info
 
 

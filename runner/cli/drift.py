@@ -7,7 +7,9 @@ from pathlib import Path
 from rich.console import Console
 
 from runner.drift import archived_bundles, check_drift
+from runner.errors import UserError
 from runner.reproduce import ReproduceOptions, reproduce
+from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
 
 
 def _rerun(console, slurm):
@@ -24,8 +26,6 @@ def _rerun(console, slurm):
         return folder
 
     return rerun
-from runner.errors import UserError
-from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
 
 
 def run(args) -> int:

@@ -62,8 +62,57 @@ def register_mlperf(formats) -> None:
     p.set_defaults(func=export_mlperf)
 
 
+def export_image(args) -> int:
+    """The entry's image as a ``docker save`` archive named by its own SHA-256, beside a JSON
+    record of the image id (what every result of the entry names) and the archive's digest."""
+    import hashlib
+    import json
+    import os
+
+    from runner.build import build_entry
+    from runner.engine import get_client
+    from runner.manifest import load_entry
+
+    entry = load_entry(args.entry)
+    if args.smoke:
+        entry = entry.for_smoke()
+    client = get_client()
+    built = build_entry(entry, client)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    partial = out / f".{entry.name}.partial-{os.getpid()}.tar"
+    digest = hashlib.sha256()
+    try:
+        with open(partial, "wb") as fh:
+            for chunk in client.images.get(built.image_id).save(named=True, chunk_size=1 << 20):
+                digest.update(chunk)
+                fh.write(chunk)
+        archive = out / f"{entry.name}-sha256-{digest.hexdigest()[:16]}.tar"
+        partial.replace(archive)
+    finally:
+        partial.unlink(missing_ok=True)
+    record = {"entry": entry.name, "image_id": built.image_id, "tag": built.tag,
+              "archive": archive.name, "archive_sha256": digest.hexdigest(),
+              "convert": f"apptainer build {entry.name}.sif docker-archive:{archive.name}"}
+    (archive.with_suffix(".json")).write_text(json.dumps(record, indent=2) + "\n")
+    console = Console(highlight=False)
+    console.print(f"wrote {escape(str(archive))} (sha256 {digest.hexdigest()}), image {built.image_id}")
+    console.print(f"an Apptainer site converts it with: {record['convert']}")
+    return 0
+
+
+def register_image(formats) -> None:
+    p = formats.add_parser("image", help="the entry's image as a digest-named docker-archive (for Apptainer sites)",
+                           description="Build (or find) ENTRY's image and write it as a `docker save` archive "
+                           "named by its SHA-256, with a JSON record of the image id every result names.")
+    p.add_argument("entry", help="an entry folder")
+    p.add_argument("--out", default=".", metavar="DIR", help="where to write (default: here)")
+    p.add_argument("--smoke", action="store_true", help="the image a --smoke run uses")
+    p.set_defaults(func=export_image)
+
+
 # Each exporter adds its own subparser here.
-FORMATS = [register_dawnbench, register_mlperf]
+FORMATS = [register_dawnbench, register_mlperf, register_image]
 
 
 def register(subparsers) -> None:

@@ -25,14 +25,21 @@ def register(subparsers) -> None:
     p.add_argument("--base", default=DEFAULT_BASE, help=f"base image to build (default {DEFAULT_BASE})")
     p.add_argument("--no-install", action="store_true",
                    help="only check and start; never install packages")
+    p.add_argument("--engine", choices=["docker", "podman"],
+                   help="the container engine for this and later commands on this host (default: the one "
+                        "chosen before, else docker); podman runs rootful with the runc runtime")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     console = Console()
+    from runner.engine.kinds import choose, current
+
+    if args.engine:
+        choose(args.engine)
     client = ensure_engine(install=not args.no_install)
     version = engine_version(client)
-    console.print(f"[green]ok[/] Docker engine {version['version']} (API {version['api']})")
+    console.print(f"[green]ok[/] {current().name} engine {version['version']} (API {version['api']})")
     if shutil.which("debootstrap") is None:
         if args.no_install:
             console.print("[yellow]missing[/] debootstrap (rerun without --no-install)")

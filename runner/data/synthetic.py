@@ -55,6 +55,11 @@ def _squad_articles(rng: np.random.Generator, n_questions: int, prefix: str) -> 
 
 # The smoke run's data set, regenerated exactly so by verify and replay.
 SMOKE_SIZES = {"n_train": 2048, "n_eval": 512}
+
+
+def smoke_data(task: str, root: Path) -> StagedData:
+    """What every smoke run trains and is scored on (the one recipe: its sizes, seed 0)."""
+    return synthetic(task, root, seed=0, **SMOKE_SIZES)
 GRID = 4  # a GRID x GRID board of places for the class's block
 
 

@@ -14,9 +14,19 @@ ENGINE_WAIT_S = 60
 REQUEST_TIMEOUT_S = 900
 
 
+def _connect(timeout: float) -> docker.DockerClient:
+    """A client of the engine in use (``runner.engine.kinds``): its socket, else DOCKER_HOST."""
+    from runner.engine.kinds import current
+
+    engine = current()
+    if engine.base_url:
+        return docker.DockerClient(base_url=engine.base_url, timeout=timeout)
+    return docker.from_env(timeout=timeout)
+
+
 def ping(timeout: float = 5) -> bool:
     try:
-        client = docker.from_env(timeout=timeout)
+        client = _connect(timeout)
         try:
             return bool(client.ping())
         finally:
@@ -28,7 +38,7 @@ def ping(timeout: float = 5) -> bool:
 def get_client() -> docker.DockerClient:
     """A client for the engine (DOCKER_HOST or the local socket); UserError if none answers."""
     try:
-        client = docker.from_env(timeout=REQUEST_TIMEOUT_S)
+        client = _connect(REQUEST_TIMEOUT_S)
         client.ping()
         return client
     except (docker.errors.DockerException, OSError) as exc:

@@ -83,10 +83,41 @@ def start_dockerd(wait_s: float = ENGINE_WAIT_S) -> Path:
     )
 
 
+def start_podman_service(base_url: str, wait_s: float = ENGINE_WAIT_S) -> Path:
+    """Start Podman's Docker-compatible API service on ``base_url`` (rootful) and wait for it."""
+    if os.geteuid() != 0:
+        raise UserError("starting Podman's API service for the runner needs root (rootless Podman cannot pause "
+                        "containers on a cgroup v1 host)", "run `sudo RUNNER_ENGINE=podman runner setup`")
+    socket_path = Path(base_url.removeprefix("unix://"))
+    socket_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path = paths.home() / "logs" / "podman-service.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        subprocess.Popen(["podman", "system", "service", "--time=0", base_url], stdout=log,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if ping(timeout=2):
+            return log_path
+        time.sleep(0.5)
+    raise UserError(f"Podman's API service did not answer on {base_url} within {wait_s:.0f} s (log: {log_path})",
+                    "read the log; `podman info` shows what Podman lacks on this host")
+
+
 def ensure_engine(install: bool = True) -> docker.DockerClient:
     """A client for a running engine; with ``install``, install ``docker.io`` and start
     ``dockerd`` first when needed (Debian-like, root). Otherwise the one-line error."""
+    from runner.engine.kinds import current
+
     if ping():
+        return get_client()
+    engine = current()
+    if engine.name == "podman":
+        if not install:
+            return get_client()
+        if shutil.which("podman") is None:
+            apt_install(list(engine.packages), paths.home() / "logs" / "apt.log")
+        start_podman_service(engine.base_url)
         return get_client()
     if os.environ.get("DOCKER_HOST"):
         # Starting a local dockerd would not help (and would be a second engine): the

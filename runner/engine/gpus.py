@@ -8,12 +8,24 @@ registered with the engine, or its prestart hook (``nvidia-container-runtime-hoo
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 HOOK_TOOLS = ("nvidia-container-runtime-hook", "nvidia-container-cli")
 
 
+CDI_SPECS = (Path("/etc/cdi"), Path("/var/run/cdi"))  # where nvidia-ctk cdi generate writes
+
+
+def cdi_gpus_declared() -> bool:
+    """Podman hands GPUs to containers through CDI: an NVIDIA spec (``nvidia-ctk cdi generate
+    --output=/etc/cdi/nvidia.yaml``) must name them."""
+    return any(p.is_dir() and any("nvidia" in f.name for f in p.iterdir()) for p in CDI_SPECS)
+
+
 def gpu_containers_possible(fingerprint: dict) -> bool:
     """From a host fingerprint (``runner.fingerprint.capture_host``'s ``docker`` section)."""
+    if (fingerprint.get("docker") or {}).get("engine") == "podman":
+        return cdi_gpus_declared()
     if (fingerprint.get("docker") or {}).get("nvidia_runtime"):
         return True
     return any(shutil.which(tool) for tool in HOOK_TOOLS)

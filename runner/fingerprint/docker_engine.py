@@ -11,12 +11,13 @@ def capture_docker(client: Any | None = None) -> dict:
     An unreachable engine is a fact about the host, not a failure of fingerprinting:
     the fields are null and ``note`` says why.
     """
-    import docker
     from docker.errors import DockerException
 
     try:
         if client is None:
-            client = docker.from_env(timeout=10)
+            from runner.engine.client import _connect
+
+            client = _connect(10)
         version = client.version()
         info = client.info()
     except (DockerException, OSError) as err:
@@ -25,7 +26,12 @@ def capture_docker(client: Any | None = None) -> dict:
             "nvidia_runtime": None, "note": f"Docker engine unreachable: {err}",
         }
     runtimes = sorted(info.get("Runtimes") or {})
+    from runner.engine.kinds import current
+
+    components = {c.get("Name"): c.get("Version") for c in version.get("Components") or [] if isinstance(c, dict)}
     return {
+        "engine": current().name,
+        "product": "Podman Engine" if "Podman Engine" in components else "Docker Engine",
         "version": version.get("Version"),
         "api_version": version.get("ApiVersion"),
         "os_type": info.get("OSType"),

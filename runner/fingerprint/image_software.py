@@ -12,7 +12,8 @@ from typing import Any
 
 from runner import image_cache
 from runner.errors import UserError
-from runner.run.container import owned_labels
+from runner.engine.containers import owned_labels
+from runner.engine.kinds import create_options
 
 MARKER = "RUNNER_PROBE "
 TIMEOUT_SECONDS = 180
@@ -106,6 +107,7 @@ def capture_image(client: Any, image_ref: str) -> dict:
         tmpfs={"/tmp": "rw,size=64m"},
         environment={"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
         labels={"runner.role": "fingerprint-probe", **owned_labels("fingerprint-probe")},
+        **create_options(),
     )
     try:
         container.start()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -92,10 +93,10 @@ def _build_debootstrap(recipe: Recipe, client: docker.DockerClient) -> str:
         if recipe.cmd:
             changes.append("CMD [" + ", ".join(f'"{c}"' for c in recipe.cmd) + "]")
         try:
-            client.api.import_image_from_file(
+            answer = client.api.import_image_from_file(
                 str(tarball), repository=repository, tag=tag, changes=changes
             )
-            image = client.images.get(recipe.tag)
+            image = _imported(client, answer, recipe.tag)
             _keep_record(record, image)
             return image.id
         except docker.errors.APIError as exc:
@@ -105,6 +106,23 @@ def _build_debootstrap(recipe: Recipe, client: docker.DockerClient) -> str:
             ) from None
     finally:
         debootstrap.remove_workdir(workdir)
+
+
+def _imported(client: docker.DockerClient, answer, tag: str):
+    """The image an import made, tagged ``tag``. Podman's API imports under ``latest`` whatever
+    tag was asked for: its answer names the image id, which is then tagged as asked."""
+    try:
+        return client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        pass
+    text = answer if isinstance(answer, str) else b"".join(answer).decode() if answer else ""
+    ids = re.findall(r"(?:sha256:)?([0-9a-f]{64})", text)
+    if not ids:
+        raise docker.errors.APIError(f"the engine's answer to the import names no image: {text[:200]}")
+    image = client.images.get(ids[-1])
+    repository, name = tag.split(":", 1)
+    image.tag(repository, name)
+    return client.images.get(tag)
 
 
 def base_records_dir() -> Path:

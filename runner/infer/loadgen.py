@@ -73,7 +73,7 @@ def site_dir() -> Path:
                                         f"delete {wheel.parent} and pin a sound wheel")
                 archive.extractall(staging)
         # The container's unprivileged user reads (and the loader maps) these files.
-        for root, dirs, files in os.walk(staging):
+        for root, _, files in os.walk(staging):
             os.chmod(root, 0o755)
             for name in files:
                 os.chmod(os.path.join(root, name), 0o644)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from runner import paths
 from runner.energy import EnergyMeter, per_10k, window_energy
-from runner.run.container import ContainerSpec, Mount, prepare_writable, run_container
+from runner.engine.containers import ContainerSpec, Mount, prepare_writable, run_container
 from runner.events import Event, parse_line, write_events
 from runner.infer import loadgen
 from runner.infer.measure import evaluate_backend

@@ -79,6 +79,7 @@ class Entry:
     source: str | None = None
     description: str = ""
     hyperparameters: Hyperparameters | None = None
+    public_inputs: tuple[str, ...] = ()  # declared public artifacts (runner.data.public_inputs)
     raw: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -230,8 +231,17 @@ def load_entry(path: str | Path) -> Entry:
         source=data.get("source"),
         description=data.get("description", ""),
         hyperparameters=_hyperparameters(data.get("hyperparameters")),
+        public_inputs=tuple(data.get("public_inputs", ())),
         raw=data,
     )
+    allowed = {i.name for i in entry.task.public_inputs}
+    if unknown := [n for n in entry.public_inputs if n not in allowed]:
+        raise UserError(
+            f"{manifest}: field 'public_inputs' names {', '.join(map(repr, unknown))}, which task "
+            f"{entry.task.id} does not declare",
+            f"use only {', '.join(sorted(allowed))}" if allowed else
+            f"remove 'public_inputs': task {entry.task.id} allows none (its entries start from nothing public)",
+        )
     from runner.claims import check_claim_profile
 
     check_claim_profile(entry, str(manifest))

@@ -92,6 +92,13 @@ ENTRY_SCHEMA: dict = {
                 },
             },
         },
+        "public_inputs": {
+            "type": "array", "uniqueItems": True,
+            "items": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$", "maxLength": 64},
+            "description": "public artifacts the entry starts from, among those its task declares "
+            "(squad-v1.1: glove.840B.300d, glove.6B); each is imported once by `runner data import NAME PATH` "
+            "and mounted read-only at /data/public/<name>/",
+        },
         "hyperparameters": {
             "type": "object",
             "additionalProperties": False,

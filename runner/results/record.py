@@ -56,6 +56,8 @@ class DataInfo:
     task: str
     digest: str
     source: str | None = None
+    # A training set kept as a tree (ImageNet): sha256 over its files' contents, as imported.
+    train_tree_digest: str | None = None
 
 
 @dataclass
@@ -120,6 +122,8 @@ class Result:
     gpu_sharing: dict | None = None  # a run with GPUs: were they its alone (runner.run.gpu_sharing)
     # Where the run's wall time went, phase by phase (runner.timings); not a score.
     timings: dict | None = None
+    # The declared public inputs the run had mounted (runner.data.public_inputs), file by file.
+    public_inputs: list[dict] | None = None
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
@@ -141,6 +145,8 @@ class Result:
         for name in _OPTIONAL:  # results from before these sections read back as they were written
             if data[name] is None:
                 del data[name]
+        if data.get("data") and data["data"].get("train_tree_digest") is None:
+            del data["data"]["train_tree_digest"]  # only a task with a training tree has one
         return data
 
     @classmethod
@@ -164,7 +170,7 @@ class Result:
         return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
 
 
-_OPTIONAL = ("energy", "gpu_sharing", "timings")
+_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs")
 _SECTIONS = {
     "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
     "cost": Cost, "training": Training,

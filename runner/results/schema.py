@@ -148,7 +148,9 @@ RESULT_SCHEMA: dict = {
             "description": "values the runner passed for the entry's declared hyperparameters",
             "additionalProperties": {"type": "string"},
         },
-        "data": {"type": ["object", "null"], "required": ["task", "digest"]},
+        "data": {"type": ["object", "null"], "required": ["task", "digest"],
+                 "properties": {"train_tree_digest": {"type": ["string", "null"],
+                                                      "description": "a training tree's content digest (ImageNet)"}}},
         "training": {
             "type": ["object", "null"],
             "properties": {
@@ -205,6 +207,17 @@ RESULT_SCHEMA: dict = {
             "description": "a run with GPUs: other processes on them, clock throttle reasons, MIG mode",
             "properties": {"samples": {"type": "integer"}, "shared_fraction": {"type": "number"},
                            "mig_enabled": {"type": ["boolean", "null"]}},
+        },
+        "public_inputs": {
+            "type": ["array", "null"],
+            "description": "the declared public inputs mounted read-only at /data/public/<name> "
+            "(runner.data.public_inputs): each file's sha256 and size; synthetic in smoke runs",
+            "items": {"type": "object", "required": ["name", "synthetic", "files"],
+                      "properties": {"name": {"type": "string"}, "synthetic": {"type": "boolean"},
+                                     "files": {"type": "object", "additionalProperties": {
+                                         "type": "object", "required": ["sha256", "bytes"],
+                                         "properties": {"sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                                                        "bytes": {"type": "integer", "minimum": 0}}}}}},
         },
         "timings": {
             "type": ["object", "null"],

@@ -46,8 +46,9 @@ PROC = Path("/proc")
 OWN, RUNNER, OTHER = "own", "runner", "other"
 # The Docker engine's processes, by ``comm`` (cut at 15 characters by the kernel, so
 # ``containerd-shim-runc-v2`` reads ``containerd-shim``).
-ENGINE_COMMS = frozenset({"dockerd", "containerd"})
+ENGINE_COMMS = frozenset({"dockerd", "containerd", "podman"})
 SHIM_COMM = "containerd-shim"
+CONMON_COMM = "conmon"  # Podman's per-container monitor: its shim
 
 
 def thresholds() -> tuple[float, float]:
@@ -55,7 +56,8 @@ def thresholds() -> tuple[float, float]:
     return (float(os.environ.get("RUNNER_MAX_STEAL", DEFAULT_MAX_STEAL)),
             float(os.environ.get("RUNNER_MAX_OTHER_RUNNABLE", DEFAULT_MAX_OTHER_RUNNABLE)))
 
-_CONTAINER_ID = re.compile(r"(?:docker[/-])([0-9a-f]{64})")
+# Docker's cgroups end in docker/<id> or docker-<id>.scope; Podman's in libpod-<id>.
+_CONTAINER_ID = re.compile(r"(?:docker|libpod)[/-]([0-9a-f]{64})")
 # A shim's command line names the container it serves: ``-id <id>`` (runc v2 shim) or a
 # path ending in it (v1 shim's ``-workdir .../moby/<id>``).
 _SHIM_ID = re.compile(r"(?<![0-9a-f])([0-9a-f]{64})(?![0-9a-f])")
@@ -218,7 +220,7 @@ class RunnableCounter:
                 engine = os.stat(f"{self.proc}/{pid}").st_uid in self.uids
             except OSError:
                 engine = False
-            if engine and comm.startswith(SHIM_COMM):
+            if engine and (comm.startswith(SHIM_COMM) or comm == CONMON_COMM):
                 try:
                     cmdline = Path(f"{self.proc}/{pid}/cmdline").read_bytes().decode(errors="replace")
                 except OSError:
@@ -248,7 +250,7 @@ class RunnableCounter:
 
 
 def _engine_comm(comm: str) -> bool:
-    return comm in ENGINE_COMMS or comm.startswith(SHIM_COMM)
+    return comm in ENGINE_COMMS or comm.startswith(SHIM_COMM) or comm == CONMON_COMM
 
 
 def other_runnable(cpus: set[int], is_own: Callable[[str | None], bool], me: int) -> int:
@@ -344,7 +346,9 @@ class ContentionSampler:
         steal1, total1 = cpu_times(self.cpus, self.proc / "stat")
         total = max(1, total1 - total0)
         samples, runner = list(self._runnable), self._runner[:len(self._runnable)]
-        per_cpu = (lambda xs: sum(xs) / len(xs) / len(self.cpus) if xs else 0.0)
+        def per_cpu(xs):
+            return sum(xs) / len(xs) / len(self.cpus) if xs else 0.0
+
         return ContentionSummary(
             cpus=self.cpus, samples=len(samples),
             steal_fraction=(steal1 - steal0) / total,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from runner import paths
-from runner.run.container import cpu_limits
+from runner.engine.containers import cpu_limits
 from runner.run.contention import parse_cpuset
 
 POLL_S = 0.5

@@ -29,7 +29,7 @@ import docker
 
 from runner import paths
 from runner.run.gpu_freeze import run_gpu_indices
-from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
+from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.events import parse_line
 
 HARNESS_MOUNT = "/opt/runner/harness"

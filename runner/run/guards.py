@@ -20,7 +20,7 @@ import docker
 import docker.errors
 
 from runner import events as run_events
-from runner.run.container import MANAGED_LABEL
+from runner.engine.containers import MANAGED_LABEL
 from runner.energy import EnergyMeter, EnergySeries
 from runner.run.contention import ContentionSampler, ContentionSummary, _container_of
 from runner.run.gpu_freeze import run_gpu_indices

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import docker
 
-from runner.run.container import MANAGED_LABEL, ContainerOutcome, ContainerSpec, run_container
+from runner.engine.containers import MANAGED_LABEL, ContainerOutcome, ContainerSpec, run_container
 
 RENDEZVOUS_PORT = 29500
 

@@ -55,12 +55,13 @@ class NodeAgent:
         ownership.set_run(self.result_dir.name)  # the run's containers carry its id
         fingerprint = capture_host(client)
         write_json(self.result_dir / node_file(self.node), fingerprint)
-        from runner.reproduce import stage_data  # the same staging as node 0's runner
+        from runner.data.for_run import stage_data, stage_public_inputs  # the same staging as node 0's
 
         entry = load_entry(plan["entry"])
         if plan["smoke"]:
             entry = entry.for_smoke()
         staged = stage_data(entry, plan["smoke"], Console(stderr=True), self.scratch)
+        public = stage_public_inputs(entry, plan["smoke"], staged, self.scratch)
         if staged.digest != plan["data_digest"]:
             raise UserError(f"node {self.node}'s {staged.task} data (digest {staged.digest}) differ from node 0's "
                             f"({plan['data_digest']})", "stage the same data set on every node")
@@ -75,6 +76,7 @@ class NodeAgent:
             image=image, command=plan["command"], train_dir=Path(staged.train_dir),
             output_dir=self.result_dir / "output", env=plan["env"], cpus=plan["cpus"],
             memory=plan["memory"], gpus=plan["gpus"], timeout_s=plan["timeout_s"],
+            public=tuple((p.folder, f"/data/public/{p.name}") for p in public),
         )
         specs = [rank_spec(spec, plan["run_name"], network, r, plan["world_size"], plan["gpus"], plan["processes_per_node"])
                  for r in self.ranks]

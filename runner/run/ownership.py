@@ -1,82 +1,26 @@
-"""Who owns a container or a run: the runner process (pid, its start time, the host) and
-the run id. A container or a result is an orphan only when this proves its runner is gone:
-the pid is not alive on this host, or it is alive but started at another time (a new
-process reusing the pid). Anything that cannot be proved orphaned is left alone."""
+"""Who owns a run: its records of runs in progress and its scratch folders carry the owner
+of ``runner.engine.labels`` (pid, its start time, the host), so a run whose runner was killed
+is recovered, and its scratch swept, by the next run; nothing that cannot be proved
+orphaned is touched."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import socket
 import stat
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from runner import paths
 
-LABEL_RUN = "dev.runner.run-id"
-LABEL_PID = "dev.runner.pid"
-LABEL_PID_START = "dev.runner.pid-start"
-LABEL_HOST = "dev.runner.host"
+from runner.engine.labels import (  # noqa: F401  (the run's records use the same owner)
+    LABEL_HOST, LABEL_PID, LABEL_PID_START, LABEL_RUN, Owner, container_labels, me, owner_from_labels,
+    process_start, set_run,
+)
 
-_current_run: str | None = None
-
-
-def process_start(pid: int) -> str | None:
-    """The process' start time in clock ticks since boot (field 22 of /proc/PID/stat),
-    or None when no such process is alive."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, ValueError):
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
-    fields = text[text.rfind(")") + 2:].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-@dataclass(frozen=True)
-class Owner:
-    pid: int
-    pid_start: str
-    host: str
-
-    def gone(self) -> bool:
-        """True only when this host can prove the owning process no longer runs."""
-        if self.host != socket.gethostname():
-            return False  # another host's process: nothing here proves anything
-        return process_start(self.pid) != self.pid_start
-
-
-def me() -> Owner:
-    return Owner(os.getpid(), process_start(os.getpid()) or "?", socket.gethostname())
-
-
-def set_run(run_id: str | None) -> None:
-    """The run the containers started from now on belong to (labelled on creation)."""
-    global _current_run
-    _current_run = run_id
-
-
-def container_labels() -> dict[str, str]:
-    owner = me()
-    labels = {LABEL_PID: str(owner.pid), LABEL_PID_START: owner.pid_start, LABEL_HOST: owner.host}
-    if _current_run:
-        labels[LABEL_RUN] = _current_run
-    return labels
-
-
-def owner_from_labels(labels: dict) -> Owner | None:
-    try:
-        return Owner(int(labels[LABEL_PID]), str(labels[LABEL_PID_START]), str(labels[LABEL_HOST]))
-    except (KeyError, TypeError, ValueError):
-        return None  # not labelled by an owning runner: cannot be proved orphaned
-
-
-# --- runs in progress: a marker per run under the runner home --------------------------
 
 def _markers() -> Path:
     return paths.home() / "active-runs"

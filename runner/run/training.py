@@ -11,7 +11,6 @@ container. Only the frozen time is excluded from TTA; the runner's own events re
 from __future__ import annotations
 
 import hashlib
-import os
 import queue
 import shutil
 import threading
@@ -23,7 +22,7 @@ from typing import Callable
 import docker
 
 from runner import paths
-from runner.run.container import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
+from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
 from runner.run.gpu_freeze import GpuFreeze
 from runner.run.multiprocess import Peers, internal_network, rank_spec
@@ -87,6 +86,7 @@ class TrainingInputs:
     builder_seconds: float = 30.0  # the manifest's inference.builder_seconds: the evaluator's bound
     sensitivity_seed: int = 0  # how the sensitivity check permutes the checkpoint's tensors
     kind: str = "images"  # the task's inputs (Task.inputs): what the evaluator reads and writes
+    public: tuple[tuple[Path, str], ...] = ()  # (host folder, container path) of declared public inputs
 
 
 @dataclass(frozen=True)
@@ -433,8 +433,10 @@ def _train_across_nodes(client, task: Task, labels, inputs: TrainingInputs, spec
 
 
 def train_container(*, image: str, command: list[str], train_dir: Path, output_dir: Path, env: dict[str, str],
-                    cpus, memory, gpus: int, timeout_s: float) -> ContainerSpec:
-    """A training container: the launcher first, the training data, a writable /output."""
+                    cpus, memory, gpus: int, timeout_s: float,
+                    public: tuple[tuple[Path, str], ...] = ()) -> ContainerSpec:
+    """A training container: the launcher first, the training data (and the declared public
+    inputs, read-only), a writable /output."""
     prepare_writable(output_dir)
     return ContainerSpec(
         image=image,
@@ -444,6 +446,7 @@ def train_container(*, image: str, command: list[str], train_dir: Path, output_d
             Mount(train_dir, "/data/train"),
             Mount(paths.launcher_dir(), LAUNCHER_MOUNT),
             Mount(output_dir, "/output", read_only=False),
+            *(Mount(Path(host), container) for host, container in public),
         ],
         env=env,
         cpus=cpus,
@@ -459,7 +462,7 @@ def training_spec(inputs: TrainingInputs) -> ContainerSpec:
     return train_container(
         image=inputs.image, command=inputs.command, train_dir=inputs.train_dir,
         output_dir=inputs.result_dir / "output", env=inputs.env, cpus=inputs.cpus,
-        memory=inputs.memory, gpus=inputs.gpus, timeout_s=inputs.timeout_s,
+        memory=inputs.memory, gpus=inputs.gpus, timeout_s=inputs.timeout_s, public=inputs.public,
     )
 
 

@@ -18,7 +18,8 @@ from rich.console import Console
 
 from runner.manifest import Entry
 from runner.bundle import sign_folder as sign
-from runner.results import RESULT_SCHEMA_VERSION, new_run_id, write_json
+from runner.results import assemble, new_run_id
+from runner.results.record import Result
 from runner.slurm.submit import JobArray
 
 
@@ -76,14 +77,14 @@ def slurm_record(job: JobArray, index: int, state: str, node: str | None) -> dic
             "state": state, "node": node, "log": str(job.folder / f"task-{index}.out")}
 
 
-def mark(result: dict, record: dict) -> dict:
-    result["slurm"] = record
+def mark(result: Result, record: dict) -> Result:
+    """Slurm's part of a gathered run: its job, and a state other than COMPLETED as the reason."""
+    result.slurm = record
     if record["state"] != "COMPLETED":
         why = f"slurm job {record['job_id']} {record['state']}"
-        if result.get("status") in ("complete", "running"):
-            result["status"] = "incomplete"
-        own = result.get("incomplete_reason")
-        result["incomplete_reason"] = f"{why}; {own}" if own else why
+        own = result.incomplete_reason
+        result.ended("incomplete" if result.status in ("complete", "running") else result.status,
+                     f"{why}; {own}" if own else why)
     return result
 
 
@@ -91,28 +92,9 @@ def placeholder(entry: Entry, entry_dir: Path, seed: int, smoke: bool, record: d
     """A result folder for a task that never ran the entry, so the run is not silently lost."""
     folder = entry_dir / new_run_id(seed)
     folder.mkdir(parents=True)
-    result = {
-        "schema_version": RESULT_SCHEMA_VERSION,
-        "run_id": folder.name,
-        "entry": {"name": entry.name, "model": entry.model, "framework": entry.framework,
-                  "source": entry.source, "claimed": entry.claimed, "digests": entry.digests()},
-        "toolkit": None,
-        "task": {"id": entry.task.id, "metric": entry.task.metric,
-                 "threshold": entry.task.threshold, "eval_size": entry.task.eval_size},
-        "seed": seed,
-        "smoke": smoke,
-        "status": "incomplete",
-        "incomplete_reason": None,
-        "conforming": False,
-        "nonconforming_reasons": ["the Slurm job ended before the run wrote a result"],
-        "image": None,
-        "data": None,
-        "hardware": None,
-        "training": None,
-        "cost": None,
-        "inference": {},
-    }
-    write_json(folder / "result.json", mark(result, record))
+    result = assemble.placeholder(run_id=folder.name, entry=entry, seed=seed, smoke=smoke,
+                                  reason="the Slurm job ended before the run wrote a result")
+    mark(result, record).write(folder)
     return folder
 
 
@@ -128,8 +110,14 @@ def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], 
             console.print(f"[red]no run[/] for seed {seed}: slurm job {record['job_id']} "
                           f"{record['state']} (log {record['log']})")
             continue
-        result = settled_result(folder)
-        write_json(folder / "result.json", mark(result, record))
+        raw = settled_result(folder)
+        try:
+            result = Result.from_dict(raw)
+        except ValueError as exc:  # the task's runner died mid-write
+            folders[seed] = placeholder(entry, entry_dir, seed, smoke, record)
+            console.print(f"[red]unreadable result[/] in {folder} ({exc}): a placeholder records the run")
+            continue
+        mark(result, record).write(folder)
         sign(folder, console)
         folders[seed] = folder
     return folders

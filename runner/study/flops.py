@@ -30,7 +30,7 @@ import docker
 
 from runner import paths
 from runner.errors import UserError
-from runner.run.container import ContainerSpec, Mount, prepare_writable, run_container
+from runner.engine.containers import ContainerSpec, Mount, prepare_writable, run_container
 from runner.run.output_quota import OutputQuota
 
 HARNESS_MOUNT = "/opt/runner/harness"

@@ -24,13 +24,13 @@ def _labels(result: Result):
     import tempfile
 
     from runner import data
-    from runner.data.synthetic import SMOKE_SIZES
+    from runner.data.synthetic import smoke_data
     from runner.errors import UserError
 
     try:
         if result.smoke:
             with tempfile.TemporaryDirectory(prefix="runner-study-") as tmp:
-                staged = data.synthetic(result.task.id, Path(tmp), seed=0, **SMOKE_SIZES)
+                staged = smoke_data(result.task.id, Path(tmp))
                 return staged.load_eval_labels() if staged.digest == result.data.digest else None
         staged = data.staged(result.task.id)
         return staged.load_eval_labels() if staged.digest == result.data.digest else None

@@ -18,16 +18,17 @@ QUESTION_PROBE = ("one unrelated sentence, drawn from the run's seed, appended t
 
 @dataclass(frozen=True)
 class PublicInput:
-    """A public artifact an entry of the task may start from (declared, pinned, mounted read-only
-    at ``/data/public/<name>``); everything else in the image stays under the image audit."""
+    """A public artifact an entry of the task may start from (declared in its manifest's
+    ``public_inputs``, pinned here, imported by ``runner data import NAME PATH``, mounted
+    read-only at ``/data/public/<name>``); everything else in the image stays under the audit."""
 
     name: str
     description: str
-    file: str  # the official file name
-    # "sha256:..." of the official file; None while nobody here has pinned it (then an import
-    # records the digest it saw and the result is non-conforming, like unofficial data)
-    digest: str | None
+    archive: str  # the official archive's file name
+    archive_sha1: str  # its SHA-1 as published (the digests in use for these files are SHA-1)
+    files: tuple[tuple[str, str], ...]  # (file in the archive, its SHA-1): what is kept and mounted
     url: str
+    digest_source: str  # where the pinned digests come from
 
 
 @dataclass(frozen=True)
@@ -64,17 +65,23 @@ class Task:
         return score + 1e-12 >= self.threshold
 
 
-# DAWNBench's SQuAD entries (DrQA, BiDAF) start from GloVe word vectors. The digests are of
-# the official zip files as published by Stanford NLP: NOT PINNED YET (no copy was at hand
-# to hash; a digest typed from memory would be worse than none).
+# DAWNBench's SQuAD entries (DrQA, BiDAF) start from GloVe word vectors. Stanford NLP
+# publishes no checksums; the SHA-1 digests of the official zips and of the text files in them
+# are the ones Apache MXNet's text-embedding registry pins for the same URLs.
+_GLOVE_DIGESTS = ("Apache MXNet's text-embedding registry (mxnet/contrib/text/_constants.py, "
+                  "GLOVE_PRETRAINED_FILE_SHA1 and GLOVE_PRETRAINED_ARCHIVE_SHA1)")
 SQUAD_PUBLIC_INPUTS = (
     PublicInput("glove.840B.300d", "GloVe, Common Crawl 840B tokens, 300d", "glove.840B.300d.zip",
-                None,
-                "https://nlp.stanford.edu/data/glove.840B.300d.zip"),
+                "8084fbacc2dee3b1fd1ca4cc534cbfff3519ed0d",
+                (("glove.840B.300d.txt", "294b9f37fa64cce31f9ebb409c266fc379527708"),),
+                "https://nlp.stanford.edu/data/glove.840B.300d.zip", _GLOVE_DIGESTS),
     PublicInput("glove.6B", "GloVe, Wikipedia 2014 + Gigaword 5, 6B tokens, 50/100/200/300d",
-                "glove.6B.zip",
-                None,
-                "https://nlp.stanford.edu/data/glove.6B.zip"),
+                "glove.6B.zip", "b64e54f1877d2f735bdd000c1d7d771e25c7dfdc",
+                (("glove.6B.50d.txt", "21bf566a9d27f84d253e0cd4d4be9dcc07976a6d"),
+                 ("glove.6B.100d.txt", "16b1dbfaf35476790bd9df40c83e2dfbd05312f1"),
+                 ("glove.6B.200d.txt", "17d0355ddaa253e298ede39877d1be70f99d9148"),
+                 ("glove.6B.300d.txt", "646443dd885090927f8215ecf7a677e9f703858d")),
+                "https://nlp.stanford.edu/data/glove.6B.zip", _GLOVE_DIGESTS),
 )
 
 TASKS: dict[str, Task] = {
@@ -93,6 +100,16 @@ TASKS: dict[str, Task] = {
              public_inputs=SQUAD_PUBLIC_INPUTS, chance_score=0.10),
     ]
 }
+
+
+def public_input(name: str) -> PublicInput:
+    """A declared public input by name, whichever task declares it."""
+    for task in TASKS.values():
+        for item in task.public_inputs:
+            if item.name == name:
+                return item
+    known = sorted({i.name for t in TASKS.values() for i in t.public_inputs})
+    raise UserError(f"no public input named {name!r}", f"use one of: {', '.join(known)}")
 
 
 def get_task(task_id: str) -> Task:

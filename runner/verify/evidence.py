@@ -54,10 +54,9 @@ def _staged_default(task_id: str):
 
 def _synthetic_default(task_id: str, folder: Path):
     """The smoke run's synthetic data, regenerated exactly as ``reproduce --smoke`` makes it."""
-    from runner import data
-    from runner.data.synthetic import SMOKE_SIZES
+    from runner.data.synthetic import smoke_data
 
-    return data.synthetic(task_id, folder, seed=0, **SMOKE_SIZES)
+    return smoke_data(task_id, folder)
 
 
 @dataclass

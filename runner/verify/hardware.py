@@ -53,8 +53,10 @@ def check_hardware_profile(ev: Evidence) -> Verdict:
     if problems:
         return Verdict(False, "; ".join(problems))
     cpu = ev.fingerprint.get("cpu") or {}
+    engine = ev.fingerprint.get("docker") or {}
+    ran = f"; ran on {engine.get('product') or 'Docker Engine'} {engine.get('version')}" if engine.get("version") else ""
     return Verdict(True,
-        f"fingerprint ({cpu.get('model_name')}, {cpu.get('logical_cores')} cores) matches {profile.id}",
+        f"fingerprint ({cpu.get('model_name')}, {cpu.get('logical_cores')} cores) matches {profile.id}{ran}",
     )
 
 

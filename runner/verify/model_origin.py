@@ -96,4 +96,4 @@ def check_model_origin(ev: Evidence) -> Verdict:
     return Verdict(True, f"provenance: {foreign} foreign tensor(s); permuted-checkpoint scores "
                          f"{', '.join(str(p) for p in parts) or 'none'}; builder at most "
                          f"{shown((recomputed or {}).get('builder_seconds', {}).get('max'))} s of {limit:g} s"
-                         + (f"; marked non-conforming for it" if found else ""))
+                         + ("; marked non-conforming for it" if found else ""))

@@ -18,7 +18,7 @@ import numpy as np
 
 from runner import data
 from runner.build import build_entry
-from runner.data.synthetic import SMOKE_SIZES
+from runner.data.synthetic import smoke_data
 from runner.bundle.open import open_bundle
 from runner.engine import get_client
 from runner.errors import UserError
@@ -80,7 +80,7 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
             entry = load_entry(folder)
             if result.smoke:
                 entry = entry.for_smoke()
-                staged = data.synthetic(entry.task.id, tmp / "smoke-data", seed=0, **SMOKE_SIZES)
+                staged = smoke_data(entry.task.id, tmp / "smoke-data")
             else:
                 staged = data.staged(entry.task.id)
             client = get_client()

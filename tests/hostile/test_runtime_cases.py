@@ -29,9 +29,9 @@ from hostile_helpers import (  # noqa: F401
 )
 
 from runner.images import ensure_base
-from runner.run import container as run_container_mod
+from runner.engine import containers as run_container_mod
 from runner.run import contention, ownership
-from runner.run.container import MANAGED_LABEL, ContainerSpec, remove_orphans, run_container
+from runner.engine.containers import MANAGED_LABEL, ContainerSpec, remove_orphans, run_container
 from runner.run.cores import hold_cores
 from runner.events import MAX_EVENTS, parse_line, read_events
 

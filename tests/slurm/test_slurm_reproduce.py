@@ -24,7 +24,7 @@ from runner.cli import main
 from runner.digests import sha256_file
 from runner.keys import generate
 from runner.results import RESULT_SCHEMA
-from runner.run.container import MANAGED_LABEL
+from runner.engine.containers import MANAGED_LABEL
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 PROBE = Path(__file__).parent.parent / "entries" / "contract-probe"
@@ -193,3 +193,28 @@ def test_drift_rerun_runs_as_a_slurm_job_even_when_the_seed_is_complete(
     result = result_of(rerun)
     assert result["seed"] == 0 and result["slurm"]["state"] == "COMPLETED"
     assert result["slurm"]["array_job_id"] != result_of(archived)["slurm"]["array_job_id"]
+
+
+def test_a_job_array_runs_on_nodes_whose_engine_is_podman(
+    docker_client, local_slurm, tmp_path, results, submit_key, monkeypatch, capsys
+):
+    """The nodes' engine is Podman (no Docker daemon needed on them): RUNNER_ENGINE reaches
+    the tasks through Slurm's --export=ALL, each task builds and runs in Podman's store, and
+    the submit host gathers and signs as for Docker."""
+    from runner.engine import ensure_engine
+
+    monkeypatch.setenv("RUNNER_ENGINE", "podman")
+    ensure_engine(install=True).close()  # Podman's API service, as `runner setup --engine podman` starts it
+    entry = probe_entry(tmp_path, "sandbox")
+    code = main(["reproduce", str(entry), "--smoke", "--no-infer", "--seed", "0", "--runs", "2", "--slurm",
+                 "--partition", local_slurm.partition])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    folders = run_folders(results)
+    assert sorted(folders) == [0, 1]
+    for seed in (0, 1):
+        result = result_of(folders[seed])
+        assert result["status"] == "complete" and result["slurm"]["state"] == "COMPLETED"
+        fingerprint = json.loads((folders[seed] / "fingerprint.json").read_text())
+        assert fingerprint["docker"]["engine"] == "podman"
+        assert json.loads((folders[seed] / SIGNER_KEY).read_text())["keyid"] == submit_key.keyid

@@ -29,7 +29,7 @@ from runner.fingerprint import load_fingerprint
 from runner.keys import generate
 from runner.results import RESULT_SCHEMA
 from runner.run.allocation import NETWORK_ENV
-from runner.run.container import MANAGED_LABEL
+from runner.engine.containers import MANAGED_LABEL
 from runner.run.ownership import LABEL_RUN
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]

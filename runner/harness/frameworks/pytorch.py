@@ -202,7 +202,7 @@ class TorchModel(LoadedModel):
         g = torch.Generator().manual_seed(seed)
         shuffled = 0
         with torch.no_grad():
-            for name, t in self.native.state_dict(keep_vars=True).items():
+            for t in self.native.state_dict(keep_vars=True).values():
                 if t.numel() > 1:  # integer tensors too: a checkpoint may carry data, labels included
                     flat = t.detach().reshape(-1)
                     t.detach().copy_(flat[torch.randperm(flat.numel(), generator=g)].reshape(t.shape))

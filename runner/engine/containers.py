@@ -18,7 +18,8 @@ from typing import Callable
 import docker
 from docker.types import DeviceRequest
 
-from runner.run import ownership
+from runner.engine import labels as ownership
+from runner.engine.kinds import create_options
 
 # Every container the runner starts carries this label, so an orphan left by a killed
 # runner can be found and removed by the next run.
@@ -128,7 +129,14 @@ def cpu_limits(cpus: float | None) -> dict:
 
 
 def _create(client: docker.DockerClient, spec: ContainerSpec):
-    if spec.gpu_ids:
+    from runner.engine.kinds import current
+
+    cdi = current().name == "podman"  # Podman takes GPUs as CDI devices, not device requests
+    devices = None
+    if cdi and (spec.gpu_ids or spec.gpus):
+        ids = spec.gpu_ids or [str(i) for i in range(spec.gpus)]
+        devices, device_requests = [f"nvidia.com/gpu={i}" for i in ids], None
+    elif spec.gpu_ids:
         device_requests = [DeviceRequest(device_ids=spec.gpu_ids, capabilities=[["gpu"]])]
     elif spec.gpus:
         device_requests = [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])]
@@ -154,12 +162,14 @@ def _create(client: docker.DockerClient, spec: ContainerSpec):
         mem_limit=spec.memory,
         memswap_limit=spec.memory,  # no swap: a memory limit that swaps would skew timing
         device_requests=device_requests,
+        **({"devices": devices} if devices else {}),
         volumes={
             str(m.host): {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
             for m in spec.mounts
         },
         labels=owned_labels(spec.label),
         detach=True,
+        **create_options(),  # what the engine in use needs on every container (runner.engine.kinds)
     )
 
 

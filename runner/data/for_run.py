@@ -1,0 +1,74 @@
+"""What one run trains on: its staged data set (or a smoke run's synthetic stand-in), the
+training tree checked where the task keeps one, and the public inputs its manifest declares.
+
+The same staging on every node of a run: the local pipeline and each node agent call it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from rich.console import Console
+
+from runner import data
+from runner.data.public_inputs import StagedInput, for_run
+from runner.data.store import StagedData
+from runner.data.synthetic import smoke_data
+from runner.errors import UserError
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def stage_data(entry, smoke: bool, console: Console, scratch: Path) -> StagedData:
+    """The data a run trains and is scored on (every node of a run spanning nodes stages its own)."""
+    if smoke:
+        return smoke_data(entry.task.id, scratch / "smoke-data")
+    try:
+        staged = data.staged(entry.task.id)
+    except UserError:
+        if entry.task.id not in data.PREPARABLE:
+            raise
+        console.print(f"[bold]data[/] {entry.task.id} is not staged yet: preparing it")
+        return data.prepare(entry.task.id)
+    if entry.task.id in data.TREE_TASKS:
+        check_train_tree(staged, console)
+    return staged
+
+
+def check_train_tree(staged: StagedData, console: Console) -> None:
+    """A training set kept as a tree (ImageNet) must be imported, and unchanged since: every
+    file's size and time, and a sample of digests (``runner data check --full``: all)."""
+    from runner.data.imagenet_train import check_tree
+
+    if staged.train_tree is None:
+        raise UserError(f"the {staged.task} training set is not imported", data.HOW_TO_STAGE[staged.task])
+    report = check_tree(staged.train_tree)
+    console.print(f"[bold]data[/] training tree {staged.train_tree.root}: {report.files:,} files' sizes and "
+                  f"times, {report.hashed} sampled digests checked in {report.seconds:.1f} s")
+
+
+def _smoke_words(staged: StagedData) -> list[str]:
+    """Every token of a synthetic set's texts (its training JSON), for synthetic word vectors."""
+    words: set[str] = set()
+    train = Path(staged.train_dir) / "train-v1.1.json"
+    if train.is_file():
+        for article in json.loads(train.read_text()).get("data", []):
+            for para in article.get("paragraphs", []):
+                words.update(_TOKEN.findall(para.get("context", "")))
+                for qa in para.get("qas", []):
+                    words.update(_TOKEN.findall(qa.get("question", "")))
+    eval_file = Path(staged.eval_dir) / "examples.jsonl"
+    if eval_file.is_file():
+        for line in eval_file.read_text().splitlines():
+            item = json.loads(line)
+            words.update(_TOKEN.findall(item.get("context", "")) + _TOKEN.findall(item.get("question", "")))
+    return sorted(words)
+
+
+def stage_public_inputs(entry, smoke: bool, staged: StagedData, scratch: Path) -> list[StagedInput]:
+    """The manifest's public inputs, checked (a smoke run: synthetic, from its data's words)."""
+    if not entry.public_inputs:
+        return []
+    return for_run(entry.task, list(entry.public_inputs), smoke, scratch, _smoke_words(staged) if smoke else None)

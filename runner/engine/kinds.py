@@ -1,0 +1,109 @@
+"""Which container engine runs the entries: the seam a second engine plugs into.
+
+What the runner needs of an engine, and where the code asks for it (every need goes
+through the Docker Engine API, which ``dockerd`` serves and Podman's ``podman system
+service`` serves too, so one client library talks to both):
+
+| need | where |
+|---|---|
+| build an image from a context with no network | ``runner.build.entry_image`` (``api.build``) |
+| import a root file system as an image | ``runner.images`` (``api.import_image_from_file``) |
+| create and run a container with limits, labels, mounts | ``runner.engine.containers`` |
+| pause and unpause (the cgroup freezer) for evaluations | ``runner.run.training``, ``runner.run.evaluator`` |
+| wait, logs, attach; list by label; remove | ``runner.engine.containers`` |
+| an internal network with no route out | ``runner.run.multiprocess``, ``runner.run.allocation`` |
+| an image's file system (audit, SBOM) | ``runner.build.image_audit``, ``runner.build.sbom`` |
+
+An ``Engine`` names the socket its API listens on, the daemon that serves it (what
+``runner setup`` installs and starts), and what it adds to every container: Podman 4.3 on a
+cgroup v1 host needs the ``runc`` runtime and explicit ulimits (its default ``crun`` fails
+there with "setrlimit RLIMIT_NOFILE: Operation not permitted"). ``RUNNER_ENGINE`` picks one
+(else what ``runner setup --engine`` chose, else ``docker``); the engine in use is recorded
+in every fingerprint.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from runner.errors import UserError
+
+ENV_VAR = "RUNNER_ENGINE"
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    base_url: str | None  # the API socket; None: DOCKER_HOST, else Docker's default socket
+    daemon: str  # the binary that serves the API
+    packages: tuple[str, ...]  # what `runner setup` installs (Debian names)
+    create_options: dict = field(default_factory=dict)  # added to every container the runner creates
+
+
+def _ulimits():
+    from docker.types import Ulimit
+
+    return [Ulimit(name="nofile", soft=1024, hard=1024), Ulimit(name="nproc", soft=4096, hard=4096)]
+
+
+ENGINES: dict[str, Engine] = {
+    "docker": Engine("docker", None, "dockerd", ("docker.io",)),
+    "podman": Engine("podman", "unix:///run/podman/podman.sock", "podman", ("podman",),
+                     {"runtime": "runc", "ulimits": "podman-defaults"}),
+}
+
+
+def _chosen_file():
+    from runner import paths
+
+    return paths.home() / "engine"
+
+
+def choose(name: str) -> Engine:
+    """Make ``name`` this host's engine for later commands (``runner setup --engine``)."""
+    engine = ENGINES.get(name)
+    if engine is None:
+        raise UserError(f"no engine named {name!r}", f"use one of: {', '.join(ENGINES)}")
+    path = _chosen_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(name + "\n")
+    os.environ[ENV_VAR] = name
+    return engine
+
+
+def current() -> Engine:
+    """The engine this process uses: ``RUNNER_ENGINE``, else the one ``runner setup --engine``
+    chose on this host, else docker."""
+    name = os.environ.get(ENV_VAR, "").strip().lower()
+    if not name:
+        try:
+            name = _chosen_file().read_text().strip().lower()
+        except OSError:
+            name = ""
+    name = name or "docker"
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise UserError(f"{ENV_VAR}={name!r} names no engine the runner knows",
+                        f"set {ENV_VAR} to one of: {', '.join(ENGINES)}") from None
+
+
+def refusal(client) -> str | None:
+    """Why the engine behind ``client`` cannot give a run the runner's guarantees, or None.
+    A rootless engine on a cgroup v1 host cannot freeze containers (``pause`` needs the
+    cgroup freezer it does not own): evaluations could not stop the entry."""
+    info = client.info()
+    rootless = any("rootless" in str(option) for option in info.get("SecurityOptions") or [])
+    if rootless and str(info.get("CgroupVersion")) == "1":
+        return (f"the {current().name} engine runs rootless on a cgroup v1 host, where it cannot pause "
+                "containers: the runner could not freeze the entry for its evaluations")
+    return None
+
+
+def create_options() -> dict:
+    """What the engine in use adds to ``containers.create``."""
+    options = dict(current().create_options)
+    if options.get("ulimits") == "podman-defaults":
+        options["ulimits"] = _ulimits()
+    return options
