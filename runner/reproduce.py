@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import shutil
 import signal
 import time
@@ -35,6 +34,7 @@ from runner.infer import check_backends_available, run_inference
 from runner.manifest import Entry, load_entry
 from runner.mlperf.run_log import write_mlperf_log
 from runner.options import ReproduceOptions
+from runner.plan import make_plan
 from runner.data import StagedData
 from runner.data.for_run import stage_data, stage_public_inputs
 from runner.data.public_inputs import StagedInput
@@ -461,19 +461,17 @@ def inference_parts(inference: dict) -> dict:
 def reproduce(entry_path: str, opts: ReproduceOptions, console: Console) -> list[Path]:
     """Run an entry ``runs`` times; return each run's result folder."""
     with ownership.scratch_folder() as tmp, sigterm_as_interrupt():
+        plan = make_plan(entry_path, opts)  # the seeds: the runner's (or the auditor's --seed), never the entry's
         ctx = prepare(entry_path, opts, console, Path(tmp))
-        # The seed is the runner's (or the auditor's --seed), never the entry's.
-        first_seed = secrets.randbelow(2**31) if opts.seed is None else opts.seed
-        runs = opts.runs or ctx.entry.runs
         folders, signing = [], {}
         limits = ctx.profile.container_limits
-        for i in range(runs):
+        for i, seed in enumerate(plan.seeds):
             clock = ctx.timings if i == 0 else Timings()  # the shared phases count once
             waited = time.monotonic()
             with hold_cores(limits.cpus if limits else None, console.print, ctx.entry.name):
                 if (held := time.monotonic() - waited) > 0.05:
                     clock.add("waiting for cores", held)
-                folder = run_once(ctx, first_seed + i, opts, console, Path(tmp), clock)
+                folder = run_once(ctx, seed, opts, console, Path(tmp), clock)
                 ownership.mark_finished(folder.name)
                 if opts.sign:
                     started = time.monotonic()

@@ -8,7 +8,6 @@ array (``submit``), follows it (``follow``), and gathers and signs the results o
 
 from __future__ import annotations
 
-import secrets
 
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from runner.run.allocation import require_network_setting
 from runner.slurm.commands import require_tools
 from runner.slurm.follow import follow, node_of
 from runner.slurm.gather import complete_runs, gather, run_folders
+from runner.plan import SLURM, make_plan
 from runner.slurm.submit import JobArray, SlurmOptions, submit
 
 __all__ = ["JobArray", "SlurmOptions", "add_arguments", "options_from_args", "reproduce_on_slurm"]
@@ -36,8 +36,7 @@ def reproduce_on_slurm(entry_path: str, opts: ReproduceOptions, options: SlurmOp
         require_network_setting(entry.nodes)  # the tasks inherit this environment (--export=ALL)
     load_signer()  # a misconfigured key fails here, before any job is submitted
     # The submitter draws the seeds (never the entry); pass --seed to resubmit the same runs.
-    first = secrets.randbelow(2**31) if opts.seed is None else opts.seed
-    seeds = list(range(first, first + (opts.runs or entry.runs)))
+    seeds = list(make_plan(entry_path, opts, SLURM).seeds)
     entry_dir = paths.results_dir() / entry.name
     folders = complete_runs(entry_dir, seeds, opts.smoke) if resume else {}
     if folders:
