@@ -16,7 +16,7 @@ from runner import paths
 from runner.cli import main
 from runner.errors import UserError
 from runner.fingerprint import capture_host
-from runner.fingerprint.mlperf import INFERENCE_NON_EMPTY, submission_description
+from runner.mlperf.system import INFERENCE_NON_EMPTY, submission_description
 from runner.mlperf.config import SubmissionConfig, load_submission, set_value
 from runner.mlperf.from_result import mlperf_run_from_result
 from runner.mlperf.run_log import write_mlperf_log

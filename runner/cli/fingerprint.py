@@ -44,7 +44,7 @@ def _image_ref(client, value: str) -> str:
 def _mlperf_description(fingerprint: dict, benchmark: str) -> dict:
     """The fingerprint's fields plus the user's ``runner config`` settings; every setting
     the benchmark's checker needs and that is not set is named on stderr, never guessed."""
-    from runner.fingerprint.mlperf import submission_description
+    from runner.mlperf.system import submission_description
     from runner.mlperf.config import load_settings, set_command
 
     fields, missing = submission_description(fingerprint, load_settings(), benchmark)

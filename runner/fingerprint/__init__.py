@@ -7,6 +7,6 @@ assembles them; ``mlperf`` and ``table`` present them.
 
 from runner.fingerprint.host import SCHEMA_VERSION, capture_host, load_fingerprint, node_file
 from runner.fingerprint.image_software import capture_image
-from runner.fingerprint.mlperf import system_description
+from runner.mlperf.system import system_description
 
 __all__ = ["SCHEMA_VERSION", "capture_host", "capture_image", "load_fingerprint", "node_file", "system_description"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from runner import paths
 from runner.errors import UserError
-from runner.fingerprint.mlperf import submission_description
+from runner.mlperf.system import submission_description
 from runner.mlperf.config import SubmissionConfig, load_submission, set_command
 from runner.mlperf.from_result import mlperf_run_from_result, read_result
 from runner.mlperf.training_log import SUBMISSION_KEYS, render_training_log

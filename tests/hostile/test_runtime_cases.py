@@ -107,8 +107,10 @@ def test_a_failing_line_consumer_does_not_stop_the_reader(docker_client, base_ta
 # --- containers of other runs --------------------------------------------------------
 
 def _container(client, base_tag, labels):
+    from runner.engine.kinds import create_options  # what the engine in use needs (Podman: runc, ulimits)
+
     return client.containers.run(base_tag, ["sleep", "120"], detach=True, labels=labels,
-                                 network_mode="none")
+                                 network_mode="none", **create_options())
 
 
 def _dead_pid() -> tuple[int, str]:
