@@ -147,3 +147,11 @@ def test_an_engine_that_cannot_freeze_is_refused():
     assert "cannot pause containers" in refusal(Info({"SecurityOptions": ["name=rootless"], "CgroupVersion": "1"}))
     assert refusal(Info({"SecurityOptions": ["name=rootless"], "CgroupVersion": "2"})) is None
     assert refusal(Info({"SecurityOptions": ["name=seccomp,profile=default"], "CgroupVersion": "1"})) is None
+
+
+def test_a_run_of_several_processes_is_refused_on_podman_with_the_fix(podman, capsys):
+    """Its ranks could not reach each other on Podman's internal network here: a clear refusal
+    before anything runs, not a two-minute timeout in rank 1."""
+    assert main(["reproduce", str(TESTS / "entries" / "gloo-pair"), "--smoke", "--no-infer"]) == 2
+    err = capsys.readouterr().err
+    assert "runs 2 processes" in err and "RUNNER_ENGINE=docker" in err and "Traceback" not in err
