@@ -191,17 +191,18 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
     )
 
 
-def _train_env(ctx: RunContext, seed: int, smoke: bool, hyperparameters: dict[str, str]) -> dict[str, str]:
-    limits = ctx.profile.container_limits
+def train_env(task, profile, seed: int, smoke: bool, hyperparameters: dict[str, str]) -> dict[str, str]:
+    """The training container's environment (the run contract's variables)."""
+    limits = profile.container_limits
     # CPU profiles grant a number of cores; GPU profiles get the whole host's CPUs.
     threads = int(limits.cpus) if limits and limits.cpus else os.cpu_count() or 1
     return {
-        "RUNNER_TASK": ctx.entry.task.id,
+        "RUNNER_TASK": task.id,
         "RUNNER_SEED": str(seed),
         "RUNNER_DATA": "/data",
         "RUNNER_OUTPUT": "/output",
         "RUNNER_THREADS": str(threads),
-        "RUNNER_THRESHOLD": repr(ctx.entry.task.threshold),
+        "RUNNER_THRESHOLD": repr(task.threshold),
         "RUNNER_SMOKE": "1" if smoke else "0",
         "HOME": "/scratch",
         **{f"RUNNER_HP_{name.upper()}": value for name, value in hyperparameters.items()},
@@ -289,7 +290,7 @@ def train(ctx: RunContext, result: Result, result_dir: Path, opts: ReproduceOpti
     entry, limits = ctx.entry, ctx.profile.container_limits
     probe_dir = make_probe_inputs(ctx.staged.eval_dir, scratch / f"probe-{result.run_id}", result.seed)
     result.probe = probe_record(entry.task, result.seed) if probe_dir else None
-    env = _train_env(ctx, result.seed, opts.smoke, opts.hyperparameters)
+    env = train_env(entry.task, ctx.profile, result.seed, opts.smoke, opts.hyperparameters)
     console.print(f"[bold]train[/] {entry.name} seed {result.seed} -> {result_dir}")
     return run_training(
         ctx.client, entry.task, ctx.labels,

@@ -9,14 +9,13 @@ and a bundle that verifies."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from runner import keys, paths
 from runner.cli import main
+from tests.test_reproduce import assert_no_heartbeat_between_evaluations, probe_entry
 
 pytestmark = pytest.mark.docker
 TESTS = Path(__file__).parent
@@ -48,17 +47,6 @@ def _run(entry: Path, results: Path, *options: str, engine: str | None = None) -
     return result | {"_folder": str(folder)}
 
 
-def _probe(tmp_path: Path, mode: str, builder: str | None = None) -> Path:
-    folder = tmp_path / "contract-probe"
-    shutil.copytree(TESTS / "entries" / "contract-probe", folder)
-    manifest = yaml.safe_load((folder / "entry.yaml").read_text())
-    manifest["train"]["command"] = ["python3", "/entry/probe.py", mode]
-    if builder:
-        manifest["inference"]["builder"] = builder
-    (folder / "entry.yaml").write_text(yaml.safe_dump(manifest))
-    return folder
-
-
 def test_the_default_entry_under_podman_matches_docker_conforms_and_verifies(podman, tmp_path, monkeypatch, capsys):
     pair = keys.generate(tmp_path / "keys")
     monkeypatch.setenv(keys.ENV_VAR, str(pair.private))
@@ -81,7 +69,7 @@ def test_the_default_entry_under_podman_matches_docker_conforms_and_verifies(pod
 
 def test_the_lock_down_holds_under_podman(podman, tmp_path, monkeypatch):
     monkeypatch.setenv("RUNNER_MAX_OTHER_RUNNABLE", "1000")  # about the sandbox, not the host's load
-    result = _run(_probe(tmp_path, "sandbox"), tmp_path / "results", "--smoke", "--no-infer")
+    result = _run(probe_entry(tmp_path, "sandbox"), tmp_path / "results", "--smoke", "--no-infer")
     events = [json.loads(line) for line in Path(result["_folder"], "events.jsonl").read_text().splitlines()]
     (probe,) = [e["metadata"] for e in events if e["key"] == "sandbox_probe"]
     assert probe["network"] is False and probe["uid"] == 1000 and int(probe["cap_eff"], 16) == 0
@@ -93,17 +81,9 @@ def test_the_lock_down_holds_under_podman(podman, tmp_path, monkeypatch):
 
 
 def test_the_freeze_stops_the_entry_and_its_evaluator_under_podman(podman, tmp_path):
-    result = _run(_probe(tmp_path, "twice", "tiny:build_with_heartbeat"), tmp_path / "results",
+    result = _run(probe_entry(tmp_path, "twice", "tiny:build_with_heartbeat"), tmp_path / "results",
                   "--smoke", "--no-infer", "--seed", "3")
-    origin = result["training"]["wall_clock_start_unix_ms"] / 1000
-    events = [json.loads(line) for line in Path(result["_folder"], "events.jsonl").read_text().splitlines()]
-    stamps = {(e["key"], e["metadata"].get("index")): origin + e["t"] for e in events
-              if e.get("origin") == "runner" and e["key"] in ("eval_freeze", "eval_thaw")}
-    thawed, frozen_again = stamps[("eval_thaw", 0)], stamps[("eval_freeze", 1)]
-    assert frozen_again - thawed > 2.5
-    beats = [float(x) for x in Path(result["_folder"], "evaluations", "heartbeat.log").read_text().split()]
-    assert any(stamps[("eval_freeze", 0)] <= b <= thawed for b in beats)
-    assert [b for b in beats if thawed + 0.3 < b < frozen_again - 0.3] == []
+    assert_no_heartbeat_between_evaluations(result)
     assert all(e["excluded"] for e in result["training"]["evaluations"])
 
 

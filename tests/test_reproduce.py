@@ -31,14 +31,31 @@ def results(tmp_path, monkeypatch):
     return folder
 
 
-def probe_entry(tmp_path: Path, mode: str) -> Path:
-    """The probe entry, running in ``mode`` (its image layers are shared across modes)."""
+def probe_entry(tmp_path: Path, mode: str, builder: str | None = None) -> Path:
+    """The probe entry, running in ``mode`` (its image layers are shared across modes), with
+    another of its builders if given."""
     folder = tmp_path / "contract-probe"
     shutil.copytree(PROBE, folder)
     manifest = yaml.safe_load((folder / "entry.yaml").read_text())
     manifest["train"]["command"] = ["python3", "/entry/probe.py", mode]
+    if builder:
+        manifest["inference"]["builder"] = builder
     (folder / "entry.yaml").write_text(yaml.safe_dump(manifest))
     return folder
+
+
+def assert_no_heartbeat_between_evaluations(result: dict) -> None:
+    """The probe's ``twice`` mode with ``tiny:build_with_heartbeat``: the builder's thread beat
+    while the evaluator answered, and never while the training container ran between the two."""
+    origin = result["training"]["wall_clock_start_unix_ms"] / 1000
+    stamps = {(e["key"], e["metadata"].get("index")): origin + e["t"] for e in events(result)
+              if e.get("origin") == "runner" and e["key"] in ("eval_freeze", "eval_thaw")}
+    thawed, frozen_again = stamps[("eval_thaw", 0)], stamps[("eval_freeze", 1)]
+    assert frozen_again - thawed > 2.5  # the entry worked 3 s between its two requests
+    beats = [float(x) for x in Path(result["_folder"], "evaluations", "heartbeat.log").read_text().split()]
+    assert any(stamps[("eval_freeze", 0)] <= b <= thawed for b in beats)  # it did run while evaluating
+    between = [b for b in beats if thawed + 0.3 < b < frozen_again - 0.3]
+    assert between == [], f"{len(between)} heartbeats while the training clock ran"
 
 
 def only_result(results: Path) -> dict:
@@ -210,21 +227,10 @@ def test_the_evaluator_is_frozen_between_evaluations_and_the_timings_say_where_t
         docker_client, tmp_path, results):
     """The evaluator runs the entry's builder; a thread the builder leaves behind must not run
     while the training clock does. And the result's timings split the run into its phases."""
-    entry = probe_entry(tmp_path, "twice")
-    manifest = yaml.safe_load((entry / "entry.yaml").read_text())
-    manifest["inference"]["builder"] = "tiny:build_with_heartbeat"
-    (entry / "entry.yaml").write_text(yaml.safe_dump(manifest))
-    main(["reproduce", str(entry), "--smoke", "--no-infer", "--seed", "3"])
+    main(["reproduce", str(probe_entry(tmp_path, "twice", "tiny:build_with_heartbeat")),
+          "--smoke", "--no-infer", "--seed", "3"])
     result = only_result(results)
-    origin = result["training"]["wall_clock_start_unix_ms"] / 1000
-    stamps = {(e["key"], e["metadata"].get("index")): origin + e["t"] for e in events(result)
-              if e.get("origin") == "runner" and e["key"] in ("eval_freeze", "eval_thaw")}
-    thawed, frozen_again = stamps[("eval_thaw", 0)], stamps[("eval_freeze", 1)]
-    assert frozen_again - thawed > 2.5  # the entry slept 3 s between its two requests
-    beats = [float(x) for x in Path(result["_folder"], "evaluations", "heartbeat.log").read_text().split()]
-    assert any(stamps[("eval_freeze", 0)] <= b <= thawed for b in beats)  # it did run while evaluating
-    between = [b for b in beats if thawed + 0.3 < b < frozen_again - 0.3]
-    assert between == [], f"{len(between)} heartbeats while the training clock ran"
+    assert_no_heartbeat_between_evaluations(result)
 
     timings = result["timings"]
     names = [p["name"] for p in timings["phases"]]

@@ -37,8 +37,9 @@ from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.options import ReproduceOptions
 from runner.profiles import load_profile
-from runner.reproduce import reproduce
-from runner.engine.containers import CONTAINER_USER, cpu_limits
+from runner.engine.containers import CONTAINER_USER, PIDS_LIMIT, SHM_SIZE, TMPFS, cpu_limits
+from runner.engine.kinds import current
+from runner.reproduce import reproduce, train_env
 
 HELP = "the runner against a plain `docker run` of the same training (pairs; ratio min/median/max)"
 RATIO_TARGET = 1.15
@@ -54,17 +55,11 @@ def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed:
     """The ``docker run`` a user would write: the runner's lock-down, without the runner."""
     profile = load_profile(entry.hardware_profile)
     limits = profile.container_limits
-    cpus = int(limits.cpus) if limits and limits.cpus else os.cpu_count() or 1
-    from runner.engine.kinds import current
-
     engine = current()
-    extra = []
-    if engine.name == "podman":  # what the engine needs on this host (runner.engine.kinds)
-        extra = ["--runtime", "runc", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"]
-    command = [engine.name, "run", *extra, "--rm", "--network", "none", "--user", CONTAINER_USER,
+    command = [engine.name, "run", *engine.cli_options(), "--rm", "--network", "none", "--user", CONTAINER_USER,
                "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
-               "--tmpfs", "/scratch:rw,size=2g,mode=1777", "--tmpfs", "/tmp:rw,size=512m,mode=1777",
-               "--shm-size", "1g", "--pids-limit", "4096", "--workdir", "/entry",
+               *[arg for path, options in TMPFS.items() for arg in ("--tmpfs", f"{path}:{options}")],
+               "--shm-size", SHM_SIZE, "--pids-limit", str(PIDS_LIMIT), "--workdir", "/entry",
                "-v", f"{train_dir}:/data/train:ro", "-v", f"{output_dir}:/output:rw"]
     cpu = cpu_limits(limits.cpus if limits else None)
     if "cpuset_cpus" in cpu:
@@ -73,10 +68,7 @@ def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed:
         command += ["--cpus", str(cpu["nano_cpus"] / 1e9)]
     if limits and limits.memory:
         command += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]
-    env = {"RUNNER_TASK": entry.task.id, "RUNNER_SEED": str(seed), "RUNNER_DATA": "/data",
-           "RUNNER_OUTPUT": "/output", "RUNNER_THREADS": str(cpus),
-           "RUNNER_THRESHOLD": repr(entry.task.threshold), "RUNNER_SMOKE": "0", "HOME": "/scratch"}
-    for key, value in env.items():
+    for key, value in train_env(entry.task, profile, seed, smoke=False, hyperparameters={}).items():
         command += ["-e", f"{key}={value}"]
     return [*command, image_id, *entry.train.command]
 

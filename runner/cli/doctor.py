@@ -26,10 +26,10 @@ def _engine() -> tuple[str, str, dict]:
     if not ping():
         hint = "installed, not running" if shutil.which("dockerd") else "not installed"
         return "missing", f"{hint}: run `sudo runner setup`", {}
-    from runner.engine.client import _connect
+    from runner.engine.client import connect
     from runner.engine.kinds import current
 
-    client = _connect(10)
+    client = connect(10)
     try:
         version, info = client.version(), client.info()
     finally:

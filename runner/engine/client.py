@@ -14,7 +14,7 @@ ENGINE_WAIT_S = 60
 REQUEST_TIMEOUT_S = 900
 
 
-def _connect(timeout: float) -> docker.DockerClient:
+def connect(timeout: float) -> docker.DockerClient:
     """A client of the engine in use (``runner.engine.kinds``): its socket, else DOCKER_HOST."""
     from runner.engine.kinds import current
 
@@ -26,7 +26,7 @@ def _connect(timeout: float) -> docker.DockerClient:
 
 def ping(timeout: float = 5) -> bool:
     try:
-        client = _connect(timeout)
+        client = connect(timeout)
         try:
             return bool(client.ping())
         finally:
@@ -38,7 +38,7 @@ def ping(timeout: float = 5) -> bool:
 def get_client() -> docker.DockerClient:
     """A client for the engine (DOCKER_HOST or the local socket); UserError if none answers."""
     try:
-        client = _connect(REQUEST_TIMEOUT_S)
+        client = connect(REQUEST_TIMEOUT_S)
         client.ping()
         return client
     except (docker.errors.DockerException, OSError) as exc:

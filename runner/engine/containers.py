@@ -25,6 +25,10 @@ from runner.engine.kinds import create_options
 # runner can be found and removed by the next run.
 MANAGED_LABEL = "dev.runner.container"
 CONTAINER_USER = "1000:1000"
+# What every container gets beside no network, user, capabilities and a read-only root.
+TMPFS = {"/scratch": "rw,size=2g,mode=1777", "/tmp": "rw,size=512m,mode=1777"}
+SHM_SIZE = "1g"
+PIDS_LIMIT = 4096
 # The longest output line kept whole; longer lines are cut (and say so) in log and events.
 MAX_LINE_BYTES = 1 << 20
 
@@ -155,9 +159,9 @@ def _create(client: docker.DockerClient, spec: ContainerSpec):
         cap_drop=["ALL"],
         security_opt=["no-new-privileges"],
         read_only=True,
-        tmpfs={"/scratch": "rw,size=2g,mode=1777", "/tmp": "rw,size=512m,mode=1777"},
-        shm_size="1g",
-        pids_limit=4096,
+        tmpfs=dict(TMPFS),
+        shm_size=SHM_SIZE,
+        pids_limit=PIDS_LIMIT,
         **cpus,
         mem_limit=spec.memory,
         memswap_limit=spec.memory,  # no swap: a memory limit that swaps would skew timing

@@ -25,7 +25,7 @@ in every fingerprint.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from runner.errors import UserError
 
@@ -38,19 +38,20 @@ class Engine:
     base_url: str | None  # the API socket; None: DOCKER_HOST, else Docker's default socket
     daemon: str  # the binary that serves the API
     packages: tuple[str, ...]  # what `runner setup` installs (Debian names)
-    create_options: dict = field(default_factory=dict)  # added to every container the runner creates
+    # What the engine needs on every container the runner creates (None / () for nothing).
+    runtime: str | None = None
+    ulimits: tuple[tuple[str, int, int], ...] = ()  # (name, soft, hard)
 
-
-def _ulimits():
-    from docker.types import Ulimit
-
-    return [Ulimit(name="nofile", soft=1024, hard=1024), Ulimit(name="nproc", soft=4096, hard=4096)]
+    def cli_options(self) -> list[str]:
+        """The same as ``create_options``, as ``docker run``/``podman run`` flags."""
+        return ([f"--runtime={self.runtime}"] if self.runtime else []) + \
+            [f"--ulimit={name}={soft}:{hard}" for name, soft, hard in self.ulimits]
 
 
 ENGINES: dict[str, Engine] = {
     "docker": Engine("docker", None, "dockerd", ("docker.io",)),
     "podman": Engine("podman", "unix:///run/podman/podman.sock", "podman", ("podman",),
-                     {"runtime": "runc", "ulimits": "podman-defaults"}),
+                     runtime="runc", ulimits=(("nofile", 1024, 1024), ("nproc", 4096, 4096))),
 }
 
 
@@ -111,7 +112,10 @@ def several_processes_supported() -> bool:
 
 def create_options() -> dict:
     """What the engine in use adds to ``containers.create``."""
-    options = dict(current().create_options)
-    if options.get("ulimits") == "podman-defaults":
-        options["ulimits"] = _ulimits()
+    from docker.types import Ulimit
+
+    engine = current()
+    options: dict = {"runtime": engine.runtime} if engine.runtime else {}
+    if engine.ulimits:
+        options["ulimits"] = [Ulimit(name=name, soft=soft, hard=hard) for name, soft, hard in engine.ulimits]
     return options

@@ -15,9 +15,9 @@ def capture_docker(client: Any | None = None) -> dict:
 
     try:
         if client is None:
-            from runner.engine.client import _connect
+            from runner.engine.client import connect
 
-            client = _connect(10)
+            client = connect(10)
         version = client.version()
         info = client.info()
     except (DockerException, OSError) as err:
