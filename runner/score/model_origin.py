@@ -9,7 +9,11 @@ Two checks of the checkpoint that crossed the threshold and of the final model:
   the host scores those predictions against its own labels. A model whose knowledge is in
   its checkpoint falls to chance (a permuted network answers at random, often with one or
   two classes); one that keeps at least half of its margin over chance got its knowledge
-  elsewhere (code, the builder, a hidden network). Chance is the better of guessing
+  elsewhere (code, the builder, a hidden network). "Keeps" is judged with the item count in
+  view: the permuted score must pass that limit by ``SENSITIVITY_Z`` standard errors of a
+  score measured on that many items, so a small (smoke) evaluation set whose permuted model
+  lands a little above the limit by the luck of a few hundred items is not a finding, while
+  a model that keeps its score is one at any size. Chance is the better of guessing
   uniformly and always answering the most frequent classes of the evaluation set; for a
   task without classes it is the task's stated ``chance_score`` (SQuAD: F1 0.10, above
   what a span picked without reading the question scores on the dev set, a few points).
@@ -32,6 +36,9 @@ CLASS4 = "class 4 (a model trained before the run): "
 MAX_RECORD_BYTES = 1 << 20
 # A permuted checkpoint must lose more than this fraction of the model's margin over chance.
 SENSITIVITY_MARGIN = 0.5
+# ...and pass it by this many standard errors of a score on the items the evaluator predicted
+# (one-sided; about one honest run in 700 would pass it by chance alone).
+SENSITIVITY_Z = 3.0
 
 
 def chance(task: Task, labels) -> float | None:
@@ -53,6 +60,16 @@ def sensitivity_limit(task: Task, labels, own_score: float | None) -> float | No
     if c is None or own_score is None:
         return None
     return c + SENSITIVITY_MARGIN * max(0.0, own_score - c)
+
+
+def sensitivity_bound(limit: float | None, items: int | None) -> float | None:
+    """The permuted score that shows, on ``items`` items, a true score above ``limit``: the
+    limit plus ``SENSITIVITY_Z`` binomial standard errors at the limit (a fraction scored
+    per item, accuracy or F1, varies no more than that)."""
+    if limit is None or not items:
+        return limit
+    p = min(max(limit, 0.0), 1.0)
+    return limit + SENSITIVITY_Z * (p * (1.0 - p) / items) ** 0.5
 
 
 @dataclass
@@ -118,7 +135,7 @@ def judge_sensitivity(task: Task, result_dir: Path, record: dict, own_score: flo
     c = chance(task, labels)
     limit = sensitivity_limit(task, labels, own_score)
     out = {**record, "chance": c, "limit": limit, "own_score": own_score, "score": None,
-           "problem": record.get("problem")}
+           "items_scored": None, "bound": None, "problem": record.get("problem")}
     if c is None:
         out["problem"] = out["problem"] or f"no sensitivity rule for {task.id} (no classes)"
         return out
@@ -131,6 +148,8 @@ def judge_sensitivity(task: Task, result_dir: Path, record: dict, own_score: flo
         _, scores, problem = score_file(task, result_dir, str(record.get("predictions")), labels)
         out["score"] = primary_score(task, scores)
         out["problem"] = problem
+        out["items_scored"] = len(labels)
+        out["bound"] = sensitivity_bound(limit, len(labels))
     return out
 
 
@@ -143,10 +162,14 @@ def sensitivity_problem(task: Task, judged: dict) -> str | None:
         return f"{CLASS4}the sensitivity of {of} to its checkpoint could not be measured: {judged['problem']}"
     if own is None or limit is None or score is None or own <= 2 * c:
         return None  # a model near chance holds no knowledge: there is nothing to explain
-    if score >= limit:
+    bound = judged.get("bound")
+    bound = bound if isinstance(bound, (int, float)) else limit  # a record from before the bound
+    if score >= bound:
+        items = judged.get("items_scored")
+        on = f", {SENSITIVITY_Z:g} standard errors above it on {items} items: {bound:.4f}" if items else ""
         return (f"{CLASS4}the model does not depend on its checkpoint ({of}): {task.metric} {own:.4f} as trained, "
                 f"{score:.4f} with the checkpoint's tensors permuted (limit {limit:.4f}: chance {c:.4f} plus half "
-                "the model's margin over it)")
+                f"the model's margin over it{on})")
     return None
 
 
