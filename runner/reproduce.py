@@ -25,7 +25,7 @@ from runner.build.context import entry_files
 from runner.build.image_audit import AUDIT_FILE, ImageAudit, audit_image
 from runner.bundle import PROFILE_FILE, sign_folder
 from runner.engine import get_client
-from runner.engine.kinds import refusal as engine_refusal, several_processes_supported
+from runner.engine.kinds import refusal as engine_refusal
 from runner.harness.backends import CPU_BACKENDS
 from runner.engine.gpus import gpu_containers_possible
 from runner.errors import UserError
@@ -133,11 +133,6 @@ def prepare(entry_path: str, opts: ReproduceOptions, console: Console, scratch: 
         client = get_client()
         if why := engine_refusal(client):
             raise UserError(why, "run the engine rootful (`sudo runner setup --engine podman`), or on a cgroup v2 host")
-        if entry.world_size > 1 and not several_processes_supported():
-            raise UserError(
-                f"{entry.name} runs {entry.world_size} processes, one container each, and the runner does not run "
-                "those on Podman yet (their ranks could not reach each other on its internal network)",
-                "run it with the Docker engine (RUNNER_ENGINE=docker)")
         network = cluster_network(client, require_network_setting(entry.nodes)) if entry.nodes > 1 else None
         if removed := remove_orphans(client):
             console.print(f"removed {removed} container(s) left by an earlier, killed run")

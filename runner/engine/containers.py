@@ -53,9 +53,13 @@ class ContainerSpec:
     timeout_s: float = 3600
     label: str = "train"
     entrypoint: list[str] | None = None  # overrides the image's ENTRYPOINT (the launcher)
-    # Multi-process runs only: the run's internal network (no route out), a name the other
-    # ranks resolve, one core, and the GPU ids of this rank. Otherwise: no network at all.
+    # Multi-process runs only. On one host, every rank joins rank 0's network namespace
+    # (``network_of``: rank 0's name), which has no interface but loopback: the ranks reach
+    # each other on 127.0.0.1 and nothing else. Across nodes, the cluster's internal network
+    # (``network``) and a name the other nodes resolve. Each rank: one core, its GPU ids.
+    # Otherwise: no network at all.
     network: str | None = None
+    network_of: str | None = None
     name: str | None = None
     core: int | None = None
     gpu_ids: list[str] | None = None
@@ -107,7 +111,9 @@ def remove_orphans(client: docker.DockerClient) -> int:
     process is gone (or whose pid now belongs to another process). Containers of live runs,
     of other hosts sharing the engine, or without owner labels are never touched."""
     removed = 0
-    for c in client.containers.list(all=True, filters={"label": MANAGED_LABEL}):
+    listed = client.containers.list(all=True, filters={"label": MANAGED_LABEL})
+    # Newest first: a rank that joined rank 0's network namespace goes before rank 0.
+    for c in sorted(listed, key=lambda c: str(c.attrs.get("Created", "")), reverse=True):
         owner = ownership.owner_from_labels(c.labels or {})
         if owner is None or not owner.gone():
             continue
@@ -146,7 +152,14 @@ def _create(client: docker.DockerClient, spec: ContainerSpec):
         device_requests = [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])]
     else:
         device_requests = None
-    network = {"network": spec.network, "name": spec.name, "hostname": spec.name} if spec.network else {"network_mode": "none"}
+    if spec.network:
+        network = {"network": spec.network, "hostname": spec.name}
+    elif spec.network_of:  # the namespace, hostname and /etc/hosts of that container
+        network = {"network_mode": f"container:{spec.network_of}"}
+    else:
+        network = {"network_mode": "none"}
+    if spec.name:
+        network["name"] = spec.name
     cpus = {"cpuset_cpus": str(spec.core)} if spec.core is not None else cpu_limits(spec.cpus)
     return client.containers.create(
         spec.image,
@@ -185,13 +198,17 @@ def run_container(
     *,
     on_started: Callable[[object, Callable[[], float]], None] | None = None,
     cancel: threading.Event | None = None,
+    before_remove: Callable[[bool], None] | None = None,
 ) -> ContainerOutcome:
     """Run ``spec`` to its end, calling ``on_line(line, t)`` for every output line, where
     ``t`` is host monotonic seconds since just before the container started.
 
     ``on_started(container, clock)`` is called once the container runs, before any line
     is read; ``clock()`` gives the time on the same scale as ``t``. Setting ``cancel``
-    stops and removes the container (recorded as interrupted)."""
+    stops and removes the container (recorded as interrupted). ``before_remove(ended)`` is
+    called once the container has stopped, before it is removed (``ended``: it ran to its
+    end, not timed out or interrupted): containers that share its network namespace must
+    be gone first, since an engine may refuse to remove a namespace still in use."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     container = _create(client, spec)
     stream = container.attach(stdout=True, stderr=True, stream=True, logs=True)
@@ -266,6 +283,8 @@ def run_container(
     finally:
         wall = time.monotonic() - t0
         try:
+            if before_remove is not None:
+                before_remove(not (timed_out or interrupted) and error is None)
             container.remove(force=True)
         except docker.errors.NotFound:
             pass

@@ -102,14 +102,6 @@ def refusal(client) -> str | None:
     return None
 
 
-def several_processes_supported() -> bool:
-    """Can the ranks of a run of several processes (one container each, on an internal network,
-    found by name) reach each other on this engine? Docker: yes. Podman 4.3 on this project's
-    host: no (rank 1 timed out connecting to rank 0 by name on the internal network, though
-    aardvark-dns is installed), so such runs are refused there rather than left to time out."""
-    return current().name != "podman"
-
-
 def create_options() -> dict:
     """What the engine in use adds to ``containers.create``."""
     from docker.types import Ulimit

@@ -1,11 +1,15 @@
 """Multi-process training: one locked-down container per rank, one clock.
 
 An entry whose manifest asks for ``processes_per_node > 1`` gets one container per process
-(rank) on a Docker network of the run's own that is ``internal`` (no gateway, no route
-out): the ranks reach each other by container name and nothing else. Each rank gets what
-``torchrun`` would give it (``MASTER_ADDR`` = rank 0's container, ``MASTER_PORT``,
-``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``), one core
-of its host and, on GPU hosts, one GPU.
+(rank). On one host, rank 0 has no network at all (as any run) and every other rank joins
+rank 0's network namespace: the only interface they share is loopback, so the ranks reach
+each other on 127.0.0.1 and nothing else, with no bridge, no name service and no firewall
+rule of the engine's to rely on. (An internal bridge network did that job before; under
+Podman 4.3 its traffic between containers is dropped on any host where Docker has set the
+FORWARD policy to DROP, since netavark adds no accept rule for internal networks.) Each rank
+gets what ``torchrun`` would give it (``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``,
+``RANK``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``), one core of its host and,
+on GPU hosts, one GPU.
 
 One clock: rank 0 is the run's ordinary training container (``runner.run.training``), so
 its launcher stamps the start, its events drive TTA, and the runner's evaluations of its
@@ -14,7 +18,7 @@ output is kept in ``logs/train-rank<r>.log``. When any rank ends badly, rank 0 i
 since a collective would otherwise wait for the dead peer until the timeout.
 
 A run spanning nodes (``nodes > 1``) uses the same pieces on every node: ``Peers`` runs a
-node's ranks, on the cluster's network instead of one of the run's own
+node's ranks, each on the cluster's network under a name the other nodes resolve
 (``runner.run.allocation``, ``runner.run.remote_nodes``, ``runner.run.node_agent``).
 """
 
@@ -23,15 +27,15 @@ from __future__ import annotations
 import os
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import docker
 
-from runner.engine.containers import MANAGED_LABEL, ContainerOutcome, ContainerSpec, run_container
+from runner.engine.containers import ContainerOutcome, ContainerSpec, run_container
 
 RENDEZVOUS_PORT = 29500
+LOOPBACK = "127.0.0.1"
 
 
 def rank_name(run_name: str, rank: int) -> str:
@@ -39,30 +43,35 @@ def rank_name(run_name: str, rank: int) -> str:
 
 
 def rank_env(env: dict[str, str], run_name: str, rank: int, world_size: int,
-             per_node: int | None = None) -> dict[str, str]:
+             per_node: int | None = None, across_nodes: bool = False) -> dict[str, str]:
     """torchrun's variables for one rank, and one thread per rank's core. ``per_node``: the
-    ranks of each node (default: every rank on one host); rank r runs on node r // per_node."""
+    ranks of each node (default: every rank on one host); rank r runs on node r // per_node.
+    On one host the ranks meet on loopback; ``across_nodes``, on the cluster network by name."""
     per_node = per_node or world_size
     return {
         **env,
-        "MASTER_ADDR": rank_name(run_name, 0),
+        "MASTER_ADDR": rank_name(run_name, 0) if across_nodes else LOOPBACK,
         "MASTER_PORT": str(RENDEZVOUS_PORT),
         "WORLD_SIZE": str(world_size),
         "RANK": str(rank),
         "LOCAL_RANK": str(rank % per_node),
         "LOCAL_WORLD_SIZE": str(per_node),
         "GROUP_RANK": str(rank // per_node),
-        "GLOO_SOCKET_IFNAME": "eth0",  # the run's network, the container's only interface
+        # the cluster network (the container's only interface), or the shared loopback
+        "GLOO_SOCKET_IFNAME": "eth0" if across_nodes else "lo",
         "RUNNER_THREADS": "1",
     }
 
 
-def rank_spec(spec: ContainerSpec, run_name: str, network: str, rank: int, world_size: int,
+def rank_spec(spec: ContainerSpec, run_name: str, network: str | None, rank: int, world_size: int,
               gpus: int, per_node: int | None = None) -> ContainerSpec:
-    """Rank ``rank``'s container: the run's spec on the run's network, one core (and GPU).
-    Consecutive ranks of one node get distinct cores and GPUs (rank modulo the node's count)."""
+    """Rank ``rank``'s container, one core (and GPU): on the cluster ``network`` when the run
+    spans nodes, else in rank 0's network namespace (rank 0 itself: no network). Consecutive
+    ranks of one node get distinct cores and GPUs (rank modulo the node's count)."""
+    across = network is not None
     return replace(
-        spec, env=rank_env(spec.env, run_name, rank, world_size, per_node), network=network,
+        spec, env=rank_env(spec.env, run_name, rank, world_size, per_node, across_nodes=across),
+        network=network, network_of=None if across or rank == 0 else rank_name(run_name, 0),
         name=rank_name(run_name, rank), core=rank % (os.cpu_count() or 1),
         gpu_ids=[str(rank % gpus)] if gpus else None, gpus=0,
     )
@@ -70,20 +79,6 @@ def rank_spec(spec: ContainerSpec, run_name: str, network: str, rank: int, world
 
 def rank_log(result_dir: Path, rank: int) -> Path:
     return result_dir / "logs" / ("train.log" if rank == 0 else f"train-rank{rank}.log")
-
-
-@contextmanager
-def internal_network(client: docker.DockerClient, name: str):
-    """A bridge network with no route out, removed with the run."""
-    network = client.networks.create(name, driver="bridge", internal=True,
-                                     labels={MANAGED_LABEL: "network"})
-    try:
-        yield network
-    finally:
-        try:
-            network.remove()
-        except docker.errors.APIError:  # gone, or still in use by a container being removed
-            pass
 
 
 class Peers:

@@ -25,7 +25,7 @@ from runner import paths
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
 from runner.run.gpu_freeze import GpuFreeze
-from runner.run.multiprocess import Peers, internal_network, rank_spec
+from runner.run.multiprocess import Peers, rank_spec
 from runner.run.remote_nodes import NodeError, RemoteNodes
 from runner.events import Event, parse_line, runner_event, write_events
 from runner.run.progress import TrainingProgress
@@ -390,10 +390,8 @@ def run_training(client: docker.DockerClient, task: Task, labels, inputs: Traini
     run_name = f"runner-{inputs.result_dir.name}".lower()
     if inputs.nodes is not None:
         return _train_across_nodes(client, task, labels, inputs, spec, run_name)
-    with internal_network(client, run_name) as network:
-        ranks = [rank_spec(spec, run_name, network.name, r, inputs.world_size, inputs.gpus)
-                 for r in range(inputs.world_size)]
-        return _train(client, task, labels, inputs, ranks[0], [Peers(client, ranks[1:], inputs.result_dir, None)])
+    ranks = [rank_spec(spec, run_name, None, r, inputs.world_size, inputs.gpus) for r in range(inputs.world_size)]
+    return _train(client, task, labels, inputs, ranks[0], [Peers(client, ranks[1:], inputs.result_dir, None)])
 
 
 def _agent_plan(inputs: TrainingInputs, run_name: str, per_node: int) -> dict:
@@ -485,15 +483,26 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
         listener = threading.Thread(target=listen, name="runner-train-events", daemon=True)
         listener.start()
         outcome = None
+        exited: list[float] = []
+        problems: list[str | None] = []
+
+        def stop_peers(ended: bool) -> None:
+            """Rank 0 has stopped: the other ranks end (or are stopped) before it is removed,
+            since they share its network namespace."""
+            exited.append(session.clock())
+            if not problems:
+                problems.extend(group.stop(60 if ended else 0) for group in session.peers)
+
         try:
             outcome = run_container(
                 client, spec, lambda line, t: lines.put((line, t)),
                 inputs.result_dir / "logs" / "train.log", on_started=session.started,
+                before_remove=stop_peers,
             )
-            exit_t = session.clock()
+            exit_t = exited[0] if exited else session.clock()
         finally:
-            grace = 60 if outcome is not None and not outcome.interrupted else 0
-            problems = [group.stop(grace) for group in session.peers]
+            if not problems:  # rank 0 could not even be created or started
+                stop_peers(False)
             peer_problem = next((p for p in problems if p), None)
             lines.put(None)
             listener.join()

@@ -121,3 +121,58 @@ def test_every_freeze_pauses_the_rank_on_the_other_node_before_the_evaluation(tw
     agent_log = (folder / "logs" / "node1-agent.log").read_text()
     assert len(re.findall(r"\] pause: rank 1 paused$", agent_log, re.M)) == len(freezes)
     assert len(re.findall(r"\] unpause: rank 1 running$", agent_log, re.M)) == len(freezes)
+
+
+PODMAN_CLUSTER_NETWORK = "runner-test-cluster-podman"
+
+
+@pytest.fixture
+def podman_cluster_network():
+    """The cluster network of nodes whose engine is Podman: an internal netavark bridge. This
+    host's FORWARD policy is DROP (Docker set it), and netavark 1.4 adds no accept rule for
+    internal networks, so the site's firewall must let the bridge's own traffic through
+    (docs/cluster.md); the rule is removed with the network."""
+    import subprocess
+
+    from runner.engine import ensure_engine
+    from runner.engine.kinds import ENV_VAR
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_VAR, "podman")
+        ensure_engine(install=True).close()
+    subprocess.run(["podman", "network", "rm", "-f", PODMAN_CLUSTER_NETWORK], capture_output=True)
+    subprocess.run(["podman", "network", "create", "--internal", PODMAN_CLUSTER_NETWORK], check=True, capture_output=True)
+    bridge = subprocess.run(["podman", "network", "inspect", "--format", "{{.NetworkInterface}}", PODMAN_CLUSTER_NETWORK],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    rule = ["FORWARD", "-i", bridge, "-o", bridge, "-j", "ACCEPT"]
+    subprocess.run(["iptables", "-I", *rule], check=True)
+    yield PODMAN_CLUSTER_NETWORK
+    subprocess.run(["iptables", "-D", *rule], capture_output=True)
+    subprocess.run(["podman", "network", "rm", "-f", PODMAN_CLUSTER_NETWORK], capture_output=True)
+
+
+def test_two_nodes_whose_engine_is_podman_train_one_run(cpu_base_image, local_slurm, podman_cluster_network,
+                                                         tmp_path, monkeypatch, capsys):
+    """Nodes without a Docker daemon: the node agent starts rank 1 in Podman on the second node,
+    both ranks join one process group on the cluster's netavark network, and every freeze
+    pauses both."""
+    entry = tmp_path / "gloo-pair"
+    shutil.copytree(GLOO_PAIR, entry)
+    manifest = yaml.safe_load((entry / "entry.yaml").read_text())
+    manifest.update(nodes=2, processes_per_node=1)
+    (entry / "entry.yaml").write_text(yaml.safe_dump(manifest))
+    monkeypatch.setenv("RUNNER_ENGINE", "podman")
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("RUNNER_SIGNING_KEY", str(generate(tmp_path / "keys").private))
+    monkeypatch.setenv(NETWORK_ENV, podman_cluster_network)
+    code = main(["reproduce", str(entry), "--smoke", "--no-infer", "--seed", "5", "--slurm",
+                 "--partition", local_slurm.pair_partition])
+    out = capsys.readouterr().out
+    (folder,) = [p for p in (tmp_path / "results" / "gloo-pair").iterdir() if (p / "result.json").exists()]
+    result = json.loads((folder / "result.json").read_text())
+    logs = {p.name: p.read_text() for p in (folder / "logs").iterdir()}
+    assert code == 0 and result["status"] == "complete", (result["incomplete_reason"], out, logs)
+    assert "rank 1 of 2 joined" in logs["train-rank1.log"] and "route out: no" in logs["train.log"]
+    assert json.loads((folder / "fingerprint-node1.json").read_text())["docker"]["engine"] == "podman"
+    freezes = [e for e in events_of(folder) if e["key"] == "eval_freeze"]
+    assert freezes and all(f["metadata"]["ranks"] == {"0": "paused", "1": "paused"} for f in freezes)
