@@ -141,13 +141,13 @@ def test_prepare_refuses_sets_that_must_be_imported():
 def test_synthetic_imagenet_is_a_jpeg_tree_like_the_official_one(tmp_path):
     """ImageNet's smoke data: a training tree of JPEGs in WNID folders (the run contract's
     layout) at a small resolution, and the staged evaluation arrays at the same one."""
-    from runner.data.synthetic import TREE_SMOKE
+    from runner.tasks.imagenet.synthetic import SMOKE_SHAPE
 
     staged = data.synthetic("imagenet", tmp_path / "imagenet", n_train=6, n_eval=3, seed=1)
     jpegs = sorted(staged.train_dir.rglob("*.JPEG"))
     assert len(jpegs) == 6 and all(p.parent.name.startswith("n") and len(p.parent.name) == 9 for p in jpegs)
     assert all(p.name.startswith(p.parent.name + "_") for p in jpegs)
-    assert np.load(staged.eval_dir / "images.npy").shape == (3, *TREE_SMOKE["imagenet"])
+    assert np.load(staged.eval_dir / "images.npy").shape == (3, *SMOKE_SHAPE)
     assert staged.load_eval_labels().shape == (3,)
     again = data.synthetic("imagenet", tmp_path / "again", n_train=6, n_eval=3, seed=1)
     assert again.digest == staged.digest

@@ -20,9 +20,9 @@ from data_samples import (
 
 from runner import data
 from runner.cli import main
-from runner.data import cifar10
 from runner.data.checks import Expected
 from runner.errors import UserError
+from runner.tasks.cifar10 import source as cifar10
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from runner import data
-from runner.data import fashion_mnist, mnist
 from runner.errors import UserError
+from runner.tasks.fashion_mnist import source as fashion_mnist
+from runner.tasks.mnist import source as mnist
 
 
 @pytest.fixture(autouse=True)
@@ -103,7 +104,7 @@ def test_every_task_has_one_source_with_the_one_interface():
     import inspect
 
     from runner.data.sources import SOURCES
-    from runner.tasks.registry import TASKS
+    from runner.tasks import TASKS
 
     assert set(SOURCES) == set(TASKS)
     for source in SOURCES.values():

@@ -15,7 +15,7 @@ from data_samples import make_devkit, md5
 from runner import data
 from runner.cli import main
 from runner.data.checks import Expected
-from runner.data.imagenet_train import TRAIN_TAR, check_tree
+from runner.tasks.imagenet.train_tree import TRAIN_TAR, check_tree
 from runner.errors import UserError
 
 pytest.importorskip("PIL")

@@ -61,7 +61,7 @@ def no_slurm_job(monkeypatch):
 
 
 def test_torchruns_variables_across_nodes():
-    env = rank_env({}, "runner-x", 3, 4, per_node=2)
+    env = rank_env({}, "runner-x", 3, 4, per_node=2, across_nodes=True)
     assert (env["RANK"], env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"], env["GROUP_RANK"]) == ("3", "1", "2", "1")
     assert env["MASTER_ADDR"] == "runner-x-rank0" and env["WORLD_SIZE"] == "4"
 

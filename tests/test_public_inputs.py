@@ -15,8 +15,7 @@ from runner.cli import main
 from runner.data import public_inputs as pi
 from runner.errors import UserError
 from runner.manifest import load_entry
-from runner.tasks import get_task
-from runner.tasks.registry import PublicInput, public_input
+from runner.tasks import PublicInput, get_task, public_input
 
 SQUAD_READER = Path(__file__).parent / "entries" / "squad-reader"
 

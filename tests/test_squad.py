@@ -20,7 +20,7 @@ from runner.errors import UserError
 from runner.score.model_origin import chance, sensitivity_limit, timed_disagreement
 from runner.score.probe import DISTRACTORS, make_probe_inputs, probe_record
 from runner.tasks import get_task
-from runner.tasks.squad import exact_match, f1, score_squad
+from runner.tasks.squad.scoring import exact_match, f1, score_squad
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
 from harness.questions import best_span, decode  # noqa: E402 - the harness' own package name

@@ -6,7 +6,7 @@ import pytest
 from runner.errors import UserError
 from runner.tasks import TASKS, get_task
 from runner.tasks.metrics import score_classification, topk_accuracy
-from runner.tasks.squad import exact_match, f1, normalize_answer, score_squad
+from runner.tasks.squad.scoring import exact_match, f1, normalize_answer, score_squad
 
 
 def test_registry_thresholds_and_sizes():

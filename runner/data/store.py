@@ -13,22 +13,14 @@ from runner import paths
 from runner.data.checks import file_digest
 from runner.data.staging import STAGED_JSON, data_digest
 from runner.errors import UserError
+from runner.tasks import TASKS, get_task
 
-if TYPE_CHECKING:
-    from runner.data.imagenet_train import TrainTree
+if TYPE_CHECKING:  # the one tree kind so far; a task's tree_module defines its own TrainTree
+    from runner.tasks.imagenet.train_tree import TrainTree
 
-# How a user stages each task; the big ones cannot be fetched here.
-HOW_TO_STAGE = {
-    "mnist": "run `runner data prepare mnist`",
-    "fashion-mnist": "run `runner data prepare fashion-mnist`",
-    "cifar10": "run `runner data import cifar10 PATH/cifar-10-python.tar.gz`",
-    "imagenet": (
-        "run `runner data import imagenet PATH/ILSVRC2012_img_val.tar "
-        "--devkit PATH/ILSVRC2012_devkit_t12.tar.gz` and, to train, "
-        "`runner data import imagenet PATH/ILSVRC2012_img_train.tar`"
-    ),
-    "squad-v1.1": "run `runner data import squad-v1.1 PATH/dev-v1.1.json`",
-}
+# How a user stages each task (its declaration's ``source.how_to_stage``); the big ones
+# cannot be fetched here.
+HOW_TO_STAGE = {t.id: t.source.how_to_stage for t in TASKS.values() if t.source is not None}
 
 
 @dataclass(frozen=True)
@@ -52,7 +44,7 @@ class StagedData:
     conforming: bool = True
     counts: dict[str, int] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # relpath -> sha256
-    train_tree: TrainTree | None = None  # runner.data.imagenet_train
+    train_tree: TrainTree | None = None  # the task's DataSource.tree_module
 
     def load_eval_labels(self) -> np.ndarray | dict[str, list[str]]:
         """The int64 evaluation labels, or for SQuAD ``{question_id: [answers...]}``."""
@@ -116,17 +108,16 @@ def task_root(task_id: str) -> Path:
     return paths.data_dir() / task_id
 
 
-# Tasks whose training split is imported as a tree of files, beside the staged set.
-TREE_TASKS = {"imagenet": "imagenet-train"}
+# Tasks whose training split is imported as a tree of files, beside the staged set: the
+# tree's folder under the data folder (``source.tree``).
+TREE_TASKS = {t.id: t.source.tree for t in TASKS.values() if t.source is not None and t.source.tree}
 
 
 def train_tree(task_id: str):
-    """The imported training tree of ``task_id`` (``imagenet_train.TrainTree``), or None."""
+    """The imported training tree of ``task_id`` (its tree module's ``TrainTree``), or None."""
     if task_id not in TREE_TASKS:
         return None
-    from runner.data.imagenet_train import load_tree
-
-    return load_tree(paths.data_dir() / TREE_TASKS[task_id])
+    return get_task(task_id).source.load_tree().load_tree(paths.data_dir() / TREE_TASKS[task_id])
 
 
 def _with_tree(data: StagedData) -> StagedData:
@@ -139,8 +130,6 @@ def _with_tree(data: StagedData) -> StagedData:
 
 def staged(task_id: str, *, verify: bool = False) -> StagedData:
     """The staged data set for ``task_id``; ``verify`` re-hashes every file."""
-    from runner.tasks import get_task
-
     get_task(task_id)  # unknown task ids fail with the list of known ones
     root = task_root(task_id)
     if not (root / STAGED_JSON).is_file():

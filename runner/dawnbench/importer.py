@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from runner.dawnbench.claims import KINDS, Claim, CurvePoint
-from runner.dawnbench.tasks import BY_FOLDER, COST_ITEMS, FormatTask, format_task
+from runner.dawnbench.tasks import BY_FOLDER, BY_METRIC_FIELD, COST_ITEMS, FORMAT_TASKS, FormatTask, format_task
 from runner.dawnbench.tsv import FormatError, read_curve, read_text
 from runner.errors import UserError
 
@@ -93,11 +93,11 @@ def _format_task(path: Path, data: dict, task_id: str | None) -> FormatTask:
     for folder in (path.parent.name, path.parent.parent.name):
         if folder.lower() in BY_FOLDER:
             return BY_FOLDER[folder.lower()]
-    if "f1Score" in data:
-        return BY_FOLDER["squad"]
-    if "top5Accuracy" in data:
-        return BY_FOLDER["imagenet"]
-    raise FormatError(path, "cannot tell the task: it is under no CIFAR10/ImageNet/SQuAD/MNIST/FashionMNIST folder",
+    for metric_field, task in BY_METRIC_FIELD.items():
+        if metric_field in data:
+            return task
+    folders = "/".join(t.folder for t in FORMAT_TASKS)
+    raise FormatError(path, f"cannot tell the task: it is under no {folders} folder",
                       "put it under its task's folder, or pass --task")
 
 

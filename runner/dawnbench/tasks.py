@@ -1,15 +1,16 @@
 """DAWNBench's task folders and accuracy fields, mapped to the runner's task registry.
 
-DAWNBench publishes accuracies in percent, except SQuAD's ``f1Score``, a fraction.
+Each task declares its format (``Task.dawnbench_format``: folder, metric field, percent or
+fraction); DAWNBench publishes accuracies in percent, except SQuAD's ``f1Score``, a fraction.
 MNIST and Fashion-MNIST are the runner's offline tasks: not DAWNBench's, but written in
-the same format so that one leaderboard holds them all.
+the same format so that one leaderboard holds them all (after DAWNBench's own tasks).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.tasks import Task, get_task
+from runner.tasks import TASKS, Task, get_task
 
 # Inference cost is shown for this many items; the submission files give it per item.
 COST_ITEMS = 10_000
@@ -40,15 +41,22 @@ class FormatTask:
         return value * 100 if self.percent else value
 
 
-FORMAT_TASKS: tuple[FormatTask, ...] = (
-    FormatTask("CIFAR10", "cifar10", "top1Accuracy", ("top1Accuracy",), True),
-    FormatTask("ImageNet", "imagenet", "top5Accuracy", ("top1Accuracy", "top5Accuracy"), True),
-    FormatTask("SQuAD", "squad-v1.1", "f1Score", ("f1Score",), False),
-    FormatTask("MNIST", "mnist", "top1Accuracy", ("top1Accuracy",), True),
-    FormatTask("FashionMNIST", "fashion-mnist", "top1Accuracy", ("top1Accuracy",), True),
+# DAWNBench's own tasks first, then the runner's offline ones, each in the registry's order.
+FORMAT_TASKS: tuple[FormatTask, ...] = tuple(
+    FormatTask(t.dawnbench_format.folder, t.id, t.dawnbench_format.metric_field, t.curve_columns,
+               t.dawnbench_format.percent)
+    for t in sorted(TASKS.values(), key=lambda t: t.dawnbench is None)
+    if t.dawnbench_format is not None
 )
 BY_FOLDER = {t.folder.lower(): t for t in FORMAT_TASKS}
 BY_TASK_ID = {t.task_id: t for t in FORMAT_TASKS}
+# An accuracy field that one task alone is judged on names that task (SQuAD's f1Score,
+# ImageNet's top5Accuracy), for a file under no task folder.
+BY_METRIC_FIELD = {
+    field: matches[0]
+    for field in dict.fromkeys(t.metric_field for t in FORMAT_TASKS)
+    if len(matches := [t for t in FORMAT_TASKS if t.metric_field == field]) == 1
+}
 
 
 def format_task(task_id: str) -> FormatTask:

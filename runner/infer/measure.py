@@ -15,7 +15,7 @@ import numpy as np
 from runner.infer.loadgen import loadgen_record
 from runner.tasks import Task
 from runner.tasks.metrics import score_classification
-from runner.tasks.squad import score_squad
+from runner.tasks.squad.scoring import score_squad
 
 # The host stamps infer_start/infer_stop as their lines arrive; the lines travel through
 # the engine's output stream, whose delay can differ a little between the two.

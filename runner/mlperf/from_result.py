@@ -20,10 +20,10 @@ from pathlib import Path
 from runner.errors import UserError
 from runner.mlperf.config import SubmissionConfig, load_submission
 from runner.mlperf.training_log import TASK_BENCHMARK, Epoch, Evaluation, MlperfRun
+from runner.tasks import TASKS
 
 # Training-set sizes of the public data sets (what a conforming run trains on).
-PUBLIC_TRAIN_SIZE = {"mnist": 60_000, "fashion-mnist": 60_000, "cifar10": 50_000,
-                     "imagenet": 1_281_167, "squad-v1.1": 87_599}
+PUBLIC_TRAIN_SIZE = {t.id: t.public_train_size for t in TASKS.values() if t.public_train_size}
 
 
 def read_result(result_dir: Path) -> dict:

@@ -19,14 +19,15 @@ import json
 from dataclasses import dataclass, field
 
 from runner.mlperf.config import SubmissionConfig
+from runner.tasks import TASKS
 
 # The 4.0.0 training benchmarks a log may name (open_common.yaml's submission_benchmark).
 TRAINING_BENCHMARKS_400 = (
     "resnet", "ssd", "stable_diffusion", "maskrcnn", "gpt3", "dlrm_dcnv2", "bert", "rnnt", "unet3d", "gnn",
 )
-# Which MLPerf benchmark a runner task is closest to; open division only (different model/data).
-TASK_BENCHMARK = {"mnist": "resnet", "fashion-mnist": "resnet", "cifar10": "resnet", "imagenet": "resnet",
-                  "squad": "bert"}
+# Which MLPerf benchmark a runner task is closest to (its ``mlperf_training``); open division
+# only (different model/data).
+TASK_BENCHMARK = {t.id: t.mlperf_training for t in TASKS.values() if t.mlperf_training}
 STATUSES = ("success", "aborted")
 NAMESPACE = ""
 

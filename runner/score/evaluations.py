@@ -13,7 +13,7 @@ from runner.score.safe_npy import load_npy
 from runner.score.tta import Timeline
 from runner.tasks import Task
 from runner.tasks.metrics import score_classification
-from runner.tasks.squad import score_squad
+from runner.tasks.squad.scoring import score_squad
 
 
 @dataclass

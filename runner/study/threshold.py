@@ -23,18 +23,12 @@ from runner.study.common import (
     StudyOutput, Table, fmt, run_entry, save_study, with_runs,
 )
 from runner.study.plots import figure, save
-from runner.tasks import get_task
+from runner.tasks import TASKS, get_task
 
 KIND = "threshold"
 
-# Percent, ending at (or past) each task's threshold: DAWNBench's ladders.
-DEFAULT_LADDERS = {
-    "mnist": [98.5, 99.0, 99.3, 99.5],
-    "fashion-mnist": [90.0, 91.0, 92.0, 93.0],
-    "cifar10": [91.0, 92.0, 93.0, 94.0],
-    "imagenet": [90.0, 91.0, 92.0, 93.0],  # top-5
-    "squad-v1.1": [70.0, 73.0, 75.0, 77.0],  # F1
-}
+# Percent, ending at (or past) each task's threshold: DAWNBench's ladders (``threshold_ladder``).
+DEFAULT_LADDERS = {t.id: list(t.threshold_ladder) for t in TASKS.values() if t.threshold_ladder}
 
 
 def tta_at(folder: Path, threshold: float) -> tuple[float | None, int | None, int | None]:

@@ -1,5 +1,58 @@
-"""The benchmark tasks: what is scored, against which threshold, on how many items."""
+"""The benchmark tasks: what is scored, against which threshold, on how many items.
 
-from runner.tasks.registry import TASKS, Task, get_task
+Each task is one package here, ``runner/tasks/<name>/``, whose ``__init__`` declares its
+``TASK`` (``runner.tasks.base.Task``) and whose modules stage its data, make its synthetic
+stand-in and score it where that is its own. The registry finds the packages; every
+per-task table elsewhere (data sources, staging help, DAWNBench formats, MLPerf names,
+threshold ladders) is derived from ``TASKS``, so adding a task touches one folder.
+"""
 
-__all__ = ["TASKS", "Task", "get_task"]
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable
+
+from runner.errors import UserError
+from runner.tasks.base import IMAGES, QUESTIONS, DataSource, DawnbenchFormat, PublicInput, Task
+
+__all__ = ["TASKS", "Task", "PublicInput", "DataSource", "DawnbenchFormat", "IMAGES", "QUESTIONS",
+           "get_task", "public_input", "discover"]
+
+
+def discover(path: Iterable[str], prefix: str) -> dict[str, Task]:
+    """Every task package under ``path`` (each subpackage must declare ``TASK``), by task id,
+    in their ``listed`` order."""
+    found: dict[str, Task] = {}
+    for info in pkgutil.iter_modules(list(path), prefix):
+        if not info.ispkg:
+            continue  # base, metrics: the registry's own modules
+        task = getattr(importlib.import_module(info.name), "TASK", None)
+        if not isinstance(task, Task):
+            raise ImportError(f"task package {info.name} declares no TASK (a runner.tasks.base.Task)")
+        if task.id in found:
+            raise ImportError(f"task id {task.id!r} is declared twice (again by {info.name})")
+        found[task.id] = task
+    return dict(sorted(found.items(), key=lambda item: (item[1].listed, item[0])))
+
+
+TASKS: dict[str, Task] = discover(__path__, f"{__name__}.")
+
+
+def public_input(name: str) -> PublicInput:
+    """A declared public input by name, whichever task declares it."""
+    for task in TASKS.values():
+        for item in task.public_inputs:
+            if item.name == name:
+                return item
+    known = sorted({i.name for t in TASKS.values() for i in t.public_inputs})
+    raise UserError(f"no public input named {name!r}", f"use one of: {', '.join(known)}")
+
+
+def get_task(task_id: str) -> Task:
+    try:
+        return TASKS[task_id]
+    except KeyError:
+        raise UserError(
+            f"unknown task '{task_id}'", f"use one of: {', '.join(sorted(TASKS))}"
+        ) from None

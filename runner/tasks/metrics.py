@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from runner.errors import UserError
-from runner.tasks.registry import Task
+from runner.tasks.base import Task
 
 
 def topk_accuracy(predictions: np.ndarray, labels: np.ndarray, k: int) -> float:

@@ -541,7 +541,7 @@ def test_a_sparse_100_gib_output_is_over_the_quota_and_never_signed(docker_clien
 
 
 def test_a_full_runner_home_is_named_not_blamed_on_the_engine(docker_client, tmp_path, capsys, monkeypatch):
-    from runner.data import mnist
+    from runner.tasks.mnist import source as mnist
 
     home = tmp_path / "home"
     home.mkdir()

@@ -59,7 +59,7 @@ def evaluate():
 
 def block_reader():
     """The smoke data's rule written into the linear head: class c's score is the
-    brightness of c's block (runner/data/synthetic.py), so it meets any threshold there."""
+    brightness of c's block (runner/data/blocks.py), so it meets any threshold there."""
     import torch
 
     from tiny import build

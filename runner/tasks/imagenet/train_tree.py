@@ -38,13 +38,13 @@ from runner.data import progress
 from runner.data.checks import Expected
 from runner.data.staging import _OLD_MARK, _TMP_MARK, _remove_stale, data_digest
 from runner.errors import UserError
+from runner.tasks.imagenet.source import devkit_wnids
 
 TRAIN_TAR = "ILSVRC2012_img_train.tar"
 OFFICIAL = Expected(
     digests={TRAIN_TAR: ("md5", "1d675b47d978889d74fa0da5fadfb00e")},
     counts={"train": 1_281_167, "classes": 1000},
 )
-TREE_HOME = "imagenet-train"  # under paths.data_dir()
 RECORD, MANIFEST, TREE = "tree.json", "manifest.tsv", "tree"
 SAMPLE = 256  # files re-hashed by each run's check
 FIX = f"download the official {TRAIN_TAR} again (https://image-net.org) and import it"
@@ -56,6 +56,11 @@ _WNID = re.compile(r"n\d{8}$")
 _INNER = re.compile(r"(?:\./)?(n\d{8})\.tar$")
 _JPEG = re.compile(r"(n\d{8})_\d+\.JPEG$")
 _CHUNK = 1 << 20
+
+
+def devkit_classes(devkit: Path) -> tuple[str, ...]:
+    """The classes every training tree must hold: the devkit's 1000 leaf WNIDs, sorted."""
+    return devkit_wnids(devkit)
 
 
 def is_train_source(path: Path) -> bool:
