@@ -78,7 +78,7 @@ def _plain_run(command: list[str]) -> float:
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.monotonic() - started
     if done.returncode != 0:
-        raise UserError(f"the plain docker run failed (exit {done.returncode}): "
+        raise UserError(f"the plain {current().name} run failed (exit {done.returncode}): "
                         f"{done.stderr.strip().splitlines()[-1:] or ''}",
                         "run the printed command by hand to see why")
     return seconds
@@ -107,14 +107,14 @@ def run(args) -> int:
                 started = time.monotonic()
                 (last,) = reproduce(args.entry, ReproduceOptions(runs=1, seed=seed, infer=False), quiet)
                 runner_s = time.monotonic() - started
-            with console.status(f"pair {i + 1}/{args.pairs}: plain docker run"):
+            with console.status(f"pair {i + 1}/{args.pairs}: plain {current().name} run"):
                 plain_s = _plain_run(command)
             result = json.loads((last / "result.json").read_text())
             tta = (result.get("training") or {}).get("tta_seconds")
             pairs.append((seed, runner_s, plain_s, tta))
 
     ratios = [r / p for _, r, p, _ in pairs]
-    table = Table(title=f"runner bench overhead: {entry.name} (runner reproduce --no-infer vs plain docker run)")
+    table = Table(title=f"runner bench overhead: {entry.name} (runner reproduce --no-infer vs plain {current().name} run)")
     for column in ("seed", "runner (s)", "plain (s)", "ratio", "runner TTA (s)"):
         table.add_column(column, justify="right")
     for (seed, r, p, tta), ratio in zip(pairs, ratios):
