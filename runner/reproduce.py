@@ -41,6 +41,7 @@ from runner.data.public_inputs import StagedInput
 from runner.profiles import Profile, cost_usd, load_profile, match, price_fields, require_match
 from runner.results import new_run_id, summarize_runs, write_json
 from runner.results import assemble
+from runner.results.inference import BackendRun, as_dicts
 from runner.results.record import Result
 from runner.run import ownership
 from runner.engine.containers import remove_orphans
@@ -376,7 +377,7 @@ def check_timed_model(result: Result, result_dir: Path) -> None:
     t = result.training
     if t is not None and t.model_origin is not None and t.evaluations:
         scored = [ScoredEvaluation(**e) for e in t.evaluations]
-        record, problems = predict_time_problems(scored, t.crossing, result.inference, result.task.eval_size)
+        record, problems = predict_time_problems(scored, t.crossing, as_dicts(result.inference), result.task.eval_size)
         t.model_origin["predict_seconds"] = record
         for problem in problems:
             result.not_conforming(problem)
@@ -393,7 +394,7 @@ def check_timed_model(result: Result, result_dir: Path) -> None:
             timed = load_predictions(result_dir / "inference" / backend / name)
         except (OSError, ValueError):
             continue
-        record["final_model_disagreement"] = disagreement = timed_disagreement(timed, evaluated)
+        record.final_model_disagreement = disagreement = timed_disagreement(timed, evaluated)
         if problem := timed_model_problem(backend, disagreement):
             result.not_conforming(problem)
 
@@ -444,14 +445,14 @@ def run_once(ctx: RunContext, seed: int, opts: ReproduceOptions, console: Consol
     return result_dir
 
 
-def inference_parts(inference: dict) -> dict:
+def inference_parts(inference: dict[str, BackendRun]) -> dict:
     """Per backend: its timed per-item pass and, apart, its LoadGen scenarios (the rest of the
     phase is the container's start, the models' builds and exports, and warm-up)."""
     parts = {}
     for name, record in sorted(inference.items()):
-        if isinstance(record.get("window_seconds"), (int, float)):
-            parts[f"{name}_per_item_seconds"] = round(record["window_seconds"], 4)
-        loadgen = record.get("loadgen") or {}
+        if isinstance(record.window_seconds, (int, float)):
+            parts[f"{name}_per_item_seconds"] = round(record.window_seconds, 4)
+        loadgen = record.loadgen or {}
         windows = [s.get("window_seconds") for s in (loadgen.get("single_stream"), loadgen.get("offline"))
                    if isinstance(s, dict) and isinstance(s.get("window_seconds"), (int, float))]
         if windows:

@@ -220,14 +220,14 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     log = (result_dir / "logs" / "infer.log").read_text()
     for backend in ("torch", "onnxruntime"):
         rec = records[backend]
-        assert rec["passed_gate"], (rec["gate_reason"], log[-2000:])
-        assert rec["count"] == n and rec["scores"]["top1"] == 1.0
+        assert rec.passed_gate, (rec.gate_reason, log[-2000:])
+        assert rec.count == n and rec.score("top1") == 1.0
         assert len(np.load(result_dir / "inference" / backend / "latencies_ns.npy")) == n
-        assert 0 < rec["timed_seconds"] <= rec["window_seconds"] + TRANSPORT_SLACK_S
-        assert rec["cost_per_10k_usd"] == pytest.approx(
-            rec["latency_ms"]["mean"] / 1e3 * 10_000 / 3600 * profile.price.usd_per_hour)
-        assert rec["info"]["warmup"]["count"] == 50
-    assert records["onnxruntime"]["info"]["model_sha256"] == records["onnxruntime"]["info"]["onnx"]["sha256"]
+        assert 0 < rec.timed_seconds <= rec.window_seconds + TRANSPORT_SLACK_S
+        assert rec.cost_per_10k_usd == pytest.approx(
+            rec.mean_ms / 1e3 * 10_000 / 3600 * profile.price.usd_per_hour)
+        assert rec.info["warmup"]["count"] == 50
+    assert records["onnxruntime"].info["model_sha256"] == records["onnxruntime"].info["onnx"]["sha256"]
     assert (result_dir / "inference" / "model.onnx").is_file()
     events = [json.loads(line) for line in (result_dir / "inference" / "events.jsonl").read_text().splitlines()]
     assert [e["key"] for e in events].count("infer_start") == 2
@@ -235,7 +235,7 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
 
     # LoadGen ran from the runner's site folder (the image has no LoadGen) on every item.
     for backend in ("torch", "onnxruntime"):
-        lg = records[backend]["loadgen"]
+        lg = records[backend].loadgen
         single, offline = lg["single_stream"], lg["offline"]
         assert lg["version"] == "6.0.17" and lg["settings"]["profile"] == "dawnbench"  # the default
         assert lg["settings"]["single_stream_min_query_count"] == 128 and not lg["settings"]["mlperf_minimums"]
@@ -308,7 +308,9 @@ def test_swap_in_replaces_inference_and_result_together(tmp_path):
 
     before = Result.read(make_result_folder(tmp_path / "20261122T000000Z-s0-cccccc",
                                             stage_mnist_stand_in(tmp_path / "home"), capture_host(None)))
-    swap_in(result_dir, work, before, {"onnxruntime": {"passed_gate": True}})
+    from runner.results.inference import BackendRun
+
+    swap_in(result_dir, work, before, {"onnxruntime": BackendRun.from_dict("onnxruntime", {"passed_gate": True})})
     assert (result_dir / "inference" / "onnxruntime" / "info.json").read_text() == "new"
     assert not (result_dir / "inference" / "torch").exists()
     assert (result_dir / "logs" / "infer.log").read_text() == "new log"

@@ -161,7 +161,7 @@ def test_roofline_sets_counted_flops_against_the_run_and_the_peak(stability, res
     points = {p["name"]: p for p in summary["points"]}
     for backend, record in result.inference.items():
         assert points[f"inference {backend}"]["flops_per_second"] == pytest.approx(
-            by_hand / (record["latency_ms"]["mean"] / 1000))
+            by_hand / (record.mean_ms / 1000))
     seconds = epoch_seconds(folder)
     train = points["training"]["flops_per_second"]
     assert train == pytest.approx(counted["train_step"]["flops"] / 256 * 2048 * len(seconds) / sum(seconds))

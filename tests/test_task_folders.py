@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from runner.tasks import TASKS, Task
+from runner.tasks.base import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "runner"
@@ -107,7 +108,29 @@ def problems(task: Task) -> list[str]:
     ladder = list(task.threshold_ladder)
     if not ladder or ladder != sorted(ladder) or ladder[-1] < task.threshold_percent:
         found.append("the threshold ladder must rise to (or past) the threshold")
+    try:
+        scorer = resolve(task.scorer)
+    except (ImportError, AttributeError, ValueError):
+        found.append(f"the scorer {task.scorer!r} cannot be loaded")
+    else:
+        if list(inspect.signature(scorer).parameters)[:1] != ["task"] or len(inspect.signature(scorer).parameters) != 3:
+            found.append("the scorer is not f(task, predictions, labels)")
     return found
+
+
+def test_each_task_scores_its_own_synthetic_labels_perfectly_through_its_scorer(tmp_path):
+    """Scoring goes through the task's declared scorer: the labels as predictions score 1.0
+    on the primary metric, for images and questions alike."""
+    from runner.data.synthetic import synthetic
+
+    for task in TASKS.values():
+        staged = synthetic(task.id, tmp_path / task.id, n_train=32, n_eval=20, seed=1)
+        labels = staged.load_eval_labels()
+        if isinstance(labels, dict):
+            predictions = {qid: answers[0] for qid, answers in labels.items()}
+        else:
+            predictions = labels if task.topk == 1 else __import__("numpy").stack([labels] * task.topk, axis=1)
+        assert task.score(predictions, labels)[task.metric] == pytest.approx(1.0), task.id
 
 
 @pytest.mark.parametrize("task_id", sorted(TASKS))
@@ -116,10 +139,11 @@ def test_each_task_declares_the_whole_interface(task_id):
 
 
 @pytest.mark.parametrize("missing", ["synthetic", "source", "dawnbench_format", "mlperf_training",
-                                     "public_train_size", "threshold_ladder"])
+                                     "public_train_size", "threshold_ladder", "scorer"])
 def test_the_interface_check_sees_a_missing_fact(missing):
     task = next(iter(TASKS.values()))
-    lacking = dataclasses.replace(task, **{missing: () if missing == "threshold_ladder" else None})
+    gone = {"threshold_ladder": (), "scorer": "runner.tasks.metrics:no_such_scorer"}
+    lacking = dataclasses.replace(task, **{missing: gone.get(missing)})
     assert problems(lacking) != []
     no_help = dataclasses.replace(task, source=dataclasses.replace(task.source, how_to_stage=""))
     assert any("how_to_stage" in p for p in problems(no_help))

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from runner.bundle.filelist import PROFILE_FILE
+from runner.results.inference import as_dicts
 from runner.results.record import RESULT_FILE, Result, Training
 
 PREDICATE_TYPE = "https://runner.dev/attestations/benchmark-result/v1"
@@ -63,7 +64,8 @@ def build_predicate(result: Result, digests: dict[str, str]) -> dict:
         "cost": asdict(result.cost),
         "inference": {
             backend: {k: claim.get(k) for k in _INFERENCE_FIELDS}
-            for backend, claim in sorted(result.inference.items()) if isinstance(claim, dict)
+            # as result.json has it: a field a record lacks is claimed as null, not as its default
+            for backend, claim in sorted(as_dicts(result.inference).items())
         },
         "hardware": result.hardware,
         "digests": {

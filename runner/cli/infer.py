@@ -19,6 +19,7 @@ from runner.errors import UserError
 from runner.infer import check_backends_available, run_inference
 from runner.manifest import Entry, load_entry
 from runner.manifest.schema import BACKENDS
+from runner.results.inference import BackendRun
 from runner.results.record import Result
 
 
@@ -91,7 +92,7 @@ def _staged(entry: Entry, result: Result):
     return staged
 
 
-def swap_in(result_dir: Path, work_dir: Path, result: Result, inference: dict) -> None:
+def swap_in(result_dir: Path, work_dir: Path, result: Result, inference: dict[str, BackendRun]) -> None:
     """Replace ``inference/`` and ``logs/infer.log`` with the new ones, then result.json."""
     old = result_dir / f".inference-old-{work_dir.name}"
     if (result_dir / "inference").exists():
@@ -107,7 +108,7 @@ def swap_in(result_dir: Path, work_dir: Path, result: Result, inference: dict) -
     shutil.rmtree(old, ignore_errors=True)
 
 
-def print_inference(console: Console, metric: str, inference: dict) -> None:
+def print_inference(console: Console, metric: str, inference: dict[str, BackendRun]) -> None:
     table = Table(title="inference (batch 1, every evaluation item)")
     for col in ("backend", "gate", metric, "mean ms", "p50", "p90", "p99", "max", "items/s", "$ / 10k",
                 "LoadGen p50", "LoadGen p90", "LoadGen offline /s"):
@@ -117,14 +118,14 @@ def print_inference(console: Console, metric: str, inference: dict) -> None:
         return "--" if value is None else format(value, spec)
 
     for name, rec in inference.items():
-        lat = rec.get("latency_ms") or {}
-        score = (rec.get("scores") or {}).get(metric)
+        lat = rec.latency_ms or {}
+        score = rec.score(metric)
         table.add_row(
             name,
-            "[green]pass[/]" if rec["passed_gate"] else f"[red]fail[/]: {rec['gate_reason']}",
+            "[green]pass[/]" if rec.passed_gate else f"[red]fail[/]: {rec.gate_reason}",
             fmt(None if score is None else score * 100, ".2f"),
             *(fmt(lat.get(k), ".4f") for k in ("mean", "p50", "p90", "p99", "max")),
-            fmt(rec.get("throughput_per_s"), ".0f"), fmt(rec.get("cost_per_10k_usd"), ".3g"),
+            fmt(rec.throughput_per_s, ".0f"), fmt(rec.cost_per_10k_usd, ".3g"),
             *loadgen_cells(rec),
         )
     console.print(table)
@@ -155,7 +156,7 @@ def run(args) -> int:
         inference = run_inference(client, entry, image_id, result_dir, staged, backends, profile,
                                   threads=args.threads, work_dir=work_dir)
         print_inference(console, entry.task.metric, inference)
-        failed = {name: rec["error"] for name, rec in inference.items() if rec["error"]}
+        failed = {name: rec.error for name, rec in inference.items() if rec.error}
         if failed:
             log = result_dir / "logs" / "infer-failed.log"
             log.parent.mkdir(exist_ok=True)
@@ -173,4 +174,4 @@ def run(args) -> int:
         console.print(f"the earlier inference phase ({', '.join(replaced)}) was replaced by this one")
     # The result changed, so its bundle must be re-made, or verify would rightly refuse it.
     sign_folder(result_dir, console)
-    return 0 if all(rec["passed_gate"] for rec in inference.values()) else 1
+    return 0 if all(rec.passed_gate for rec in inference.values()) else 1

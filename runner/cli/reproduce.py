@@ -11,6 +11,7 @@ from runner.cli import argtypes
 from runner.infer.loadgen import MLPERF_PROFILE, claims_mlperf_minimums
 from runner.reproduce import ReproduceOptions, reproduce, summarize
 from runner.results import write_json
+from runner.results.inference import BackendRun
 from runner.results.record import Result
 from runner.slurm import add_arguments as add_slurm_arguments, options_from_args, reproduce_on_slurm
 
@@ -19,26 +20,26 @@ def _fmt(value, spec: str, missing: str = "--") -> str:
     return missing if value is None else format(value, spec)
 
 
-def loadgen_cells(backend_record: dict) -> tuple[str, str, str]:
+def loadgen_cells(run: BackendRun) -> tuple[str, str, str]:
     """LoadGen SingleStream p50/p90 (ms) and Offline samples/s, '--' where it did not run."""
-    lg = backend_record.get("loadgen") or {}
+    lg = run.loadgen or {}
     single = lg.get("single_stream") or {}
     offline = lg.get("offline") or {}
     return (_fmt(single.get("p50_ms"), ".3f"), _fmt(single.get("p90_ms"), ".3f"),
             _fmt(offline.get("samples_per_s"), ".0f"))
 
 
-def loadgen_problems(backend_record: dict) -> list[str]:
-    lg = backend_record.get("loadgen") or {}
+def loadgen_problems(run: BackendRun) -> list[str]:
+    lg = run.loadgen or {}
     if lg.get("error"):
         return [lg["error"]]
     return [f"{scenario}: {(lg.get(scenario) or {}).get('problem')}" for scenario in ("single_stream", "offline")
             if (lg.get(scenario) or {}).get("problem")]
 
 
-def loadgen_settings_line(backend_record: dict) -> str | None:
+def loadgen_settings_line(run: BackendRun) -> str | None:
     """The LoadGen settings a backend ran with, in one line (None when LoadGen did not run)."""
-    settings = (backend_record.get("loadgen") or {}).get("settings")
+    settings = (run.loadgen or {}).get("settings")
     if not isinstance(settings, dict):
         return None
 
@@ -48,7 +49,7 @@ def loadgen_settings_line(backend_record: dict) -> str | None:
     def cap(ms):
         return f"at most {seconds(ms)}" if ms else "no maximum"
 
-    mlperf = ("MLPerf's minimums" if claims_mlperf_minimums(backend_record.get("loadgen"))
+    mlperf = ("MLPerf's minimums" if claims_mlperf_minimums(run.loadgen)
               else "below MLPerf's minimums (--loadgen-mlperf restores them)")
     return (f"{settings.get('profile', 'dawnbench (before profiles)')}: SingleStream at least "
             f"{settings.get('single_stream_min_query_count')} queries and "
@@ -111,20 +112,20 @@ def print_results(console: Console, folders) -> None:
                     "LoadGen p50", "LoadGen p90", "LoadGen offline /s"):
             inf.add_column(col)
         for name, b in last.inference.items():
-            lat = b.get("latency_ms") or {}
-            score = (b.get("scores") or {}).get(last.task.metric)
+            lat = b.latency_ms or {}
+            score = b.score(last.task.metric)
             inf.add_row(
-                name, "pass" if b.get("passed_gate") else "fail",
+                name, "pass" if b.passed_gate else "fail",
                 _fmt(score * 100 if score is not None else None, ".2f"),
                 _fmt(lat.get("mean"), ".3f"), _fmt(lat.get("p50"), ".3f"),
                 _fmt(lat.get("p90"), ".3f"), _fmt(lat.get("p99"), ".3f"),
-                _fmt(b.get("cost_per_10k_usd"), ".6f"),
-                _fmt((b.get("energy") or {}).get("joules_per_10k_items"), ".1f"), *loadgen_cells(b),
+                _fmt(b.cost_per_10k_usd, ".6f"),
+                _fmt(b.joules_per_10k, ".1f"), *loadgen_cells(b),
             )
         console.print(inf)
         for name, b in last.inference.items():
-            if not b.get("passed_gate"):
-                console.print(f"[yellow]no latency claim[/] for {name}: {b.get('gate_reason')}")
+            if not b.passed_gate:
+                console.print(f"[yellow]no latency claim[/] for {name}: {b.gate_reason}")
             for problem in loadgen_problems(b):
                 console.print(f"[yellow]LoadGen[/] {name}: {problem}")
         shown = {line for b in last.inference.values() if (line := loadgen_settings_line(b))}

@@ -79,8 +79,8 @@ def figures(folder: Path) -> RunFigures:
         crossing = next((e for e in training.evaluations if e.get("index") == training.crossing), None)
         epochs_to_threshold = crossing.get("epoch") if crossing else None
     latency = {}
-    for backend, record in (result.inference or {}).items():
-        p50 = ((record or {}).get("latency_ms") or {}).get("p50")
+    for backend, record in result.inference.items():
+        p50 = record.latency_ms.get("p50") if isinstance(record.latency_ms, dict) else None
         if isinstance(p50, (int, float)):
             latency[backend] = float(p50)
     framework = result.entry.framework or {}

@@ -14,8 +14,6 @@ import numpy as np
 
 from runner.infer.loadgen import loadgen_record
 from runner.tasks import Task
-from runner.tasks.metrics import score_classification
-from runner.tasks.squad.scoring import score_squad
 
 # The host stamps infer_start/infer_stop as their lines arrive; the lines travel through
 # the engine's output stream, whose delay can differ a little between the two.
@@ -121,9 +119,7 @@ def evaluate_backend(
         if isinstance(predictions, dict):
             if set(predictions) != set(labels):
                 raise ValueError("the answered question ids are not the evaluation set's")
-            scores = score_squad(predictions, labels)
-        else:
-            scores = score_classification(task, predictions, labels)
+        scores = task.score(predictions, labels)
     except Exception as exc:  # wrong shape for a top-5 task, and the like
         return _failed(f"{backend} predictions cannot be scored: {exc}", count=n, **base)
     timed_seconds = float(latencies.sum()) / 1e9

@@ -14,6 +14,7 @@ from runner.events import Event, parse_line, write_events
 from runner.infer import loadgen
 from runner.infer.measure import evaluate_backend
 from runner.infer.preflight import GPU_BACKENDS, check_backends_available
+from runner.results.inference import BackendRun
 
 HARNESS_MOUNT = "/opt/runner/harness"
 INFER_TIMEOUT_S = 4 * 3600
@@ -115,8 +116,9 @@ def run_inference(
     labels=None,
     host: dict | None = None,
     with_loadgen: bool | str = True,
-) -> dict[str, dict]:
-    """Run the harness in ``image_id`` and return ``result.json``'s ``inference`` section.
+) -> dict[str, BackendRun]:
+    """Run the harness in ``image_id`` and return ``result.json``'s ``inference`` section,
+    a typed record per backend.
 
     Reads the trained model from ``result_dir/output`` (read-only). Writes
     ``inference/`` and ``logs/infer.log`` under ``work_dir`` (default ``result_dir``), so a
@@ -177,18 +179,18 @@ def run_inference(
     # synthetic stand-in is smaller, and its predictions must match it instead.
     expected = None if getattr(staged, "conforming", True) else len(labels)
     usd_per_hour = profile.price.usd_per_hour
-    results: dict[str, dict] = {}
+    results: dict[str, BackendRun] = {}
     for backend in backends:
-        record = evaluate_backend(
+        record = BackendRun.from_dict(backend, evaluate_backend(
             backend, inference_dir / backend, entry.task, labels, windows.window(backend), usd_per_hour,
             expected_count=expected, loadgen_windows=windows.loadgen_windows(backend),
-        )
-        if record["error"] == "no info.json" and not outcome.ok:
+        ))
+        if record.error == "no info.json" and not outcome.ok:
             # The harness stopped before this backend: say what stopped it.
             why = "; ".join(windows.errors) or outcome.reason() or "unknown"
-            record["gate_reason"] = f"inference phase failed before {backend} ran: {why}"
-            record["error"] = why
-        record["energy"] = pass_energy(series, windows, backend, origin[0] if origin else None, record.get("count"))
+            record.gate_reason = f"inference phase failed before {backend} ran: {why}"
+            record.error = why
+        record.energy = pass_energy(series, windows, backend, origin[0] if origin else None, record.count)
         results[backend] = record
     return results
 

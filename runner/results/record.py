@@ -4,7 +4,8 @@
 CLI and the leaderboard read it back through ``Result.read`` (``Result.from_dict`` for a
 bundle's untrusted copy, which raises ``ValueError`` on a malformed one). The JSON Schema
 (``runner.results.schema``) stays the public contract; a test checks the two agree.
-Per-backend inference records stay plain dicts: each backend adds its own fields.
+Per-backend inference records are ``runner.results.inference.BackendRun``, which keeps the
+fields a backend adds of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from runner.results.folder import write_json
+from runner.results.inference import BackendRun, read_section
 
 RESULT_FILE = "result.json"
 
@@ -108,7 +110,7 @@ class Result:
     cost: Cost | None
     hardware: dict | None
     training: Training | None = None
-    inference: dict[str, dict] = field(default_factory=dict)
+    inference: dict[str, BackendRun] = field(default_factory=dict)  # by backend name
     image_audit: dict | None = None
     probe: dict | None = None
     slurm: dict | None = None  # the Slurm job of a run gathered by `runner reproduce --slurm`
@@ -142,6 +144,7 @@ class Result:
     # -- JSON -----------------------------------------------------------------------------
     def to_dict(self) -> dict:
         data = asdict(self)
+        data["inference"] = {name: run.to_dict() for name, run in self.inference.items()}
         for name in _OPTIONAL:  # results from before these sections read back as they were written
             if data[name] is None:
                 del data[name]
@@ -158,6 +161,8 @@ class Result:
             for name, section in _SECTIONS.items():
                 if values.get(name) is not None:
                     values[name] = section(**values[name])
+            if "inference" in values:
+                values["inference"] = read_section(values["inference"])
             return cls(**values)
         except TypeError as err:  # a missing or unknown field
             raise ValueError(f"result.json does not have the result's fields ({err})") from None

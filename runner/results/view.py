@@ -1,7 +1,8 @@
 """A run as the leaderboard and the DAWNBench export see it: the typed result
 (``runner.results.record.Result``) flattened to the figures they show, with the paths of
 its curve and latencies. Built only from ``Result``, so a change to ``result.json`` is
-absorbed by the type, nowhere else.
+absorbed by the type, nowhere else; its backends are the result's own inference records
+(``runner.results.inference.BackendRun``).
 """
 
 from __future__ import annotations
@@ -11,27 +12,12 @@ from pathlib import Path
 
 from runner.errors import UserError
 
+from runner.results.inference import BackendRun
 from runner.results.record import RESULT_FILE, Result
 
 CURVE_FILE = "curve.tsv"
 INFERENCE_DIR = "inference"
 LATENCIES_FILE = "latencies_ns.npy"  # per item, batch 1, written by the inference phase
-
-
-@dataclass(frozen=True)
-class BackendRecord:
-    name: str
-    passed_gate: bool
-    gate_reason: str | None
-    latency_ms: dict[str, float] | None  # mean (DAWNBench's figure), p50, p90, p99, max
-    cost_per_10k_usd: float | None
-    scores: dict[str, float] | None  # fractions, keyed by metric (top1, top5, f1)
-    version: str | None
-    joules_per_10k: float | None = None  # the timed pass's energy per 10,000 items (runner.energy)
-
-    @property
-    def mean_ms(self) -> float | None:
-        return None if not self.latency_ms else self.latency_ms.get("mean")
 
 
 @dataclass(frozen=True)
@@ -55,7 +41,7 @@ class ResultRecord:
     training_usd: float | None
     usd_per_hour: float | None
     claimed: dict  # the entry's own claim (tta_seconds, latency_ms, score, dawnbench)
-    backends: dict[str, BackendRecord] = field(default_factory=dict)
+    backends: dict[str, BackendRun] = field(default_factory=dict)  # result.json's inference
     joules_to_accuracy: float | None = None  # training energy to the crossing, frozen time excluded
 
     @property
@@ -75,7 +61,7 @@ class ResultRecord:
         names = [names] if isinstance(names, str) else names if isinstance(names, list) else []
         return frozenset(n for n in names if isinstance(n, str))
 
-    def gated_backends(self) -> list[BackendRecord]:
+    def gated_backends(self) -> list[BackendRun]:
         """Backends whose predictions met the threshold, fastest first."""
         ok = [b for b in self.backends.values() if b.passed_gate and b.mean_ms is not None]
         return sorted(ok, key=lambda b: b.mean_ms)
@@ -91,20 +77,6 @@ def _framework(framework: object) -> str:
     if isinstance(framework, dict):
         return " ".join(str(framework[k]) for k in ("name", "version") if framework.get(k))
     return str(framework or "")
-
-
-def _backend(name: str, data: dict) -> BackendRecord:
-    info = data.get("info") or {}
-    return BackendRecord(
-        name=name,
-        passed_gate=bool(data.get("passed_gate")),
-        gate_reason=data.get("gate_reason"),
-        latency_ms=data.get("latency_ms"),
-        cost_per_10k_usd=data.get("cost_per_10k_usd"),
-        scores=data.get("scores"),
-        version=info.get("version") if isinstance(info, dict) else None,
-        joules_per_10k=(data.get("energy") or {}).get("joules_per_10k_items") if isinstance(data.get("energy"), dict) else None,
-    )
 
 
 def _joules_to_accuracy(energy: object) -> float | None:
@@ -139,7 +111,7 @@ def read_record(folder: Path) -> ResultRecord:
             training_usd=result.cost.training_usd,
             usd_per_hour=result.cost.usd_per_hour,
             claimed=dict(result.entry.claimed or {}),
-            backends={name: _backend(name, b) for name, b in result.inference.items() if isinstance(b, dict)},
+            backends=dict(result.inference),
             joules_to_accuracy=_joules_to_accuracy(result.energy),
         )
     except FileNotFoundError:

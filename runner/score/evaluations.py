@@ -12,8 +12,6 @@ from runner.events import bounded_json
 from runner.score.safe_npy import load_npy
 from runner.score.tta import Timeline
 from runner.tasks import Task
-from runner.tasks.metrics import score_classification
-from runner.tasks.squad.scoring import score_squad
 
 
 @dataclass
@@ -89,9 +87,7 @@ def score_predictions(task: Task, preds, labels) -> tuple[int, dict[str, float],
     count = len(preds)
     if count != expected:
         return count, {}, f"{count} predictions for an evaluation set of {expected}"
-    if task.metric == "f1":
-        return count, score_squad(preds, labels), None
-    return count, score_classification(task, preds, labels), None
+    return count, task.score(preds, labels), None
 
 
 def primary_score(task: Task, scores: dict[str, float]) -> float | None:

@@ -84,7 +84,7 @@ def analyse(folder: Path, batch_override: int | None = None, console: Console | 
     points = [{"name": "training", "arithmetic_intensity": step["flops"] / step["bytes"],
                "flops_per_second": train_flops, "flops_per_second_to_threshold": to_threshold}]
     for backend, record in sorted(result.inference.items()):
-        mean_ms = (record.get("latency_ms") or {}).get("mean")
+        mean_ms = record.mean_ms
         points.append({"name": f"inference {backend}", "arithmetic_intensity": item["flops"] / item["bytes"],
                        "flops_per_second": item["flops"] / (mean_ms / 1000) if mean_ms else None,
                        "latency_ms_mean": mean_ms})

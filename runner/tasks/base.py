@@ -119,6 +119,9 @@ class Task:
     mlperf_training: str | None = None
     public_train_size: int | None = None  # items in the public training set (runner.mlperf)
     threshold_ladder: tuple[float, ...] = ()  # percent, up to the threshold (runner study threshold)
+    # "module:function" scoring predictions against the host's labels: f(task, predictions,
+    # labels) -> {metric: fraction} (the evaluator's, the inference phase's and verify's scores).
+    scorer: str = "runner.tasks.metrics:score_classification"
 
     @property
     def topk(self) -> int:
@@ -132,6 +135,10 @@ class Task:
     def meets(self, score: float) -> bool:
         # Scores are fractions; a tiny tolerance keeps 0.993 == 9930/10000 exact.
         return score + 1e-12 >= self.threshold
+
+    def score(self, predictions, labels) -> dict[str, float]:
+        """Every score the task reports for ``predictions`` (its primary ``metric`` among them)."""
+        return resolve(self.scorer)(self, predictions, labels)
 
     def synthetic_maker(self):
         """The function that stages this task's synthetic stand-in."""
