@@ -108,6 +108,8 @@ def problems(task: Task) -> list[str]:
     ladder = list(task.threshold_ladder)
     if not ladder or ladder != sorted(ladder) or ladder[-1] < task.threshold_percent:
         found.append("the threshold ladder must rise to (or past) the threshold")
+    if task.public_inputs and task.smoke_words is None:
+        found.append("public inputs but no smoke_words (the words their smoke stand-ins cover)")
     try:
         scorer = resolve(task.scorer)
     except (ImportError, AttributeError, ValueError):
@@ -116,6 +118,19 @@ def problems(task: Task) -> list[str]:
         if list(inspect.signature(scorer).parameters)[:1] != ["task"] or len(inspect.signature(scorer).parameters) != 3:
             found.append("the scorer is not f(task, predictions, labels)")
     return found
+
+
+def test_a_task_with_public_inputs_gives_the_words_of_its_smoke_set(tmp_path):
+    """SQuAD's smoke GloVe stand-in covers exactly the synthetic set's words, and the task
+    folder says which (a task without public inputs needs none)."""
+    from runner.data.synthetic import synthetic
+
+    squad = next(t for t in TASKS.values() if t.public_inputs)
+    staged = synthetic(squad.id, tmp_path / "squad", n_train=8, n_eval=4, seed=0)
+    words = squad.smoke_vocabulary(staged)
+    assert words == sorted(set(words)) and "Which" in words and "?" in words
+    assert problems(dataclasses.replace(squad, smoke_words=None)) != []
+    assert all(t.smoke_vocabulary(staged) is None for t in TASKS.values() if not t.public_inputs)
 
 
 def test_each_task_scores_its_own_synthetic_labels_perfectly_through_its_scorer(tmp_path):

@@ -6,8 +6,6 @@ The same staging on every node of a run: the local pipeline and each node agent 
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 from rich.console import Console
@@ -17,9 +15,6 @@ from runner.data.public_inputs import StagedInput, for_run
 from runner.data.store import StagedData
 from runner.data.synthetic import smoke_data
 from runner.errors import UserError
-
-_TOKEN = re.compile(r"\w+|[^\w\s]")
-
 
 def stage_data(entry, smoke: bool, console: Console, scratch: Path) -> StagedData:
     """The data a run trains and is scored on (every node of a run spanning nodes stages its own)."""
@@ -47,26 +42,9 @@ def check_train_tree(staged: StagedData, console: Console) -> None:
                   f"times, {report.hashed} sampled digests checked in {report.seconds:.1f} s")
 
 
-def _smoke_words(staged: StagedData) -> list[str]:
-    """Every token of a synthetic set's texts (its training JSON), for synthetic word vectors."""
-    words: set[str] = set()
-    train = Path(staged.train_dir) / "train-v1.1.json"
-    if train.is_file():
-        for article in json.loads(train.read_text()).get("data", []):
-            for para in article.get("paragraphs", []):
-                words.update(_TOKEN.findall(para.get("context", "")))
-                for qa in para.get("qas", []):
-                    words.update(_TOKEN.findall(qa.get("question", "")))
-    eval_file = Path(staged.eval_dir) / "examples.jsonl"
-    if eval_file.is_file():
-        for line in eval_file.read_text().splitlines():
-            item = json.loads(line)
-            words.update(_TOKEN.findall(item.get("context", "")) + _TOKEN.findall(item.get("question", "")))
-    return sorted(words)
-
-
 def stage_public_inputs(entry, smoke: bool, staged: StagedData, scratch: Path) -> list[StagedInput]:
     """The manifest's public inputs, checked (a smoke run: synthetic, from its data's words)."""
     if not entry.public_inputs:
         return []
-    return for_run(entry.task, list(entry.public_inputs), smoke, scratch, _smoke_words(staged) if smoke else None)
+    words = entry.task.smoke_vocabulary(staged) if smoke else None
+    return for_run(entry.task, list(entry.public_inputs), smoke, scratch, words)

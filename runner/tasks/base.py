@@ -122,6 +122,9 @@ class Task:
     # "module:function" scoring predictions against the host's labels: f(task, predictions,
     # labels) -> {metric: fraction} (the evaluator's, the inference phase's and verify's scores).
     scorer: str = "runner.tasks.metrics:score_classification"
+    # "module:function" giving a staged smoke set's words, f(staged) -> [word, ...]: a task
+    # with public inputs made of words (GloVe) gets synthetic vectors for exactly these.
+    smoke_words: str | None = None
 
     @property
     def topk(self) -> int:
@@ -139,6 +142,10 @@ class Task:
     def score(self, predictions, labels) -> dict[str, float]:
         """Every score the task reports for ``predictions`` (its primary ``metric`` among them)."""
         return resolve(self.scorer)(self, predictions, labels)
+
+    def smoke_vocabulary(self, staged) -> list[str] | None:
+        """The words of a staged smoke set, for synthetic public inputs (None: none declared)."""
+        return resolve(self.smoke_words)(staged) if self.smoke_words else None
 
     def synthetic_maker(self):
         """The function that stages this task's synthetic stand-in."""

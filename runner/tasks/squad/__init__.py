@@ -35,6 +35,7 @@ TASK = Task(
     dawnbench_format=DawnbenchFormat("SQuAD", "f1Score", percent=False),
     mlperf_training="bert",
     scorer=f"{__name__}.scoring:score_task",
+    smoke_words=f"{__name__}.synthetic:smoke_words",
     public_train_size=87_599,
     threshold_ladder=(70.0, 73.0, 75.0, 77.0),  # F1
 )

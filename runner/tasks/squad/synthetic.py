@@ -5,11 +5,14 @@ JSON, evaluation questions without answers, the answers on the host)."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 
 from runner.data.staging import Stage
 
+_TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORDS = (
     "river stone castle garden winter lantern harbor violet engine meadow falcon copper "
     "signal orchard canyon marble ribbon glacier timber beacon"
@@ -71,3 +74,22 @@ def stage_articles(stage: Stage, rng: np.random.Generator, task, n_train: int, n
     stage.write_text("eval/examples.jsonl", "".join(line + "\n" for line in lines))
     stage.write_text("labels/answers.json", json.dumps(answers, sort_keys=True) + "\n")
     stage.counts = {"train": n_train, "eval": n_eval}
+
+
+def smoke_words(staged) -> list[str]:
+    """Every token of a staged synthetic set's texts (its training JSON and evaluation
+    questions): the vocabulary a smoke run's synthetic word vectors (GloVe's stand-in) cover."""
+    words: set[str] = set()
+    train = Path(staged.train_dir) / "train-v1.1.json"
+    if train.is_file():
+        for article in json.loads(train.read_text()).get("data", []):
+            for para in article.get("paragraphs", []):
+                words.update(_TOKEN.findall(para.get("context", "")))
+                for qa in para.get("qas", []):
+                    words.update(_TOKEN.findall(qa.get("question", "")))
+    eval_file = Path(staged.eval_dir) / "examples.jsonl"
+    if eval_file.is_file():
+        for line in eval_file.read_text().splitlines():
+            item = json.loads(line)
+            words.update(_TOKEN.findall(item.get("context", "")) + _TOKEN.findall(item.get("question", "")))
+    return sorted(words)
