@@ -483,15 +483,16 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
         listener = threading.Thread(target=listen, name="runner-train-events", daemon=True)
         listener.start()
         outcome = None
-        exited: list[float] = []
+        exited: list[float] = []  # rank 0's stop, once
         problems: list[str | None] = []
 
         def stop_peers(ended: bool) -> None:
             """Rank 0 has stopped: the other ranks end (or are stopped) before it is removed,
-            since they share its network namespace."""
+            since they share its network namespace. Runs once; a second call does nothing."""
+            if exited:
+                return
             exited.append(session.clock())
-            if not problems:
-                problems.extend(group.stop(60 if ended else 0) for group in session.peers)
+            problems.extend(group.stop(60 if ended else 0) for group in session.peers)
 
         try:
             outcome = run_container(
@@ -501,8 +502,7 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
             )
             exit_t = exited[0] if exited else session.clock()
         finally:
-            if not problems:  # rank 0 could not even be created or started
-                stop_peers(False)
+            stop_peers(False)  # a no-op unless rank 0 could not even be created or started
             peer_problem = next((p for p in problems if p), None)
             lines.put(None)
             listener.join()
