@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from pathlib import Path
 
-from rich.console import Console
 
 from runner import paths
 from runner.build import build_entry
@@ -120,7 +119,7 @@ def _recipe(manifest: dict) -> dict:
     return {k: v for k, v in manifest.items() if k != "claimed"}
 
 
-def check_drift(bundle: Path, entry_path: Path | None, console: Console,
+def check_drift(bundle: Path, entry_path: Path | None,
                 rerun: Callable[[Path, int, bool], Path] | None = None, tolerance: float = 0.25) -> Drift:
     """What moved since ``bundle`` was made. ``rerun(entry folder, seed, smoke)`` runs the
     entry again and returns its result folder (the CLI passes ``runner reproduce``)."""

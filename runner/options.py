@@ -1,12 +1,12 @@
-"""What a user asks of a reproduction (``runner reproduce``'s flags), shared by the local
-pipeline (``runner.reproduce``) and the Slurm launcher (``runner.slurm``)."""
+"""What a user asks of a reproduction (``runner reproduce``'s flags): the ``options`` part of
+the run plan (``runner.plan.RunPlan``), for every placement."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReproduceOptions:
     runs: int | None = None
     seed: int | None = None  # the auditor's; None: the runner draws one

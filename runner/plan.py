@@ -1,42 +1,244 @@
-"""The run plan: what one ``runner reproduce`` will do, decided once.
+"""The run plan: the one description of a reproduction, decided once and then only read.
 
-Which entry, smoke or not, which engine, where it runs (this host or a Slurm job array),
-and the seeds: the runner's (or the auditor's ``--seed``), never the entry's, one per run,
-``seed, seed+1, ...`` for the manifest's ``runs`` or ``--runs``. Local runs and Slurm job
-arrays take their seeds from here, so the rule exists once.
+``make_plan`` builds it from the entry folder and the user's flags: the manifest (its smoke
+form on a smoke run), the hardware profile, the seeds (the runner's or the auditor's
+``--seed``, never the entry's: ``seed, seed+1, ...`` for the manifest's ``runs`` or
+``--runs``), where it runs (this host or a Slurm job array), the engine and the limits.
+The shared stages then fix what they found (``resolved``: the GPUs the host gives, the
+backends, the image, the staged data), and each run its own part (``for_run``: its seed,
+its result folder). Every stage, the evaluator, the node agents of a run spanning nodes
+and ``runner audit --replay`` read this one frozen object; the plan is saved with each
+result as ``plan.json``.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from runner.manifest import Entry
 from runner.options import ReproduceOptions
+from runner.profiles import Profile
 
 LOCAL, SLURM = "local", "slurm"
+PLAN_FILE = "plan.json"
+EVALUATIONS_DIR, CHECKPOINTS_DIR = "evaluations", "checkpoints"
+PUBLIC_MOUNT = "/data/public"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What each of the run's containers gets."""
+
+    cpus: float | None  # --cpus (a CPU profile's cores); None: the host's
+    memory: str | int | None
+    gpus: int  # the run's GPUs on each node (the profile's, as many as the host has)
+    threads: int  # RUNNER_THREADS: the cores granted, or the host's CPUs
+    timeout_s: float  # the training container's wall-time limit
+
+    @property
+    def evaluator_timeout_s(self) -> float:
+        return self.timeout_s + 3600
+
+
+@dataclass(frozen=True)
+class RunData:
+    """The staged data the run's containers mount (read-only)."""
+
+    train_dir: Path
+    eval_dir: Path  # the evaluator's: never mounted into a training container
+    digest: str  # every node's staged data must have it
+    public: tuple[tuple[Path, str], ...] = ()  # (host folder, container path) of declared public inputs
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    entry_path: Path
-    entry_name: str
-    task: str
+    entry: Entry  # the manifest, in its smoke form on a smoke run
+    profile: Profile
+    options: ReproduceOptions
     seeds: tuple[int, ...]
-    smoke: bool
     placement: str  # LOCAL or SLURM
     engine: str  # runner.engine.kinds: docker or podman
+    limits: Limits
+    backends: tuple[str, ...] = ()
+    # Fixed by the shared stages (``resolved``).
+    image: str | None = None
+    data: RunData | None = None
+    network: str | None = None  # the cluster network of a run spanning nodes
+    runner: tuple[str, ...] = ()  # how another node starts the runner (its node agent)
+    # One run (``for_run``).
+    seed: int | None = None
+    result_dir: Path | None = None
+    scratch: Path | None = None  # host-only, removed after the reproduction
+    probe_dir: Path | None = None  # the runner's perturbed probe inputs, if the task has them
+    hyperparameters: dict[str, str] = field(default_factory=dict)
 
+    # -- what the plan names ------------------------------------------------------------
+    @property
+    def entry_name(self) -> str:
+        return self.entry.name
+
+    @property
+    def task(self) -> str:
+        return self.entry.task.id
+
+    @property
+    def smoke(self) -> bool:
+        return self.options.smoke
+
+    @property
+    def timeout_s(self) -> float:
+        return self.limits.timeout_s
+
+    @property
+    def run_name(self) -> str:
+        """The prefix of this run's containers (one per rank)."""
+        return f"runner-{self.result_dir.name}".lower()
+
+    @property
+    def sensitivity_seed(self) -> int:
+        """How the sensitivity check permutes a checkpoint's tensors (drawn from the run's seed)."""
+        return self.seed ^ 0x5EED
+
+    @property
+    def output_dir(self) -> Path:
+        return self.result_dir / "output"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.result_dir / CHECKPOINTS_DIR
+
+    @property
+    def evaluations_dir(self) -> Path:
+        return self.result_dir / EVALUATIONS_DIR
+
+    @property
+    def requests_dir(self) -> Path:
+        return self.scratch / "evaluator-requests"
+
+    def log(self, name: str) -> Path:
+        return self.result_dir / "logs" / name
+
+    def train_env(self) -> dict[str, str]:
+        """The training container's environment (the run contract's variables)."""
+        return {
+            "RUNNER_TASK": self.entry.task.id,
+            "RUNNER_SEED": str(self.seed),
+            "RUNNER_DATA": "/data",
+            "RUNNER_OUTPUT": "/output",
+            "RUNNER_THREADS": str(self.limits.threads),
+            "RUNNER_THRESHOLD": repr(self.entry.task.threshold),
+            "RUNNER_SMOKE": "1" if self.smoke else "0",
+            "HOME": "/scratch",
+            **{f"RUNNER_HP_{name.upper()}": value for name, value in self.hyperparameters.items()},
+        }
+
+    # -- how it is completed --------------------------------------------------------------
+    def resolved(self, *, gpus: int, backends: list[str], image: str, data: RunData,
+                 network: str | None = None, runner: list[str] | None = None) -> RunPlan:
+        """The plan once the shared stages ran: the host's GPUs, the backends, the image, the data."""
+        return replace(self, limits=replace(self.limits, gpus=gpus), backends=tuple(backends), image=image,
+                       data=data, network=network, runner=tuple(runner or ()))
+
+    def for_run(self, seed: int, result_dir: Path, scratch: Path, probe_dir: Path | None = None) -> RunPlan:
+        return replace(self, seed=seed, result_dir=result_dir, scratch=scratch, probe_dir=probe_dir)
+
+    # -- saved with the result, sent to node agents -------------------------------------
     def to_dict(self) -> dict:
-        return {**asdict(self), "entry_path": str(self.entry_path)}
+        data = None
+        if self.data is not None:
+            data = {"train_dir": str(self.data.train_dir), "eval_dir": str(self.data.eval_dir),
+                    "digest": self.data.digest, "public": [[str(h), c] for h, c in self.data.public]}
+        return {
+            "entry": str(self.entry.path.resolve()), "entry_name": self.entry.name, "task": self.task,
+            "profile": self.profile.id, "options": asdict(self.options), "seeds": list(self.seeds),
+            "placement": self.placement, "engine": self.engine, "limits": asdict(self.limits),
+            "backends": list(self.backends), "image": self.image, "data": data, "network": self.network,
+            "runner": list(self.runner), "seed": self.seed,
+            "result_dir": str(self.result_dir.resolve()) if self.result_dir else None,
+            "probe_dir": str(self.probe_dir) if self.probe_dir else None,
+            "hyperparameters": dict(self.hyperparameters),
+        }
+
+    def write(self, folder: Path) -> None:
+        (folder / PLAN_FILE).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
+
+    @classmethod
+    def from_dict(cls, d: dict, entry_path: Path | None = None, scratch: Path | None = None) -> RunPlan:
+        """A plan sent by the runner (a node agent) or saved with a result (a replay, whose
+        ``entry_path`` is the bundle's own copy of the entry)."""
+        from runner.manifest import load_entry
+        from runner.profiles import load_profile
+
+        known = {f.name for f in fields(ReproduceOptions)}
+        options = ReproduceOptions(**{k: v for k, v in d["options"].items() if k in known})
+        entry = load_entry(entry_path or d["entry"])
+        if options.smoke:
+            entry = entry.for_smoke()
+        data = d.get("data")
+        return cls(
+            entry=entry, profile=load_profile(d["profile"]), options=options, seeds=tuple(d["seeds"]),
+            placement=d["placement"], engine=d["engine"], limits=Limits(**d["limits"]),
+            backends=tuple(d.get("backends") or ()), image=d.get("image"),
+            data=RunData(Path(data["train_dir"]), Path(data["eval_dir"]), data["digest"],
+                         tuple((Path(h), c) for h, c in data.get("public") or ())) if data else None,
+            network=d.get("network"), runner=tuple(d.get("runner") or ()), seed=d.get("seed"),
+            result_dir=Path(d["result_dir"]) if d.get("result_dir") else None, scratch=scratch,
+            probe_dir=Path(d["probe_dir"]) if d.get("probe_dir") else None,
+            hyperparameters=dict(d.get("hyperparameters") or {}),
+        )
+
+    @classmethod
+    def read(cls, folder: Path, entry_path: Path | None = None) -> RunPlan | None:
+        """The plan saved in a result folder; None for a result written before plans were saved."""
+        path = folder / PLAN_FILE
+        if not path.is_file():
+            return None
+        return cls.from_dict(json.loads(path.read_text()), entry_path)
 
 
 def make_plan(entry_path: str | Path, opts: ReproduceOptions, placement: str = LOCAL) -> RunPlan:
+    """The plan of a reproduction, from the entry folder and the user's flags."""
     from runner.engine.kinds import current
     from runner.manifest import load_entry
+    from runner.profiles import load_profile
 
     entry = load_entry(entry_path)
+    if opts.smoke:
+        entry = entry.for_smoke()
+    profile = load_profile(entry.hardware_profile)
     first = secrets.randbelow(2**31) if opts.seed is None else opts.seed
     runs = opts.runs or entry.runs
-    return RunPlan(entry.path, entry.name, entry.task.id, tuple(range(first, first + runs)), opts.smoke,
-                   placement, current().name)
+    limits = profile.container_limits
+    # CPU profiles grant a number of cores; GPU profiles get the whole host's CPUs.
+    threads = int(limits.cpus) if limits and limits.cpus else os.cpu_count() or 1
+    return RunPlan(
+        entry=entry, profile=profile, options=opts, seeds=tuple(range(first, first + runs)),
+        placement=placement, engine=current().name,
+        limits=Limits(cpus=limits.cpus if limits else None, memory=limits.memory if limits else None,
+                      gpus=profile.gpu_count, threads=threads,
+                      timeout_s=(opts.timeout_minutes or entry.train.timeout_minutes) * 60),
+        backends=tuple(opts.backends or entry.inference.backends),
+        hyperparameters=dict(opts.hyperparameters),
+    )
+
+
+def plan_of_task(plan_file: Path, seed: int) -> RunPlan:
+    """One Slurm array task's plan: the submitter's plan (``plan.json`` beside the job script)
+    for one of its seeds, run on this node with this node's engine; the submit host signs."""
+    from runner.engine.kinds import current
+    from runner.errors import UserError
+
+    try:
+        plan = RunPlan.from_dict(json.loads(Path(plan_file).read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"cannot read the run plan {plan_file}: {exc}",
+                        "pass the plan.json that `runner reproduce --slurm` wrote beside its job script") from None
+    if seed not in plan.seeds:
+        raise UserError(f"seed {seed} is not one of the plan's seeds {list(plan.seeds)}",
+                        "pass --seed with a seed from the job's seeds.txt")
+    return replace(plan, seeds=(seed,), placement=LOCAL, engine=current().name,
+                   options=replace(plan.options, seed=seed, runs=1, sign=False))

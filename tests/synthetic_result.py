@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from runner import __version__
-from runner.infer.measure import evaluate_backend
+from runner.inference.measure import evaluate_backend
 from runner.profiles import cost_usd, hardware_record, load_profile, match, price_fields
 from runner.digests import sha256_file
 from runner.events import Event, runner_event, write_events

@@ -162,3 +162,175 @@ def test_no_module_reads_a_results_inference_records_as_dicts():
             continue
         offenders += [f"{path.relative_to(PACKAGE)}:{line}" for line in _inference_records_read_as_dicts(tree)]
     assert offenders == [], offenders
+
+
+# -- the command line is the top layer: nothing below it imports it -------------------------
+# The one module outside runner/cli that may: ``python -m runner`` is the command line's entry.
+CLI_IMPORT_EXEMPT = {"__main__.py": "``python -m runner`` runs runner.cli.main"}
+
+
+def _absolute_imports(path: Path, tree: ast.AST) -> set[str]:
+    """``_imports``, with relative imports (``from ..cli import x``) resolved against ``path``."""
+    package = list(path.relative_to(PACKAGE.parent).parts[:-1])  # the package holding the file
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_no_module_below_the_command_line_imports_it():
+    """runner/cli parses, calls one library function and renders: the library under it never
+    reaches back up (a helper both need lives below runner/cli)."""
+    offenders = []
+    for path, tree in _modules():
+        inside = path.relative_to(PACKAGE)
+        if inside.parts[0] == "cli" or inside.as_posix() in CLI_IMPORT_EXEMPT:
+            continue
+        if any(i == "runner.cli" or i.startswith("runner.cli.") for i in _absolute_imports(path, tree)):
+            offenders.append(inside.as_posix())
+    assert offenders == [], f"these modules import runner.cli: {offenders}"
+
+
+# -- the run is described by one type (runner.plan.RunPlan) -----------------------------------
+# What describes a run: a type or a dict that carries several of these is a second description.
+RUN_FIELDS = {"image", "command", "train_dir", "eval_dir", "probe_dir", "result_dir", "scratch_dir", "seed",
+              "seeds", "smoke", "cpus", "memory", "gpus", "timeout_s", "builder", "framework", "topk", "threads",
+              "world_size", "final_weights", "data_digest", "processes_per_node", "run_name", "full_curve",
+              "builder_seconds", "sensitivity_seed", "network", "env"}
+RUN_DESCRIPTION_LIMIT = 4  # more shared names than this make a second description of the run
+CONTAINER_SIDE = ("harness",)  # runs inside the entry's image, from its own command line
+# One container, of any kind (build, fingerprint, training, evaluator, inference): what the
+# engine seam is given, made from the plan by the stage that starts it.
+ONE_CONTAINER = {"engine/containers.py:class ContainerSpec"}
+
+
+def _descriptions(tree: ast.AST) -> list[tuple[int, str, set[str]]]:
+    """Classes whose annotated fields, and dict literals whose string keys, name the run."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            names = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+            label = f"class {node.name}"
+        elif isinstance(node, ast.Dict):
+            names = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            label = "dict"
+        else:
+            continue
+        if len(shared := names & RUN_FIELDS) > RUN_DESCRIPTION_LIMIT:
+            found.append((node.lineno, label, shared))
+    return found
+
+
+def test_the_description_check_finds_a_second_description():
+    old = '''
+class TrainingInputs:
+    image: str
+    command: list[str]
+    train_dir: Path
+    eval_dir: Path
+    cpus: float
+    gpus: int
+plan = {"entry": e, "smoke": s, "data_digest": d, "image": i, "command": c, "env": v, "cpus": 1}
+'''
+    assert [(line, label) for line, label, _ in _descriptions(ast.parse(old))] == [(2, "class TrainingInputs"), (9, "dict")]
+    assert _descriptions(ast.parse("class Outcome:\n    exit_code: int\n    image: str\n")) == []
+
+
+def test_the_run_is_described_by_one_type():
+    """``RunPlan`` (runner/plan.py) is the one description of a run: no other type or dict
+    literal carries the run's image, data, limits, seed and folders."""
+    offenders = []
+    for path, tree in _modules():
+        inside = path.relative_to(PACKAGE)
+        if inside.as_posix() == "plan.py" or inside.parts[0] in CONTAINER_SIDE:
+            continue
+        offenders += [f"{inside}:{line} {label} {sorted(names)}" for line, label, names in _descriptions(tree)
+                      if f"{inside}:{label}" not in ONE_CONTAINER]
+    assert offenders == [], offenders
+
+
+def test_the_stages_receive_the_plan():
+    """The training stage, the evaluator and the node agents take a ``RunPlan``."""
+    wanted = {("run/training.py", "run_training"), ("run/training.py", "training_spec"),
+              ("run/evaluator.py", "__init__"), ("run/node_agent.py", "__init__")}
+    seen = set()
+    for path, tree in _modules():
+        inside = path.relative_to(PACKAGE).as_posix()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and (inside, node.name) in wanted:
+                annotations = {ast.unparse(a.annotation) for a in node.args.args if a.annotation is not None}
+                if "RunPlan" in annotations:
+                    seen.add((inside, node.name))
+    assert seen == wanted, wanted - seen
+
+
+# -- a Result is changed in one module (runner/results/assemble.py) -----------------------------
+RESULT_MUTATORS = ("not_conforming", "ended")  # Result's own methods that change it
+RESULT_NAMES = ("result", "r")  # what code calls a Result it holds
+
+
+def _result_changes(tree: ast.AST) -> list[int]:
+    """Lines that change a Result: ``x.not_conforming(...)``, ``x.ended(...)``, or an
+    assignment to an attribute of a variable named like a result (``result.training = ...``)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RESULT_MUTATORS:
+            lines.append(node.lineno)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            root = target
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if target is not root and isinstance(root, ast.Name) and root.id in RESULT_NAMES:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_change_check_finds_a_result_changed_in_place():
+    old = """
+result.training = summary.training
+result.not_conforming("x")
+result.cost.training_usd = 1.0
+r.ended("incomplete", "why")
+result = Result.read(folder)
+"""
+    assert sorted(_result_changes(ast.parse(old))) == [2, 3, 4, 5]
+
+
+def test_a_result_is_changed_only_where_it_is_assembled():
+    """Each stage returns its own typed part; ``runner.results.assemble`` puts it in the
+    record. Nothing else changes a ``Result``."""
+    offenders = []
+    for path, tree in _modules():
+        inside = path.relative_to(PACKAGE)
+        if inside.parts[0] == "results" or inside.parts[0] in CONTAINER_SIDE:
+            continue
+        offenders += [f"{inside}:{line}" for line in _result_changes(tree)]
+    assert offenders == [], offenders
+
+
+# -- progress goes through one reporter (runner.report), not a console handed down ------------
+RENDERERS = ("cli", "bench", "leaderboard", "report.py")  # render tables and figures themselves
+
+
+def test_no_console_is_handed_down_below_the_command_line():
+    """Stages report progress through ``runner.report.reporter()``: no function below the
+    command line takes a console."""
+    offenders = []
+    for path, tree in _modules():
+        inside = path.relative_to(PACKAGE)
+        if inside.parts[0] in RENDERERS:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [a.arg for a in node.args.args + node.args.kwonlyargs]
+                if "console" in names and node.name != "__init__":
+                    offenders.append(f"{inside}:{node.lineno} {node.name}")
+    assert offenders == [], offenders

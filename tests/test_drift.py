@@ -6,7 +6,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from runner.cli import main
 from runner.drift import base_changes, check_drift, sbom_changes
@@ -37,8 +36,7 @@ def test_drift_of_a_fresh_result_is_none_and_an_edit_is_reported(docker_client, 
     shutil.copytree(PROBE, entry)
     assert main(["reproduce", str(entry), "--smoke", "--no-infer"]) == 0
     (result,) = (tmp_path / "results" / "contract-probe").iterdir()
-    quiet = Console(file=open("/dev/null", "w"))
-    fresh = check_drift(result, entry, quiet)
+    fresh = check_drift(result, entry)
     assert fresh.changes == [] and "base image layers identical (same content digests)" in fresh.notes
     sbom = json.loads((result / "sbom.json").read_text())
     assert sbom["base"]["layers"] and len(sbom["base"]["files_sha256"]) == 64
@@ -48,7 +46,7 @@ def test_drift_of_a_fresh_result_is_none_and_an_edit_is_reported(docker_client, 
     shutil.copytree(result, edited)
     sbom["base"] = {**sbom["base"], "layers": [LAYER_A], "files_sha256": "0" * 64}
     (edited / "sbom.json").write_text(json.dumps(sbom))
-    (change,) = check_drift(edited, entry, quiet).changes
+    (change,) = check_drift(edited, entry).changes
     assert change.startswith("base image content changed: layers ") and change.endswith("were aaaaaaaaaaaa")
 
     # A new claim is a statement about runs, not a change of recipe; a recipe's edit is drift.
@@ -56,16 +54,16 @@ def test_drift_of_a_fresh_result_is_none_and_an_edit_is_reported(docker_client, 
 
     manifest = yaml.safe_load((entry / "entry.yaml").read_text())
     (entry / "entry.yaml").write_text(yaml.safe_dump({**manifest, "claimed": {"score": 0.5}}))
-    claim_only = check_drift(result, entry, quiet)
+    claim_only = check_drift(result, entry)
     assert claim_only.changes == [] and any("changed only in its claim" in n for n in claim_only.notes)
     manifest["train"]["timeout_minutes"] = 4
     (entry / "entry.yaml").write_text(yaml.safe_dump(manifest))
-    assert check_drift(result, entry, quiet).changes == ["the entry's manifest changed since the archived run"]
+    assert check_drift(result, entry).changes == ["the entry's manifest changed since the archived run"]
     (entry / "entry.yaml").write_text((PROBE / "entry.yaml").read_text())
 
     with open(entry / "Dockerfile", "a") as fh:
         fh.write("# a later edit\n")
-    assert check_drift(result, entry, quiet).changes == [
+    assert check_drift(result, entry).changes == [
         "the entry's dockerfile changed since the archived run"
     ]
     assert main(["drift", str(result), "--entry", str(entry), "--fail-on-drift"]) == 1
@@ -111,8 +109,7 @@ def test_archived_bundle_has_no_drift_on_a_machine_that_built_its_own_base(docke
     from runner.manifest import load_entry
 
     result = Result.read(archived)
-    quiet = Console(file=open("/dev/null", "w"))
-    drift = check_drift(ARCHIVE[0], None, quiet)
+    drift = check_drift(ARCHIVE[0], None)
     built = build_entry(load_entry(Path(__file__).parent.parent / "entries" / result.entry.name), docker_client)
     assert built.base.id != result.image.base_id  # the id the old comparison tripped on
     archived_sbom = json.loads((archived / "sbom.json").read_text())
@@ -142,7 +139,7 @@ def test_drift_names_the_package_whose_version_changed(docker_client, archived, 
         if package["name"] == "libc6":
             package["version"] = "2.36-9+deb12u1"  # as if archived before a point release
     (bundle / "sbom.json").write_text(json.dumps(sbom))
-    drift = check_drift(bundle, None, Console(file=open("/dev/null", "w")))
+    drift = check_drift(bundle, None)
     assert f"debian package libc6 2.36-9+deb12u1 -> {real['libc6']}" in drift.changes
     assert not any("base image" in c for c in drift.changes)
     assert main(["drift", str(bundle), "--fail-on-drift"]) == 1

@@ -147,7 +147,7 @@ def test_joules_per_10k_items():
 
 
 def test_pass_energy_uses_the_host_stamped_window():
-    from runner.infer.phase import Windows, pass_energy
+    from runner.inference.phase import Windows, pass_energy
 
     windows = Windows(start={"torch": 2.0}, stop={"torch": 3.0})
     series = EnergySeries({"gpu": "fake"}, {"cpu": "no RAPL"}, times=[50.0, 60.0], joules={"gpu": [0.0, 1000.0]})

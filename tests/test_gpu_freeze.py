@@ -81,18 +81,25 @@ def test_a_failing_reader_is_not_idle_and_says_why():
 
 
 # -- the training session stamps the tail -----------------------------------------------
+def _plan(tmp_path: Path, gpus: int, framework: str = "pytorch"):
+    """The plan of one run of the default entry, as if its host had ``gpus`` GPUs."""
+    from dataclasses import replace
+
+    from runner.options import ReproduceOptions
+    from runner.plan import RunData, make_plan
+
+    plan = make_plan(Path(__file__).resolve().parents[1] / "entries" / "mnist-cnn-cpu", ReproduceOptions(seed=1))
+    plan = replace(plan, entry=replace(plan.entry, framework={**plan.entry.framework, "name": framework}))
+    return plan.resolved(gpus=gpus, backends=["torch"], image="img",
+                         data=RunData(tmp_path, tmp_path, "sha256:0")).for_run(1, tmp_path, tmp_path)
+
+
 def _session(tmp_path: Path, gpus: int):
     from runner.run.progress import TrainingProgress
-    from runner.run.training import TrainingInputs, _TrainingSession
-    from runner.tasks import get_task
+    from runner.run.training import _TrainingSession
 
-    inputs = TrainingInputs(
-        image="x", command=["true"], train_dir=tmp_path, eval_dir=tmp_path, probe_dir=None, result_dir=tmp_path,
-        scratch_dir=tmp_path, env={}, cpus=None, memory=None, gpus=gpus, timeout_s=60, builder="m:b",
-        framework="pytorch", final_weights="w.pt", topk=1, threads=1,
-    )
-    task = get_task("mnist")
-    return _TrainingSession(None, task, None, inputs, TrainingProgress(task, "train"))
+    plan = _plan(tmp_path, gpus)
+    return _TrainingSession(None, plan, None, TrainingProgress(plan.entry.task, "train"))
 
 
 def test_the_session_waits_for_the_gpus_after_a_pause_and_records_the_tail(tmp_path, monkeypatch):
@@ -194,14 +201,9 @@ def test_verify_rejects_a_result_whose_evaluation_hides_the_tail():
 
 # -- the evaluator gets the run's GPUs -----------------------------------------------------
 def _evaluator_spec(tmp_path: Path, gpus: int, framework: str = "pytorch"):
-    from runner.run.evaluator import Evaluator, EvaluatorInputs
+    from runner.run.evaluator import Evaluator
 
-    inputs = EvaluatorInputs(
-        image="img", builder="model:build", framework=framework, eval_dir=tmp_path, probe_dir=None,
-        checkpoints_dir=tmp_path, evaluations_dir=tmp_path, requests_dir=tmp_path, log_path=tmp_path / "l",
-        topk=1, threads=1, cpus=None, memory=None, gpus=gpus, timeout_s=60,
-    )
-    return Evaluator(None, inputs)._spec()
+    return Evaluator(None, _plan(tmp_path, gpus, framework))._spec()
 
 
 def test_the_evaluator_of_a_gpu_run_gets_the_runs_gpus_and_predicts_on_cuda(tmp_path):

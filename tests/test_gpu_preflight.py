@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from runner.engine.gpus import gpu_containers_possible
-from runner.infer.preflight import check_backends_available
+from runner.inference.preflight import check_backends_available
 
 FINGERPRINTS = Path(__file__).parent / "data" / "fingerprints"
 

@@ -15,8 +15,8 @@ import pytest
 from bands_model import MODEL_SOURCE, trained_bands
 
 from runner import paths
-from runner.infer.measure import evaluate_backend
-from runner.infer.phase import Windows
+from runner.inference.measure import evaluate_backend
+from runner.inference.phase import Windows
 from runner.tasks import Task
 
 N_EVAL = 300

@@ -15,11 +15,11 @@ import pytest
 
 from runner import paths
 from runner.errors import UserError
-from runner.infer import (
+from runner.inference import (
     TRANSPORT_SLACK_S, check_backends_available, cost_per_10k_usd, evaluate_backend,
     harness_command, latency_stats_ms,
 )
-from runner.infer.phase import Windows
+from runner.inference.phase import Windows
 from runner.manifest import load_entry
 from runner.tasks import Task, get_task
 
@@ -176,7 +176,7 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     from conftest import make_entry
     from runner.build import build_entry
     from runner.data.store import StagedData
-    from runner.infer import run_inference
+    from runner.inference import run_inference
     from runner.profiles import load_profile
     from bands_model import MODEL_SOURCE, trained_bands
 
@@ -261,10 +261,10 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
                                      network_disabled=True, remove=True)
 
 
-# --- `runner infer`: which result, and replacing its inference only on success ----------
+# --- `runner reinfer`: which result, and replacing its inference only on success ----------
 
 def test_runner_infer_picks_the_latest_result_and_refuses_what_it_cannot_rerun(tmp_path, monkeypatch):
-    from runner.cli.infer import _read_result, latest_result
+    from runner.reinference import _read_result, latest_result
 
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path))
     with pytest.raises(UserError, match="no results for mnist-cnn-cpu"):
@@ -290,7 +290,7 @@ def test_runner_infer_picks_the_latest_result_and_refuses_what_it_cannot_rerun(t
 
 
 def test_swap_in_replaces_inference_and_result_together(tmp_path):
-    from runner.cli.infer import swap_in
+    from runner.reinference import swap_in
 
     result_dir = tmp_path / "run"
     (result_dir / "inference" / "torch").mkdir(parents=True)
@@ -324,7 +324,7 @@ def test_runner_infer_refuses_a_gpu_backend_here_before_any_work(tmp_path, monke
     from runner.cli import main
 
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path))  # no results: the GPU check must come first
-    assert main(["infer", str(DEFAULT_ENTRY), "--backend", "tensorrt"]) == 2
+    assert main(["reinfer", str(DEFAULT_ENTRY), "--backend", "tensorrt"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("runner: error: backend tensorrt needs an NVIDIA GPU") and "Fix:" in err
     assert not list(tmp_path.iterdir())
@@ -334,7 +334,7 @@ def test_one_backend_table_drives_the_schema_the_preflight_and_smoke_runs():
     """Every list of backends is derived from the harness' table: none can drift."""
     from runner.harness.backends import CPU_BACKENDS, GPU_BACKENDS, REGISTRY
     from runner.manifest.schema import ENTRY_SCHEMA
-    from runner.infer import preflight
+    from runner.inference import preflight
 
     enum = ENTRY_SCHEMA["properties"]["inference"]["properties"]["backends"]["items"]["enum"]
     assert enum == list(REGISTRY)

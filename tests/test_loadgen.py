@@ -16,7 +16,7 @@ from conftest import SHARED_WHEELHOUSE, copy_wheel_into
 from runner import paths
 from runner.build.lockfile import parse_lock
 from runner.errors import UserError
-from runner.infer import loadgen as host_loadgen
+from runner.inference import loadgen as host_loadgen
 
 sys.path.insert(0, str(paths.harness_dir().parent))  # the harness is imported as ``harness``
 from harness.loadgen import LoadgenSettings, run_loadgen  # noqa: E402
@@ -201,9 +201,10 @@ def test_loadgen_mlperf_flag_reaches_the_harness(tmp_path):
 
     from harness.cli import parse_args
     from runner.cli.reproduce import loadgen_option, register
-    from runner.infer.phase import harness_command
+    from runner.inference.phase import harness_command
     from runner.manifest import load_entry
     from runner.options import ReproduceOptions
+    from runner.plan import LOCAL, PLAN_FILE, SLURM, make_plan, plan_of_task
     from runner.slurm.submit import task_arguments
 
     parser = argparse.ArgumentParser()
@@ -224,6 +225,9 @@ def test_loadgen_mlperf_flag_reaches_the_harness(tmp_path):
     assert "--loadgen" not in harness_command(entry, ["torch"], threads=1, with_loadgen=False)
     with pytest.raises(ValueError, match="unknown LoadGen settings"):
         harness_command(entry, ["torch"], threads=1, with_loadgen="quick")
-    # A Slurm task runs with the same settings as the submit host asked for.
-    assert "--loadgen-mlperf" in task_arguments(Path(entry_dir), ReproduceOptions(loadgen="mlperf"))
-    assert "--loadgen-mlperf" not in task_arguments(Path(entry_dir), ReproduceOptions())
+    # A Slurm task runs the submitter's plan: with the settings the submit host asked for.
+    for option in ("mlperf", True, False):
+        make_plan(entry_dir, ReproduceOptions(loadgen=option, seed=5, runs=2), SLURM).write(tmp_path)
+        assert task_arguments(Path(entry_dir), tmp_path / PLAN_FILE)[-2:] == ["--plan", str(tmp_path / PLAN_FILE)]
+        task = plan_of_task(tmp_path / PLAN_FILE, 6)
+        assert (task.options.loadgen, task.seeds, task.placement, task.options.sign) == (option, (6,), LOCAL, False)

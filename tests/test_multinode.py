@@ -207,6 +207,15 @@ class FakePeers:
         self.outcomes = {1: ContainerOutcome(0, False, False, 1.0)}
 
 
+def _one_run_plan(tmp_path):
+    """The plan a node agent is sent: one run of the default entry (one process per node)."""
+    from runner.options import ReproduceOptions
+    from runner.plan import make_plan
+
+    entry = Path(__file__).resolve().parents[1] / "entries" / "mnist-cnn-cpu"
+    return make_plan(entry, ReproduceOptions(seed=1)).for_run(1, tmp_path, tmp_path)
+
+
 def test_a_node_agent_starts_pauses_and_finishes_its_ranks_when_told(tmp_path):
     import socket
 
@@ -214,7 +223,7 @@ def test_a_node_agent_starts_pauses_and_finishes_its_ranks_when_told(tmp_path):
 
     ours, theirs = socket.socketpair()
     runner_side = Channel(ours)
-    agent = NodeAgent(Channel(theirs), {"result_dir": str(tmp_path), "processes_per_node": 1}, 1, tmp_path)
+    agent = NodeAgent(Channel(theirs), _one_run_plan(tmp_path), 1, tmp_path)
     (tmp_path / "logs").mkdir()
     agent.peers = FakePeers()
     ended: list = []
@@ -240,7 +249,7 @@ def test_a_node_agent_that_loses_its_runner_cancels_its_ranks(tmp_path):
     from runner.run.node_agent import NodeAgent
 
     ours, theirs = socket.socketpair()
-    agent = NodeAgent(Channel(theirs), {"result_dir": str(tmp_path), "processes_per_node": 1}, 1, tmp_path)
+    agent = NodeAgent(Channel(theirs), _one_run_plan(tmp_path), 1, tmp_path)
     (tmp_path / "logs").mkdir()
     agent.peers = FakePeers()
     ours.close()

@@ -189,7 +189,7 @@ def test_sensitivity_and_timed_model_rules_for_questions():
 
 
 def test_evaluate_backend_scores_timed_answers_against_the_host_answers(tmp_path):
-    from runner.infer.measure import evaluate_backend
+    from runner.inference.measure import evaluate_backend
 
     task = get_task("squad-v1.1")
     labels = {"a": ["Denver Broncos"], "b": ["Panthers", "Carolina Panthers"]}

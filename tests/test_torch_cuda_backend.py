@@ -12,7 +12,7 @@ from runner import paths
 from runner.errors import UserError
 from runner.harness.backends import GPU_BACKENDS, REGISTRY, backend_class, backends_for
 from runner.harness.errors import HarnessError
-from runner.infer import check_backends_available
+from runner.inference import check_backends_available
 
 
 def test_torch_cuda_is_a_gpu_row_for_pytorch_models():

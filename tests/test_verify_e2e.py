@@ -47,7 +47,7 @@ def test_fresh_bundle_from_the_default_entry_verifies(docker_client, tmp_path, m
     assert main(["verify", str(archive), "--trusted-keys", str(pair.public)]) == 0
 
     # Re-running only the inference phase re-signs the bundle, which still verifies.
-    assert main(["infer", str(paths.repo_root() / "entries" / "mnist-cnn-cpu"),
+    assert main(["reinfer", str(paths.repo_root() / "entries" / "mnist-cnn-cpu"),
                  "--backend", "onnxruntime", "--result", str(folder)]) == 0
     result = json.loads((folder / "result.json").read_text())
     assert list(result["inference"]) == ["onnxruntime"]

@@ -7,7 +7,7 @@ A benchmark module defines ``HELP`` (one line), ``register(parser)`` (its option
 BENCHMARKS: list[str] = [
     "build",  # cold and warm build time of an entry image
     "tta",  # TTA median of N, runner overhead, host vs container speed
-    "infer",  # batch-1 p50 of torch vs onnxruntime on the default entry's model
+    "latency",  # batch-1 p50 of torch vs onnxruntime on the default entry's model
     "overhead",  # the runner against a plain docker run of the same training (ratio)
     "tree",  # import and per-run check of a JPEG training tree, against tar + sha256sum
 ]

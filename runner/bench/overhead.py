@@ -39,7 +39,9 @@ from runner.options import ReproduceOptions
 from runner.profiles import load_profile
 from runner.engine.containers import CONTAINER_USER, PIDS_LIMIT, SHM_SIZE, TMPFS, cpu_limits
 from runner.engine.kinds import current
-from runner.reproduce import reproduce, train_env
+from runner.plan import make_plan
+from runner.report import quietly
+from runner.reproduce import reproduce
 
 HELP = "the runner against a plain `docker run` of the same training (pairs; ratio min/median/max)"
 RATIO_TARGET = 1.15
@@ -53,8 +55,7 @@ def register(parser) -> None:
 
 def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed: int) -> list[str]:
     """The ``docker run`` a user would write: the runner's lock-down, without the runner."""
-    profile = load_profile(entry.hardware_profile)
-    limits = profile.container_limits
+    limits = load_profile(entry.hardware_profile).container_limits
     engine = current()
     command = [engine.name, "run", *engine.cli_options(), "--rm", "--network", "none", "--user", CONTAINER_USER,
                "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
@@ -68,7 +69,8 @@ def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed:
         command += ["--cpus", str(cpu["nano_cpus"] / 1e9)]
     if limits and limits.memory:
         command += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]
-    for key, value in train_env(entry.task, profile, seed, smoke=False, hyperparameters={}).items():
+    plan = make_plan(entry.path, ReproduceOptions(runs=1, seed=seed)).for_run(seed, output_dir.parent, output_dir.parent)
+    for key, value in plan.train_env().items():
         command += ["-e", f"{key}={value}"]
     return [*command, image_id, *entry.train.command]
 
@@ -86,10 +88,10 @@ def _plain_run(command: list[str]) -> float:
 
 def run(args) -> int:
     console = Console()
-    quiet = Console(file=open(os.devnull, "w"))
     entry = load_entry(args.entry)
     with console.status("warming the image cache (and staging the data if needed)"):
-        reproduce(args.entry, ReproduceOptions(runs=1, seed=args.seed, infer=False), quiet)
+        with quietly():
+            reproduce(args.entry, ReproduceOptions(runs=1, seed=args.seed, infer=False))
     built = build_entry(entry, get_client())
     staged = data.staged(entry.task.id)
     pairs: list[tuple[int, float, float, float | None]] = []
@@ -105,7 +107,8 @@ def run(args) -> int:
                 console.print("plain run: " + shlex.join(command))
             with console.status(f"pair {i + 1}/{args.pairs}: runner"):
                 started = time.monotonic()
-                (last,) = reproduce(args.entry, ReproduceOptions(runs=1, seed=seed, infer=False), quiet)
+                with quietly():
+                    (last,) = reproduce(args.entry, ReproduceOptions(runs=1, seed=seed, infer=False))
                 runner_s = time.monotonic() - started
             with console.status(f"pair {i + 1}/{args.pairs}: plain {current().name} run"):
                 plain_s = _plain_run(command)

@@ -29,6 +29,7 @@ from rich.table import Table
 
 from runner import data
 from runner.manifest import load_entry
+from runner.report import quietly
 from runner.reproduce import ReproduceOptions, reproduce, summarize
 from runner.events import parse_line
 from runner.score.evaluations import primary_score, score_predictions
@@ -90,10 +91,10 @@ def host_tta(entry, staged, seed: int, threads: int) -> float | None:
         return time_to_accuracy(Timeline(0.0, None, evaluations), meets).seconds
 
 
-def container_run(entry_path: str, seed: int, console: Console) -> tuple[float | None, float, float]:
+def container_run(entry_path: str, seed: int) -> tuple[float | None, float, float]:
     """(TTA, total reproduce wall time, training container wall time) for one run."""
     started = time.monotonic()
-    (folder,) = reproduce(entry_path, ReproduceOptions(runs=1, seed=seed, infer=False), console)
+    (folder,) = reproduce(entry_path, ReproduceOptions(runs=1, seed=seed, infer=False))
     total = time.monotonic() - started
     training = json.loads((folder / "result.json").read_text())["training"]
     tta = training.get("tta_seconds") if training.get("reached") else None
@@ -102,21 +103,23 @@ def container_run(entry_path: str, seed: int, console: Console) -> tuple[float |
 
 def run(args) -> int:
     console = Console()
-    quiet = Console(file=open(os.devnull, "w"))
     entry = load_entry(args.entry)
     with console.status("warming the image cache (and staging the data if needed)"):
-        reproduce(args.entry, ReproduceOptions(runs=1, seed=0, infer=False), quiet)
+        with quietly():
+            reproduce(args.entry, ReproduceOptions(runs=1, seed=0, infer=False))
     staged = data.staged(entry.task.id)
 
     with console.status(f"TTA: {args.runs} runs"):
         # Seeds 0.. (an auditor's choice), so the benchmark is the same run each time.
-        folders = reproduce(args.entry, ReproduceOptions(runs=args.runs, seed=0, infer=False), quiet)
+        with quietly():
+            folders = reproduce(args.entry, ReproduceOptions(runs=args.runs, seed=0, infer=False))
     summary = summarize(folders)
 
     overheads, pairs = [], []
     for i in range(args.pairs):
         with console.status(f"host vs container: pair {i + 1}/{args.pairs}"):
-            c_tta, total, wall = container_run(args.entry, i, quiet)
+            with quietly():
+                c_tta, total, wall = container_run(args.entry, i)
             h_tta = host_tta(entry, staged, i, threads=os.cpu_count() or 1)
         overheads.append(total - wall)
         if c_tta and h_tta:

@@ -27,7 +27,7 @@ indexes its own staged copy of the evaluation set and looks for it in every byte
 Files over ``WHOLE_BYTES`` are read in overlapping chunks, raw and as text only; at most
 ``UNPACK_BYTES`` are unpacked out of one file and ``UNPACK_TOTAL_BYTES`` in all, and a file
 that packs more than was unpacked (or a large packed file) is named in ``left_packed``: the
-audit could not read all of it, which the image audit reports as a finding. What is
+audit could not read all of it, which the image inspection reports as a finding. What is
 not found: items or labels transformed before they were stored (scaled, shifted, encrypted,
 floats in text, a compression or encoding not listed), and items too plain to index.
 

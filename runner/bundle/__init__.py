@@ -17,6 +17,7 @@ from securesystemslib.signer import Signer
 
 from runner import paths
 from runner.bundle.claim import PREDICATE_TYPE, build_predicate
+from runner.results import assemble
 from runner.results.record import RESULT_FILE, Result
 from runner.bundle.filelist import (
     ENVELOPE,
@@ -32,6 +33,7 @@ from runner.bundle.statement import build_statement
 from runner.bundle.tarball import pack_folder
 from runner.errors import UserError
 from runner.keys import public_key_dict
+from runner.report import reporter
 
 
 __all__ = [
@@ -110,10 +112,7 @@ def _leave_out_unverifiable(result_dir: Path, result: Result, warnings: list[str
             path.unlink(missing_ok=True)
     named = "; ".join(map(str, refused[:10])) + (f"; and {len(refused) - 10} more" if len(refused) > 10 else "")
     note = f"left out of the bundle, unread, because runner verify would refuse them: {named}"
-    if result.training is not None:
-        result.training.notes.append(note)
-    else:
-        result.not_conforming(note)
+    assemble.left_out(result, note)
     result.write(result_dir)
     warnings.append(note)
 
@@ -151,22 +150,22 @@ def make_bundle(result_dir: Path, signer: Signer | None = None) -> Bundle:
     return Bundle(result_dir, manifest, result_dir / ENVELOPE, signer.public_key.keyid, digests, warnings)
 
 
-def sign_folder(result_dir: Path, console) -> Bundle:
+def sign_folder(result_dir: Path) -> Bundle:
     """Bundle a result folder with the configured key, saying so when there is none."""
     from runner.keys import load_signer
 
     signer = load_signer()
     bundle = make_bundle(result_dir, signer)
     if signer is None:
-        console.print(
+        reporter().print(
             "[yellow]not signed[/]: no signing key is configured. "
             "Fix: run `runner keys generate`, then `runner reproduce` again"
         )
     else:
-        console.print(f"[bold]bundle[/] signed by key {bundle.keyid[:16]}")
+        reporter().print(f"[bold]bundle[/] signed by key {bundle.keyid[:16]}")
     for warning in bundle.warnings:
         if warning.startswith("left out of the bundle"):
-            console.print(f"[yellow]{warning}[/]", highlight=False)
+            reporter().print(f"[yellow]{warning}[/]", highlight=False)
     return bundle
 
 

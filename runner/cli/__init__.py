@@ -23,7 +23,7 @@ COMMANDS = [
     "schema",
     "reproduce",
     "study",
-    "infer",
+    "reinfer",
     "fingerprint",
     "profile",
     "keys",

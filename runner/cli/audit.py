@@ -16,7 +16,7 @@ def run(args) -> int:
         raise UserError("runner audit needs --replay (the only audit that needs Docker)",
                         "run `runner audit BUNDLE --replay`, or `runner verify BUNDLE` for the offline checks")
     console = Console(highlight=False)
-    checks = replay(Path(args.bundle), console)
+    checks = replay(Path(args.bundle))
     print_checks(console, checks)
     failed = [c.name for c in checks if not c.ok]
     if failed:

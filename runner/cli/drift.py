@@ -8,21 +8,19 @@ from rich.console import Console
 
 from runner.drift import archived_bundles, check_drift
 from runner.errors import UserError
-from runner.reproduce import ReproduceOptions, reproduce
+from runner.options import ReproduceOptions
+from runner.plan import LOCAL, SLURM, make_plan
+from runner.reproduce import launch
 from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
 
 
-def _rerun(console, slurm):
+def _rerun(slurm):
     """One run of the entry with the archived seed, no inference: what drift compares.
     With ``slurm`` (a ``runner.slurm.SlurmOptions``) it runs as a Slurm job."""
     def rerun(entry: Path, seed: int, smoke: bool) -> Path:
         opts = ReproduceOptions(runs=1, seed=seed, smoke=smoke, infer=False)
-        if slurm is not None:
-            from runner.slurm import reproduce_on_slurm
-
-            (folder,) = reproduce_on_slurm(str(entry), opts, slurm, console, resume=False)
-        else:
-            (folder,) = reproduce(str(entry), opts, console)
+        plan = make_plan(entry, opts, SLURM if slurm is not None else LOCAL)
+        (folder,) = launch(plan, slurm, resume=False)
         return folder
 
     return rerun
@@ -35,8 +33,8 @@ def run(args) -> int:
         raise UserError("no archived bundles to check", "pass a bundle, or archive one under results/archive/")
     drifted = 0
     for bundle in bundles:
-        drift = check_drift(bundle, Path(args.entry) if args.entry else None, console,
-                            rerun=_rerun(console, options_from_args(args)) if args.rerun else None,
+        drift = check_drift(bundle, Path(args.entry) if args.entry else None,
+                            rerun=_rerun(options_from_args(args)) if args.rerun else None,
                             tolerance=args.tolerance)
         verdict = "[yellow]drift[/]" if drift.drifted else "[green]no drift[/]"
         console.print(f"{verdict} {drift.entry} ({bundle})")

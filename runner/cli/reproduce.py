@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from runner.cli import argtypes
-from runner.infer.loadgen import MLPERF_PROFILE, claims_mlperf_minimums
-from runner.reproduce import ReproduceOptions, reproduce, summarize
-from runner.results import write_json
+from runner.inference.loadgen import MLPERF_PROFILE, claims_mlperf_minimums
+from runner.options import ReproduceOptions
+from runner.plan import LOCAL, SLURM, make_plan, plan_of_task
+from runner.reproduce import launch
 from runner.results.inference import BackendRun
 from runner.results.record import Result
-from runner.slurm import add_arguments as add_slurm_arguments, options_from_args, reproduce_on_slurm
+from runner.results.runs import write_runs_summary
+from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
 
 
 def _fmt(value, spec: str, missing: str = "--") -> str:
@@ -152,17 +155,18 @@ def run(args) -> int:
         verbose=args.verbose,
     )
     slurm = options_from_args(args)
-    folders = (reproduce_on_slurm(args.entry, opts, slurm, console) if slurm
-               else reproduce(args.entry, opts, console))
+    if args.plan:  # a Slurm array task: the submitter's plan, for this task's seed
+        plan = plan_of_task(args.plan, args.seed)
+    else:
+        plan = make_plan(args.entry, opts, SLURM if slurm else LOCAL)
+    folders = launch(plan, slurm)
     print_results(console, folders)
     if len(folders) > 1:
-        s = summarize(folders)
+        s, summary = write_runs_summary(folders)
         console.print(
             f"{s.reached}/{s.runs} runs reached the threshold; median TTA "
             f"{_fmt(s.median, '.2f')} s; coefficient of variation {_fmt(s.cv, '.3f')}"
         )
-        summary = folders[0].parent / f"runs-{folders[0].name}.json"
-        write_json(summary, {"run_ids": [f.name for f in folders], **s.to_dict()})
         console.print(f"summary of the runs: {summary}")
     statuses = [Result.read(f).status for f in folders]
     console.print(f"results: {', '.join(str(f) for f in folders)}")
@@ -201,4 +205,6 @@ def register(subparsers) -> None:
     p.add_argument("--no-sign", action="store_true",
                    help="leave the result unsigned (Slurm tasks: the submit host signs)")
     add_slurm_arguments(p)
+    # A Slurm array task's run: the submitter's plan (runner.slurm.submit), with --seed.
+    p.add_argument("--plan", type=Path, help=argparse.SUPPRESS)
     p.set_defaults(func=run)

@@ -1,72 +1,28 @@
 """``runner study KIND ENTRY``: DAWNBench's studies of the metric, each a folder of signed
-runs with a JSON summary, PNG plots and report.html (see runner/study)."""
+runs with a JSON summary, PNG plots and report.html (see runner/study). The command parses
+its flags into a request, ``runner.study.dispatch.run_study`` runs it, and the command
+renders the study's tables."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from runner.errors import UserError
-from runner.manifest import load_entry
-from runner.reproduce import ReproduceOptions
-from runner.results.record import Result
-from runner.study import batch_size, roofline, stability, threshold
-from runner.study.common import check_run_folders
-from runner.study.report import write_report
-
-
-def _options(args) -> ReproduceOptions:
-    return ReproduceOptions(
-        smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch,
-        backends=args.backend, timeout_minutes=args.timeout_minutes,
-        infer=not getattr(args, "no_infer", False), loadgen=not args.no_loadgen,
-        # Curves past the crossing: stability plots them, the threshold ladder reads them.
-        full_curve=args.kind in ("stability", "threshold"),
-    )
-
-
-def _given_runs(args) -> list[Path]:
-    folders = check_run_folders(args.from_runs)
-    name = load_entry(args.entry).name
-    for folder in folders:
-        if (other := Result.read(folder).entry.name) != name:
-            raise UserError(f"{folder} is a run of {other}, not of {name}", f"pass runs under results/{name}/")
-    return folders
-
-
-def _thresholds(text: str | None) -> list[float] | None:
-    if not text:
-        return None
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        values = []
-    if not values or any(not 0 < v <= 100 for v in values):
-        raise UserError(f"--thresholds {text!r} is not a list of percentages",
-                        "give numbers in (0, 100] separated by commas, e.g. --thresholds 98.5,99,99.3,99.5")
-    return values
+from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
+from runner.study.dispatch import StudyRequest, run_study
 
 
 def run(args) -> int:
     console = Console()
-    opts = _options(args)
-    if args.kind == "stability":
-        out = (stability.study(_given_runs(args)) if args.from_runs
-               else stability.run(args.entry, args.runs, opts, console))
-    elif args.kind == "threshold":
-        ladder = _thresholds(args.thresholds)
-        out = (threshold.study(_given_runs(args), ladder) if args.from_runs
-               else threshold.run(args.entry, args.runs, opts, console, ladder))
-    elif args.kind == "batch-size":
-        out = batch_size.run(args.entry, batch_size.parse_values(args.values), opts, console)
-    else:
-        if args.from_runs and len(args.from_runs) != 1:
-            raise UserError("the roofline study reads one run", "pass one run folder to --from-runs")
-        out = (roofline.study(_given_runs(args)[0], args.batch_size, console) if args.from_runs
-               else roofline.run(args.entry, opts, console, args.batch_size))
-    report = write_report(out)
+    outcome = run_study(StudyRequest(
+        kind=args.kind, entry=args.entry, runs=getattr(args, "runs", None),
+        from_runs=getattr(args, "from_runs", None), thresholds=getattr(args, "thresholds", None),
+        values=getattr(args, "values", None), batch_size=getattr(args, "batch_size", None),
+        smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch, backends=args.backend,
+        timeout_minutes=args.timeout_minutes, infer=not getattr(args, "no_infer", False),
+        loadgen=not args.no_loadgen, slurm=options_from_args(args),
+    ))
+    out = outcome.output
     for table in out.tables:
         shown = RichTable(title=table.title)
         for header in table.headers:
@@ -76,11 +32,11 @@ def run(args) -> int:
         console.print(shown)
     for note in out.notes:
         console.print(f"[dim]{note}[/]")
-    console.print(f"study: {out.folder}\nreport: {report}")
-    runs = [Result.read(link) for link in sorted((out.folder / "runs").iterdir())]
-    if failed := [r.run_id for r in runs if r.status != "complete"]:
+    console.print(f"study: {out.folder}\nreport: {outcome.report}")
+    if outcome.failed:
         # The study is written either way; the exit status says not every run completed.
-        console.print(f"[yellow]{len(failed)} of {len(runs)} runs did not complete[/]: {', '.join(failed)}")
+        console.print(f"[yellow]{len(outcome.failed)} of {outcome.runs} runs did not complete[/]: "
+                      f"{', '.join(outcome.failed)}")
         return 1
     return 0
 
@@ -93,6 +49,7 @@ def _common(p, runs_default: int | None = None) -> None:
     p.add_argument("--backend", action="append", metavar="B", help="inference backend (repeatable)")
     p.add_argument("--timeout-minutes", type=float, help="training timeout per run (default: manifest)")
     p.add_argument("--no-loadgen", action="store_true", help="skip LoadGen's runs in each run's inference phase")
+    add_slurm_arguments(p)  # the study's runs as Slurm job arrays (docs/cluster.md)
     if runs_default is not None:
         p.add_argument("--runs", type=int, default=runs_default, help=f"runs to make (default {runs_default})")
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
 
 from runner import data
 from runner.data.public_inputs import StagedInput, for_run
 from runner.data.store import StagedData
 from runner.data.synthetic import smoke_data
 from runner.errors import UserError
+from runner.report import reporter
 
-def stage_data(entry, smoke: bool, console: Console, scratch: Path) -> StagedData:
+def stage_data(entry, smoke: bool, scratch: Path) -> StagedData:
     """The data a run trains and is scored on (every node of a run spanning nodes stages its own)."""
     if smoke:
         return smoke_data(entry.task.id, scratch / "smoke-data")
@@ -25,20 +25,20 @@ def stage_data(entry, smoke: bool, console: Console, scratch: Path) -> StagedDat
     except UserError:
         if entry.task.id not in data.PREPARABLE:
             raise
-        console.print(f"[bold]data[/] {entry.task.id} is not staged yet: preparing it")
+        reporter().print(f"[bold]data[/] {entry.task.id} is not staged yet: preparing it")
         return data.prepare(entry.task.id)
     if entry.task.id in data.TREE_TASKS:
-        check_train_tree(staged, console)
+        check_train_tree(staged)
     return staged
 
 
-def check_train_tree(staged: StagedData, console: Console) -> None:
+def check_train_tree(staged: StagedData) -> None:
     """A training set kept as a tree (ImageNet) must be imported, and unchanged since: every
     file's size and time, and a sample of digests (``runner data check --full``: all)."""
     if staged.train_tree is None:
         raise UserError(f"the {staged.task} training set is not imported", data.HOW_TO_STAGE[staged.task])
     report = data.SOURCES[staged.task].load_tree().check_tree(staged.train_tree)
-    console.print(f"[bold]data[/] training tree {staged.train_tree.root}: {report.files:,} files' sizes and "
+    reporter().print(f"[bold]data[/] training tree {staged.train_tree.root}: {report.files:,} files' sizes and "
                   f"times, {report.hashed} sampled digests checked in {report.seconds:.1f} s")
 
 

@@ -1,7 +1,7 @@
 """Declared public inputs: the published artifacts an entry may start from (GloVe for SQuAD).
 
 DAWNBench's SQuAD entries start from public word vectors. Shipped in an image they would be
-"weights or data it should not carry" (the image audit), and an entry could pass anything
+"weights or data it should not carry" (the image inspection), and an entry could pass anything
 off as them. So a task declares the artifacts its entries may use (``Task.public_inputs``,
 each pinned by the published digest of its archive and of every file kept from it), the user
 imports their copy once (``runner data import glove.840B.300d glove.840B.300d.zip``: the
@@ -46,6 +46,13 @@ class StagedInput:
     folder: Path
     files: dict[str, dict]  # file -> {"sha256", "sha1", "bytes", "mtime_ns"}
     synthetic: bool = False
+
+    @property
+    def mount(self) -> str:
+        """Where the run's containers see it (read-only)."""
+        from runner.plan import PUBLIC_MOUNT
+
+        return f"{PUBLIC_MOUNT}/{self.name}"
 
     def record(self) -> dict:
         """``result.json``'s record of this input."""

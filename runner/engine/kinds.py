@@ -12,7 +12,7 @@ service`` serves too, so one client library talks to both):
 | pause and unpause (the cgroup freezer) for evaluations | ``runner.run.training``, ``runner.run.evaluator`` |
 | wait, logs, attach; list by label; remove | ``runner.engine.containers`` |
 | an internal network with no route out | ``runner.run.multiprocess``, ``runner.run.allocation`` |
-| an image's file system (audit, SBOM) | ``runner.build.image_audit``, ``runner.build.sbom`` |
+| an image's file system (audit, SBOM) | ``runner.build.image_inspection``, ``runner.build.sbom`` |
 
 An ``Engine`` names the socket its API listens on, the daemon that serves it (what
 ``runner setup`` installs and starts), and what it adds to every container: Podman 4.3 on a

@@ -1,9 +1,12 @@
 """Where a ``Result`` is made: the only constructor calls of the type (a test holds this).
 
 A run's record starts here, from what the run plan and the preparation know, before
-training (so a crash from then on still leaves a record); each stage then fills its own
-section. A Slurm task that never ran the entry gets a placeholder made here too, so its
-run is not silently lost. Reading a written result back is ``Result.read``.
+training (so a crash from then on still leaves a record). Each stage returns its own typed
+part (training: ``TrainingRun``, its ``TrainingSummary``, the guards' ``GuardVerdict`` and
+the energy section; inference: ``BackendRun`` records and the timed-model checks), and the
+functions here put them into the record: nothing else changes a ``Result`` (a test holds
+this). A Slurm task that never ran the entry gets a placeholder made here too, so its run
+is not silently lost. Reading a written result back is ``Result.read``.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ def _task_info(task) -> TaskInfo:
 
 
 def started(*, run_id: str, entry, seed: int, smoke: bool, harness_digest: str, built, staged,
-            price: dict, hardware: dict, nonconforming: list[str], audit: dict | None,
-            hyperparameters: dict[str, str], public_inputs: list[dict] | None) -> Result:
+            price: dict, hardware: dict, nonconforming: list[str], inspection: dict | None,
+            hyperparameters: dict[str, str], public_inputs: list[dict] | None, probe: dict | None = None) -> Result:
     """The record of a run about to train: status "running", every section known so far."""
     tree = getattr(staged, "train_tree", None)
     return Result(
@@ -42,10 +45,98 @@ def started(*, run_id: str, entry, seed: int, smoke: bool, harness_digest: str, 
         data=DataInfo(entry.task.id, staged.digest, staged.source, tree.digest if tree is not None else None),
         cost=Cost(training_usd=None, **price),
         hardware=hardware,
-        image_audit=audit,
+        image_audit=inspection,  # its name in result.json since the format began
         hyperparameters=dict(hyperparameters),
         public_inputs=public_inputs,
+        probe=probe,
     )
+
+
+def trained(result: Result, *, run, summary, guards, energy: dict | None, train_samples: int | None,
+            training_usd: float | None) -> None:
+    """The training stage's parts: the container's outcome (``TrainingRun``), the scored
+    training section and its verdicts (``TrainingSummary``), what the guards saw
+    (``GuardVerdict``: contention, output quota, GPU sharing), the energy section, and on a run
+    spanning nodes what its other nodes turned out to be."""
+    result.ended("complete" if run.outcome.ok else "incomplete", run.outcome.reason())
+    result.training = summary.training
+    result.training.wall_clock_start_unix_ms = run.started_unix_ms
+    result.training.train_samples = train_samples
+    if summary.invalid and result.status == "complete":
+        result.ended("invalid", summary.invalid)
+    for reason in summary.nonconforming:
+        result.not_conforming(reason)
+    if training_usd is not None:
+        result.cost.training_usd = training_usd
+    if run.nodes is not None and run.nodes.mismatches:
+        result.hardware = {**result.hardware, "matched": False, "allowed_mismatch": True,
+                           "mismatches": [*result.hardware["mismatches"], *run.nodes.mismatches]}
+    for reason in run.nodes.nonconforming if run.nodes is not None else ():
+        result.not_conforming(reason)
+    if guards.gpu_sharing is not None:
+        result.gpu_sharing = guards.gpu_sharing.to_dict()
+    if energy is not None:
+        result.energy = energy
+    if guards.incomplete:
+        result.ended("incomplete", guards.incomplete)
+    for reason in guards.nonconforming:
+        result.not_conforming(reason)
+    for note in guards.notes:  # e.g. the runner's own CPU share (contention.note)
+        if note not in result.training.notes:
+            result.training.notes.append(note)
+
+
+def inferred(result: Result, inference: dict, check) -> None:
+    """The inference stage's parts: its typed backend records (``BackendRun``) and the checks
+    of the model they timed (``runner.score.timed_model.TimedModelCheck``)."""
+    result.inference = inference
+    t = result.training
+    if check.predict_seconds is not None and t is not None and t.model_origin is not None:
+        t.model_origin["predict_seconds"] = check.predict_seconds
+    for backend, disagreement in check.disagreements.items():
+        if backend in inference:
+            inference[backend].final_model_disagreement = disagreement
+    for problem in check.problems:
+        result.not_conforming(problem)
+
+
+def timed(result: Result, timings: dict) -> None:
+    """Where the run's time went (``runner.timings.Timings``), as far as it has run."""
+    result.timings = timings
+
+
+def marked(result: Result, reasons: list[str]) -> list[str]:
+    """Non-conforming for ``reasons`` found after the run (across runs, by the bundle's
+    checks, by Slurm gathering); returns those that are new."""
+    new = [r for r in reasons if r not in result.nonconforming_reasons]
+    for reason in reasons:
+        result.not_conforming(reason)
+    return new
+
+
+def gathered(result: Result, record: dict) -> None:
+    """Slurm's part of a gathered run (``runner.slurm.gather.slurm_record``): its job, and a
+    state other than COMPLETED as the reason it is incomplete."""
+    result.slurm = record
+    if record["state"] != "COMPLETED":
+        why = f"slurm job {record['job_id']} {record['state']}"
+        own = result.incomplete_reason
+        result.ended("incomplete" if result.status in ("complete", "running") else result.status,
+                     f"{why}; {own}" if own else why)
+
+
+def left_out(result: Result, note: str) -> None:
+    """Files the bundle left out, unread (``runner.bundle``): a training note, or, without a
+    training section, a reason the run is non-conforming."""
+    if result.training is not None:
+        result.training.notes.append(note)
+    else:
+        result.not_conforming(note)
+
+
+def killed(result: Result, reason: str) -> None:
+    """A run whose runner was killed mid-run (found at the next start): incomplete, saying so."""
+    result.ended("incomplete", reason)
 
 
 def placeholder(*, run_id: str, entry, seed: int, smoke: bool, reason: str) -> Result:

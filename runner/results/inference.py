@@ -1,6 +1,6 @@
 """One backend's inference record in ``result.json`` as a type: ``BackendRun``.
 
-The inference phase (``runner.infer``) writes one record per backend under
+The inference phase (``runner.inference``) writes one record per backend under
 ``result.json``'s ``inference``; the CLI, the leaderboard's view, the bundle's claim, the
 comparison figures and the roofline study read them back. Each used to pick fields out of
 a raw dict with its own ``.get`` chain; they now read the same typed attributes, and a new
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 class BackendRun:
     """``result.json``'s ``inference.<name>``: one backend's gated, timed batch-1 pass.
 
-    The fields are those every record has (``runner.infer.measure.evaluate_backend`` writes
+    The fields are those every record has (``runner.inference.measure.evaluate_backend`` writes
     them all, the phase adds ``energy``; ``final_model_disagreement`` is added when the
     backend's own predictions could be compared with the scored final model).
     """
@@ -47,7 +47,7 @@ class BackendRun:
     window_seconds: float | None = None  # host-stamped infer_start..infer_stop
     timed_seconds: float | None = None  # the per-item latencies' sum
     info: dict | None = None  # the harness' info.json (backend version, settings, model digests)
-    loadgen: dict | None = None  # LoadGen's settings and figures (runner.infer.loadgen), when it ran
+    loadgen: dict | None = None  # LoadGen's settings and figures (runner.inference.loadgen), when it ran
     energy: dict | None = None  # the timed pass's joules and joules per 10,000 items (runner.energy)
     final_model_disagreement: float | None = None  # vs the scored final model's predictions
     # Fields a backend's record has that this type does not name, kept as they were.

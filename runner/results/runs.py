@@ -1,9 +1,14 @@
-"""Repeated runs of one entry: each TTA, the median, the coefficient of variation."""
+"""Repeated runs of one entry: each TTA, the median, the coefficient of variation, and
+the ``runs-<first run id>.json`` that records them beside the runs' folders."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
+
+from runner.results.folder import write_json
+from runner.results.record import Result
 
 
 @dataclass(frozen=True)
@@ -29,3 +34,16 @@ def summarize_runs(ttas: list[float | None]) -> RunsSummary:
     median = statistics.median(reached) if reached else None
     cv = statistics.stdev(reached) / statistics.mean(reached) if len(reached) >= 2 else None
     return RunsSummary(len(ttas), len(reached), list(ttas), median, cv)
+
+
+def summarize_folders(folders: list[Path]) -> RunsSummary:
+    """The summary of result folders, each run's TTA read back from its result.json."""
+    return summarize_runs([Result.read(folder).tta_seconds for folder in folders])
+
+
+def write_runs_summary(folders: list[Path]) -> tuple[RunsSummary, Path]:
+    """Summarize repeated runs into ``runs-<first run id>.json`` beside their folders."""
+    summary = summarize_folders(folders)
+    path = folders[0].parent / f"runs-{folders[0].name}.json"
+    write_json(path, {"run_ids": [f.name for f in folders], **summary.to_dict()})
+    return summary, path

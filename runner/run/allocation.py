@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import socket
 
+from dataclasses import dataclass, field
+
 import docker
 
 from runner.errors import UserError
@@ -75,3 +77,33 @@ def cluster_network(client: docker.DockerClient, name: str) -> str:
             f"create it with `docker network create --internal ... {name}`",
         )
     return network.name
+
+
+@dataclass(frozen=True)
+class NodesVerdict:
+    """What the runner found on the other nodes of a run spanning nodes, once their agents
+    were ready: why the run may not go on, else the hardware mismatches it allows (named by
+    node) and why the result is non-conforming."""
+
+    refusal: str | None = None
+    mismatches: list[str] = field(default_factory=list)
+    nonconforming: list[str] = field(default_factory=list)
+
+
+def judge_nodes(plan, ready: dict[int, dict]) -> NodesVerdict:
+    """Each other node's hardware against the plan's profile, and the image each will run
+    (``ready``: node -> its agent's ready message)."""
+    from runner.profiles import match
+
+    opts = plan.options
+    mismatches = [str(m) for node in sorted(ready)
+                  for m in match(plan.profile, ready[node].get("fingerprint") or {}, plan.entry.nodes, node)]
+    if mismatches and not (opts.allow_hardware_mismatch or opts.smoke):
+        return NodesVerdict(refusal=f"hardware profile '{plan.profile.id}' is not met: " + "; ".join(mismatches))
+    reasons = []
+    if mismatches and not opts.smoke:  # a smoke run is non-conforming as such
+        reasons.append("hardware mismatch: " + "; ".join(mismatches))
+    for node, message in sorted(ready.items()):
+        if message.get("image") != plan.image:
+            reasons.append(f"node {node} ran image {message.get('image')}, built there, not the audited {plan.image}")
+    return NodesVerdict(None, mismatches, reasons)

@@ -23,7 +23,6 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import docker
 
@@ -31,6 +30,7 @@ from runner import paths
 from runner.run.gpu_freeze import run_gpu_indices
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.events import parse_line
+from runner.plan import RunPlan
 
 HARNESS_MOUNT = "/opt/runner/harness"
 READY_TIMEOUT_S = 300.0
@@ -48,27 +48,6 @@ class EvaluatorError(Exception):
     """The evaluator could not give predictions for a request; the message says why."""
 
 
-@dataclass(frozen=True)
-class EvaluatorInputs:
-    image: str
-    builder: str
-    framework: str  # the manifest's framework name: picks the harness' loader
-    eval_dir: Path
-    probe_dir: Path | None
-    checkpoints_dir: Path  # the runner's copies, host side
-    evaluations_dir: Path  # where predictions land, host side
-    requests_dir: Path  # host-only scratch: request files
-    log_path: Path
-    topk: int
-    threads: int
-    cpus: float | None
-    memory: str | int | None
-    gpus: int
-    timeout_s: float
-    builder_limit_s: float = 30.0
-    kind: str = "images"  # the task's inputs: "images" (-> <set>.npy) or "questions" (-> <set>.json)
-
-
 @dataclass
 class Answer:
     """What one evaluation gave: predictions per input set, the provenance record, and the
@@ -82,9 +61,12 @@ class Answer:
 
 
 class Evaluator:
-    def __init__(self, client: docker.DockerClient, inputs: EvaluatorInputs):
+    def __init__(self, client: docker.DockerClient, plan: RunPlan):
+        """``plan``: one run's plan (``RunPlan.for_run``): its image, builder, evaluation data,
+        probe inputs, limits and folders."""
         self.client = client
-        self.inputs = inputs
+        self.plan = plan
+        self.builder_limit_s = plan.entry.inference.builder_seconds
         self._changed = threading.Condition()
         self._ready = False
         self._answers: dict[int, str | None] = {}  # index -> None (done) or the failure
@@ -99,38 +81,40 @@ class Evaluator:
 
     # -- lifecycle ----------------------------------------------------------------------
     def _spec(self) -> ContainerSpec:
-        i = self.inputs
+        plan, limits = self.plan, self.plan.limits
+        framework = plan.entry.framework["name"]
         mounts = [
             Mount(paths.harness_dir(), HARNESS_MOUNT),
-            Mount(i.eval_dir, "/data/eval"),
-            Mount(i.checkpoints_dir, "/checkpoints"),
-            Mount(i.requests_dir, "/requests"),
-            Mount(i.evaluations_dir, "/evaluations", read_only=False),
+            Mount(plan.data.eval_dir, "/data/eval"),
+            Mount(plan.checkpoints_dir, "/checkpoints"),
+            Mount(plan.requests_dir, "/requests"),
+            Mount(plan.evaluations_dir, "/evaluations", read_only=False),
         ]
         input_sets = ["clean=/data/eval"]
-        if i.probe_dir is not None:
-            mounts.append(Mount(i.probe_dir, "/data/probe"))
+        if plan.probe_dir is not None:
+            mounts.append(Mount(plan.probe_dir, "/data/probe"))
             input_sets.append("probe=/data/probe")
         return ContainerSpec(
-            image=i.image,
+            image=plan.image,
             command=[
                 "python3", "-m", "harness", "evaluate", "--entry-dir", "/entry",
-                "--builder", i.builder, "--framework", i.framework, "--requests", "/requests", "--out", "/evaluations",
-                "--inputs", *input_sets, "--kind", i.kind, "--topk", str(i.topk), "--threads", str(i.threads),
-                *evaluator_device_args(i.framework, i.gpus),
+                "--builder", plan.entry.inference.builder, "--framework", framework, "--requests", "/requests",
+                "--out", "/evaluations", "--inputs", *input_sets, "--kind", plan.entry.task.inputs,
+                "--topk", str(plan.entry.task.topk), "--threads", str(limits.threads),
+                *evaluator_device_args(framework, limits.gpus),
             ],
             mounts=mounts,
             env={
                 "PYTHONPATH": "/opt/runner",
                 "PYTHONDONTWRITEBYTECODE": "1",
-                "OMP_NUM_THREADS": str(i.threads),
+                "OMP_NUM_THREADS": str(limits.threads),
                 "HOME": "/tmp",
             },
-            cpus=i.cpus,
-            memory=i.memory,
+            cpus=limits.cpus,
+            memory=limits.memory,
             # The run's GPUs, by the ids the training container has (``--gpus N``: 0..N-1).
-            gpu_ids=[str(g) for g in run_gpu_indices(i.gpus)] or None,
-            timeout_s=i.timeout_s,
+            gpu_ids=[str(g) for g in run_gpu_indices(limits.gpus)] or None,
+            timeout_s=limits.evaluator_timeout_s,
             label="evaluator",
         )
 
@@ -158,7 +142,7 @@ class Evaluator:
     def _run(self) -> None:
         try:
             self._outcome = run_container(
-                self.client, self._spec(), self._on_line, self.inputs.log_path, cancel=self._cancel,
+                self.client, self._spec(), self._on_line, self.plan.log("evaluator.log"), cancel=self._cancel,
                 on_started=self._started,
             )
         except docker.errors.DockerException as exc:
@@ -194,13 +178,14 @@ class Evaluator:
         return why or "the evaluator exited"
 
     def start(self) -> None:
-        for folder in (self.inputs.checkpoints_dir, self.inputs.requests_dir):
+        for folder in (self.plan.checkpoints_dir, self.plan.requests_dir,
+                       self.plan.log("evaluator.log").parent):
             folder.mkdir(parents=True, exist_ok=True)
-        for stale in self.inputs.requests_dir.iterdir():  # a stopped evaluator's requests
+        for stale in self.plan.requests_dir.iterdir():  # a stopped evaluator's requests
             stale.unlink()
         self._ready, self._outcome, self._errors = False, None, []
         self._cancel = threading.Event()
-        prepare_writable(self.inputs.evaluations_dir)
+        prepare_writable(self.plan.evaluations_dir)
         self._thread = threading.Thread(target=self._run, name="runner-evaluator", daemon=True)
         self._thread.start()
         with self._changed:
@@ -221,7 +206,7 @@ class Evaluator:
             return
         self._resume()
         if not at_once:
-            (self.inputs.requests_dir / "stop").touch()
+            (self.plan.requests_dir / "stop").touch()
             self._thread.join(timeout=10)
         if self._thread.is_alive():
             self._cancel.set()
@@ -241,7 +226,7 @@ class Evaluator:
 
     def _ask(self, index: int, checkpoint_name: str, shuffle_seed: int | None, items: int | None) -> Answer:
         self._resume()
-        request = self.inputs.requests_dir / f"{index}.json"
+        request = self.plan.requests_dir / f"{index}.json"
         tmp = request.with_suffix(".tmp")
         body = {"checkpoint": f"/checkpoints/{checkpoint_name}"}
         if shuffle_seed is not None:
@@ -251,7 +236,7 @@ class Evaluator:
         tmp.write_text(json.dumps(body))
         asked = time.monotonic()
         os.replace(tmp, request)  # the evaluator polls for the name: it must appear whole
-        limit = self.inputs.builder_limit_s
+        limit = self.builder_limit_s
         with self._changed:
             self._changed.wait_for(
                 lambda: index in self._built or index in self._answers or not self._thread.is_alive(),
@@ -277,10 +262,10 @@ class Evaluator:
             failure = self._answers[index]
         if failure is not None:
             raise EvaluatorError(failure)
-        names = ["clean"] + (["probe"] if self.inputs.probe_dir is not None and shuffle_seed is None else [])
+        names = ["clean"] + (["probe"] if self.plan.probe_dir is not None and shuffle_seed is None else [])
         seconds = round(built[0] - asked, 6) if built is not None else None
         predict = round(self._done_at[index] - built[0], 6) if built is not None and index in self._done_at else None
         notes = {k: v for k, v in (built[1] if built else {}).items() if k == "shuffled_tensors" and isinstance(v, int)}
-        suffix = "json" if self.inputs.kind == "questions" else "npy"
+        suffix = "json" if self.plan.entry.task.inputs == "questions" else "npy"
         return Answer({name: f"{index}/{name}.{suffix}" for name in names}, seconds,
                       None if shuffle_seed is not None else f"{index}/provenance.json", notes, predict)

@@ -27,7 +27,6 @@ from runner.run.gpu_freeze import run_gpu_indices
 from runner.run.gpu_sharing import GpuSharingSampler, GpuSharingSummary
 from runner.run.cores import cpuset_for
 from runner.run.output_quota import OutputQuota
-from runner.results.record import Result
 from runner.run.ownership import LABEL_RUN
 
 
@@ -73,17 +72,6 @@ class GuardVerdict:
     contention: ContentionSummary | None = None
     gpu_sharing: GpuSharingSummary | None = None
     energy: EnergySeries | None = None
-
-    def apply(self, result: Result) -> None:
-        """Mark ``result`` with what the guards saw."""
-        if self.incomplete:
-            result.ended("incomplete", self.incomplete)
-        for reason in self.nonconforming:
-            result.not_conforming(reason)
-        if result.training is not None:  # e.g. the runner's own CPU share (contention.note)
-            for note in self.notes:
-                if note not in result.training.notes:
-                    result.training.notes.append(note)
 
 
 class RunGuards:

@@ -1,7 +1,7 @@
 """One node of a run spanning nodes: ``runner node-agent``, started by the run's runner
 with ``srun`` on every node of the allocation but rank 0's (``runner.run.remote_nodes``).
 
-The agent connects to the runner, receives the run's plan, fingerprints its node into the
+The agent connects to the runner, receives the run's plan (``RunPlan.to_dict``), fingerprints its node into the
 result folder (``fingerprint-node<i>.json``, on the shared file system), stages the data
 (checked against node 0's digest) and finds the entry's image on its own Docker engine
 (building it from the shared entry folder if missing). It reports ``ready``, and starts
@@ -25,21 +25,22 @@ from runner.build import build_entry
 from runner.engine import get_client
 from runner.errors import UserError
 from runner.fingerprint import capture_host, node_file
-from runner.manifest import load_entry
 from runner.results import write_json
 from runner.run import ownership
 from runner.run.allocation import cluster_network
 from runner.run.control import Channel, ChannelError, connect
 from runner.run.multiprocess import Peers, rank_spec
-from runner.run.training import train_container
+from runner.plan import RunPlan
+from runner.report import Reporter, reporting
+from runner.run.training import training_spec
 
 
 class NodeAgent:
-    def __init__(self, channel: Channel, plan: dict, node: int, scratch: Path):
+    def __init__(self, channel: Channel, plan: RunPlan, node: int, scratch: Path):
         self.channel, self.plan, self.node, self.scratch = channel, plan, node, scratch
-        self.result_dir = Path(plan["result_dir"])
-        self.log_path = self.result_dir / "logs" / f"node{node}-agent.log"
-        per_node = plan["processes_per_node"]
+        self.result_dir = plan.result_dir
+        self.log_path = plan.log(f"node{node}-agent.log")
+        per_node = plan.entry.processes_per_node
         self.ranks = list(range(node * per_node, (node + 1) * per_node))
         self.peers: Peers | None = None
         self.t0 = time.monotonic()
@@ -57,29 +58,24 @@ class NodeAgent:
         write_json(self.result_dir / node_file(self.node), fingerprint)
         from runner.data.for_run import stage_data, stage_public_inputs  # the same staging as node 0's
 
-        entry = load_entry(plan["entry"])
-        if plan["smoke"]:
-            entry = entry.for_smoke()
-        staged = stage_data(entry, plan["smoke"], Console(stderr=True), self.scratch)
-        public = stage_public_inputs(entry, plan["smoke"], staged, self.scratch)
-        if staged.digest != plan["data_digest"]:
+        entry = plan.entry
+        with reporting(Reporter(Console(stderr=True))):  # the agent's stdout is its channel's log
+            staged = stage_data(entry, plan.smoke, self.scratch)
+        public = stage_public_inputs(entry, plan.smoke, staged, self.scratch)
+        if staged.digest != plan.data.digest:
             raise UserError(f"node {self.node}'s {staged.task} data (digest {staged.digest}) differ from node 0's "
-                            f"({plan['data_digest']})", "stage the same data set on every node")
-        image = plan["image"]
+                            f"({plan.data.digest})", "stage the same data set on every node")
+        image = plan.image
         try:
             client.images.get(image)
         except docker.errors.ImageNotFound:
             image = build_entry(entry, client).image_id
             self.log(f"built the entry's image here: {image}")
-        network = cluster_network(client, plan["network"])
-        spec = train_container(
-            image=image, command=plan["command"], train_dir=Path(staged.train_dir),
-            output_dir=self.result_dir / "output", env=plan["env"], cpus=plan["cpus"],
-            memory=plan["memory"], gpus=plan["gpus"], timeout_s=plan["timeout_s"],
-            public=tuple((p.folder, f"/data/public/{p.name}") for p in public),
-        )
-        specs = [rank_spec(spec, plan["run_name"], network, r, plan["world_size"], plan["gpus"], plan["processes_per_node"])
-                 for r in self.ranks]
+        network = cluster_network(client, plan.network)
+        spec = training_spec(plan, image=image, train_dir=Path(staged.train_dir),
+                             public=tuple((p.folder, p.mount) for p in public))
+        specs = [rank_spec(spec, plan.run_name, network, r, entry.world_size, plan.limits.gpus,
+                           entry.processes_per_node) for r in self.ranks]
         self.peers = Peers(client, specs, self.result_dir, self.rank_failed, ranks=self.ranks)
         self.log(f"ready: ranks {self.ranks}, image {image}, network {network}")
         return {"fingerprint": fingerprint, "image": image, "data_digest": staged.digest,
@@ -128,17 +124,17 @@ def run_agent(address: str, token: str, node: int) -> int:
         if not order or order.get("do") != "plan":
             return 1
         with tempfile.TemporaryDirectory(prefix=f"runner-node{node}-") as scratch:
-            agent = NodeAgent(channel, order["plan"], node, Path(scratch))
-            agent.log_path.parent.mkdir(parents=True, exist_ok=True)
+            agent = None
             try:
+                agent = NodeAgent(channel, RunPlan.from_dict(order["plan"], scratch=Path(scratch)), node,
+                                  Path(scratch))
+                agent.log_path.parent.mkdir(parents=True, exist_ok=True)
                 ready = agent.prepare()
-            except UserError as err:
-                agent.log(f"failed: {err}")
-                channel.send(kind="failed", why=str(err))
-                return 1
             except Exception as exc:  # noqa: BLE001 - the runner must hear why, in words
-                agent.log(f"failed: {type(exc).__name__}: {exc}")
-                channel.send(kind="failed", why=f"{type(exc).__name__}: {exc}")
+                why = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+                if agent is not None:
+                    agent.log(f"failed: {why}")
+                channel.send(kind="failed", why=why)
                 return 1
             channel.send(kind="ready", **ready)
             return agent.serve()

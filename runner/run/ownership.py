@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Iterator
 
 from runner import paths
+from runner.results import assemble
+from runner.results.record import Result
 
 from runner.engine.labels import (  # noqa: F401  (the run's records use the same owner)
     LABEL_HOST, LABEL_PID, LABEL_PID_START, LABEL_RUN, Owner, container_labels, me, owner_from_labels,
@@ -65,15 +67,12 @@ def recover_killed_runs() -> list[Path]:
         if not owner.gone():
             continue
         try:
-            result = json.loads(result_path.read_text())
+            result = Result.read(result_path.parent)
         except (OSError, ValueError):
             result = None
-        if isinstance(result, dict) and result.get("status") == "running":
-            result["status"] = "incomplete"
-            result["incomplete_reason"] = KILLED_REASON
-            tmp = result_path.with_name(f".{result_path.name}.tmp")
-            tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-            os.replace(tmp, result_path)
+        if result is not None and result.status == "running":
+            assemble.killed(result, KILLED_REASON)
+            result.write(result_path.parent)
             recovered.append(result_path.parent)
         marker.unlink(missing_ok=True)
     return recovered

@@ -15,15 +15,16 @@ import queue
 import shutil
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 import docker
 
 from runner import paths
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
-from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
+from runner.plan import EVALUATIONS_DIR, RunPlan
+from runner.run.evaluator import Evaluator, EvaluatorError
+from runner.run.allocation import NodesVerdict, judge_nodes
 from runner.run.gpu_freeze import GpuFreeze
 from runner.run.multiprocess import Peers, rank_spec
 from runner.run.remote_nodes import NodeError, RemoteNodes
@@ -31,7 +32,6 @@ from runner.events import Event, parse_line, runner_event, write_events
 from runner.run.progress import TrainingProgress
 from runner.score.evaluations import path_problem, primary_score, resolve_inside, score_file
 from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
-from runner.tasks import Task
 
 LAUNCHER_MOUNT = "/opt/runner/launch"
 LAUNCH_MARKER = ":::RUNNER launch"
@@ -42,7 +42,6 @@ LAUNCH_GAP_LIMIT_S = 2.0
 EVAL_REQUEST = "eval_request"
 MAX_EVALUATIONS = 100  # each freezes the clock: an entry may not buy unlimited free time
 MAX_CHECKPOINT_BYTES = 16 * 2**30
-EVALUATIONS_DIR, CHECKPOINTS_DIR = "evaluations", "checkpoints"
 # The sensitivity check predicts this many evaluation items, drawn by the run's seed: a
 # permuted model keeps its accuracy or falls to chance, and 2,000 items tell the two apart
 # by tens of standard errors (the whole set cost a second more per run, after training).
@@ -59,48 +58,7 @@ class TrainingRun:
     started_unix_ms: int | None = None  # the host's unix time at the events' t = 0
     notes: list[str] = field(default_factory=list)  # what the runner refused or could not do
     started_monotonic: float | None = None  # the host's monotonic time at the events' t = 0 (energy)
-
-
-@dataclass(frozen=True)
-class TrainingInputs:
-    image: str
-    command: list[str]
-    train_dir: Path
-    eval_dir: Path  # the evaluator's, never mounted into the training container
-    probe_dir: Path | None
-    result_dir: Path
-    scratch_dir: Path
-    env: dict[str, str]
-    cpus: float | None
-    memory: str | int | None
-    gpus: int
-    timeout_s: float
-    builder: str
-    framework: str  # the manifest's framework name (the evaluator loads checkpoints with it)
-    final_weights: str  # the manifest's inference.weights, relative to /output
-    topk: int
-    threads: int
-    full_curve: bool = False  # evaluate checkpoints after the crossing too (studies' curves)
-    world_size: int = 1  # processes (ranks) of the run, one container each (runner.run.multiprocess)
-    nodes: NodesPlan | None = None  # a run spanning nodes (runner.run.remote_nodes)
-    builder_seconds: float = 30.0  # the manifest's inference.builder_seconds: the evaluator's bound
-    sensitivity_seed: int = 0  # how the sensitivity check permutes the checkpoint's tensors
-    kind: str = "images"  # the task's inputs (Task.inputs): what the evaluator reads and writes
-    public: tuple[tuple[Path, str], ...] = ()  # (host folder, container path) of declared public inputs
-
-
-@dataclass(frozen=True)
-class NodesPlan:
-    """What the other nodes of a run spanning nodes need beyond the training inputs."""
-
-    count: int
-    network: str  # the cluster's internal Docker network (runner.run.allocation)
-    entry: str  # the entry folder, on the shared file system
-    smoke: bool
-    data_digest: str  # every node's staged data must have it
-    runner: list[str]  # how a node starts the runner (its node agent)
-    # node -> its ready message (fingerprint, image, ...): why the run may not go on, or None
-    check: Callable[[dict[int, dict]], str | None] = lambda ready: None
+    nodes: NodesVerdict | None = None  # a run spanning nodes: what its other nodes turned out to be
 
 
 class CheckpointError(Exception):
@@ -137,10 +95,10 @@ def copy_checkpoint(output_dir: Path, relative: object, target: Path) -> str:
 class _TrainingSession:
     """Everything the host does while the training container runs, in arrival order."""
 
-    def __init__(self, client, task: Task, labels, inputs: TrainingInputs, progress: TrainingProgress):
-        self.task, self.labels, self.inputs, self.progress = task, labels, inputs, progress
-        self.output_dir = inputs.result_dir / "output"
-        self.checkpoints_dir = inputs.result_dir / CHECKPOINTS_DIR
+    def __init__(self, client, plan: RunPlan, labels, progress: TrainingProgress):
+        self.plan, self.task, self.labels, self.progress = plan, plan.entry.task, labels, progress
+        self.output_dir = plan.output_dir
+        self.checkpoints_dir = plan.checkpoints_dir
         self.events: list[Event] = []
         self.notes: list[str] = []
         self.container = None
@@ -156,20 +114,8 @@ class _TrainingSession:
         self.crossing_checkpoint: tuple[int, str] | None = None  # (index, the runner's copy)
         self.final_checkpoint: str | None = None  # the runner's copy of the final model
         # A run with GPUs: each freeze also waits for them to be idle (class 2c).
-        self.gpu_freeze = GpuFreeze(inputs.gpus) if inputs.gpus else None
-        self.evaluator = Evaluator(
-            client,
-            EvaluatorInputs(
-                image=inputs.image, builder=inputs.builder, framework=inputs.framework, eval_dir=inputs.eval_dir,
-                probe_dir=inputs.probe_dir, checkpoints_dir=self.checkpoints_dir,
-                evaluations_dir=inputs.result_dir / EVALUATIONS_DIR,
-                requests_dir=inputs.scratch_dir / "evaluator-requests",
-                log_path=inputs.result_dir / "logs" / "evaluator.log", topk=inputs.topk,
-                threads=inputs.threads, cpus=inputs.cpus, memory=inputs.memory, gpus=inputs.gpus,
-                timeout_s=inputs.timeout_s + 3600, builder_limit_s=inputs.builder_seconds,
-                kind=inputs.kind,
-            ),
-        )
+        self.gpu_freeze = GpuFreeze(plan.limits.gpus) if plan.limits.gpus else None
+        self.evaluator = Evaluator(client, plan)
 
     def add(self, event: Event) -> None:
         self.events.append(event)
@@ -268,7 +214,7 @@ class _TrainingSession:
 
     # -- one evaluation -----------------------------------------------------------------
     def evaluate_request(self, request: Event) -> None:
-        if self.crossed and not self.inputs.full_curve:
+        if self.crossed and not self.plan.options.full_curve:
             self.after_crossing += 1  # nothing after the crossing counts: no freeze, no evaluation
             return
         if self.evaluations >= MAX_EVALUATIONS:
@@ -315,7 +261,7 @@ class _TrainingSession:
         )
         score = None
         if problem is None:
-            _, scores, problem = score_file(self.task, self.inputs.result_dir, f"{EVALUATIONS_DIR}/{files['clean']}", self.labels)
+            _, scores, problem = score_file(self.task, self.plan.result_dir, f"{EVALUATIONS_DIR}/{files['clean']}", self.labels)
             score = primary_score(self.task, scores)
             meets = problem is None and score is not None and self.task.meets(score)
             if meets and not self.crossed:
@@ -325,15 +271,16 @@ class _TrainingSession:
 
     def evaluate_final(self) -> dict | None:
         """The evaluator's predictions for the final model (not part of TTA)."""
-        weights = self.output_dir / self.inputs.final_weights
+        final_weights = self.plan.entry.final_weights
+        weights = self.output_dir / final_weights
         if not weights.is_file():
             return None
         index = self.evaluations
-        record: dict = {"index": index, "weights": self.inputs.final_weights}
+        record: dict = {"index": index, "weights": final_weights}
         try:
             self.checkpoints_dir.mkdir(exist_ok=True)
-            name = f"final{Path(self.inputs.final_weights).suffix[:16]}"
-            record["sha256"] = copy_checkpoint(self.output_dir, self.inputs.final_weights, self.checkpoints_dir / name)
+            name = f"final{Path(final_weights).suffix[:16]}"
+            record["sha256"] = copy_checkpoint(self.output_dir, final_weights, self.checkpoints_dir / name)
             answer = self.evaluator.evaluate(index, name)
             record["predictions"] = f"{EVALUATIONS_DIR}/{answer.files['clean']}"
             if "probe" in answer.files:
@@ -359,11 +306,11 @@ class _TrainingSession:
         for k, (of, evaluation, name) in enumerate(jobs):
             index = self.evaluations + 1 + k
             record: dict = {"of": of, "evaluation": evaluation, "index": index,
-                            "shuffle_seed": self.inputs.sensitivity_seed}
-            if self.inputs.kind == "images":
+                            "shuffle_seed": self.plan.sensitivity_seed}
+            if self.task.inputs == "images":
                 record["items"] = SENSITIVITY_ITEMS
             try:
-                answer = self.evaluator.evaluate(index, name, shuffle_seed=self.inputs.sensitivity_seed,
+                answer = self.evaluator.evaluate(index, name, shuffle_seed=self.plan.sensitivity_seed,
                                                  items=record.get("items"))
                 record["predictions"] = f"{EVALUATIONS_DIR}/{answer.files['clean']}"
                 record["builder_seconds"] = answer.builder_seconds
@@ -381,94 +328,73 @@ def _in_arrival_order(events: list[Event]) -> list[Event]:
     return [Event(**{**e.__dict__, "seq": i}) for i, e in enumerate(ordered)]
 
 
-def run_training(client: docker.DockerClient, task: Task, labels, inputs: TrainingInputs) -> TrainingRun:
+def run_training(client: docker.DockerClient, plan: RunPlan, labels) -> TrainingRun:
     """Train in one container, or in one per rank when the entry asks for several processes
     (on this host, or across the nodes of a Slurm allocation)."""
-    spec = training_spec(inputs)
-    if inputs.world_size <= 1:
-        return _train(client, task, labels, inputs, spec, [])
-    run_name = f"runner-{inputs.result_dir.name}".lower()
-    if inputs.nodes is not None:
-        return _train_across_nodes(client, task, labels, inputs, spec, run_name)
-    ranks = [rank_spec(spec, run_name, None, r, inputs.world_size, inputs.gpus) for r in range(inputs.world_size)]
-    return _train(client, task, labels, inputs, ranks[0], [Peers(client, ranks[1:], inputs.result_dir, None)])
+    spec = training_spec(plan)
+    world_size = plan.entry.world_size
+    if world_size <= 1:
+        return _train(client, plan, labels, spec, [])
+    if plan.entry.nodes > 1:
+        return _train_across_nodes(client, plan, labels, spec)
+    ranks = [rank_spec(spec, plan.run_name, None, r, world_size, plan.limits.gpus) for r in range(world_size)]
+    return _train(client, plan, labels, ranks[0], [Peers(client, ranks[1:], plan.result_dir, None)])
 
 
-def _agent_plan(inputs: TrainingInputs, run_name: str, per_node: int) -> dict:
-    """What each node agent is sent: everything it needs to start its ranks like rank 0."""
-    plan = inputs.nodes
-    return {
-        "entry": plan.entry, "smoke": plan.smoke, "data_digest": plan.data_digest, "image": inputs.image,
-        "command": inputs.command, "env": inputs.env, "cpus": inputs.cpus, "memory": inputs.memory,
-        "gpus": inputs.gpus, "timeout_s": inputs.timeout_s, "world_size": inputs.world_size,
-        "processes_per_node": per_node, "network": plan.network, "run_name": run_name,
-        "result_dir": str(inputs.result_dir.resolve()),
-    }
-
-
-def _train_across_nodes(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSpec,
-                        run_name: str) -> TrainingRun:
+def _train_across_nodes(client, plan: RunPlan, labels, spec: ContainerSpec) -> TrainingRun:
     """Rank 0 (and this node's other ranks) here; the other nodes' ranks through their agents,
-    started once rank 0 runs. A node that cannot start refuses the run before rank 0 does."""
-    plan = inputs.nodes
-    per_node = inputs.world_size // plan.count
-    local = [rank_spec(spec, run_name, plan.network, r, inputs.world_size, inputs.gpus, per_node)
+    which are sent the run's plan and started once rank 0 runs. A node that cannot start
+    refuses the run before rank 0 does."""
+    entry = plan.entry
+    per_node = entry.processes_per_node
+    local = [rank_spec(spec, plan.run_name, plan.network, r, entry.world_size, plan.limits.gpus, per_node)
              for r in range(per_node)]
-    remote = RemoteNodes(plan.count, _agent_plan(inputs, run_name, per_node), None, plan.runner,
-                         inputs.result_dir / "logs" / "srun.log")
+    remote = RemoteNodes(entry.nodes, plan.to_dict(), None, list(plan.runner), plan.log("srun.log"))
     try:
         try:
-            refusal = plan.check(remote.open())
+            verdict = judge_nodes(plan, remote.open())
         except NodeError as err:
-            refusal = str(err)
-        if refusal:  # nothing of the entry ran: no events but this empty stream
-            write_events(inputs.result_dir / "events.jsonl", [])
-            return TrainingRun([], ContainerOutcome(None, False, False, 0.0, f"the run's other nodes: {refusal}"))
-        groups = [Peers(client, local[1:], inputs.result_dir, None)] if per_node > 1 else []
-        return _train(client, task, labels, inputs, local[0], [*groups, remote])
+            verdict = NodesVerdict(refusal=str(err))
+        if verdict.refusal:  # nothing of the entry ran: no events but this empty stream
+            write_events(plan.result_dir / "events.jsonl", [])
+            return TrainingRun([], ContainerOutcome(None, False, False, 0.0,
+                                                    f"the run's other nodes: {verdict.refusal}"), nodes=verdict)
+        groups = [Peers(client, local[1:], plan.result_dir, None)] if per_node > 1 else []
+        return replace(_train(client, plan, labels, local[0], [*groups, remote]), nodes=verdict)
     finally:
         remote.close()
 
 
-def train_container(*, image: str, command: list[str], train_dir: Path, output_dir: Path, env: dict[str, str],
-                    cpus, memory, gpus: int, timeout_s: float,
-                    public: tuple[tuple[Path, str], ...] = ()) -> ContainerSpec:
-    """A training container: the launcher first, the training data (and the declared public
-    inputs, read-only), a writable /output."""
-    prepare_writable(output_dir)
+def training_spec(plan: RunPlan, image: str | None = None, train_dir: Path | None = None,
+                  public: tuple[tuple[Path, str], ...] | None = None) -> ContainerSpec:
+    """The run's training container (rank 0's, in a run of several processes): the launcher
+    first, the training data (and the declared public inputs, read-only), a writable /output.
+    Another node passes the image, data and public inputs it found there."""
+    prepare_writable(plan.output_dir)
     return ContainerSpec(
-        image=image,
-        command=command,
+        image=image or plan.image,
+        command=plan.entry.train.command,
         entrypoint=["/bin/sh", f"{LAUNCHER_MOUNT}/launch.sh"],
         mounts=[
-            Mount(train_dir, "/data/train"),
+            Mount(train_dir or plan.data.train_dir, "/data/train"),
             Mount(paths.launcher_dir(), LAUNCHER_MOUNT),
-            Mount(output_dir, "/output", read_only=False),
-            *(Mount(Path(host), container) for host, container in public),
+            Mount(plan.output_dir, "/output", read_only=False),
+            *(Mount(Path(host), container) for host, container in (plan.data.public if public is None else public)),
         ],
-        env=env,
-        cpus=cpus,
-        memory=memory,
-        gpus=gpus,
-        timeout_s=timeout_s,
+        env=plan.train_env(),
+        cpus=plan.limits.cpus,
+        memory=plan.limits.memory,
+        gpus=plan.limits.gpus,
+        timeout_s=plan.limits.timeout_s,
         label="train",
     )
 
 
-def training_spec(inputs: TrainingInputs) -> ContainerSpec:
-    """The run's training container (rank 0's, in a run of several processes)."""
-    return train_container(
-        image=inputs.image, command=inputs.command, train_dir=inputs.train_dir,
-        output_dir=inputs.result_dir / "output", env=inputs.env, cpus=inputs.cpus,
-        memory=inputs.memory, gpus=inputs.gpus, timeout_s=inputs.timeout_s, public=inputs.public,
-    )
-
-
-def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSpec, peers: list) -> TrainingRun:
+def _train(client, plan: RunPlan, labels, spec: ContainerSpec, peers: list) -> TrainingRun:
     """``peers``: the other ranks' groups (``Peers``, ``RemoteNodes``), started with rank 0."""
     lines: queue.Queue = queue.Queue()
-    with TrainingProgress(task, "train") as progress:
-        session = _TrainingSession(client, task, labels, inputs, progress)
+    with TrainingProgress(plan.entry.task, "train") as progress:
+        session = _TrainingSession(client, plan, labels, progress)
         for group in peers:
             group.on_failure = session.peer_failed
         session.peers = peers
@@ -497,7 +423,7 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
         try:
             outcome = run_container(
                 client, spec, lambda line, t: lines.put((line, t)),
-                inputs.result_dir / "logs" / "train.log", on_started=session.started,
+                plan.log("train.log"), on_started=session.started,
                 before_remove=stop_peers,
             )
             exit_t = exited[0] if exited else session.clock()
@@ -518,11 +444,11 @@ def _train(client, task: Task, labels, inputs: TrainingInputs, spec: ContainerSp
             session.evaluator.close()
             if session.gpu_freeze is not None:
                 session.gpu_freeze.close()
-    shutil.rmtree(inputs.scratch_dir / "evaluator-requests", ignore_errors=True)
+    shutil.rmtree(plan.requests_dir, ignore_errors=True)
     if session.after_crossing:
         session.notes.append(f"{session.after_crossing} evaluation request(s) after the crossing were not "
                              "evaluated: the clock had stopped (--full-curve evaluates every checkpoint)")
     events = _in_arrival_order(session.events)
-    write_events(inputs.result_dir / "events.jsonl", events)
+    write_events(plan.result_dir / "events.jsonl", events)
     return TrainingRun(events, outcome, final, sensitivity=sensitivity, started_unix_ms=session.started_unix_ms,
                        notes=session.notes, started_monotonic=session.started_monotonic)

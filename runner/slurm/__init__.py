@@ -1,9 +1,10 @@
 """Reproductions fanned out over a Slurm cluster: one job array task per run.
 
-``reproduce_on_slurm`` is ``runner.reproduce.reproduce`` for a cluster: it picks the seeds,
-skips those already complete in the shared results folder, submits the rest as one job
-array (``submit``), follows it (``follow``), and gathers and signs the results on this host
-(``gather``). It returns the run folders in seed order, like a local ``--runs N``.
+``reproduce_on_slurm`` is the Slurm placement of ``runner.reproduce.launch``: it takes the
+plan's seeds, skips those already complete in the shared results folder, submits the rest
+as one job array whose tasks each read the plan (``submit``), follows it (``follow``), and
+gathers and signs the results on this host (``gather``). It returns the run folders in seed
+order, like a local ``--runs N``.
 """
 
 from __future__ import annotations
@@ -11,47 +12,44 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
 
 from runner import paths
 from runner.keys import load_signer
-from runner.manifest import load_entry
-from runner.options import ReproduceOptions
 from runner.run.allocation import require_network_setting
 from runner.slurm.commands import require_tools
 from runner.slurm.follow import follow, node_of
 from runner.slurm.gather import complete_runs, gather, run_folders
-from runner.plan import SLURM, make_plan
+from runner.plan import RunPlan
 from runner.slurm.submit import JobArray, SlurmOptions, submit
+from runner.report import reporter
 
 __all__ = ["JobArray", "SlurmOptions", "add_arguments", "options_from_args", "reproduce_on_slurm"]
 
 
-def reproduce_on_slurm(entry_path: str, opts: ReproduceOptions, options: SlurmOptions,
-                       console: Console, resume: bool = True) -> list[Path]:
+def reproduce_on_slurm(plan: RunPlan, options: SlurmOptions, resume: bool = True) -> list[Path]:
     """``resume``: skip seeds already complete in the results folder (drift reruns do not)."""
     require_tools()  # before anything is written
-    entry = load_entry(entry_path)
+    entry = plan.entry
     if entry.nodes > 1:
         require_network_setting(entry.nodes)  # the tasks inherit this environment (--export=ALL)
     load_signer()  # a misconfigured key fails here, before any job is submitted
-    # The submitter draws the seeds (never the entry); pass --seed to resubmit the same runs.
-    seeds = list(make_plan(entry_path, opts, SLURM).seeds)
+    # The submitter's plan drew the seeds (never the entry); pass --seed to resubmit the same runs.
+    seeds = list(plan.seeds)
     entry_dir = paths.results_dir() / entry.name
-    folders = complete_runs(entry_dir, seeds, opts.smoke) if resume else {}
+    folders = complete_runs(entry_dir, seeds, plan.smoke) if resume else {}
     if folders:
-        console.print(f"already complete, not submitted again: seed(s) "
+        reporter().print(f"already complete, not submitted again: seed(s) "
                       f"{', '.join(map(str, sorted(folders)))}")
     pending = [s for s in seeds if s not in folders]
     if pending:
         before = run_folders(entry_dir)
-        job = submit(entry.path, entry.name, pending, opts, options, entry.nodes)
-        console.print(f"[bold]slurm[/] job array {job.job_id}: {len(pending)} run(s), seeds "
+        job = submit(plan, pending, options or SlurmOptions())
+        reporter().print(f"[bold]slurm[/] job array {job.job_id}: {len(pending)} run(s), seeds "
                       f"{', '.join(map(str, pending))}; results in {paths.results_dir()}, "
                       f"job files in {job.folder}")
-        states = follow(job, console)
+        states = follow(job)
         nodes = {i: node_of(job, i) for i in states}
-        folders.update(gather(job, states, nodes, entry, entry_dir, before, opts.smoke, console))
+        folders.update(gather(job, states, nodes, entry, entry_dir, before, plan.smoke))
     return [folders[s] for s in seeds]
 
 

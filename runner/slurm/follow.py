@@ -11,11 +11,11 @@ import re
 import time
 from collections import Counter
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from runner.slurm.commands import slurm
 from runner.slurm.submit import JobArray
+from runner.report import reporter
 
 ENDED = {
     "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -54,7 +54,7 @@ def node_of(job: JobArray, index: int) -> str | None:
     return match.group(1) if match else None
 
 
-def follow(job: JobArray, console: Console, poll_seconds: float = 5.0) -> dict[int, str]:
+def follow(job: JobArray, poll_seconds: float = 5.0) -> dict[int, str]:
     """Wait for every task; return index -> final Slurm state."""
     total = len(job.seeds)
     final: dict[int, str] = {}
@@ -62,7 +62,7 @@ def follow(job: JobArray, console: Console, poll_seconds: float = 5.0) -> dict[i
     columns = (TextColumn("[bold]slurm[/] job {task.fields[job]}"), BarColumn(),
                MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     try:
-        with Progress(*columns, console=console, transient=False) as progress:
+        with Progress(*columns, console=reporter().console, transient=False) as progress:
             bar = progress.add_task("submitted", total=total, job=job.job_id)
             while len(final) < total:
                 live = live_states(job)
@@ -83,7 +83,7 @@ def follow(job: JobArray, console: Console, poll_seconds: float = 5.0) -> dict[i
                 if len(final) < total:
                     time.sleep(poll_seconds)
     except KeyboardInterrupt:
-        console.print(
+        reporter().print(
             f"[yellow]stopped following[/] slurm job {job.job_id}; its tasks keep running. "
             f"Cancel them with `scancel {job.job_id}`, or run the same command again once they "
             "end: completed seeds are not run again"

@@ -14,13 +14,13 @@ import json
 import time
 from pathlib import Path
 
-from rich.console import Console
 
 from runner.manifest import Entry
 from runner.bundle import sign_folder as sign
 from runner.results import assemble, new_run_id
 from runner.results.record import Result
 from runner.slurm.submit import JobArray
+from runner.report import reporter
 
 
 def read_result(folder: Path) -> dict | None:
@@ -79,12 +79,7 @@ def slurm_record(job: JobArray, index: int, state: str, node: str | None) -> dic
 
 def mark(result: Result, record: dict) -> Result:
     """Slurm's part of a gathered run: its job, and a state other than COMPLETED as the reason."""
-    result.slurm = record
-    if record["state"] != "COMPLETED":
-        why = f"slurm job {record['job_id']} {record['state']}"
-        own = result.incomplete_reason
-        result.ended("incomplete" if result.status in ("complete", "running") else result.status,
-                     f"{why}; {own}" if own else why)
+    assemble.gathered(result, record)
     return result
 
 
@@ -99,7 +94,7 @@ def placeholder(entry: Entry, entry_dir: Path, seed: int, smoke: bool, record: d
 
 
 def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], entry: Entry,
-           entry_dir: Path, before: set[str], smoke: bool, console: Console) -> dict[int, Path]:
+           entry_dir: Path, before: set[str], smoke: bool) -> dict[int, Path]:
     """Seed -> its run folder (real, or a placeholder), each real one signed here."""
     folders = {}
     for index, seed in enumerate(job.seeds):
@@ -107,7 +102,7 @@ def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], 
         folder = find_run(entry_dir, seed, before)
         if folder is None:
             folders[seed] = placeholder(entry, entry_dir, seed, smoke, record)
-            console.print(f"[red]no run[/] for seed {seed}: slurm job {record['job_id']} "
+            reporter().print(f"[red]no run[/] for seed {seed}: slurm job {record['job_id']} "
                           f"{record['state']} (log {record['log']})")
             continue
         raw = settled_result(folder)
@@ -115,9 +110,9 @@ def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], 
             result = Result.from_dict(raw)
         except ValueError as exc:  # the task's runner died mid-write
             folders[seed] = placeholder(entry, entry_dir, seed, smoke, record)
-            console.print(f"[red]unreadable result[/] in {folder} ({exc}): a placeholder records the run")
+            reporter().print(f"[red]unreadable result[/] in {folder} ({exc}): a placeholder records the run")
             continue
         mark(result, record).write(folder)
-        sign(folder, console)
+        sign(folder)
         folders[seed] = folder
     return folders

@@ -1,7 +1,8 @@
 """Submit one Slurm job array: one task per run, each an ordinary ``runner reproduce``.
 
-The submitter chooses the seeds and writes them, one a line, into ``seeds.txt`` next to the
-job script; task ``i`` of the array reads line ``i + 1``. Every task runs on its node with
+The submitter's run plan chose the seeds; it writes the plan (``plan.json``) and the seeds,
+one a line, into ``seeds.txt`` next to the job script; task ``i`` of the array reads line
+``i + 1`` and runs the plan for that seed (``runner.plan.plan_of_task``). Every task runs on its node with
 that node's Docker engine, writes into the shared results folder (``RUNNER_RESULTS``) and
 signs nothing (``--no-sign``): the submit host signs what it gathers.
 """
@@ -16,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from runner import paths
-from runner.options import ReproduceOptions
+from runner.plan import PLAN_FILE, RunPlan
 from runner.slurm.commands import slurm
 
 # How a compute node starts the runner; default: this Python, from the shared checkout.
@@ -44,35 +45,19 @@ def runner_command() -> list[str]:
     return shlex.split(custom) if custom else [sys.executable, "-m", "runner"]
 
 
-def task_arguments(entry: Path, opts: ReproduceOptions) -> list[str]:
-    """The flags of one task's ``runner reproduce`` (the seed is added by the job script)."""
-    args = ["reproduce", str(entry), "--runs", "1", "--no-sign"]
-    if opts.smoke:
-        args.append("--smoke")
-    if opts.allow_hardware_mismatch:
-        args.append("--allow-hardware-mismatch")
-    for backend in opts.backends or []:
-        args += ["--backend", backend]
-    if opts.timeout_minutes is not None:
-        args += ["--timeout-minutes", str(opts.timeout_minutes)]
-    if not opts.infer:
-        args.append("--no-infer")
-    if opts.full_curve:
-        args.append("--full-curve")
-    if not opts.loadgen:
-        args.append("--no-loadgen")
-    elif opts.loadgen == "mlperf":
-        args.append("--loadgen-mlperf")
-    return args
+def task_arguments(entry: Path, plan_file: Path) -> list[str]:
+    """The arguments of one task's ``runner reproduce`` (the seed is added by the job script):
+    the entry and the submitter's plan, whose options the task keeps."""
+    return ["reproduce", str(entry), "--plan", str(plan_file)]
 
 
-def job_script(folder: Path, entry: Path, opts: ReproduceOptions) -> str:
-    command = shlex.join(runner_command() + task_arguments(entry, opts))
+def job_script(folder: Path, entry: Path) -> str:
+    command = shlex.join(runner_command() + task_arguments(entry, folder / PLAN_FILE))
     seeds = shlex.quote(str(folder / "seeds.txt"))
     exits = shlex.quote(str(folder))
     results = shlex.quote(str(paths.results_dir().resolve()))
     return f"""#!/bin/bash
-# Written by `runner reproduce --slurm`: array task i reproduces the seed on line i+1 of seeds.txt.
+# Written by `runner reproduce --slurm`: array task i runs the plan for the seed on line i+1 of seeds.txt.
 set -u
 seed=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" {seeds})
 export RUNNER_RESULTS={results}
@@ -90,15 +75,16 @@ def jobs_folder(entry_name: str) -> Path:
     return paths.results_dir().resolve() / ".slurm" / entry_name / stamp
 
 
-def submit(entry: Path, entry_name: str, seeds: list[int], opts: ReproduceOptions,
-           options: SlurmOptions, nodes: int = 1) -> JobArray:
-    """``nodes`` > 1: each task is one run spanning that many whole nodes; the task's runner
-    runs on the first and starts the others' ranks with srun (runner.run.remote_nodes)."""
+def submit(plan: RunPlan, seeds: list[int], options: SlurmOptions) -> JobArray:
+    """A plan spanning nodes: each task is one run over that many whole nodes; the task's
+    runner runs on the first and starts the others' ranks with srun (runner.run.remote_nodes)."""
+    entry_name, nodes = plan.entry.name, plan.entry.nodes
     folder = jobs_folder(entry_name)
     folder.mkdir(parents=True)
+    plan.write(folder)
     (folder / "seeds.txt").write_text("".join(f"{s}\n" for s in seeds))
     script = folder / "job.sh"
-    script.write_text(job_script(folder, entry.resolve(), opts))
+    script.write_text(job_script(folder, plan.entry.path.resolve()))
     script.chmod(0o755)
     # --exclusive: a whole node per run. Two runs on one node would share its cores and
     # disturb each other's clock, and a starting runner removes every runner container it

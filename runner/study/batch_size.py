@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from rich.console import Console
 
 from runner.errors import UserError
 from runner.manifest import load_entry
@@ -17,6 +16,7 @@ from runner.study.common import (
     StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, with_runs,
 )
 from runner.study.plots import figure, save
+from runner.report import reporter
 
 KIND = "batch-size"
 
@@ -87,7 +87,7 @@ def present(folder: Path, summary: dict) -> StudyOutput:
     )
 
 
-def run(entry_path: str, values: list[int], opts, console: Console) -> StudyOutput:
+def run(entry_path: str, values: list[int], opts, slurm=None) -> StudyOutput:
     entry = load_entry(entry_path)
     if entry.hyperparameters is None:
         raise UserError(f"entry {entry.name} declares no tunable hyperparameters",
@@ -95,12 +95,12 @@ def run(entry_path: str, values: list[int], opts, console: Console) -> StudyOutp
                         "entry.yaml and read RUNNER_HP_GLOBAL_BATCH_SIZE / RUNNER_HP_LR in its training code")
     folders = []
     for value in values:
-        console.print(f"[bold]batch size[/] {value}: lr {entry.hyperparameters.lr_for(value):g} "
+        reporter().print(f"[bold]batch size[/] {value}: lr {entry.hyperparameters.lr_for(value):g} "
                       f"({entry.hyperparameters.lr_scaling} from {entry.hyperparameters.base_lr:g} "
                       f"at {entry.hyperparameters.default_batch_size})")
         chosen = replace(with_runs(opts, 1, seed=opts.seed),
                          hyperparameters=entry.hyperparameters.for_batch_size(value))
-        folders += run_entry(entry_path, chosen, console)
+        folders += run_entry(entry_path, chosen, slurm)
     return study(folders)
 
 

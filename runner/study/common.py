@@ -8,7 +8,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from rich.console import Console
 
 from runner import data, paths
 from runner.data.synthetic import SMOKE_SIZES
@@ -75,11 +74,13 @@ def save_study(kind: str, folders: list[Path], summary: dict) -> Path:
     return folder
 
 
-def run_entry(entry_path: str, opts, console: Console) -> list[Path]:
-    """Signed runs of the entry, made by ``runner reproduce``'s own code path."""
-    from runner.reproduce import reproduce
+def run_entry(entry_path: str, opts, slurm=None) -> list[Path]:
+    """Signed runs of the entry, made by ``runner reproduce``'s own code path: on this host,
+    or with ``slurm`` (``runner.slurm.SlurmOptions``) as one Slurm job array."""
+    from runner.plan import LOCAL, SLURM, make_plan
+    from runner.reproduce import launch
 
-    return reproduce(entry_path, opts, console)
+    return launch(make_plan(entry_path, opts, SLURM if slurm is not None else LOCAL), slurm)
 
 
 def with_runs(opts, runs: int, **changes):

@@ -31,6 +31,7 @@ import docker
 from runner import paths
 from runner.errors import UserError
 from runner.engine.containers import ContainerSpec, Mount, prepare_writable, run_container
+from runner.report import reporter
 from runner.run.output_quota import OutputQuota
 
 HARNESS_MOUNT = "/opt/runner/harness"
@@ -129,7 +130,7 @@ def read_result(folder: Path) -> str:
 # -- the image and the container -------------------------------------------------------------
 
 def run_image(client: docker.DockerClient, run_folder: Path, entry_name: str, image_id: str, image_tag: str | None,
-              smoke: bool, console=None) -> CountImage:
+              smoke: bool) -> CountImage:
     """The run's image; else the image its tag names now (the same content key: the same entry
     files, base and lock, built again, e.g. by `runner build`); else the run's own entry files
     rebuilt the way ``runner reproduce`` builds them."""
@@ -150,8 +151,7 @@ def run_image(client: docker.DockerClient, run_folder: Path, entry_name: str, im
     from runner.build import build_entry
     from runner.manifest import load_entry
 
-    if console is not None:
-        console.print(f"the run's image {image_id[:19]} is gone from the engine: rebuilding it from the run's entry files")
+    reporter().print(f"the run's image {image_id[:19]} is gone from the engine: rebuilding it from the run's entry files")
     with tempfile.TemporaryDirectory(prefix="runner-flops-build-") as tmp:
         folder = Path(tmp) / entry_name  # load_entry wants the folder named as the entry
         shutil.copytree(files, folder, symlinks=True)  # load_entry refuses links by name

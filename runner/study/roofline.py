@@ -14,7 +14,6 @@ import shutil
 from pathlib import Path
 
 import yaml
-from rich.console import Console
 
 from runner import paths
 from runner.engine import get_client
@@ -49,7 +48,7 @@ def count_log(entry_name: str) -> Path:
     return paths.home() / "logs" / f"flops-{entry_name}.log"
 
 
-def analyse(folder: Path, batch_override: int | None = None, console: Console | None = None) -> dict:
+def analyse(folder: Path, batch_override: int | None = None) -> dict:
     result = Result.read(folder)
     task = get_task(result.task.id)
     if task.input_shape is None:
@@ -63,7 +62,7 @@ def analyse(folder: Path, batch_override: int | None = None, console: Console | 
         raise UserError(f"hardware profile {profile.id} has no peak figures",
                         f"add peak: (tflops, memory_bandwidth_gbs, source) to hardware_profiles/{profile.id}.yaml")
     client = get_client()
-    image = run_image(client, folder, result.entry.name, result.image.id, result.image.tag, result.smoke, console)
+    image = run_image(client, folder, result.entry.name, result.image.id, result.image.tag, result.smoke)
     log = count_log(result.entry.name)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.unlink(missing_ok=True)
@@ -152,8 +151,8 @@ def present(folder: Path, summary: dict) -> StudyOutput:
     )
 
 
-def study(folder: Path, batch_override: int | None = None, console: Console | None = None) -> StudyOutput:
-    summary = analyse(folder, batch_override, console)
+def study(folder: Path, batch_override: int | None = None) -> StudyOutput:
+    summary = analyse(folder, batch_override)
     out = save_study(KIND, [folder], summary)
     log = count_log(summary["entry"])
     if log.is_file():
@@ -161,6 +160,6 @@ def study(folder: Path, batch_override: int | None = None, console: Console | No
     return present(out, summary)
 
 
-def run(entry_path: str, opts, console: Console, batch_override: int | None = None) -> StudyOutput:
-    (folder,) = run_entry(entry_path, with_runs(opts, 1, seed=None, infer=True), console)
-    return study(folder, batch_override, console)
+def run(entry_path: str, opts, batch_override: int | None = None, slurm=None) -> StudyOutput:
+    (folder,) = run_entry(entry_path, with_runs(opts, 1, seed=None, infer=True), slurm)
+    return study(folder, batch_override)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
 
 from runner.results import summarize_runs
 from runner.results.record import Result
@@ -95,9 +94,9 @@ def present(folder: Path, folders: list[Path], summary: dict) -> StudyOutput:
     )
 
 
-def run(entry_path: str, runs: int, opts, console: Console) -> StudyOutput:
+def run(entry_path: str, runs: int, opts, slurm=None) -> StudyOutput:
     # seed=None: the runner draws the seeds, as for any reproduction.
-    folders = run_entry(entry_path, with_runs(opts, runs, seed=None), console)
+    folders = run_entry(entry_path, with_runs(opts, runs, seed=None), slurm)
     return study(folders)
 
 

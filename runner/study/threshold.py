@@ -13,7 +13,6 @@ import dataclasses
 import statistics
 from pathlib import Path
 
-from rich.console import Console
 
 from runner.errors import UserError
 from runner.events import read_events
@@ -29,6 +28,20 @@ KIND = "threshold"
 
 # Percent, ending at (or past) each task's threshold: DAWNBench's ladders (``threshold_ladder``).
 DEFAULT_LADDERS = {t.id: list(t.threshold_ladder) for t in TASKS.values() if t.threshold_ladder}
+
+
+def parse_thresholds(text: str | None) -> list[float] | None:
+    """``--thresholds 98.5,99``: percentages in (0, 100]; None (the task's ladder) when not given."""
+    if not text:
+        return None
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or any(not 0 < v <= 100 for v in values):
+        raise UserError(f"--thresholds {text!r} is not a list of percentages",
+                        "give numbers in (0, 100] separated by commas, e.g. --thresholds 98.5,99,99.3,99.5")
+    return values
 
 
 def tta_at(folder: Path, threshold: float) -> tuple[float | None, int | None, int | None]:
@@ -123,6 +136,6 @@ def study(folders: list[Path], ladder: list[float] | None = None) -> StudyOutput
     return present(folder, summary)
 
 
-def run(entry_path: str, runs: int, opts, console: Console, ladder: list[float] | None = None) -> StudyOutput:
-    folders = run_entry(entry_path, with_runs(opts, runs, seed=None), console)
+def run(entry_path: str, runs: int, opts, ladder: list[float] | None = None, slurm=None) -> StudyOutput:
+    folders = run_entry(entry_path, with_runs(opts, runs, seed=None), slurm)
     return study(folders, ladder)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runner.bundle import PROFILE_FILE
 from runner.bundle.claim import differences
-from runner.infer.measure import cost_per_10k_usd
+from runner.inference.measure import cost_per_10k_usd
 from runner.profiles import cost_usd, match_nodes, price_fields
 from runner.score.tta import time_to_accuracy
 from runner.verify.evidence import Evidence

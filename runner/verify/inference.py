@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runner.infer.measure import evaluate_backend
-from runner.infer.phase import Windows
+from runner.inference.measure import evaluate_backend
+from runner.inference.phase import Windows
 from runner.verify.evidence import Evidence
 from runner.verify.report import Verdict
 from runner.verify.tolerance import RELATIVE, close

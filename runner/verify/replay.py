@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +22,12 @@ from runner.data.synthetic import smoke_data
 from runner.bundle.open import open_bundle
 from runner.engine import get_client
 from runner.errors import UserError
-from runner.manifest import load_entry
-from runner.profiles import load_profile
+from runner.options import ReproduceOptions
+from runner.plan import Limits, RunData, RunPlan, make_plan
 from runner.results.record import Result, Training
-from runner.run.evaluator import Evaluator, EvaluatorError, EvaluatorInputs
+from runner.run.evaluator import Evaluator, EvaluatorError
 from runner.score.probe import make_probe_inputs
+from runner.report import reporter
 
 GPU_TOLERANCE = 0.001  # fraction of items whose class may differ between GPU replays
 
@@ -60,7 +61,7 @@ def _compare(name: str, replayed: Path, recorded: Path, tolerance: float) -> Rep
     return ReplayCheck(name, True, f"{len(a) - differ} of {len(a)} predictions identical")
 
 
-def replay(bundle: Path, console) -> list[ReplayCheck]:
+def replay(bundle: Path) -> list[ReplayCheck]:
     opened = open_bundle(bundle)
     try:
         root = opened.root
@@ -77,14 +78,17 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
             tmp = Path(tmp)
             folder = tmp / result.entry.name
             shutil.copytree(entry_files, folder)
-            entry = load_entry(folder)
-            if result.smoke:
-                entry = entry.for_smoke()
+            # The plan saved with the result, over the bundle's own entry files (a result
+            # written before plans were saved: the plan of its seed and kind).
+            plan = RunPlan.read(root, folder) or make_plan(
+                folder, ReproduceOptions(seed=result.seed, runs=1, smoke=result.smoke))
+            entry = plan.entry
+            if plan.smoke:
                 staged = smoke_data(entry.task.id, tmp / "smoke-data")
             else:
                 staged = data.staged(entry.task.id)
             client = get_client()
-            console.print(f"[bold]build[/] {entry.name} from the bundle's files")
+            reporter().print(f"[bold]build[/] {entry.name} from the bundle's files")
             built = build_entry(entry, client)
             # Informational: the predictions must match, the image bytes need not.
             checks = [ReplayCheck(
@@ -92,7 +96,14 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
                 f"rebuilt {built.image_id[:19]}; the run used {result.image.id[:19]}",
             )]
             probe_dir = make_probe_inputs(staged.eval_dir, tmp / "probe", result.seed)
-            checkpoints = tmp / "checkpoints"
+            gpus = plan.profile.gpu_count if not plan.smoke else 0
+            # The auditor's host: one thread, no core or memory limit, one GPU where the run had them.
+            plan = replace(
+                plan.resolved(gpus=1 if gpus else 0, backends=[], image=built.image_id,
+                              data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest)),
+                limits=Limits(cpus=None, memory=None, gpus=1 if gpus else 0, threads=1, timeout_s=0),
+            ).for_run(result.seed, tmp, tmp, probe_dir)
+            checkpoints = plan.checkpoints_dir
             checkpoints.mkdir()
             crossing = training.crossing
             final = training.final_model or {}
@@ -111,27 +122,19 @@ def replay(bundle: Path, console) -> list[ReplayCheck]:
                 name = "final" + weights.suffix
                 shutil.copyfile(weights, checkpoints / name)
                 jobs.append(("final-model", name, final.get("predictions"), final.get("probe_predictions")))
-            gpus = load_profile(entry.hardware_profile).gpu_count if not result.smoke else 0
             tolerance = GPU_TOLERANCE if gpus else 0.0
-            evaluator = Evaluator(client, EvaluatorInputs(
-                image=built.image_id, builder=entry.inference.builder, framework=entry.framework["name"], eval_dir=Path(staged.eval_dir),
-                probe_dir=probe_dir, checkpoints_dir=checkpoints, evaluations_dir=tmp / "evaluations",
-                requests_dir=tmp / "requests", log_path=tmp / "evaluator.log",
-                topk=entry.task.topk, threads=1, cpus=None, memory=None,
-                gpus=1 if gpus else 0, timeout_s=3600, builder_limit_s=entry.inference.builder_seconds,
-                kind=entry.task.inputs,
-            ))
+            evaluator = Evaluator(client, plan)
             try:
                 for index, (name, checkpoint, clean, probe) in enumerate(jobs):
-                    console.print(f"[bold]evaluate[/] {name} ({checkpoint})")
+                    reporter().print(f"[bold]evaluate[/] {name} ({checkpoint})")
                     try:
                         files = evaluator.evaluate(index, checkpoint).files
                     except EvaluatorError as err:
                         checks.append(ReplayCheck(name, False, f"the evaluator failed: {err}"))
                         continue
-                    checks.append(_compare(name, tmp / "evaluations" / files["clean"], root / str(clean), tolerance))
+                    checks.append(_compare(name, plan.evaluations_dir / files["clean"], root / str(clean), tolerance))
                     if probe and "probe" in files:
-                        checks.append(_compare(f"{name}-probe", tmp / "evaluations" / files["probe"],
+                        checks.append(_compare(f"{name}-probe", plan.evaluations_dir / files["probe"],
                                                root / str(probe), tolerance))
             finally:
                 evaluator.close()

@@ -432,7 +432,7 @@ def item8_entry(tmp_path: Path, mode: str) -> Path:
 
 @pytest.fixture
 def own_locks(tmp_path, monkeypatch) -> Path:
-    """A runner home sharing the host's caches (wheels, image audits, keys) but with core
+    """A runner home sharing the host's caches (wheels, image inspections, keys) but with core
     locks and run markers of its own: the case neither waits for other runs on this host
     nor mistakes their locks for its own."""
     from runner import paths

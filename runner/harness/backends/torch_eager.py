@@ -1,6 +1,6 @@
 """``torch``: the entry's own model in eager PyTorch on the CPU.
 
-Tuned for batch-1 latency on a few cores (measured by ``runner bench infer``): one
+Tuned for batch-1 latency on a few cores (measured by ``runner bench latency``): one
 intra-op thread, one inter-op thread, ``torch.inference_mode``, and channels-last
 memory for 4-D image inputs (oneDNN's convolutions run about 1.6x faster on a small
 CNN that way). No TorchScript or compilation: this is the eager baseline.

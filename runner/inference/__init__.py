@@ -1,9 +1,9 @@
 """The inference phase, host side: run the harness in the entry's image, then gate,
 check and summarise each backend's batch-1 timing."""
 
-from runner.infer.measure import TRANSPORT_SLACK_S, cost_per_10k_usd, evaluate_backend, latency_stats_ms
-from runner.infer.phase import harness_command, run_inference
-from runner.infer.preflight import GPU_BACKENDS, check_backends_available
+from runner.inference.measure import TRANSPORT_SLACK_S, cost_per_10k_usd, evaluate_backend, latency_stats_ms
+from runner.inference.phase import harness_command, run_inference
+from runner.inference.preflight import GPU_BACKENDS, check_backends_available
 
 __all__ = [
     "GPU_BACKENDS",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.infer.loadgen import loadgen_record
+from runner.inference.loadgen import loadgen_record
 from runner.tasks import Task
 
 # The host stamps infer_start/infer_stop as their lines arrive; the lines travel through

@@ -11,9 +11,9 @@ from runner import paths
 from runner.energy import EnergyMeter, per_10k, window_energy
 from runner.engine.containers import ContainerSpec, Mount, prepare_writable, run_container
 from runner.events import Event, parse_line, write_events
-from runner.infer import loadgen
-from runner.infer.measure import evaluate_backend
-from runner.infer.preflight import GPU_BACKENDS, check_backends_available
+from runner.inference import loadgen
+from runner.inference.measure import evaluate_backend
+from runner.inference.preflight import GPU_BACKENDS, check_backends_available
 from runner.results.inference import BackendRun
 
 HARNESS_MOUNT = "/opt/runner/harness"

@@ -1,4 +1,8 @@
-"""What an entry brings beyond its declared sources (threat-model class 4).
+"""The image inspection: what an entry brings beyond its declared sources (threat-model class 4).
+
+(Named apart from ``runner audit``, the auditor's command over a bundle. The file it writes,
+``image-audit.json``, the result's ``image_audit`` section and its cache keep the names they
+had when results were first written, so earlier results still read.)
 
 After a build the runner lists, from the engine's own export of the image (never from a
 program inside it), every regular file that comes neither from the base image, nor from
@@ -35,7 +39,7 @@ from runner.engine.containers import owned_labels
 from runner.engine.kinds import create_options
 
 AUDIT_FORMAT = 3  # 3: the content search and the entry scan (2 was their draft)
-AUDIT_FILE = "image-audit.json"
+INSPECTION_FILE = "image-audit.json"
 # Weights and data formats, by name...
 DATA_SUFFIXES = {
     ".pt", ".pth", ".ckpt", ".npy", ".npz", ".safetensors", ".onnx", ".h5", ".hdf5", ".pb", ".pkl",
@@ -66,7 +70,7 @@ def _copy_dict(copy: Copy) -> dict:
 
 
 @dataclass
-class ImageAudit:
+class ImageInspection:
     unexplained: list[AuditedFile] = field(default_factory=list)
     entry_data_files: list[AuditedFile] = field(default_factory=list)
     wheel_data_files: list[AuditedFile] = field(default_factory=list)
@@ -130,7 +134,7 @@ class ImageAudit:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ImageAudit":
+    def from_dict(cls, data: dict) -> "ImageInspection":
         return cls(
             *[[AuditedFile(**f) for f in data[k]] for k in ("unexplained", "entry_data_files", "wheel_data_files")],
             eval_copies=[Copy(**c) for c in data.get("eval_copies", [])],
@@ -156,7 +160,7 @@ class ImageAudit:
             "embedded_data_bytes": scan.total_bytes,
             "embedded_data": [asdict(r) for r in scan.oversized],
             "harness_reach": [asdict(h) for h in scan.harness],
-            "details": AUDIT_FILE,
+            "details": INSPECTION_FILE,
         }
 
 
@@ -339,9 +343,9 @@ def entry_data_files(entry_dir: Path, files: list[Path], eval_digest: str | None
     return found
 
 
-def audit_image(client: docker.DockerClient, image_id: str, base_id: str, wheels: list[Path],
+def inspect_image(client: docker.DockerClient, image_id: str, base_id: str, wheels: list[Path],
                 entry_dir: Path, entry_file_list: list[Path], eval_inputs: Path | None,
-                eval_labels: Path | None = None) -> ImageAudit:
+                eval_labels: Path | None = None) -> ImageInspection:
     """Audit an entry image (cached per image and evaluation set: an image never changes).
     ``eval_inputs`` and ``eval_labels`` are the runner's staged evaluation images and labels
     (host-side), searched for by content in every file of the image and of the wheels."""
@@ -351,7 +355,7 @@ def audit_image(client: docker.DockerClient, image_id: str, base_id: str, wheels
     data = image_cache.load("image-audits", image_id, suffix=variant)
     if data is not None and data.get("format") == AUDIT_FORMAT:
         try:
-            return ImageAudit.from_dict(data)
+            return ImageInspection.from_dict(data)
         except (KeyError, TypeError, ValueError):
             pass  # a damaged answer: audit again
     content = EvalIndex.from_files(eval_inputs, eval_labels) if eval_digest or labels_digest else None
@@ -368,7 +372,7 @@ def audit_image(client: docker.DockerClient, image_id: str, base_id: str, wheels
         declared.update(_record_hashes(wheel))
     entry_hashes = {f"entry/{p.relative_to(entry_dir).as_posix()}": sha256_file(p) for p in entry_file_list}
     eval_items, eval_label_run = eval_totals(copies)
-    audit = ImageAudit(
+    audit = ImageInspection(
         entry_data_files=entry_data_files(entry_dir, entry_file_list, eval_digest),
         wheel_data_files=wheel_data_files(wheels),
         eval_copies=sorted(copies, key=lambda c: c.path),

@@ -1,42 +1,46 @@
-"""``runner infer ENTRY``: re-run only the inference phase on a result's trained model.
+"""Re-run only the inference phase on an existing result's trained model (``runner reinfer``).
 
-The new files are made in a temporary folder inside the result and swapped in only when
-the harness ran to its end, so a failed re-run leaves the previous inference intact.
+A result is re-inferred in place: its latest (or a given) folder is checked to hold a
+trained model of the same entry, the image that trained it times each backend, and the
+result's inference section is rewritten and the folder re-signed. The new files are made
+in a temporary folder inside the result and swapped in only when the harness ran to its
+end, so a failed re-run leaves the previous inference intact. The command line parses its
+flags, calls ``reinfer`` and renders what it returns.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
 
 from runner import data, paths
-from runner.cli.reproduce import loadgen_cells
 from runner.errors import UserError
-from runner.infer import check_backends_available, run_inference
+from runner.inference import check_backends_available, run_inference
 from runner.manifest import Entry, load_entry
-from runner.manifest.schema import BACKENDS
 from runner.results.inference import BackendRun
 from runner.results.record import Result
+from runner.results import assemble
+from runner.score.timed_model import check_timed_model
+from runner.report import reporter
 
 
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "infer",
-        help="re-run only the inference phase (batch-1 latency) on a result's trained model",
-        description="Time each backend on every evaluation item, one at a time, inside the "
-        "entry's image, using the final model of an existing result (the latest by default), "
-        "and rewrite that result's inference section.",
-    )
-    p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
-    p.add_argument("--backend", action="append", dest="backends", choices=BACKENDS,
-                   help="backend to time (repeatable; default: the manifest's inference.backends)")
-    p.add_argument("--result", type=Path, help="result folder (default: the entry's latest result)")
-    p.add_argument("--threads", type=int, help="intra-op threads (default: the manifest's inference.threads)")
-    p.set_defaults(func=run)
+@dataclass(frozen=True)
+class ReinferenceOutcome:
+    """A re-inferred result: its folder, the task's metric and the new inference records."""
+
+    result_dir: Path
+    metric: str
+    inference: dict[str, BackendRun]
+    replaced: list[str]  # backends of the earlier inference phase this one did not time again
+
+    @property
+    def passed(self) -> bool:
+        """Every backend passed the threshold gate (a latency that may be claimed)."""
+        return all(rec.passed_gate for rec in self.inference.values())
 
 
 def latest_result(entry_name: str) -> Path:
@@ -100,49 +104,28 @@ def swap_in(result_dir: Path, work_dir: Path, result: Result, inference: dict[st
     (work_dir / "inference").rename(result_dir / "inference")
     (result_dir / "logs").mkdir(exist_ok=True)
     (work_dir / "logs" / "infer.log").replace(result_dir / "logs" / "infer.log")
-    result.inference = inference
-    from runner.reproduce import check_timed_model
-
-    check_timed_model(result, result_dir)
+    assemble.inferred(result, inference, check_timed_model(result, inference, result_dir))
     result.write(result_dir)
     shutil.rmtree(old, ignore_errors=True)
 
 
-def print_inference(console: Console, metric: str, inference: dict[str, BackendRun]) -> None:
-    table = Table(title="inference (batch 1, every evaluation item)")
-    for col in ("backend", "gate", metric, "mean ms", "p50", "p90", "p99", "max", "items/s", "$ / 10k",
-                "LoadGen p50", "LoadGen p90", "LoadGen offline /s"):
-        table.add_column(col)
-
-    def fmt(value, spec):
-        return "--" if value is None else format(value, spec)
-
-    for name, rec in inference.items():
-        lat = rec.latency_ms or {}
-        score = rec.score(metric)
-        table.add_row(
-            name,
-            "[green]pass[/]" if rec.passed_gate else f"[red]fail[/]: {rec.gate_reason}",
-            fmt(None if score is None else score * 100, ".2f"),
-            *(fmt(lat.get(k), ".4f") for k in ("mean", "p50", "p90", "p99", "max")),
-            fmt(rec.throughput_per_s, ".0f"), fmt(rec.cost_per_10k_usd, ".3g"),
-            *loadgen_cells(rec),
-        )
-    console.print(table)
-
-
-def run(args) -> int:
-    from runner.engine import get_client
+def reinfer(entry_path: str, *, result_dir: Path | None = None,
+            backends: list[str] | None = None, threads: int | None = None,
+            on_timed: Callable[[str, dict[str, BackendRun]], None] | None = None) -> ReinferenceOutcome:
+    """Time ``backends`` (default: the manifest's) on ``result_dir`` (default: the entry's
+    latest result), rewrite its inference section and re-sign it. ``on_timed(metric,
+    inference)`` sees the new records as soon as the harness ran, before they are judged:
+    a failed backend raises ``UserError`` after it, keeping the previous inference."""
     from runner.bundle import sign_folder
+    from runner.engine import get_client
     from runner.profiles import load_profile
 
-    console = Console()
-    entry = load_entry(args.entry)
-    backends = args.backends or list(entry.inference.backends)
+    entry = load_entry(entry_path)
+    backends = backends or list(entry.inference.backends)
     check_backends_available(backends)  # before any work: GPU backends need a GPU host
-    if args.threads is not None and args.threads < 1:
+    if threads is not None and threads < 1:
         raise UserError("--threads must be at least 1", "pass --threads 1 or more")
-    result_dir = Path(args.result).resolve() if args.result else latest_result(entry.name)
+    result_dir = Path(result_dir).resolve() if result_dir else latest_result(entry.name)
     result = _read_result(result_dir, entry)
     earlier = set(result.inference)
     profile = load_profile(entry.hardware_profile)
@@ -150,12 +133,13 @@ def run(args) -> int:
     client = get_client()
     image_id = _image(client, result, entry)
 
-    console.print(f"[bold]infer[/] {entry.name} {', '.join(backends)} on {result_dir.name}")
+    reporter().print(f"[bold]infer[/] {entry.name} {', '.join(backends)} on {result_dir.name}")
     work_dir = Path(tempfile.mkdtemp(prefix=".infer-", dir=result_dir))
     try:
         inference = run_inference(client, entry, image_id, result_dir, staged, backends, profile,
-                                  threads=args.threads, work_dir=work_dir)
-        print_inference(console, entry.task.metric, inference)
+                                  threads=threads, work_dir=work_dir)
+        if on_timed is not None:
+            on_timed(entry.task.metric, inference)
         failed = {name: rec.error for name, rec in inference.items() if rec.error}
         if failed:
             log = result_dir / "logs" / "infer-failed.log"
@@ -169,9 +153,10 @@ def run(args) -> int:
         swap_in(result_dir, work_dir, result, inference)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
-    console.print(f"rewrote {result_dir / 'result.json'} (inference) and {result_dir / 'inference'}")
-    if replaced := sorted(earlier - set(inference)):
-        console.print(f"the earlier inference phase ({', '.join(replaced)}) was replaced by this one")
+    reporter().print(f"rewrote {result_dir / 'result.json'} (inference) and {result_dir / 'inference'}")
+    replaced = sorted(earlier - set(inference))
+    if replaced:
+        reporter().print(f"the earlier inference phase ({', '.join(replaced)}) was replaced by this one")
     # The result changed, so its bundle must be re-made, or verify would rightly refuse it.
-    sign_folder(result_dir, console)
-    return 0 if all(rec.passed_gate for rec in inference.values()) else 1
+    sign_folder(result_dir)
+    return ReinferenceOutcome(result_dir, entry.task.metric, inference, replaced)

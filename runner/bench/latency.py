@@ -1,4 +1,4 @@
-"""``runner bench infer``: batch-1 p50 latency of each CPU backend on the default entry's
+"""``runner bench latency``: batch-1 p50 latency of each CPU backend on the default entry's
 model, and the ratio onnxruntime / torch (target: 0.5 or lower on this CPU).
 
 It runs the toolkit's harness (the same code the inference container runs) directly on

@@ -1,0 +1,97 @@
+"""Which study runs for a request of ``runner study KIND ENTRY``, and what it came to.
+
+The command line parses its flags into a ``StudyRequest`` and renders the ``StudyOutcome``;
+here are the choices between the studies: the reproduction options each needs, new runs or
+runs already made (``--from-runs``), and whether every run of the study completed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+from runner.errors import UserError
+from runner.manifest import load_entry
+from runner.options import ReproduceOptions
+from runner.results.record import Result
+from runner.study import KINDS, batch_size, roofline, stability, threshold
+from runner.study.common import RUNS_DIR, StudyOutput, check_run_folders
+from runner.study.report import write_report
+
+
+@dataclass(frozen=True)
+class StudyRequest:
+    """A study to run, as the user asked for it (``runner study``'s flags)."""
+
+    kind: str  # one of runner.study.KINDS
+    entry: str  # the entry folder
+    runs: int | None = None  # new runs to make (stability, threshold)
+    from_runs: list[str] | None = None  # run folders already made, instead of new runs
+    thresholds: str | None = None  # threshold: percentages, comma-separated (None: the task's ladder)
+    values: str | None = None  # batch-size: the batch sizes, comma-separated
+    batch_size: int | None = None  # roofline: the run's global batch size (None: the manifest's)
+    smoke: bool = False
+    allow_hardware_mismatch: bool = False
+    backends: list[str] | None = None
+    timeout_minutes: float | None = None
+    infer: bool = True
+    loadgen: bool = True
+    slurm: object = None  # runner.slurm.SlurmOptions: the runs as one Slurm job array each
+
+
+@dataclass(frozen=True)
+class StudyOutcome:
+    """A written study: its output (tables, notes, folder), its report, and the runs of it
+    that did not complete (the study is written either way)."""
+
+    output: StudyOutput
+    report: Path
+    runs: int
+    failed: list[str]  # run ids
+
+
+def options(request: StudyRequest) -> ReproduceOptions:
+    return ReproduceOptions(
+        smoke=request.smoke, allow_hardware_mismatch=request.allow_hardware_mismatch,
+        backends=request.backends, timeout_minutes=request.timeout_minutes,
+        infer=request.infer, loadgen=request.loadgen,
+        # Curves past the crossing: stability plots them, the threshold ladder reads them.
+        full_curve=request.kind in ("stability", "threshold"),
+    )
+
+
+def _given_runs(request: StudyRequest) -> list[Path]:
+    folders = check_run_folders(request.from_runs)
+    name = load_entry(request.entry).name
+    for folder in folders:
+        if (other := Result.read(folder).entry.name) != name:
+            raise UserError(f"{folder} is a run of {other}, not of {name}", f"pass runs under results/{name}/")
+    return folders
+
+
+def _study(request: StudyRequest) -> StudyOutput:
+    opts = options(request)
+    if request.kind == "stability":
+        return (stability.study(_given_runs(request)) if request.from_runs
+                else stability.run(request.entry, request.runs, opts, slurm=request.slurm))
+    if request.kind == "threshold":
+        ladder = threshold.parse_thresholds(request.thresholds)
+        return (threshold.study(_given_runs(request), ladder) if request.from_runs
+                else threshold.run(request.entry, request.runs, opts, ladder, slurm=request.slurm))
+    if request.kind == "batch-size":
+        return batch_size.run(request.entry, batch_size.parse_values(request.values), opts, slurm=request.slurm)
+    if request.kind != "roofline":
+        raise ValueError(f"unknown study {request.kind!r}; the studies are {', '.join(KINDS)}")
+    if request.from_runs and len(request.from_runs) != 1:
+        raise UserError("the roofline study reads one run", "pass one run folder to --from-runs")
+    return (roofline.study(_given_runs(request)[0], request.batch_size) if request.from_runs
+            else roofline.run(request.entry, opts, request.batch_size, slurm=request.slurm))
+
+
+def run_study(request: StudyRequest) -> StudyOutcome:
+    """Run (or read) the study's runs, write its folder and report.html."""
+    out = _study(request)
+    report = write_report(out)
+    runs = [Result.read(link) for link in sorted((out.folder / RUNS_DIR).iterdir())]
+    return StudyOutcome(out, report, len(runs), [r.run_id for r in runs if r.status != "complete"])
