@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from runner.results import assemble
 from runner.run import contention
 from runner.run.contention import OTHER, OWN, RUNNER, ContentionSampler, ContentionSummary, RunnableCounter
 from runner.run.guards import GuardVerdict, RunGuards
@@ -251,21 +252,21 @@ def test_guards_put_the_runners_share_in_a_note_and_keep_the_run_conforming(monk
     assert verdict.nonconforming == [] and verdict.contention is summary
     assert len(verdict.notes) == 1 and verdict.notes[0].startswith("runner's own work on the run's cores: 0.90")
     result = _result()
-    verdict.apply(result)
-    verdict.apply(result)  # said once
+    assemble.guarded(result, verdict)
+    assemble.guarded(result, verdict)  # said once
     assert result.conforming and result.nonconforming_reasons == []
     assert result.training.notes == ["earlier note", verdict.notes[0]]
     # A result without a training record (a run that never trained) takes no note, and no error.
     bare = _result()
     bare.training = None
-    verdict.apply(bare)
+    assemble.guarded(bare, verdict)
     assert bare.conforming
 
 
 def test_guards_still_mark_other_tenants_contention():
     verdict = GuardVerdict(nonconforming=["CPU contention: x"], notes=["runner's own work: y"])
     result = _result()
-    verdict.apply(result)
+    assemble.guarded(result, verdict)
     assert not result.conforming and result.nonconforming_reasons == ["CPU contention: x"]
 
 

@@ -77,13 +77,21 @@ def trained(result: Result, *, run, summary, guards, energy: dict | None, train_
         result.gpu_sharing = guards.gpu_sharing.to_dict()
     if energy is not None:
         result.energy = energy
+    guarded(result, guards)
+
+
+def guarded(result: Result, guards) -> None:
+    """What the run's guards saw (``runner.run.guards.GuardVerdict``): a reason the run is
+    incomplete (the output quota), other tenants' contention as non-conformance, and the
+    runner's own share of the run's cores as a note (said once)."""
     if guards.incomplete:
         result.ended("incomplete", guards.incomplete)
     for reason in guards.nonconforming:
         result.not_conforming(reason)
-    for note in guards.notes:  # e.g. the runner's own CPU share (contention.note)
-        if note not in result.training.notes:
-            result.training.notes.append(note)
+    if result.training is not None:
+        for note in guards.notes:
+            if note not in result.training.notes:
+                result.training.notes.append(note)
 
 
 def inferred(result: Result, inference: dict, check) -> None:
