@@ -19,6 +19,8 @@ import jsonschema
 import pytest
 import yaml
 
+from runner.plan import PLAN_FILE, plan_of_task
+
 from runner.bundle.filelist import ENVELOPE, SIGNER_KEY, read_manifest
 from runner.cli import main
 from runner.digests import sha256_file
@@ -80,7 +82,10 @@ def test_a_job_array_of_smoke_runs_is_gathered_summarised_and_signed_on_the_subm
     assert sorted(folders) == [0, 1]  # seeds chosen by the submitter, one per array task
     (jobs,) = job_folders(results)
     assert (jobs / "seeds.txt").read_text() == "0\n1\n"
-    assert "--no-sign" in (jobs / "job.sh").read_text()
+    # Each task runs the submitter's plan for its seed, and signs nothing (the submit host does).
+    assert "--plan" in (jobs / "job.sh").read_text() and (jobs / PLAN_FILE).is_file()
+    task = plan_of_task(jobs / PLAN_FILE, 1)
+    assert task.seeds == (1,) and task.options.sign is False and task.smoke and not task.options.infer
     job_id = (jobs / "job_id").read_text().strip()
     for index, seed in enumerate((0, 1)):
         result = result_of(folders[seed])
