@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from runner.options import ReproduceOptions
 from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
 from runner.study.dispatch import StudyRequest, run_study
 
@@ -18,9 +19,11 @@ def run(args) -> int:
         kind=args.kind, entry=args.entry, runs=getattr(args, "runs", None),
         from_runs=getattr(args, "from_runs", None), thresholds=getattr(args, "thresholds", None),
         values=getattr(args, "values", None), batch_size=getattr(args, "batch_size", None),
-        smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch, backends=args.backend,
-        timeout_minutes=args.timeout_minutes, infer=not getattr(args, "no_infer", False),
-        loadgen=not args.no_loadgen, slurm=options_from_args(args),
+        options=ReproduceOptions(
+            smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch, backends=args.backend,
+            timeout_minutes=args.timeout_minutes, infer=not getattr(args, "no_infer", False),
+            loadgen=not args.no_loadgen),
+        slurm=options_from_args(args),
     ))
     out = outcome.output
     for table in out.tables:

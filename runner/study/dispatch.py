@@ -7,7 +7,7 @@ runs already made (``--from-runs``), and whether every run of the study complete
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -31,12 +31,7 @@ class StudyRequest:
     thresholds: str | None = None  # threshold: percentages, comma-separated (None: the task's ladder)
     values: str | None = None  # batch-size: the batch sizes, comma-separated
     batch_size: int | None = None  # roofline: the run's global batch size (None: the manifest's)
-    smoke: bool = False
-    allow_hardware_mismatch: bool = False
-    backends: list[str] | None = None
-    timeout_minutes: float | None = None
-    infer: bool = True
-    loadgen: bool = True
+    options: ReproduceOptions = ReproduceOptions()  # each new run's (the study sets runs, seeds, curves)
     slurm: object = None  # runner.slurm.SlurmOptions: the runs as one Slurm job array each
 
 
@@ -52,13 +47,8 @@ class StudyOutcome:
 
 
 def options(request: StudyRequest) -> ReproduceOptions:
-    return ReproduceOptions(
-        smoke=request.smoke, allow_hardware_mismatch=request.allow_hardware_mismatch,
-        backends=request.backends, timeout_minutes=request.timeout_minutes,
-        infer=request.infer, loadgen=request.loadgen,
-        # Curves past the crossing: stability plots them, the threshold ladder reads them.
-        full_curve=request.kind in ("stability", "threshold"),
-    )
+    # Curves past the crossing: stability plots them, the threshold ladder reads them.
+    return replace(request.options, full_curve=request.kind in ("stability", "threshold"))
 
 
 def _given_runs(request: StudyRequest) -> list[Path]:
