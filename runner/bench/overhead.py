@@ -36,7 +36,6 @@ from runner.engine import get_client
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.options import ReproduceOptions
-from runner.profiles import load_profile
 from runner.engine.containers import CONTAINER_USER, PIDS_LIMIT, SHM_SIZE, TMPFS, cpu_limits
 from runner.engine.kinds import current
 from runner.plan import make_plan
@@ -55,21 +54,22 @@ def register(parser) -> None:
 
 def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed: int) -> list[str]:
     """The ``docker run`` a user would write: the runner's lock-down, without the runner."""
-    limits = load_profile(entry.hardware_profile).container_limits
+    # The runner's own plan for this seed: the same limits and environment, from one place.
+    plan = make_plan(entry.path, ReproduceOptions(runs=1, seed=seed)).for_run(seed, output_dir.parent, output_dir.parent)
+    limits = plan.limits
     engine = current()
     command = [engine.name, "run", *engine.cli_options(), "--rm", "--network", "none", "--user", CONTAINER_USER,
                "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
                *[arg for path, options in TMPFS.items() for arg in ("--tmpfs", f"{path}:{options}")],
                "--shm-size", SHM_SIZE, "--pids-limit", str(PIDS_LIMIT), "--workdir", "/entry",
                "-v", f"{train_dir}:/data/train:ro", "-v", f"{output_dir}:/output:rw"]
-    cpu = cpu_limits(limits.cpus if limits else None)
+    cpu = cpu_limits(limits.cpus)
     if "cpuset_cpus" in cpu:
         command += ["--cpuset-cpus", cpu["cpuset_cpus"]]
     elif "nano_cpus" in cpu:
         command += ["--cpus", str(cpu["nano_cpus"] / 1e9)]
-    if limits and limits.memory:
+    if limits.memory:
         command += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]
-    plan = make_plan(entry.path, ReproduceOptions(runs=1, seed=seed)).for_run(seed, output_dir.parent, output_dir.parent)
     for key, value in plan.train_env().items():
         command += ["-e", f"{key}={value}"]
     return [*command, image_id, *entry.train.command]
