@@ -50,6 +50,18 @@ def test_replay_catches_predictions_the_models_do_not_give(bundle, tmp_path, cap
     assert "✗ crossing " in out and "3 of 512 predictions differ" in out
 
 
+def test_replay_refuses_a_plan_that_does_not_describe_its_result(bundle, tmp_path, capsys):
+    """The replay reads plan.json; a plan edited to another kind of run (here: not a smoke
+    run, so the auditor's real data) is refused in one line, not followed."""
+    edited = tmp_path / bundle.name
+    shutil.copytree(bundle, edited)
+    plan = json.loads((edited / "plan.json").read_text())
+    plan["options"]["smoke"] = False
+    (edited / "plan.json").write_text(json.dumps(plan))
+    assert main(["audit", str(edited), "--replay"]) == 2
+    assert "plan.json does not describe its result" in capsys.readouterr().err
+
+
 def test_audit_without_replay_says_what_to_do(capsys):
     assert main(["audit", "nowhere"]) == 2
     assert "--replay" in capsys.readouterr().err

@@ -82,6 +82,10 @@ def replay(bundle: Path) -> list[ReplayCheck]:
             # written before plans were saved: the plan of its seed and kind).
             plan = RunPlan.read(root, folder) or make_plan(
                 folder, ReproduceOptions(seed=result.seed, runs=1, smoke=result.smoke))
+            if (plan.smoke, plan.seed if plan.seed is not None else result.seed) != (result.smoke, result.seed):
+                raise UserError(f"{bundle}'s plan.json does not describe its result (smoke {plan.smoke}, seed "
+                                f"{plan.seed}; the result: smoke {result.smoke}, seed {result.seed})",
+                                "replay only a bundle whose files runner wrote together")
             entry = plan.entry
             if plan.smoke:
                 staged = smoke_data(entry.task.id, tmp / "smoke-data")
