@@ -12,6 +12,10 @@ A claim may also carry its evidence: ``claimed.bundles``, signed result bundles 
 the repository (``results/archive/``). ``check_evidence`` opens and verifies each one, and
 checks that they are the entry's conforming runs on the claim's profile and that their
 median TTA (and its coefficient of variation) is the figure claimed.
+
+One recipe measured on hosts of several speed classes carries one claim per class: the main
+one, and ``claimed.other_profiles`` (each its profile, figure and bundles). A host is
+compared with the claim of the first profile it meets.
 """
 
 from __future__ import annotations
@@ -25,8 +29,23 @@ from runner.errors import UserError
 from runner.profiles import Profile, load_profile, match
 
 
+TIMED_CLAIM_KEYS = ("tta_seconds", "runs", "cv", "bundles")
+
+
 def claim_profile_id(entry) -> str:
     return (entry.claimed or {}).get("profile") or entry.hardware_profile
+
+
+def claims_of(claimed: dict | None, hardware_profile: str) -> list[dict]:
+    """Each timed claim with its profile: the main one (profile defaulting to the entry's),
+    then ``other_profiles`` in order."""
+    claimed = claimed or {}
+    found = []
+    if "tta_seconds" in claimed or "latency_ms" in claimed:
+        found.append({k: v for k, v in claimed.items() if k not in ("other_profiles", "dawnbench", "score")}
+                     | {"profile": claimed.get("profile") or hardware_profile})
+    found += [dict(other) for other in claimed.get("other_profiles") or []]
+    return found
 
 
 def pins_speed_class(profile: Profile) -> bool:
@@ -40,18 +59,16 @@ def pins_speed_class(profile: Profile) -> bool:
 
 def check_claim_profile(entry, manifest_path: str) -> None:
     """At load: a timed claim names a profile that exists and pins the speed class."""
-    claimed = entry.claimed or {}
-    if not any(k in claimed for k in ("tta_seconds", "latency_ms")):
-        return
-    profile_id = claim_profile_id(entry)
-    profile = load_profile(profile_id)
-    if not pins_speed_class(profile):
-        raise UserError(
-            f"{manifest_path}: the claim is measured on profile '{profile_id}', which admits CPUs of "
-            "different speed (no vendor and ISA features pinned), so no one could compare with it",
-            "name the profile it was measured on in claimed.profile (e.g. cpu-2core-x86-amx or "
-            "cpu-2core-x86-zen4; `runner profile match ID` says which this host meets)",
-        )
+    for claim in claims_of(entry.claimed, entry.hardware_profile):
+        profile_id = claim["profile"]
+        profile = load_profile(profile_id)
+        if not pins_speed_class(profile):
+            raise UserError(
+                f"{manifest_path}: the claim is measured on profile '{profile_id}', which admits CPUs of "
+                "different speed (no vendor and ISA features pinned), so no one could compare with it",
+                "name the profile it was measured on in claimed.profile (e.g. cpu-2core-x86-amx or "
+                "cpu-2core-x86-zen4; `runner profile match ID` says which this host meets)",
+            )
 
 
 @dataclass(frozen=True)
@@ -61,8 +78,10 @@ class Comparison:
     profile: str
     comparable: bool
     mismatches: tuple[str, ...] = ()
+    tta_seconds: float | None = None  # the claim of that profile
 
-    def line(self, claimed_tta: float, measured: float, run_id: str) -> str:
+    def line(self, claimed_tta: float | None, measured: float, run_id: str) -> str:
+        claimed_tta = claimed_tta if claimed_tta is not None else self.tta_seconds
         basis = f"claimed TTA {claimed_tta:g} s on {self.profile}"
         if self.comparable:
             return f"{basis}; measured {measured:.2f} s ({measured / claimed_tta:.2f}x the claim) in {run_id}"
@@ -71,27 +90,36 @@ class Comparison:
 
 
 def compare_host(entry_claimed: dict, hardware_profile: str, fingerprint: dict) -> Comparison:
-    profile_id = (entry_claimed or {}).get("profile") or hardware_profile
-    try:
-        profile = load_profile(profile_id)
-    except UserError as exc:
-        return Comparison(profile_id, False, (exc.problem,))
-    mismatches = tuple(str(m) for m in match(profile, fingerprint))
-    return Comparison(profile_id, not mismatches, mismatches)
+    """The claim this host may be compared with: the first whose profile it meets; else the
+    main claim, not comparable, with the rules the host breaks."""
+    first = None
+    for claim in claims_of(entry_claimed, hardware_profile) or [{"profile": hardware_profile}]:
+        profile_id = claim["profile"]
+        try:
+            mismatches = tuple(str(m) for m in match(load_profile(profile_id), fingerprint))
+        except UserError as exc:
+            mismatches = (exc.problem,)
+        seen = Comparison(profile_id, not mismatches, mismatches, claim.get("tta_seconds"))
+        if seen.comparable:
+            return seen
+        first = first or seen
+    return first
 
 
-def check_evidence(entry, root: Path, trusted_keys: Path) -> list[str]:
-    """Every problem with the claim's archived bundles; [] when they bear it out."""
+def check_evidence(entry, root: Path, trusted_keys: Path, claimed: dict | None = None) -> list[str]:
+    """Every problem with a claim's archived bundles (``claimed``: one of ``claims_of``; by
+    default the main one); [] when they bear it out."""
     from runner.bundle.open import open_bundle
     from runner.keys import load_trusted_keys
     from runner.verify import verify_bundle
     from runner.verify.evidence import Auditor
 
-    claimed = entry.claimed or {}
+    if claimed is None:
+        claimed = (claims_of(entry.claimed, entry.hardware_profile) or [{}])[0]
     bundles = claimed.get("bundles") or []
     if not bundles:
         return ["the claim names no bundles (claimed.bundles)"]
-    profile_id = claim_profile_id(entry)
+    profile_id = claimed.get("profile") or claim_profile_id(entry)
     profile = load_profile(profile_id)
     auditor = Auditor(trusted_keys=load_trusted_keys(trusted_keys))
     problems, ttas = [], []

@@ -171,7 +171,9 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
     with clock.phase("image facts"):
         fingerprint = {**fingerprint, "image": capture_image(client, built.image_id)}
     with clock.phase("image inspection"), reporter().status("inspecting the image for weights and data it should not carry"):
-        wheels = list(resolve_wheels(parse_lock(entry.lock_path)).values())
+        def wheels() -> list[Path]:  # only on a cache miss: resolving them hashes every wheel
+            return list(resolve_wheels(parse_lock(entry.lock_path)).values())
+
         inspection = inspect_image(client, built.image_id, built.base.id, wheels, entry.path,
                             entry_files(entry.path), Path(staged.eval_dir) / "images.npy",
                             Path(staged.labels) / "eval_labels.npy")
@@ -309,7 +311,8 @@ def run_once(plan: RunPlan, shared: Shared, seed: int, scratch: Path,
     run = train(plan, shared)
     verdict = guards.stop()
     seconds = time.monotonic() - started
-    clock.add("training", seconds, training_parts(run.events, seconds))
+    before_start = run.started_monotonic - started if run.started_monotonic is not None else 0.0
+    clock.add("training", seconds, training_parts(run.events, seconds, max(0.0, before_start)))
     with clock.phase("scoring"):
         summary = score(plan, shared, run)
         crossing = summary.training.crossing if summary.training.reached else None

@@ -45,11 +45,13 @@ class Timings:
         return {"phases": list(self.phases), "total_seconds": round(sum(p["seconds"] for p in self.phases), 4)}
 
 
-def training_parts(events, phase_seconds: float | None) -> dict:
-    """The training phase split by the runner's events: the launch (container start -> the
-    launcher's stamp), the time the entry ran, each frozen evaluation (with the evaluator's
-    builder and prediction seconds) and, after the container exited, the final model's and
-    the sensitivity evaluations."""
+def training_parts(events, phase_seconds: float | None, before_start: float = 0.0) -> dict:
+    """The training phase split by the runner's events: what came before the container
+    started (``before_start``: the evaluator's and the container's start), the launch
+    (container start -> the launcher's stamp), the time the entry ran, each evaluation's
+    frozen window (with the evaluator's builder and prediction seconds, spent after the
+    container exited), when the evaluator was ready (on the entry's clock) and, after the
+    container exited, the evaluations, the final model's and the sensitivity checks."""
     from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
 
     from runner.events import RUNNER
@@ -68,11 +70,16 @@ def training_parts(events, phase_seconds: float | None) -> dict:
                 item[key] = round(e.metadata[key], 4)
         evaluations.append(item)
     frozen = sum(item["frozen_seconds"] for item in evaluations)
-    parts: dict = {"launch_seconds": round(launch, 4) if launch is not None else None}
+    parts: dict = {"before_start_seconds": round(before_start, 4),
+                   "launch_seconds": round(launch, 4) if launch is not None else None}
     if exit_t is not None:
         parts["entry_running_seconds"] = round(exit_t - (launch or 0.0) - frozen, 4)
         if phase_seconds is not None:  # the final model's and the sensitivity evaluations, clean-up
-            parts["after_exit_seconds"] = round(max(0.0, phase_seconds - exit_t), 4)
+            parts["after_exit_seconds"] = round(max(0.0, phase_seconds - before_start - exit_t), 4)
+    start = next((e for e in ours if e.key == "evaluator_start"), None)
+    if start is not None and isinstance(start.metadata.get("ready_at"), (int, float)):
+        # on the entry's clock: the evaluator got ready beside the entry's start-up, then froze
+        parts["evaluator_ready_at_seconds"] = round(start.metadata["ready_at"], 4)
     parts["frozen_seconds"] = round(frozen, 4)
     parts["evaluations"] = evaluations
     return parts
@@ -94,7 +101,8 @@ def render_timings(timings: dict, title: str = "where the time went"):
         for item in parts.get("evaluations") or []:
             inner = ", ".join(f"{k.removesuffix('_seconds')} {v:.2f}" for k, v in item.items()
                               if k not in ("index", "frozen_seconds"))
-            table.add_row(f"  evaluation {item['index']} (frozen)" + (f": {inner}" if inner else ""),
+            # the row's seconds are its frozen window (the copy); builder and predict ran after exit
+            table.add_row(f"  evaluation {item['index']} window" + (f" (then {inner})" if inner else ""),
                           f"{item['frozen_seconds']:.2f}")
     table.add_row("[bold]total[/]", f"{timings.get('total_seconds', 0):.2f}")
     return table

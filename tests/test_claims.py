@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.claims import check_evidence, compare_host, pins_speed_class
+from runner.claims import check_evidence, claims_of, compare_host, pins_speed_class
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.profiles import load_profile, match
@@ -72,6 +72,35 @@ def test_a_host_is_compared_with_the_claim_only_on_the_claims_profile():
     line = other.line(8.0, 13.0, "r2")
     assert "not compared" in line and "cpu.vendor: expected GenuineIntel, found AuthenticAMD" in line
     assert "x the claim" not in line
+
+
+def test_a_host_is_compared_with_the_claim_of_the_profile_it_meets():
+    """One recipe, two speed classes: each host gets the figure measured on its own class."""
+    claimed = {"tta_seconds": 8.0, "profile": "cpu-2core-x86-amx",
+               "other_profiles": [{"profile": "cpu-2core-x86-zen4", "tta_seconds": 6.0,
+                                   "bundles": ["results/archive/x.tar.gz"]}]}
+    assert compare_host(claimed, "cpu-2core-x86", SAPPHIRE).line(None, 8.8, "r1").startswith(
+        "claimed TTA 8 s on cpu-2core-x86-amx; measured 8.80 s (1.10x the claim)")
+    zen4 = compare_host(claimed, "cpu-2core-x86", ZEN4)
+    assert zen4.comparable and zen4.profile == "cpu-2core-x86-zen4" and zen4.tta_seconds == 6.0
+    assert "(1.10x the claim)" in zen4.line(None, 6.6, "r2")
+    zen3 = compare_host(claimed, "cpu-2core-x86", ZEN3)  # meets neither: the main claim's mismatches
+    assert not zen3.comparable and zen3.profile == "cpu-2core-x86-amx" and "not compared" in zen3.line(None, 9.0, "r3")
+
+
+def test_every_claim_of_the_default_entry_names_a_profile_that_pins_the_speed_class(tmp_path):
+    entry = load_entry(DEFAULT)
+    profiles = [c["profile"] for c in claims_of(entry.claimed, entry.hardware_profile)]
+    assert profiles[0] == "cpu-2core-x86-amx" and len(set(profiles)) == len(profiles)
+    folder = tmp_path / "mnist-cnn-cpu"
+    shutil.copytree(DEFAULT, folder)
+    manifest = yaml.safe_load((folder / "entry.yaml").read_text())
+    manifest["claimed"]["other_profiles"] = [{"profile": "cpu-2core-x86", "tta_seconds": 6.0,
+                                              "bundles": ["results/archive/x.tar.gz"]}]
+    (folder / "entry.yaml").write_text(yaml.safe_dump(manifest))
+    with pytest.raises(UserError) as caught:
+        load_entry(folder)
+    assert "'cpu-2core-x86', which admits CPUs of different speed" in caught.value.problem
 
 
 def test_the_default_entrys_claim_is_borne_out_by_its_archived_signed_bundles():

@@ -26,6 +26,7 @@ import io
 import re
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -343,12 +344,14 @@ def entry_data_files(entry_dir: Path, files: list[Path], eval_digest: str | None
     return found
 
 
-def inspect_image(client: docker.DockerClient, image_id: str, base_id: str, wheels: list[Path],
+def inspect_image(client: docker.DockerClient, image_id: str, base_id: str,
+                wheels: list[Path] | Callable[[], list[Path]],
                 entry_dir: Path, entry_file_list: list[Path], eval_inputs: Path | None,
                 eval_labels: Path | None = None) -> ImageInspection:
     """Audit an entry image (cached per image and evaluation set: an image never changes).
     ``eval_inputs`` and ``eval_labels`` are the runner's staged evaluation images and labels
-    (host-side), searched for by content in every file of the image and of the wheels."""
+    (host-side), searched for by content in every file of the image and of the wheels.
+    ``wheels`` may be a callable: resolving the lock's wheels is then left to a cache miss."""
     eval_digest = sha256_file(eval_inputs) if eval_inputs and eval_inputs.is_file() else None
     labels_digest = sha256_file(eval_labels) if eval_labels and eval_labels.is_file() else None
     variant = f"-{eval_digest or 'none'}" + (f"-{labels_digest[:16]}" if labels_digest else "")
@@ -358,6 +361,8 @@ def inspect_image(client: docker.DockerClient, image_id: str, base_id: str, whee
             return ImageInspection.from_dict(data)
         except (KeyError, TypeError, ValueError):
             pass  # a damaged answer: audit again
+    if callable(wheels):
+        wheels = wheels()
     content = EvalIndex.from_files(eval_inputs, eval_labels) if eval_digest or labels_digest else None
     copies: list[Copy] = []
     image_files = _file_index(client, image_id, content, copies)

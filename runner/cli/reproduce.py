@@ -91,7 +91,7 @@ def claim_line(folder, result: Result, claimed: dict, tta: float) -> str:
     except (OSError, ValueError):
         fingerprint = {}
     profile = (result.hardware or {}).get("profile") or ""
-    return compare_host(claimed, profile, fingerprint).line(claimed["tta_seconds"], tta, result.run_id)
+    return compare_host(claimed, profile, fingerprint).line(None, tta, result.run_id)
 
 
 def print_results(console: Console, folders) -> None:

@@ -63,6 +63,9 @@ class ContainerSpec:
     name: str | None = None
     core: int | None = None
     gpu_ids: list[str] | None = None
+    # The CPU weight against the other containers (the engine's default: 1024). The evaluator
+    # starts beside the entry at the lowest weight, so it takes only cycles the entry leaves idle.
+    cpu_shares: int | None = None
 
 
 @dataclass
@@ -176,6 +179,7 @@ def _create(client: docker.DockerClient, spec: ContainerSpec):
         shm_size=SHM_SIZE,
         pids_limit=PIDS_LIMIT,
         **cpus,
+        **({"cpu_shares": spec.cpu_shares} if spec.cpu_shares else {}),
         mem_limit=spec.memory,
         memswap_limit=spec.memory,  # no swap: a memory limit that swaps would skew timing
         device_requests=device_requests,

@@ -37,15 +37,27 @@ POLL_SECONDS = 0.005
 BATCH = 500
 
 
-def sensitivity_items(n: int, seed: int, size: int) -> list[int]:
-    """The evaluation items a sensitivity request predicts: ``size`` of the ``n``, drawn by the
-    runner's seed (the host scores them against the same labels). A permuted model either
-    keeps its accuracy or falls to chance: a few thousand items tell the two apart."""
+def _drawn(n: int, key: str, size: int) -> list[int]:
     import random
 
     if size >= n:
         return list(range(n))
-    return sorted(random.Random(f"sensitivity:{seed}").sample(range(n), size))
+    return sorted(random.Random(key).sample(range(n), size))
+
+
+def sensitivity_items(n: int, seed: int, size: int) -> list[int]:
+    """The evaluation items a sensitivity request predicts: ``size`` of the ``n``, drawn by the
+    runner's seed (the host scores them against the same labels). A permuted model either
+    keeps its accuracy or falls to chance: a few thousand items tell the two apart."""
+    return _drawn(n, f"sensitivity:{seed}", size)
+
+
+def probe_items(n: int, seed: int, size: int) -> list[int]:
+    """The perturbed items a probe request predicts: ``size`` of the ``n``, drawn by the seed the
+    runner names in the request and records beside the predictions. A model that learned the
+    task loses a point or less on them; answers recalled by the exact pixels lose tens of
+    points: a few thousand items tell the two apart."""
+    return _drawn(n, f"probe-items:{seed}", size)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -96,6 +108,21 @@ def predict(loaded, images: np.ndarray, topk: int) -> np.ndarray:
     return np.concatenate(rows).astype(np.int64)
 
 
+def _wanted(sets: dict, request: dict, kind: str) -> dict:
+    """The input sets a request asks for (``"sets"``: names, default every set), the probe cut to
+    ``"probe_items"`` of its items drawn by ``"probe_seed"`` (images only)."""
+    names = request.get("sets")
+    if isinstance(names, list):
+        unknown = [name for name in names if name not in sets]
+        if unknown:
+            raise HarnessError(f"the request asks for input sets {unknown} that this evaluator was not given")
+        sets = {name: sets[name] for name in names}
+    size, seed = request.get("probe_items"), request.get("probe_seed")
+    if "probe" in sets and kind == "images" and isinstance(size, int) and size > 0 and isinstance(seed, int):
+        sets = {**sets, "probe": sets["probe"][probe_items(len(sets["probe"]), seed, size)]}
+    return sets
+
+
 def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
     from .model import load_model
     from .provenance import Ledger
@@ -104,6 +131,7 @@ def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
     loaded = load_model(args.entry_dir, args.builder, Path(request["checkpoint"]), args.framework)
     shuffle_seed = request.get("shuffle_seed")
     extra = {}
+    sets = _wanted(sets, request, getattr(args, "kind", "images"))
     if isinstance(shuffle_seed, int):
         extra["shuffled_tensors"] = loaded.shuffle_weights(shuffle_seed)
         clean = sets["clean"]
@@ -135,8 +163,15 @@ def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
 def serve(args: argparse.Namespace) -> int:
     from .frameworks import loader_for
 
-    loader_for(args.framework).configure_threads(args.threads)
+    loader = loader_for(args.framework)
+    loader.configure_threads(args.threads)
     sets = _input_sets(args.inputs, args.kind)
+    # The framework's one-time costs (imports the first recorded pass would pay), paid here,
+    # before the first request: the runner starts this process beside the entry's start-up,
+    # at the lowest CPU weight, and freezes it once it is ready.
+    warm_up = getattr(loader, "warm_up", None)
+    if warm_up is not None:
+        warm_up()
     mllog.emit("evaluator_ready")
     handled: set[int] = set()
     while True:

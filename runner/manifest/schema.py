@@ -143,6 +143,24 @@ ENTRY_SCHEMA: dict = {
                 "bundles": {"type": "array", "minItems": 1,
                             "items": {"type": "string", "pattern": "^results/archive/([A-Za-z0-9_][A-Za-z0-9._-]*/)*[A-Za-z0-9_][A-Za-z0-9._-]*\\.tar\\.gz$"}},
                 "score": {"type": "number"},
+                # The same recipe measured on hosts of other speed classes, each with its own
+                # profile and evidence: a host is compared with the claim of the profile it meets.
+                "other_profiles": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["profile", "tta_seconds", "bundles"],
+                        "properties": {
+                            "profile": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]*$", "maxLength": 64},
+                            "tta_seconds": {"type": "number", "exclusiveMinimum": 0},
+                            "runs": {"type": "integer", "minimum": 1},
+                            "cv": {"type": "number", "minimum": 0},
+                            "bundles": {"type": "array", "minItems": 1,
+                                        "items": {"type": "string", "pattern": "^results/archive/([A-Za-z0-9_][A-Za-z0-9._-]*/)*[A-Za-z0-9_][A-Za-z0-9._-]*\\.tar\\.gz$"}},
+                        },
+                    },
+                },
                 # The DAWNBench submissions this entry reproduces (their files' stems, as
                 # `runner import dawnbench` names claims: training and/or inference);
                 # the leaderboard pairs them with this entry's runs.

@@ -30,6 +30,9 @@ _EVALUATION = {
         "excluded": {"type": "boolean"},
         "probe_scores": {"type": ["object", "null"], "additionalProperties": {"type": "number"}},
         "probe_gap": _NUM,
+        "probe_items": {"type": "integer", "minimum": 1,
+                        "description": "the probe predicted this many items, drawn by probe_seed (absent: all)"},
+        "probe_seed": {"type": "integer"},
         "gpu_tail_seconds": {"type": "number", "minimum": 0,
                              "description": "pause -> the run's GPUs idle: counted as training (class 2c)"},
     },
@@ -140,7 +143,8 @@ RESULT_SCHEMA: dict = {
         "probe": {
             "type": ["object", "null"],
             "properties": {"shift_pixels": {"type": "array", "items": {"type": "integer"}},
-                           "distractor_sentence": {"type": "string"}, "limit": {"type": "number"}},
+                           "distractor_sentence": {"type": "string"}, "limit": {"type": "number"},
+                           "items": {"type": "integer", "description": "shifted images each probe predicts"}},
         },
         "image_audit": {"type": ["object", "null"]},
         "hyperparameters": {

@@ -3,11 +3,16 @@ computes predictions for the checkpoints the entry asks to have evaluated.
 
 It gets the evaluation inputs and the runner's perturbed probe inputs, the runner's
 copies of the checkpoints (read-only), and a folder for its predictions; no labels, no
-training data, no network, no view of the training container. It is started on the first
-request (its start-up is then inside the first frozen window) and kept waiting, so each
-later evaluation costs only its forward passes. Between requests it is paused (the same
-cgroup freezer as the training container): it runs the entry's builder, and nothing of the
-entry may run on the clock outside its training container, nor take its cores.
+training data, no network, no view of the training container. A training run starts it
+just before the entry (``prestart``): its start-up (the container, the interpreter, the
+framework's imports, the harness's warm-up; no code of the entry's own) runs beside the
+entry's start-up at the lowest CPU weight, so it takes only cycles the entry leaves idle,
+and it is frozen the moment it is ready (or after ``READY_GRACE_S``), so the first
+evaluation pays none of it. It is kept waiting, so each evaluation costs only its forward
+passes. Between requests it is paused (the same cgroup freezer as the training container):
+it runs the entry's builder, and nothing of the entry may run on the clock outside its
+training container, nor take its cores. Nothing flows from it to the training container:
+its only writable folder is read by the host alone.
 
 The evaluator runs the entry's builder, whose time is excluded from the clock: the host
 bounds it. From the moment a request is written, the evaluator must report the model
@@ -35,6 +40,10 @@ from runner.plan import RunPlan
 HARNESS_MOUNT = "/opt/runner/harness"
 READY_TIMEOUT_S = 300.0
 EVALUATION_TIMEOUT_S = 1800.0
+# A prestarted evaluator not ready by then is frozen anyway; the first request resumes it.
+READY_GRACE_S = 60.0
+LOWEST_CPU_WEIGHT = 2  # the engine's minimum cpu shares
+DEFAULT_CPU_WEIGHT = 1024
 
 
 def evaluator_device_args(framework: str, gpus: int) -> list[str]:
@@ -78,6 +87,13 @@ class Evaluator:
         self._errors: list[str] = []
         self._container = None
         self._paused = False
+        self._gate = threading.Lock()  # pause and resume, against a request in flight
+        self._asking = False
+        self._closing = False
+        self._awake = False  # the entry has exited: no freeze between requests
+        self._container_started = threading.Event()
+        self.ready_at: float | None = None  # host monotonic time the evaluator said it was ready
+        self.frozen_at: float | None = None  # ... and when a prestarted one was first frozen
 
     # -- lifecycle ----------------------------------------------------------------------
     def _spec(self) -> ContainerSpec:
@@ -116,6 +132,7 @@ class Evaluator:
             gpu_ids=[str(g) for g in run_gpu_indices(limits.gpus)] or None,
             timeout_s=limits.evaluator_timeout_s,
             label="evaluator",
+            cpu_shares=LOWEST_CPU_WEIGHT,
         )
 
     def _on_line(self, line: str, t: float) -> None:
@@ -127,6 +144,7 @@ class Evaluator:
         with self._changed:
             if ev.key == "evaluator_ready":
                 self._ready = True
+                self.ready_at = time.monotonic()
             elif ev.key == "model_built":
                 index = ev.metadata.get("index")
                 if isinstance(index, int) and index not in self._built:
@@ -153,41 +171,48 @@ class Evaluator:
 
     def _started(self, container, clock) -> None:
         self._container = container
+        self._container_started.set()
 
     def _pause(self) -> None:
         """Freeze the waiting evaluator until the next request (it holds the entry's code)."""
-        if self._container is None or self._paused or not self.started:
-            return
-        try:
-            self._container.pause()
-            self._paused = True
-        except docker.errors.APIError:
-            pass  # exited or being removed: nothing left to run
+        with self._gate:
+            if (self._container is None or self._paused or self._asking or self._closing or self._awake
+                    or not self.started):
+                return
+            try:
+                self._container.pause()
+                self._paused = True
+            except docker.errors.APIError:
+                pass  # exited or being removed: nothing left to run
 
     def _resume(self) -> None:
-        if not self._paused:
-            return
-        self._paused = False
-        try:
-            self._container.unpause()
-        except docker.errors.APIError:
-            pass
+        with self._gate:
+            if not self._paused:
+                return
+            self._paused = False
+            try:
+                self._container.unpause()
+            except docker.errors.APIError:
+                pass
 
     def _why_gone(self) -> str:
         why = "; ".join(self._errors) or (self._outcome.reason() if self._outcome else None)
         return why or "the evaluator exited"
 
-    def start(self) -> None:
+    def _launch(self) -> None:
         for folder in (self.plan.checkpoints_dir, self.plan.requests_dir,
                        self.plan.log("evaluator.log").parent):
             folder.mkdir(parents=True, exist_ok=True)
         for stale in self.plan.requests_dir.iterdir():  # a stopped evaluator's requests
             stale.unlink()
-        self._ready, self._outcome, self._errors = False, None, []
+        self._ready, self._outcome, self._errors, self._paused, self._closing = False, None, [], False, False
         self._cancel = threading.Event()
+        self._container_started.clear()
         prepare_writable(self.plan.evaluations_dir)
         self._thread = threading.Thread(target=self._run, name="runner-evaluator", daemon=True)
         self._thread.start()
+
+    def _wait_ready(self) -> None:
         with self._changed:
             ok = self._changed.wait_for(
                 lambda: self._ready or not self._thread.is_alive(), timeout=READY_TIMEOUT_S
@@ -195,18 +220,70 @@ class Evaluator:
         if not (ok and self._ready):
             self.close()
             raise EvaluatorError(f"the evaluator could not start: {self._why_gone()}")
+
+    def start(self) -> None:
+        """Start the evaluator and wait until it is ready (then frozen until the first request)."""
+        self._launch()
+        self._wait_ready()
         self._pause()
+
+    def prestart(self) -> None:
+        """Start the evaluator's container and return once it runs, without waiting for it to
+        be ready: it gets ready beside the entry's start-up at the lowest CPU weight and is
+        frozen as soon as it says so (or after ``READY_GRACE_S``). Its head start matters:
+        once the entry's threads are busy, the lowest weight gets next to nothing. One that
+        cannot start says why at the first request."""
+        self._launch()
+        while not self._container_started.wait(timeout=0.05):
+            if not self._thread.is_alive():
+                return
+        threading.Thread(target=self._freeze_when_ready, name="runner-evaluator-ready", daemon=True).start()
+
+    def _freeze_when_ready(self) -> None:
+        deadline = time.monotonic() + READY_GRACE_S
+        while not self._container_started.wait(timeout=0.05):
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                return
+        with self._changed:
+            self._changed.wait_for(lambda: self._ready or self._asking or not self._thread.is_alive(),
+                                   timeout=max(0.0, deadline - time.monotonic()))
+        self._pause()
+        if self._paused and self.frozen_at is None:
+            self.frozen_at = time.monotonic()
+
+    def stay_awake(self) -> None:
+        """The entry's containers are gone: nothing of the entry runs on a clock any more, so
+        the evaluator is no longer frozen between requests (two engine round trips each), and
+        it gets the engine's default CPU weight back: at the lowest, the host's own work
+        (the engine cleaning up the training container, the runner's threads) would come
+        first and stretch every forward pass."""
+        with self._gate:
+            self._awake = True
+        self._resume()
+        if self._container is not None:
+            try:
+                self._container.update(cpu_shares=DEFAULT_CPU_WEIGHT)
+            except docker.errors.APIError:
+                pass  # gone, or an engine that cannot change it live: only slower
 
     @property
     def started(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
     def close(self, at_once: bool = False) -> None:
+        """Stop the evaluator. Every answer it gave is on disk before it said so, so it is
+        killed rather than asked to exit (an interpreter holding a framework takes over half
+        a second to tear down); ``at_once``: also when a request is in flight."""
         if self._thread is None:
             return
+        with self._gate:
+            self._closing = True  # no freeze after this: a paused container cannot be killed
         self._resume()
-        if not at_once:
-            (self.plan.requests_dir / "stop").touch()
+        if self._container is not None and self._thread.is_alive():
+            try:
+                self._container.kill()
+            except docker.errors.APIError:
+                pass  # exited or being removed
             self._thread.join(timeout=10)
         if self._thread.is_alive():
             self._cancel.set()
@@ -214,25 +291,41 @@ class Evaluator:
 
     # -- one evaluation -----------------------------------------------------------------
     def evaluate(self, index: int, checkpoint_name: str, shuffle_seed: int | None = None,
-                 items: int | None = None) -> Answer:
-        """Predictions for ``checkpoints_dir/checkpoint_name``; with ``shuffle_seed``, for the
-        same model after the checkpoint's tensors were permuted (clean set only)."""
+                 items: int | None = None, sets: tuple[str, ...] | None = None,
+                 probe_items: tuple[int, int] | None = None) -> Answer:
+        """Predictions for ``checkpoints_dir/checkpoint_name``: of ``sets`` (default: the clean
+        set and the probe where the run has one), the probe cut to ``probe_items`` (size, seed);
+        with ``shuffle_seed``, for the same model after the checkpoint's tensors were permuted
+        (clean set only, ``items`` of it)."""
         if not self.started:
             self.start()
+        with self._gate:
+            self._asking = True
+        with self._changed:
+            self._changed.notify_all()
         try:
-            return self._ask(index, checkpoint_name, shuffle_seed, items)
+            self._resume()
+            if not self._ready:  # prestarted and still starting: its start-up is not the builder's
+                self._wait_ready()
+            return self._ask(index, checkpoint_name, shuffle_seed, items, sets, probe_items)
         finally:
+            with self._gate:
+                self._asking = False
             self._pause()
 
-    def _ask(self, index: int, checkpoint_name: str, shuffle_seed: int | None, items: int | None) -> Answer:
-        self._resume()
+    def _ask(self, index: int, checkpoint_name: str, shuffle_seed: int | None, items: int | None,
+             sets: tuple[str, ...] | None, probe_items: tuple[int, int] | None) -> Answer:
         request = self.plan.requests_dir / f"{index}.json"
         tmp = request.with_suffix(".tmp")
-        body = {"checkpoint": f"/checkpoints/{checkpoint_name}"}
+        body: dict = {"checkpoint": f"/checkpoints/{checkpoint_name}"}
         if shuffle_seed is not None:
             body["shuffle_seed"] = int(shuffle_seed)
             if items:
                 body["items"] = int(items)
+        if sets is not None:
+            body["sets"] = list(sets)
+        if probe_items is not None:
+            body["probe_items"], body["probe_seed"] = int(probe_items[0]), int(probe_items[1])
         tmp.write_text(json.dumps(body))
         asked = time.monotonic()
         os.replace(tmp, request)  # the evaluator polls for the name: it must appear whole
@@ -262,7 +355,10 @@ class Evaluator:
             failure = self._answers[index]
         if failure is not None:
             raise EvaluatorError(failure)
-        names = ["clean"] + (["probe"] if self.plan.probe_dir is not None and shuffle_seed is None else [])
+        if shuffle_seed is not None:
+            names = ["clean"]
+        else:
+            names = list(sets) if sets is not None else ["clean"] + (["probe"] if self.plan.probe_dir is not None else [])
         seconds = round(built[0] - asked, 6) if built is not None else None
         predict = round(self._done_at[index] - built[0], 6) if built is not None and index in self._done_at else None
         notes = {k: v for k, v in (built[1] if built else {}).items() if k == "shuffled_tensors" and isinstance(v, int)}

@@ -4,8 +4,12 @@ evaluate the checkpoints it asks to have evaluated.
 The clock starts at the launch stamp of the runner's launcher. When the entry asks for
 an evaluation (an ``eval_request`` event naming a checkpoint under /output), the runner
 freezes the training container (the cgroup freezer, ``docker pause``), copies and hashes
-the checkpoint, has its evaluator predict the evaluation and probe inputs, and thaws the
-container. Only the frozen time is excluded from TTA; the runner's own events record it.
+the checkpoint, and thaws the container. Only the frozen time is excluded from TTA; the
+runner's own events record it. The copies are evaluated after the container exited, in
+order, up to the first that meets the threshold: the evaluator's forward passes never
+share the entry's cores, and the TTA is the same as if each had been evaluated in its
+window (it counts training time only). The evaluator starts beside the entry at the lowest
+CPU weight and waits frozen (``evaluator.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from runner.run.remote_nodes import NodeError, RemoteNodes
 from runner.events import Event, parse_line, runner_event, write_events
 from runner.run.progress import TrainingProgress
 from runner.score.evaluations import path_problem, primary_score, resolve_inside, score_file
+from runner.score.probe import PROBE_ITEMS
 from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
 
 LAUNCHER_MOUNT = "/opt/runner/launch"
@@ -40,12 +45,20 @@ LAUNCH_MARKER = ":::RUNNER launch"
 # past the limit the clock starts at the container's start instead.
 LAUNCH_GAP_LIMIT_S = 2.0
 EVAL_REQUEST = "eval_request"
+EVALUATOR_START = "evaluator_start"
 MAX_EVALUATIONS = 100  # each freezes the clock: an entry may not buy unlimited free time
 MAX_CHECKPOINT_BYTES = 16 * 2**30
 # The sensitivity check predicts this many evaluation items, drawn by the run's seed: a
 # permuted model keeps its accuracy or falls to chance, and 2,000 items tell the two apart
 # by tens of standard errors (the whole set cost a second more per run, after training).
 SENSITIVITY_ITEMS = 2000
+# A probe request's number: far above any evaluation's (MAX_EVALUATIONS and the few after
+# training), so its folder never meets one.
+PROBE_INDEX_BASE = 1000
+
+
+def _sum(*seconds: float | None) -> float | None:
+    return None if any(s is None for s in seconds) else round(sum(seconds), 6)
 
 
 @dataclass
@@ -59,6 +72,16 @@ class TrainingRun:
     notes: list[str] = field(default_factory=list)  # what the runner refused or could not do
     started_monotonic: float | None = None  # the host's monotonic time at the events' t = 0 (energy)
     nodes: NodesVerdict | None = None  # a run spanning nodes: what its other nodes turned out to be
+
+
+@dataclass
+class _Pending:
+    """A checkpoint copied in its frozen window, to be evaluated after the container exits."""
+
+    index: int
+    name: str  # the runner's copy under checkpoints/
+    freeze: Event
+    thaw: Event  # completed with the evaluation's fields
 
 
 class CheckpointError(Exception):
@@ -112,6 +135,7 @@ class _TrainingSession:
         self.after_crossing = 0  # requests not evaluated since (without full_curve)
         self.frozen_ranks: dict[int, str] = {}  # rank -> its state in the last freeze
         self.crossing_checkpoint: tuple[int, str] | None = None  # (index, the runner's copy)
+        self.pending: list[_Pending] = []  # checkpoints copied, evaluated after the container exits
         self.final_checkpoint: str | None = None  # the runner's copy of the final model
         # A run with GPUs: each freeze also waits for them to be idle (class 2c).
         self.gpu_freeze = GpuFreeze(plan.limits.gpus) if plan.limits.gpus else None
@@ -120,8 +144,10 @@ class _TrainingSession:
     def add(self, event: Event) -> None:
         self.events.append(event)
 
-    def ours(self, t: float, key: str, **metadata) -> None:
-        self.add(runner_event(len(self.events), t, key, **metadata))
+    def ours(self, t: float, key: str, **metadata) -> Event:
+        event = runner_event(len(self.events), t, key, **metadata)
+        self.add(event)
+        return event
 
     def started(self, container, clock) -> None:
         self.container, self.clock = container, clock
@@ -137,6 +163,17 @@ class _TrainingSession:
             self.container.kill()
         except (AttributeError, docker.errors.APIError):
             pass
+
+    def note_evaluator_start(self) -> None:
+        """When, on the entry's clock, the prestarted evaluator was ready and then frozen (an
+        ``evaluator_start`` event at that time; ``ready_at`` negative: before the entry's
+        container started, past the container's exit: it finished starting after the entry)."""
+        ev = self.evaluator
+        if self.started_monotonic is None or ev.ready_at is None:
+            return
+        self.ours(max(0.0, ev.ready_at - self.started_monotonic), EVALUATOR_START,
+                  ready_at=round(ev.ready_at - self.started_monotonic, 6),
+                  frozen_at=round(ev.frozen_at - self.started_monotonic, 6) if ev.frozen_at else None)
 
     # -- output lines ---------------------------------------------------------------------
     def on_line(self, line: str, t: float) -> None:
@@ -212,7 +249,7 @@ class _TrainingSession:
                               "its evaluation time counts (class 2c)")
         return fields
 
-    # -- one evaluation -----------------------------------------------------------------
+    # -- one evaluation request: freeze, copy, thaw -----------------------------------------
     def evaluate_request(self, request: Event) -> None:
         if self.crossed and not self.plan.options.full_curve:
             self.after_crossing += 1  # nothing after the crossing counts: no freeze, no evaluation
@@ -232,42 +269,100 @@ class _TrainingSession:
         excluded, gpu = state != "running", self.wait_for_gpus(state, paused_t, index)
         if gpu and not gpu["gpu_idle"]:
             excluded = False
-        self.ours(
+        freeze = self.ours(
             paused_t, EVAL_FREEZE, index=index, request_seq=request.seq,
             epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None,
             checkpoint=checkpoint if isinstance(checkpoint, str) else None,
             frozen=excluded, state=state, **ranks, **gpu,
         )
-        digest = problem = answer = None
-        files: dict[str, str] = {}
+        digest = problem = None
         name = f"{index}{Path(str(checkpoint)).suffix[:16]}"
         try:
             self.checkpoints_dir.mkdir(exist_ok=True)
             digest = copy_checkpoint(self.output_dir, checkpoint, self.checkpoints_dir / name)
-            answer = self.evaluator.evaluate(index, name)
-            files = answer.files
-        except (CheckpointError, EvaluatorError, OSError) as exc:
+        except (CheckpointError, OSError) as exc:
             problem = str(exc)
         finally:
             t = self.clock()  # the excluded window ends before any rank runs again
             self.thaw(state)
-        self.ours(
-            t, EVAL_THAW, index=index, checkpoint_sha256=digest, problem=problem,
-            predictions=f"{EVALUATIONS_DIR}/{files.get('clean', f'{index}/clean.npy')}",
-            probe_predictions=f"{EVALUATIONS_DIR}/{files['probe']}" if "probe" in files else None,
-            builder_seconds=answer.builder_seconds if answer else None,
-            predict_seconds=answer.predict_seconds if answer else None,
-            provenance=f"{EVALUATIONS_DIR}/{answer.provenance}" if answer and answer.provenance else None,
-        )
-        score = None
+        suffix = "json" if self.task.inputs == "questions" else "npy"
+        thaw = self.ours(t, EVAL_THAW, index=index, checkpoint_sha256=digest, problem=problem,
+                         predictions=f"{EVALUATIONS_DIR}/{index}/clean.{suffix}")
         if problem is None:
+            self.pending.append(_Pending(index, name, freeze, thaw))
+        self.progress.update(elapsed=t, evaluated=True)
+
+    # -- the evaluations, after the container exited ---------------------------------------
+    def evaluate_pending(self, interrupted: bool = False) -> None:
+        """Evaluate the checkpoints copied during training, in the order they were asked for,
+        up to the first that meets the threshold (all of them with ``--full-curve``). They run
+        after the container exited: no evaluation shares the entry's cores or runs on its
+        clock, and the frozen windows hold only the copy. Each result completes its
+        ``eval_thaw`` event; the windows of checkpoints after the crossing are dropped (the
+        entry's requests stay in the stream) and counted in the notes."""
+        for job in self.pending:
+            if interrupted:
+                job.thaw.metadata["problem"] = "not evaluated: the run was interrupted"
+                continue
+            if self.crossed and not self.plan.options.full_curve:
+                self.after_crossing += 1
+                self.events = [e for e in self.events if e is not job.freeze and e is not job.thaw]
+                (self.checkpoints_dir / job.name).unlink(missing_ok=True)
+                continue
+            fields, score, meets = self.evaluate_checkpoint(job.index, job.name)
+            job.thaw.metadata.update(fields)
+            if meets and not self.crossed:
+                self.crossing_checkpoint = (job.index, job.name)
+            self.crossed = self.crossed or meets
+            self.progress.update(score=score)
+        self.pending = []
+
+    def evaluate_checkpoint(self, index: int, name: str) -> tuple[dict, float | None, bool]:
+        """(the eval_thaw fields, the primary score, whether it meets the threshold) for the
+        runner's copy ``name``; the first checkpoint to meet it is probed too, and one whose
+        probe fails is not a crossing."""
+        answer = probe = None
+        problem, score, meets = None, None, False
+        files: dict[str, str] = {}
+        try:
+            answer = self.evaluator.evaluate(index, name, sets=("clean",))
+            files = dict(answer.files)
             _, scores, problem = score_file(self.task, self.plan.result_dir, f"{EVALUATIONS_DIR}/{files['clean']}", self.labels)
             score = primary_score(self.task, scores)
             meets = problem is None and score is not None and self.task.meets(score)
-            if meets and not self.crossed:
-                self.crossing_checkpoint = (index, name)
-            self.crossed = self.crossed or meets
-        self.progress.update(elapsed=t, score=score, evaluated=True)
+            if meets and not self.crossed and self.plan.probe_dir is not None:
+                probe = self.probe_request(index, name)
+                files["probe"] = probe.files["probe"]
+        except EvaluatorError as exc:
+            problem = str(exc) if answer is None else f"the probe of this checkpoint failed: {exc}"
+            meets = False
+        fields = {
+            "problem": problem,
+            "probe_predictions": f"{EVALUATIONS_DIR}/{files['probe']}" if "probe" in files else None,
+            **self.probe_fields("probe" in files),
+            "builder_seconds": answer.builder_seconds if answer else None,
+            "predict_seconds": _sum(answer.predict_seconds if answer else None,
+                                    probe.predict_seconds if probe else 0.0),
+            "provenance": f"{EVALUATIONS_DIR}/{answer.provenance}" if answer and answer.provenance else None,
+        }
+        if "clean" in files:
+            fields["predictions"] = f"{EVALUATIONS_DIR}/{files['clean']}"
+        return fields, score, meets
+
+    # -- the probe ----------------------------------------------------------------------
+    def probe_subset(self) -> tuple[int, int] | None:
+        """(items, seed) of the probe's images a request predicts; None: every item (questions)."""
+        return (PROBE_ITEMS, self.plan.seed) if self.task.inputs == "images" else None
+
+    def probe_fields(self, probed: bool) -> dict:
+        subset = self.probe_subset() if probed else None
+        return {"probe_items": subset[0], "probe_seed": subset[1]} if subset else {}
+
+    def probe_request(self, index: int, name: str):
+        """The probe's predictions for a checkpoint already evaluated (its own request, numbered
+        ``PROBE_INDEX_BASE + index``: so is its folder under evaluations/)."""
+        return self.evaluator.evaluate(PROBE_INDEX_BASE + index, name, sets=("probe",),
+                                       probe_items=self.probe_subset())
 
     def evaluate_final(self) -> dict | None:
         """The evaluator's predictions for the final model (not part of TTA)."""
@@ -281,10 +376,11 @@ class _TrainingSession:
             self.checkpoints_dir.mkdir(exist_ok=True)
             name = f"final{Path(final_weights).suffix[:16]}"
             record["sha256"] = copy_checkpoint(self.output_dir, final_weights, self.checkpoints_dir / name)
-            answer = self.evaluator.evaluate(index, name)
+            answer = self.evaluator.evaluate(index, name, probe_items=self.probe_subset())
             record["predictions"] = f"{EVALUATIONS_DIR}/{answer.files['clean']}"
             if "probe" in answer.files:
                 record["probe_predictions"] = f"{EVALUATIONS_DIR}/{answer.files['probe']}"
+                record.update(self.probe_fields(True))
             record["builder_seconds"] = answer.builder_seconds
             record["predict_seconds"] = answer.predict_seconds
             record["provenance"] = f"{EVALUATIONS_DIR}/{answer.provenance}"
@@ -421,25 +517,32 @@ def _train(client, plan: RunPlan, labels, spec: ContainerSpec, peers: list) -> T
             problems.extend(group.stop(60 if ended else 0) for group in session.peers)
 
         try:
-            outcome = run_container(
-                client, spec, lambda line, t: lines.put((line, t)),
-                plan.log("train.log"), on_started=session.started,
-                before_remove=stop_peers,
-            )
-            exit_t = exited[0] if exited else session.clock()
-        finally:
-            stop_peers(False)  # a no-op unless rank 0 could not even be created or started
-            peer_problem = next((p for p in problems if p), None)
-            lines.put(None)
-            listener.join()
-        if peer_problem and not outcome.interrupted:
-            outcome = ContainerOutcome(None, outcome.timed_out, False, outcome.wall_seconds, peer_problem)
-        try:
+            # The evaluator's container starts first; it gets ready beside the entry's start-up
+            # at the lowest CPU weight and is frozen: the evaluations after the container
+            # exits pay none of its start-up.
+            session.evaluator.prestart()
+            try:
+                outcome = run_container(
+                    client, spec, lambda line, t: lines.put((line, t)),
+                    plan.log("train.log"), on_started=session.started,
+                    before_remove=stop_peers,
+                )
+                exit_t = exited[0] if exited else session.clock()
+            finally:
+                stop_peers(False)  # a no-op unless rank 0 could not even be created or started
+                peer_problem = next((p for p in problems if p), None)
+                lines.put(None)
+                listener.join()
+            if peer_problem and not outcome.interrupted:
+                outcome = ContainerOutcome(None, outcome.timed_out, False, outcome.wall_seconds, peer_problem)
             if not session.seen_output:
                 session.ours(0.0, LAUNCH, stamp="container-start", first_line=None)
             session.ours(exit_t, CONTAINER_EXIT, exit_code=outcome.exit_code)
+            session.evaluator.stay_awake()  # every rank is gone: no clock runs any more
+            session.evaluate_pending(interrupted=outcome.interrupted)
             final = session.evaluate_final() if outcome.ok else None
             sensitivity = session.evaluate_sensitivity() if outcome.ok or session.crossing_checkpoint else []
+            session.note_evaluator_start()
         finally:
             session.evaluator.close()
             if session.gpu_freeze is not None:

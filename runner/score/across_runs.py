@@ -36,6 +36,8 @@ class Crossing:
     sha256: str | None
     clean: np.ndarray | None
     probe: np.ndarray | None
+    probe_items: int | None = None  # the probe's items, drawn by probe_seed (None: all of them)
+    probe_seed: int | None = None
 
 
 def crossing_of(folder: Path, result) -> Crossing | None:
@@ -53,7 +55,7 @@ def crossing_of(folder: Path, result) -> Crossing | None:
             return None
 
     return Crossing(result.run_id, result.seed, ev.get("checkpoint_sha256"), load(ev.get("predictions")),
-                    load(ev.get("probe_predictions")))
+                    load(ev.get("probe_predictions")), ev.get("probe_items"), ev.get("probe_seed"))
 
 
 def mistakes(c: Crossing, labels) -> set[tuple[str, int, int]] | None:
@@ -62,14 +64,18 @@ def mistakes(c: Crossing, labels) -> set[tuple[str, int, int]] | None:
     if truth is None or truth.dtype.kind not in "iu" or c.clean is None:
         return None
     found: set[tuple[str, int, int]] = set()
+    from runner.score.probe import probe_subset
+
     for name, preds in (("clean", c.clean), ("probe", c.probe)):
         if preds is None:
             continue
-        if len(preds) != len(truth):
+        rows = probe_subset(len(truth), c.probe_items, c.probe_seed) if name == "probe" else None
+        items = np.arange(len(truth)) if rows is None else np.asarray(rows)
+        if len(preds) != len(items):
             return None
         top1 = preds.reshape(len(preds), -1)[:, 0]
-        for item in np.nonzero(top1 != truth)[0]:
-            found.add((name, int(item), int(top1[item])))
+        for k in np.nonzero(top1 != truth[items])[0]:  # by item number, whichever items the probe had
+            found.add((name, int(items[k]), int(top1[k])))
     return found
 
 

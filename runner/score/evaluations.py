@@ -35,11 +35,16 @@ class ScoredEvaluation:
     provenance: str | None = None  # the evaluator's record of the tensors the model computed with
     gpu_tail_seconds: float = 0.0  # the busy GPU tail after the pause, counted as training (class 2c)
     predict_seconds: float | None = None  # model built -> predictions written (host clock), bounded
+    probe_items: int | None = None  # the probe predicted this many items, drawn by probe_seed
+    probe_seed: int | None = None
 
     def to_dict(self) -> dict:
         record = asdict(self)
         if not self.gpu_tail_seconds:  # runs without GPUs keep the records they always had
             del record["gpu_tail_seconds"]
+        for key in ("probe_items", "probe_seed"):  # a probe of every item (or none) records neither
+            if record[key] is None:
+                del record[key]
         return record
 
 
@@ -94,8 +99,9 @@ def primary_score(task: Task, scores: dict[str, float]) -> float | None:
     return scores.get(task.metric)
 
 
-def score_file(task: Task, root: Path, relative: str, labels):
-    """(count, scores, problem) for one predictions file under ``root``."""
+def score_file(task: Task, root: Path, relative: str, labels, rows=None):
+    """(count, scores, problem) for one predictions file under ``root``; with ``rows``
+    (item indices), of those rows of a whole-set file, against the same labels."""
     if problem := path_problem(relative):
         return None, {}, problem
     path = resolve_inside(root, relative)
@@ -104,9 +110,34 @@ def score_file(task: Task, root: Path, relative: str, labels):
     if not path.is_file():
         return None, {}, f"predictions file {relative} is missing"
     try:
-        return score_predictions(task, load_predictions(path), labels)
-    except (ValueError, OSError, TypeError, MemoryError) as exc:
+        preds = load_predictions(path)
+        if rows is not None:
+            if len(preds) != len(labels):
+                return len(preds), {}, f"{len(preds)} predictions for an evaluation set of {len(labels)}"
+            preds, labels = preds[rows], labels[rows]
+        return score_predictions(task, preds, labels)
+    except (ValueError, OSError, TypeError, MemoryError, IndexError) as exc:
         return None, {}, f"predictions file {relative} is unreadable: {exc}"
+
+
+def probe_scores(task: Task, root: Path, clean: str, probe: str, labels, items=None, seed=None):
+    """(the probe's scores, the gap: the clean primary score minus the probe's, on the same
+    items; None where either cannot be scored). A probe of ``items`` drawn by ``seed``
+    (``score.probe.probe_subset``) is scored against those items' labels, and so is the clean
+    set for its side of the gap."""
+    from runner.score.probe import probe_subset
+
+    rows = probe_subset(len(labels), items, seed) if labels is not None else None
+    if rows is None:
+        _, clean_scores, clean_problem = score_file(task, root, clean, labels)
+        _, scores, problem = score_file(task, root, probe, labels)
+    else:
+        _, clean_scores, clean_problem = score_file(task, root, clean, labels, rows)
+        _, scores, problem = score_file(task, root, probe, labels[rows])
+    value, probe_value = primary_score(task, clean_scores), primary_score(task, scores)
+    if problem or clean_problem or value is None or probe_value is None:
+        return scores or None, None
+    return scores, round(value - probe_value, 6)
 
 
 def score_evaluations(task: Task, line: Timeline, result_dir: Path, labels) -> list[ScoredEvaluation]:
@@ -118,18 +149,16 @@ def score_evaluations(task: Task, line: Timeline, result_dir: Path, labels) -> l
             count, scores, problem = score_file(task, result_dir, ev.predictions, labels)
         value = primary_score(task, scores)
         meets = problem is None and value is not None and task.meets(value)
-        probe_scores = probe_gap = None
+        probe, probe_gap = None, None
         if ev.probe_predictions and problem is None:
-            _, probe_scores, probe_problem = score_file(task, result_dir, ev.probe_predictions, labels)
-            probe_value = primary_score(task, probe_scores)
-            if probe_problem is None and value is not None and probe_value is not None:
-                probe_gap = round(value - probe_value, 6)
+            probe, probe_gap = probe_scores(task, result_dir, ev.predictions, ev.probe_predictions, labels,
+                                            ev.probe_items, ev.probe_seed)
         scored.append(
             ScoredEvaluation(
                 ev.index, ev.epoch, ev.start, ev.stop, ev.predictions, count, scores, meets, problem,
-                ev.checkpoint, ev.checkpoint_sha256, ev.excluded, probe_scores or None, probe_gap,
+                ev.checkpoint, ev.checkpoint_sha256, ev.excluded, probe or None, probe_gap,
                 ev.probe_predictions, ev.builder_seconds, ev.provenance, ev.gpu_tail_seconds,
-                predict_seconds=ev.predict_seconds,
+                predict_seconds=ev.predict_seconds, probe_items=ev.probe_items, probe_seed=ev.probe_seed,
             )
         )
     return scored

@@ -241,7 +241,8 @@ def predict_time_problems(scored: list, crossing: int | None, inference: dict, e
     checked = []
     last = crossing if crossing is not None else len(scored) - 1
     for s in scored[:last + 1]:
-        items = (s.count or eval_size) * (2 if s.probe_predictions else 1)
+        probed = (s.probe_items or s.count or eval_size) if s.probe_predictions else 0
+        items = (s.count or eval_size) + probed
         allowance, backend = predict_allowance(inference, items)
         if allowance is None or s.predict_seconds is None:
             continue
@@ -251,5 +252,5 @@ def predict_time_problems(scored: list, crossing: int | None, inference: dict, e
             problems.append(
                 f"class 2 (work in excluded time): evaluation {s.index} took {s.predict_seconds:.2f} s to predict "
                 f"{items} items, more than twice the model's own batch-1 pass over them ({backend}, "
-                f"allowance {allowance:.2f} s): the model works beyond its forward pass inside the frozen window")
+                f"allowance {allowance:.2f} s): the model works beyond its forward pass in evaluation time, which is not on the clock")
     return {"floor_seconds": PREDICT_FLOOR_S, "factor": PREDICT_FACTOR, "evaluations": checked}, problems

@@ -23,6 +23,11 @@ import numpy as np
 # Honest entries lose a fraction of a point under a one-pixel shift (MNIST CNN: see
 # docs/threat-model.md); recalled answers lose tens of points.
 PROBE_GAP_LIMIT = 0.10
+# The probe predicts this many shifted images, drawn by the run's seed, and only for the
+# crossing (the scored model) and the final model. The gap is taken on the same items of
+# the clean predictions: its standard error is a few tenths of a point, against a limit of
+# ten points (the whole set cost about 0.4 s per evaluation on two cores).
+PROBE_ITEMS = 2000
 SHIFTS = ((0, 1), (0, -1), (1, 0), (-1, 0))  # (rows, columns)
 
 
@@ -79,7 +84,7 @@ def probe_record(task, seed: int) -> dict:
     """result.json's ``probe``: what the run's probe changed."""
     if getattr(task, "inputs", "images") == "questions":
         return {"distractor_sentence": probe_distractor(seed), "limit": PROBE_GAP_LIMIT}
-    return {"shift_pixels": list(probe_shift(seed))}
+    return {"shift_pixels": list(probe_shift(seed)), "items": PROBE_ITEMS}
 
 
 def make_probe_inputs(eval_dir: Path, target: Path, seed: int) -> Path | None:
@@ -95,6 +100,16 @@ def make_probe_inputs(eval_dir: Path, target: Path, seed: int) -> Path | None:
     target.mkdir(parents=True, exist_ok=True)
     np.save(target / "images.npy", shifted(np.load(source), probe_shift(seed)))
     return target
+
+
+def probe_subset(n: int, items: object, seed: object):
+    """The item indices a probe predicted (``items`` of ``n`` drawn by ``seed``), or None when
+    it predicted every item (no subset recorded: questions, and results from before subsets)."""
+    if isinstance(items, int) and not isinstance(items, bool) and items > 0 and isinstance(seed, int):
+        from runner.harness.evaluate import probe_items
+
+        return probe_items(n, seed, items)
+    return None
 
 
 def probe_problem(gap: float | None, task=None) -> str | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from runner.events import RUNNER, Event
 from runner.results.record import Training
 from runner.score.curve import write_curve
-from runner.score.evaluations import primary_score, score_file
+from runner.score.evaluations import primary_score, probe_scores, score_file
 from runner.score.model_origin import (
     judge_sensitivity, provenance_problem, read_provenance, sensitivity_problem,
 )
@@ -32,8 +32,9 @@ def _final_record(task: Task, final: dict | None, result_dir: Path, labels) -> d
     _, scores, problem = score_file(task, result_dir, final["predictions"], labels)
     record = {**final, "scores": scores, "problem": problem}
     if final.get("probe_predictions"):
-        _, probe_scores, _ = score_file(task, result_dir, final["probe_predictions"], labels)
-        record["probe_scores"] = probe_scores
+        record["probe_scores"], record["probe_gap"] = probe_scores(
+            task, result_dir, final["predictions"], final["probe_predictions"], labels,
+            final.get("probe_items"), final.get("probe_seed"))
     return record
 
 

@@ -43,6 +43,8 @@ class Evaluation:
     predict_seconds: float | None = None  # model built -> predictions written, on the host's clock
     provenance: str | None = None  # the evaluator's provenance record, relative to the result folder
     gpu_tail_seconds: float = 0.0  # pause -> GPUs idle: inside [paused_at, start), counted as training
+    probe_items: int | None = None  # the probe predicted this many items, drawn by probe_seed (None: all)
+    probe_seed: int | None = None
 
     @property
     def paused_at(self) -> float:
@@ -133,6 +135,8 @@ def timeline(events: list[Event]) -> Timeline:
                     builder_seconds=_metadata_number(ev, "builder_seconds"),
                     predict_seconds=_metadata_number(ev, "predict_seconds"),
                     provenance=ev.metadata.get("provenance") if isinstance(ev.metadata.get("provenance"), str) else None,
+                    probe_items=_metadata_int(ev, "probe_items"),
+                    probe_seed=_metadata_int(ev, "probe_seed"),
                     gpu_tail_seconds=tail,
                 )
             )

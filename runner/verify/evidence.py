@@ -221,6 +221,8 @@ class Evidence:
                 Evaluation(
                     i, e.get("epoch"), float(e["start"]), float(e["stop"]), str(e["predictions"]),
                     probe_predictions=e.get("probe_predictions") if isinstance(e.get("probe_predictions"), str) else None,
+                    probe_items=e.get("probe_items") if isinstance(e.get("probe_items"), int) else None,
+                    probe_seed=e.get("probe_seed") if isinstance(e.get("probe_seed"), int) else None,
                     checkpoint=e.get("checkpoint"), checkpoint_sha256=e.get("checkpoint_sha256"),
                     excluded=e.get("excluded", True) is True,
                     problem=e.get("problem") if e.get("count") is None and isinstance(e.get("problem"), str) else None,

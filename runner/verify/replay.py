@@ -39,6 +39,12 @@ class ReplayCheck:
     detail: str
 
 
+def _subset(record: dict) -> tuple[int, int] | None:
+    items, seed = record.get("probe_items"), record.get("probe_seed")
+    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (items, seed))
+    return (items, seed) if ok and items > 0 else None
+
+
 def _compare(name: str, replayed: Path, recorded: Path, tolerance: float) -> ReplayCheck:
     if not recorded.is_file():
         return ReplayCheck(name, False, f"the bundle has no {recorded.name} to compare with")
@@ -111,7 +117,7 @@ def replay(bundle: Path) -> list[ReplayCheck]:
             checkpoints.mkdir()
             crossing = training.crossing
             final = training.final_model or {}
-            jobs = []  # (name, checkpoint file, recorded clean, recorded probe)
+            jobs = []  # (name, checkpoint file, recorded clean, recorded probe, the probe's (items, seed))
             if isinstance(crossing, int):
                 evaluation = training.evaluations[crossing]
                 kept = sorted((root / "checkpoints").glob(f"{crossing}.*"))
@@ -120,19 +126,20 @@ def replay(bundle: Path) -> list[ReplayCheck]:
                 else:
                     shutil.copyfile(kept[0], checkpoints / kept[0].name)
                     jobs.append(("crossing", kept[0].name, evaluation.get("predictions"),
-                                 evaluation.get("probe_predictions")))
+                                 evaluation.get("probe_predictions"), _subset(evaluation)))
             weights = root / "output" / str(final.get("weights", ""))
             if final.get("predictions") and weights.is_file():
                 name = "final" + weights.suffix
                 shutil.copyfile(weights, checkpoints / name)
-                jobs.append(("final-model", name, final.get("predictions"), final.get("probe_predictions")))
+                jobs.append(("final-model", name, final.get("predictions"), final.get("probe_predictions"),
+                             _subset(final)))
             tolerance = GPU_TOLERANCE if gpus else 0.0
             evaluator = Evaluator(client, plan)
             try:
-                for index, (name, checkpoint, clean, probe) in enumerate(jobs):
+                for index, (name, checkpoint, clean, probe, subset) in enumerate(jobs):
                     reporter().print(f"[bold]evaluate[/] {name} ({checkpoint})")
-                    try:
-                        files = evaluator.evaluate(index, checkpoint).files
+                    try:  # the probe's items as the run drew them (every item where it recorded none)
+                        files = evaluator.evaluate(index, checkpoint, probe_items=subset).files
                     except EvaluatorError as err:
                         checks.append(ReplayCheck(name, False, f"the evaluator failed: {err}"))
                         continue

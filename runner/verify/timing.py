@@ -144,6 +144,21 @@ def check_checkpoints(ev: Evidence) -> Verdict:
     )
 
 
+def _probe_too_small(crossing, seed: object) -> str | None:
+    """Why the crossing's probe does not count: none at all, fewer items than the runner
+    probes, or items drawn by another seed than the run's."""
+    from runner.score.probe import PROBE_ITEMS
+
+    if crossing.probe_predictions is None or crossing.probe_gap is None:
+        return "has no score: a crossing is probed"
+    if crossing.probe_items is not None:
+        if crossing.probe_items < min(PROBE_ITEMS, crossing.count or PROBE_ITEMS):
+            return f"predicted {crossing.probe_items} items, fewer than the runner's {PROBE_ITEMS}"
+        if crossing.probe_seed != seed:
+            return f"items were drawn by seed {crossing.probe_seed}, not the run's {seed}"
+    return None
+
+
 def check_probe(ev: Evidence) -> Verdict:
     """The generalization probe's scores, recomputed; a crossing far worse on the probe
     must be marked non-conforming."""
@@ -161,5 +176,7 @@ def check_probe(ev: Evidence) -> Verdict:
         problem = probe_problem(scored[crossing].probe_gap)
         if problem and ev.claim("conforming"):
             return Verdict(False, f"claims conforming, but {problem}")
+        if ev.claim("probe") and ev.claim("conforming") and (short := _probe_too_small(scored[crossing], ev.claim("seed"))):
+            return Verdict(False, f"claims conforming, but the crossing's probe {short}")
     gaps = [s.probe_gap for s in scored if s.probe_gap is not None]
     return Verdict(True, f"probe gaps recomputed ({', '.join(f'{g * 100:.2f}' for g in gaps) or 'none'} points)")

@@ -337,7 +337,8 @@ def test_sigkilled_runner_is_recovered_at_next_start(docker_client, tmp_path, ca
     code, out, err = run_cli(capsys, "reproduce", str(probe_entry(tmp_path / "b", "sandbox")), "--smoke", "--no-infer")
     assert code == 0 and "Traceback" not in out + err
     joined = " ".join(out.split())
-    assert "removed 1 container(s) left by an earlier, killed run" in joined
+    # the training container and its evaluator (started beside it, frozen once ready)
+    assert "removed 2 container(s) left by an earlier, killed run" in joined
     recovered = result_of(first_results)
     assert (recovered["status"], recovered["incomplete_reason"]) == ("incomplete", ownership.KILLED_REASON)
     assert _no_run_containers(docker_client, recovered)

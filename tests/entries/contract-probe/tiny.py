@@ -19,8 +19,8 @@ def build():
 
 def build_with_heartbeat():
     """The builder, plus a thread left running in the evaluator: it writes the host's time
-    every 20 ms. The runner freezes the evaluator between requests, so no beat may fall
-    in the time the training container runs between two evaluations."""
+    every 20 ms. The runner evaluates only after the training container exited, so no
+    beat may fall while the entry runs."""
     import threading
     import time
 
