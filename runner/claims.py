@@ -66,8 +66,8 @@ def check_claim_profile(entry, manifest_path: str) -> None:
             raise UserError(
                 f"{manifest_path}: the claim is measured on profile '{profile_id}', which admits CPUs of "
                 "different speed (no vendor and ISA features pinned), so no one could compare with it",
-                "name the profile it was measured on in claimed.profile (e.g. cpu-2core-x86-amx or "
-                "cpu-2core-x86-zen4; `runner profile match ID` says which this host meets)",
+                "name the profile it was measured on in claimed.profile (e.g. cpu-2core-x86-amx, "
+                "cpu-2core-x86-zen4 or cpu-2core-x86-zen5; `runner profile match ID` says which this host meets)",
             )
 
 
