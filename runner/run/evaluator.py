@@ -7,12 +7,14 @@ training data, no network, no view of the training container. A training run sta
 just before the entry (``prestart``): its start-up (the container, the interpreter, the
 framework's imports, the harness's warm-up; no code of the entry's own) runs beside the
 entry's start-up at the lowest CPU weight, so it takes only cycles the entry leaves idle,
-and it is frozen the moment it is ready (or after ``READY_GRACE_S``), so the first
-evaluation pays none of it. It is kept waiting, so each evaluation costs only its forward
-passes. Between requests it is paused (the same cgroup freezer as the training container):
-it runs the entry's builder, and nothing of the entry may run on the clock outside its
-training container, nor take its cores. Nothing flows from it to the training container:
-its only writable folder is read by the host alone.
+and it is frozen (the same cgroup freezer as the training container) the moment it is
+ready, or after ``READY_GRACE_S``, so the first evaluation pays none of it. Requests come
+only once the training container has exited (``training.py``): the evaluator runs the
+entry's builder, and nothing of the entry may run on the clock outside its training
+container, nor take its cores. From then on it stays awake between requests, at the
+engine's default weight (``stay_awake``). Callers that start it themselves (the replay)
+get it frozen between requests. Nothing flows from it to the training container: its only
+writable folder is read by the host alone.
 
 The evaluator runs the entry's builder, whose time is excluded from the clock: the host
 bounds it. From the moment a request is written, the evaluator must report the model

@@ -251,9 +251,8 @@ class _TrainingSession:
 
     # -- one evaluation request: freeze, copy, thaw -----------------------------------------
     def evaluate_request(self, request: Event) -> None:
-        if self.crossed and not self.plan.options.full_curve:
-            self.after_crossing += 1  # nothing after the crossing counts: no freeze, no evaluation
-            return
+        # Which checkpoint crosses is known only after the container exits: every request is
+        # copied (up to the limit), and those after the crossing are dropped then.
         if self.evaluations >= MAX_EVALUATIONS:
             if self.evaluations == MAX_EVALUATIONS:
                 self.notes.append(f"evaluation requests beyond {MAX_EVALUATIONS} were ignored")
