@@ -52,13 +52,6 @@ MAX_CHECKPOINT_BYTES = 16 * 2**30
 # permuted model keeps its accuracy or falls to chance, and 2,000 items tell the two apart
 # by tens of standard errors (the whole set cost a second more per run, after training).
 SENSITIVITY_ITEMS = 2000
-# A probe request's number: far above any evaluation's (MAX_EVALUATIONS and the few after
-# training), so its folder never meets one.
-PROBE_INDEX_BASE = 1000
-
-
-def _sum(*seconds: float | None) -> float | None:
-    return None if any(s is None for s in seconds) else round(sum(seconds), 6)
 
 
 @dataclass
@@ -318,30 +311,25 @@ class _TrainingSession:
 
     def evaluate_checkpoint(self, index: int, name: str) -> tuple[dict, float | None, bool]:
         """(the eval_thaw fields, the primary score, whether it meets the threshold) for the
-        runner's copy ``name``; the first checkpoint to meet it is probed too, and one whose
-        probe fails is not a crossing."""
-        answer = probe = None
-        problem, score, meets = None, None, False
+        runner's copy ``name``: the clean set and the probe's items in one request, so the
+        model the probe scores is the one the clean set scored (a model's first forward pass
+        may do anything, once)."""
+        answer, problem, score, meets = None, None, None, False
         files: dict[str, str] = {}
         try:
-            answer = self.evaluator.evaluate(index, name, sets=("clean",))
+            answer = self.evaluator.evaluate(index, name, probe_items=self.probe_subset())
             files = dict(answer.files)
             _, scores, problem = score_file(self.task, self.plan.result_dir, f"{EVALUATIONS_DIR}/{files['clean']}", self.labels)
             score = primary_score(self.task, scores)
             meets = problem is None and score is not None and self.task.meets(score)
-            if meets and not self.crossed and self.plan.probe_dir is not None:
-                probe = self.probe_request(index, name)
-                files["probe"] = probe.files["probe"]
         except EvaluatorError as exc:
-            problem = str(exc) if answer is None else f"the probe of this checkpoint failed: {exc}"
-            meets = False
+            problem = str(exc)
         fields = {
             "problem": problem,
             "probe_predictions": f"{EVALUATIONS_DIR}/{files['probe']}" if "probe" in files else None,
             **self.probe_fields("probe" in files),
             "builder_seconds": answer.builder_seconds if answer else None,
-            "predict_seconds": _sum(answer.predict_seconds if answer else None,
-                                    probe.predict_seconds if probe else 0.0),
+            "predict_seconds": answer.predict_seconds if answer else None,
             "provenance": f"{EVALUATIONS_DIR}/{answer.provenance}" if answer and answer.provenance else None,
         }
         if "clean" in files:
@@ -350,18 +338,15 @@ class _TrainingSession:
 
     # -- the probe ----------------------------------------------------------------------
     def probe_subset(self) -> tuple[int, int] | None:
-        """(items, seed) of the probe's images a request predicts; None: every item (questions)."""
-        return (PROBE_ITEMS, self.plan.seed) if self.task.inputs == "images" else None
+        """(items, seed) of the probe's images a request predicts (a smaller set: all of them);
+        None: every item (questions)."""
+        if self.task.inputs != "images":
+            return None
+        return min(PROBE_ITEMS, len(self.labels)), self.plan.seed
 
     def probe_fields(self, probed: bool) -> dict:
         subset = self.probe_subset() if probed else None
         return {"probe_items": subset[0], "probe_seed": subset[1]} if subset else {}
-
-    def probe_request(self, index: int, name: str):
-        """The probe's predictions for a checkpoint already evaluated (its own request, numbered
-        ``PROBE_INDEX_BASE + index``: so is its folder under evaluations/)."""
-        return self.evaluator.evaluate(PROBE_INDEX_BASE + index, name, sets=("probe",),
-                                       probe_items=self.probe_subset())
 
     def evaluate_final(self) -> dict | None:
         """The evaluator's predictions for the final model (not part of TTA)."""

@@ -241,8 +241,9 @@ def predict_time_problems(scored: list, crossing: int | None, inference: dict, e
     checked = []
     last = crossing if crossing is not None else len(scored) - 1
     for s in scored[:last + 1]:
-        probed = (s.probe_items or s.count or eval_size) if s.probe_predictions else 0
-        items = (s.count or eval_size) + probed
+        clean = s.count or eval_size
+        probed = min(s.probe_items or clean, clean) if s.probe_predictions else 0
+        items = clean + probed
         allowance, backend = predict_allowance(inference, items)
         if allowance is None or s.predict_seconds is None:
             continue

@@ -23,10 +23,9 @@ import numpy as np
 # Honest entries lose a fraction of a point under a one-pixel shift (MNIST CNN: see
 # docs/threat-model.md); recalled answers lose tens of points.
 PROBE_GAP_LIMIT = 0.10
-# The probe predicts this many shifted images, drawn by the run's seed, and only for the
-# crossing (the scored model) and the final model. The gap is taken on the same items of
-# the clean predictions: its standard error is a few tenths of a point, against a limit of
-# ten points (the whole set cost about 0.4 s per evaluation on two cores).
+# The probe predicts this many shifted images, drawn by the run's seed. The gap is taken on
+# the same items of the clean predictions: its standard error is a few tenths of a point,
+# against a limit of ten points (the whole set cost about 0.4 s per evaluation on two cores).
 PROBE_ITEMS = 2000
 SHIFTS = ((0, 1), (0, -1), (1, 0), (-1, 0))  # (rows, columns)
 

@@ -9,6 +9,7 @@ builder put them, tensors made from numpy) is noted in the ledger.
 
 from __future__ import annotations
 
+import weakref
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -85,19 +86,21 @@ def _uses_mode(model, ledger):
 
         def __init__(self):
             super().__init__()
+            # ids of the tensors the pass produced; a tensor's id leaves the set when the tensor
+            # is freed (before CPython can give the id to another), so an id is never mistaken
+            # for another tensor's, and nothing the pass made is kept alive by this record (a
+            # forward pass that trains would otherwise hold every tensor it ever made)
             self.produced: set[int] = set()
-            self.keep: list = []  # produced tensors stay alive, so their ids are not reused
             self.noted: set[tuple[int, int]] = set()
-            self.held: list = []  # noted tensors stay alive for the same reason
+            self.held: list = []  # noted tensors stay alive, so their ids are not reused
 
         def reset(self) -> None:
             """A new forward pass: what the last one produced is not an input of this one."""
             self.produced.clear()
-            self.keep.clear()
 
         def allow(self, t) -> None:
             self.produced.add(id(t))
-            self.keep.append(t)
+            weakref.finalize(t, self.produced.discard, id(t))
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}

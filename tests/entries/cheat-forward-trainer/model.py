@@ -6,8 +6,7 @@ train_y) and asks for an evaluation at once. The builder returns at once (no bui
 to bound); the checkpoint loads into two registered buffers (every tensor the model reads
 is the checkpoint's); permuting the checkpoint breaks it (it trains on shuffled data). The
 first forward pass trains the default entry's network on the checkpoint's data (its recipe,
-for at least MIN_SECONDS) while the training container is frozen: time the clock does not
-count.
+for at least MIN_SECONDS) in evaluation time: time the clock does not count.
 
 Input: float32 (B, 1, 28, 28), pixels 0..255. Output: logits (B, 10).
 """
@@ -52,8 +51,7 @@ class Net(nn.Module):
 
 class TrainsInForward(nn.Module):
     """Holds the data the checkpoint carries (registered buffers: they load from it) and
-    trains on it in its first forward pass: after the builder's bound, inside the frozen
-    window. The trained network is a plain attribute."""
+    trains on it in its first forward pass: after the builder's bound, in evaluation time. The trained network is a plain attribute."""
 
     def __init__(self):
         super().__init__()
