@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.harness.errors import HarnessError
 from runner.harness.evaluate import _wanted, probe_items, sensitivity_items
 from runner.score.evaluations import ScoredEvaluation, probe_scores
 from runner.score.probe import PROBE_ITEMS, probe_subset
@@ -60,14 +59,12 @@ def test_the_gap_is_taken_on_the_probes_own_items(tmp_path):
     assert probe_scores(task, tmp_path, "evaluations/clean.npy", "evaluations/whole.npy", labels, PROBE_ITEMS, 7)[1] is None
 
 
-def test_a_request_asks_for_its_sets_and_the_probe_for_its_items():
+def test_a_request_predicts_the_probe_for_its_items():
     sets = {"clean": np.arange(N), "probe": np.arange(N) + N}
-    assert list(_wanted(sets, {}, "images")) == ["clean", "probe"]
-    only = _wanted(sets, {"sets": ["probe"], "probe_items": 100, "probe_seed": 3}, "images")
-    assert list(only) == ["probe"] and list(only["probe"]) == [N + i for i in probe_items(N, 3, 100)]
-    assert list(_wanted(sets, {"sets": ["clean"]}, "images")["clean"]) == list(range(N))
-    with pytest.raises(HarnessError, match="not given"):
-        _wanted({"clean": sets["clean"]}, {"sets": ["probe"]}, "images")
+    assert {k: len(v) for k, v in _wanted(sets, {}, "images").items()} == {"clean": N, "probe": N}
+    cut = _wanted(sets, {"probe_items": 100, "probe_seed": 3}, "images")
+    assert list(cut["clean"]) == list(range(N))
+    assert list(cut["probe"]) == [N + i for i in probe_items(N, 3, 100)]
     questions = {"probe": [{"id": str(i)} for i in range(10)]}  # questions are probed whole
     assert len(_wanted(questions, {"probe_items": 3, "probe_seed": 1}, "questions")["probe"]) == 10
 

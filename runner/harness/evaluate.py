@@ -109,14 +109,8 @@ def predict(loaded, images: np.ndarray, topk: int) -> np.ndarray:
 
 
 def _wanted(sets: dict, request: dict, kind: str) -> dict:
-    """The input sets a request asks for (``"sets"``: names, default every set), the probe cut to
-    ``"probe_items"`` of its items drawn by ``"probe_seed"`` (images only)."""
-    names = request.get("sets")
-    if isinstance(names, list):
-        unknown = [name for name in names if name not in sets]
-        if unknown:
-            raise HarnessError(f"the request asks for input sets {unknown} that this evaluator was not given")
-        sets = {name: sets[name] for name in names}
+    """The input sets a request predicts: every set, the probe cut to ``"probe_items"`` of its
+    items drawn by ``"probe_seed"`` (images only)."""
     size, seed = request.get("probe_items"), request.get("probe_seed")
     if "probe" in sets and kind == "images" and isinstance(size, int) and size > 0 and isinstance(seed, int):
         sets = {**sets, "probe": sets["probe"][probe_items(len(sets["probe"]), seed, size)]}

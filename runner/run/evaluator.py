@@ -146,7 +146,8 @@ class Evaluator:
         with self._changed:
             if ev.key == "evaluator_ready":
                 self._ready = True
-                self.ready_at = time.monotonic()
+                if self.ready_at is None:  # the first start's (a restart after a failure keeps it)
+                    self.ready_at = time.monotonic()
             elif ev.key == "model_built":
                 index = ev.metadata.get("index")
                 if isinstance(index, int) and index not in self._built:
@@ -293,10 +294,9 @@ class Evaluator:
 
     # -- one evaluation -----------------------------------------------------------------
     def evaluate(self, index: int, checkpoint_name: str, shuffle_seed: int | None = None,
-                 items: int | None = None, sets: tuple[str, ...] | None = None,
-                 probe_items: tuple[int, int] | None = None) -> Answer:
-        """Predictions for ``checkpoints_dir/checkpoint_name``: of ``sets`` (default: the clean
-        set and the probe where the run has one), the probe cut to ``probe_items`` (size, seed);
+                 items: int | None = None, probe_items: tuple[int, int] | None = None) -> Answer:
+        """Predictions for ``checkpoints_dir/checkpoint_name``: of the clean set and the probe
+        where the run has one, the probe cut to ``probe_items`` (size, seed);
         with ``shuffle_seed``, for the same model after the checkpoint's tensors were permuted
         (clean set only, ``items`` of it)."""
         if not self.started:
@@ -309,14 +309,14 @@ class Evaluator:
             self._resume()
             if not self._ready:  # prestarted and still starting: its start-up is not the builder's
                 self._wait_ready()
-            return self._ask(index, checkpoint_name, shuffle_seed, items, sets, probe_items)
+            return self._ask(index, checkpoint_name, shuffle_seed, items, probe_items)
         finally:
             with self._gate:
                 self._asking = False
             self._pause()
 
     def _ask(self, index: int, checkpoint_name: str, shuffle_seed: int | None, items: int | None,
-             sets: tuple[str, ...] | None, probe_items: tuple[int, int] | None) -> Answer:
+             probe_items: tuple[int, int] | None) -> Answer:
         request = self.plan.requests_dir / f"{index}.json"
         tmp = request.with_suffix(".tmp")
         body: dict = {"checkpoint": f"/checkpoints/{checkpoint_name}"}
@@ -324,8 +324,6 @@ class Evaluator:
             body["shuffle_seed"] = int(shuffle_seed)
             if items:
                 body["items"] = int(items)
-        if sets is not None:
-            body["sets"] = list(sets)
         if probe_items is not None:
             body["probe_items"], body["probe_seed"] = int(probe_items[0]), int(probe_items[1])
         tmp.write_text(json.dumps(body))
@@ -357,10 +355,7 @@ class Evaluator:
             failure = self._answers[index]
         if failure is not None:
             raise EvaluatorError(failure)
-        if shuffle_seed is not None:
-            names = ["clean"]
-        else:
-            names = list(sets) if sets is not None else ["clean"] + (["probe"] if self.plan.probe_dir is not None else [])
+        names = ["clean"] + (["probe"] if self.plan.probe_dir is not None and shuffle_seed is None else [])
         seconds = round(built[0] - asked, 6) if built is not None else None
         predict = round(self._done_at[index] - built[0], 6) if built is not None and index in self._done_at else None
         notes = {k: v for k, v in (built[1] if built else {}).items() if k == "shuffled_tensors" and isinstance(v, int)}
