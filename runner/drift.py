@@ -2,8 +2,10 @@
 
 An archived result claims an image built from certain manifest, Dockerfile and lock
 digests on a certain base, with a certain SBOM. Rebuilding the entry today (hermetically,
-from the same recipe) shows what moved: the entry's own files, the base image (Debian
-packages are resolved when the base is bootstrapped), or the packages inside the image.
+from the same recipe) shows what moved: the entry's own files (its manifest, Dockerfile
+and lock by the digests the result names; its code against the copies in the bundle), the
+base image (Debian packages are resolved when the base is bootstrapped), or the packages
+inside the image.
 With ``rerun``, the entry is also reproduced and its TTA compared with the archived one.
 
 The base image is compared by what it holds, never by its id: ``docker import`` writes its
@@ -22,6 +24,7 @@ their package lists only, and the report says so.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -55,18 +58,26 @@ def _packages(sbom: dict, kind: str) -> dict[str, str]:
     return {p["name"].lower(): p["version"] for p in sbom.get(kind, [])}
 
 
+def _moved(old: dict[str, str], new: dict[str, str]):
+    """(name, "removed" | "added" | "changed") for every key whose value moved, by name."""
+    for name in sorted(old.keys() | new.keys()):
+        if name not in new:
+            yield name, "removed"
+        elif name not in old:
+            yield name, "added"
+        elif old[name] != new[name]:
+            yield name, "changed"
+
+
 def sbom_changes(before: dict, after: dict) -> list[str]:
     """Every package added, removed or changed in version, per kind (python, debian)."""
     changes = []
     for kind in ("python", "debian"):
         old, new = _packages(before, kind), _packages(after, kind)
-        for name in sorted(old.keys() | new.keys()):
-            if name not in new:
-                changes.append(f"{kind} package {name} {old[name]} removed")
-            elif name not in old:
-                changes.append(f"{kind} package {name} {new[name]} added")
-            elif old[name] != new[name]:
-                changes.append(f"{kind} package {name} {old[name]} -> {new[name]}")
+        for name, how in _moved(old, new):
+            changes.append(f"{kind} package {name} " + {"removed": f"{old.get(name)} removed",
+                                                        "added": f"{new.get(name)} added",
+                                                        "changed": f"{old.get(name)} -> {new.get(name)}"}[how])
     return changes
 
 
@@ -114,6 +125,22 @@ def _archived_manifest(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def _file_digests(folder: Path, files) -> dict[str, str]:
+    """sha256 of each of ``files``, by its path relative to ``folder``."""
+    return {f.relative_to(folder).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
+def entry_file_changes(archived: dict[str, str], folder: Path, skip: set[str]) -> list[str]:
+    """The entry's files (its code: what the image holds besides the packages) that changed,
+    were added or removed since the run whose copies are ``archived`` ({path: sha256});
+    ``skip``: files compared on their own (manifest, Dockerfile, lock)."""
+    from runner.build.context import entry_files
+
+    now = _file_digests(folder, entry_files(folder))
+    moved = [f"{name} {how}" for name, how in _moved(archived, now) if name not in skip]
+    return [f"the entry's files changed since the archived run: {', '.join(moved)}"] if moved else []
+
+
 def _recipe(manifest: dict) -> dict:
     """A manifest without its claim: what decides how the entry is built and run."""
     return {k: v for k, v in manifest.items() if k != "claimed"}
@@ -130,6 +157,9 @@ def check_drift(bundle: Path, entry_path: Path | None,
             raise UserError(f"{bundle} holds no readable result: {err}", "pass a bundle written by runner") from None
         sbom = json.loads((opened.root / "sbom.json").read_text())
         archived_manifest = _archived_manifest(opened.root / "entry" / "entry.yaml")
+        copies = opened.root / "entry"
+        archived_files = _file_digests(copies, [f for f in sorted(copies.rglob("*")) if f.is_file() and not f.is_symlink()]) \
+            if copies.is_dir() else None
     name = result.entry.name
     entry = load_entry(entry_path or paths.repo_root() / "entries" / name)
     if entry.name != name:
@@ -144,6 +174,12 @@ def check_drift(bundle: Path, entry_path: Path | None,
                                "runs, not part of the recipe)")
             continue
         drift.changes.append(f"the entry's {what} changed since the archived run")
+    if archived_files is None:
+        drift.notes.append("the bundle holds no copy of the entry's files: its code was not compared")
+    else:
+        skip = {p.relative_to(entry.path).as_posix() for p in (entry.manifest_path, entry.dockerfile_path, entry.lock_path)
+                if p.is_relative_to(entry.path)}
+        drift.changes += entry_file_changes(archived_files, entry.path, skip)
     client = get_client()
     built = build_entry(entry.for_smoke() if result.smoke else entry, client)
     # By content, not by id: an image id embeds the time docker import ran.

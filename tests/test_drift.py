@@ -67,6 +67,15 @@ def test_drift_of_a_fresh_result_is_none_and_an_edit_is_reported(docker_client, 
         "the entry's dockerfile changed since the archived run"
     ]
     assert main(["drift", str(result), "--entry", str(entry), "--fail-on-drift"]) == 1
+    (entry / "Dockerfile").write_text((PROBE / "Dockerfile").read_text())
+
+    # The entry's code, by content against the copies in the bundle: an edit, a new file.
+    code = next(p for p in sorted(entry.glob("*.py")))
+    code.write_text(code.read_text() + "# a later edit\n")
+    (entry / "helper.py").write_text("X = 1\n")
+    assert check_drift(result, entry).changes == [
+        f"the entry's files changed since the archived run: helper.py added, {code.name} changed"
+    ]
 
 
 def test_base_image_is_compared_by_content_not_by_id():
@@ -103,23 +112,25 @@ def archived(tmp_path_factory):
 
 @pytest.mark.docker
 def test_archived_bundle_has_no_drift_on_a_machine_that_built_its_own_base(docker_client, archived):
-    """The base image built on this machine has another id than the archived one (docker
-    import stamps its own time), yet drift reports no change when the packages are equal."""
+    """A machine that bootstrapped its own base image has another base id than the archived
+    one (docker import stamps its own time), yet drift reports no change when the contents
+    are equal: the base by its content, the packages, the entry's files."""
     from runner.build import build_entry
     from runner.manifest import load_entry
 
     result = Result.read(archived)
     drift = check_drift(ARCHIVE[0], None)
     built = build_entry(load_entry(Path(__file__).parent.parent / "entries" / result.entry.name), docker_client)
-    assert built.base.id != result.image.base_id  # the id the old comparison tripped on
     archived_sbom = json.loads((archived / "sbom.json").read_text())
     assert not any("base image" in c for c in drift.changes), drift.changes
     # Only a package that really moved (a newer Debian mirror state) may be reported.
     assert drift.changes == sbom_changes(archived_sbom, built.sbom)
     if not drift.changes:
         n = len(archived_sbom["debian"]) + len(archived_sbom["python"])
-        print(f"no drift: {n} packages equal, base {built.base.id[:19]} vs archived {result.image.base_id[:19]}")
-    assert any("compared by its package lists" in note for note in drift.notes)
+        same = "the same base id" if built.base.id == result.image.base_id else "another base id"
+        print(f"no drift: {n} packages equal, {same} (base {built.base.id[:19]}, archived {result.image.base_id[:19]})")
+    # The archived SBOM carries the base's digests: the base was compared by its content.
+    assert any(note.startswith("base image layers") for note in drift.notes), drift.notes
 
 
 @pytest.mark.docker

@@ -43,4 +43,8 @@ class Net(nn.Module):
 
 
 def build_model():
-    return Net()
+    # channels_last, the layout it trains in: oneDNN's convolutions run NHWC, and the
+    # runner's evaluations and batch-1 inference use this builder too. Measured on 2 Zen 5
+    # cores: 12,000 items predicted in 0.25 s instead of 0.60 s (NCHW), 172 instead of
+    # 226 us per item at batch 1, the same predictions for every item.
+    return Net().to(memory_format=torch.channels_last)

@@ -66,8 +66,9 @@ if SMOKE:
 total_steps = EPOCHS * steps_per_epoch
 
 # ---- model and optimiser ----------------------------------------------------------------
-# channels_last: oneDNN's fast (AMX) conv kernels are NHWC; NCHW was 1.6-1.9x slower (measured).
-model = build_model().to(memory_format=torch.channels_last)
+# channels_last (the builder's layout): oneDNN's fast conv kernels are NHWC; NCHW was
+# 1.6-1.9x slower (measured).
+model = build_model()
 params = list(model.parameters())
 momentum_buffers = [torch.zeros_like(p) for p in params]
 warmup_steps = max(1, int(WARMUP * total_steps))

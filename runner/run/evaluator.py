@@ -46,6 +46,13 @@ EVALUATION_TIMEOUT_S = 1800.0
 READY_GRACE_S = 60.0
 LOWEST_CPU_WEIGHT = 2  # the engine's minimum cpu shares
 DEFAULT_CPU_WEIGHT = 1024
+# glibc's allocator, for a process that allocates and frees the same large activation
+# buffers batch after batch: keep freed memory in the heap (no trim) and serve blocks up to
+# 32 MiB (glibc's largest mmap threshold) from it. By default, the heap's top is given
+# back to the kernel and faulted in again on the next batch: the default entry's 10,000
+# items took 0.33-0.40 s to predict, 0.17-0.22 s with these (in its image, 2 Zen 5 cores;
+# the same predictions). Larger blocks are still mapped and unmapped one by one.
+MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": str(2**30), "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20)}
 
 
 def evaluator_device_args(framework: str, gpus: int) -> list[str]:
@@ -127,6 +134,7 @@ class Evaluator:
                 "PYTHONDONTWRITEBYTECODE": "1",
                 "OMP_NUM_THREADS": str(limits.threads),
                 "HOME": "/tmp",
+                **MALLOC_ENV,
             },
             cpus=limits.cpus,
             memory=limits.memory,
