@@ -119,6 +119,12 @@ class RunPlan:
     def requests_dir(self) -> Path:
         return self.scratch / "evaluator-requests"
 
+    @property
+    def evaluator_outbox(self) -> Path:
+        """Where the evaluator writes its answers; the runner copies each into
+        ``evaluations_dir`` as it arrives (``runner.run.evaluator``)."""
+        return self.scratch / "evaluator-out" / self.result_dir.name
+
     def log(self, name: str) -> Path:
         return self.result_dir / "logs" / name
 

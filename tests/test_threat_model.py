@@ -137,6 +137,27 @@ def test_class3_recalled_answers_collapse_on_the_probe(recall_run):
     assert any(r.startswith("class 3") for r in recall_run["nonconforming_reasons"])
 
 
+@pytest.fixture(scope="module")
+def rewrite_run(docker_client, cpu_base_image, tmp_path_factory):
+    """Honest training whose builder copies each later answer over the earlier ones."""
+    return _reproduce_smoke(ENTRIES / "cheat-rewrite-answers", tmp_path_factory.mktemp("results"), "--no-infer")
+
+
+def test_class3_an_answer_rewritten_after_it_was_given_is_not_scored(rewrite_run):
+    """The untrained checkpoint's answer was rewritten with the trained one's in the
+    evaluator's outbox (the cheat ran); what was scored is what the evaluator answered."""
+    import numpy as np
+
+    folder = rewrite_run["_folder"]
+    assert "rewrote answer 0 with answer 1" in (folder / "logs" / "evaluator.log").read_text()
+    training = rewrite_run["training"]
+    first, second = training["evaluations"][:2]
+    assert training["crossing"] == 1 and first["scores"]["top1"] < 0.5 <= second["scores"]["top1"]
+    # The result holds the answers as given: the first is not the second's copy.
+    assert not np.array_equal(np.load(folder / first["predictions"]), np.load(folder / second["predictions"]))
+    assert training["tta_seconds"] > training["evaluations"][0]["stop"]
+
+
 # --- class 4: a model trained before the run ----------------------------------------------------
 
 def test_class4_weights_in_the_entry_and_from_a_build_step_are_named(image_run):

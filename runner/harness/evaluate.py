@@ -1,12 +1,12 @@
 """``python3 -m harness evaluate``: the runner's evaluator, one per training run.
 
-Started by the runner on the first evaluation request and kept waiting, so that an
-evaluation costs only the forward passes. For request ``n`` the runner writes
-``REQUESTS/n.json`` (the checkpoint to load); the evaluator rebuilds the model with the
-manifest's builder, loads the checkpoint, predicts every item of each input set (the
-clean evaluation inputs and the runner's perturbed probe) with the loader of the
-manifest's framework (``--framework``; see ``frameworks/``) and writes
-``OUT/n/<set>.npy``, then prints ``evaluation_done``. For a task whose inputs are questions
+Started by the runner just before the entry and frozen once ready, so that an evaluation
+costs only the forward passes. For request ``n`` the runner writes ``REQUESTS/n.json`` (the
+checkpoint to load); the evaluator rebuilds the model with the manifest's builder, loads
+the checkpoint, predicts every item of each input set (the clean evaluation inputs and the
+runner's perturbed probe) with the loader of the manifest's framework (``--framework``; see
+``frameworks/``) and writes ``OUT/n/<set>.npy``, then prints ``evaluation_done``; the runner
+copies the answer out of ``OUT`` before it asks again. For a task whose inputs are questions
 (``--kind questions``: SQuAD) each set is ``examples.jsonl`` and the answers go to
 ``OUT/n/<set>.json`` as ``{question id: answer}`` (``questions.py``). The host stamps, scores and times
 everything; this process only computes predictions. It never sees labels.

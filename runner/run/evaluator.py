@@ -16,6 +16,13 @@ engine's default weight (``stay_awake``). Callers that start it themselves (the 
 get it frozen between requests. Nothing flows from it to the training container: its only
 writable folder is read by the host alone.
 
+That folder is an outbox, not the result: the builder is the entry's code and may leave a
+thread behind, which could rewrite an earlier answer with a later, better one (the final
+model's predictions over the first checkpoint's: an earlier crossing). So each answer is
+copied into the result (``evaluations/<n>/``, which no container mounts) the moment the
+evaluator says it is done, before the next request is written, and everything after reads
+those copies (``_seal``).
+
 The evaluator runs the entry's builder, whose time is excluded from the clock: the host
 bounds it. From the moment a request is written, the evaluator must report the model
 built and the checkpoint loaded within the manifest's ``inference.builder_seconds`` (the
@@ -52,6 +59,9 @@ DEFAULT_CPU_WEIGHT = 1024
 # back to the kernel and faulted in again on the next batch: the default entry's 10,000
 # items took 0.33-0.40 s to predict, 0.17-0.22 s with these (in its image, 2 Zen 5 cores;
 # the same predictions). Larger blocks are still mapped and unmapped one by one.
+# The largest file of one answer the runner copies out of the outbox (predictions, the
+# provenance record): far above any task's (ImageNet's top-5 predictions are 2 MB).
+MAX_ANSWER_FILE_BYTES = 256 * 2**20
 MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": str(2**30), "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20)}
 
 
@@ -113,7 +123,7 @@ class Evaluator:
             Mount(plan.data.eval_dir, "/data/eval"),
             Mount(plan.checkpoints_dir, "/checkpoints"),
             Mount(plan.requests_dir, "/requests"),
-            Mount(plan.evaluations_dir, "/evaluations", read_only=False),
+            Mount(plan.evaluator_outbox, "/evaluations", read_only=False),
         ]
         input_sets = ["clean=/data/eval"]
         if plan.probe_dir is not None:
@@ -219,7 +229,7 @@ class Evaluator:
         self._ready, self._outcome, self._errors, self._paused, self._closing = False, None, [], False, False
         self._cancel = threading.Event()
         self._container_started.clear()
-        prepare_writable(self.plan.evaluations_dir)
+        prepare_writable(self.plan.evaluator_outbox)
         self._thread = threading.Thread(target=self._run, name="runner-evaluator", daemon=True)
         self._thread.start()
 
@@ -368,5 +378,26 @@ class Evaluator:
         predict = round(self._done_at[index] - built[0], 6) if built is not None and index in self._done_at else None
         notes = {k: v for k, v in (built[1] if built else {}).items() if k == "shuffled_tensors" and isinstance(v, int)}
         suffix = "json" if self.plan.entry.task.inputs == "questions" else "npy"
-        return Answer({name: f"{index}/{name}.{suffix}" for name in names}, seconds,
-                      None if shuffle_seed is not None else f"{index}/provenance.json", notes, predict)
+        answer = Answer({name: f"{index}/{name}.{suffix}" for name in names}, seconds,
+                        None if shuffle_seed is not None else f"{index}/provenance.json", notes, predict)
+        self._seal(answer)
+        return answer
+
+    def _seal(self, answer: Answer) -> None:
+        """Copy the answer's files from the evaluator's outbox into the result, where no
+        container writes: what is scored later is what the evaluator answered now. The
+        names are the runner's; each must be a regular file under the size limit (not a
+        link the evaluator made). A missing provenance record is left for its check."""
+        from runner.run.entry_files import UnsafeEntryFile, copy_limited, open_regular
+
+        for relative in [*answer.files.values(), *([answer.provenance] if answer.provenance else [])]:
+            source, target = self.plan.evaluator_outbox / relative, self.plan.evaluations_dir / relative
+            if relative == answer.provenance and not os.path.lexists(source):
+                continue
+            try:
+                src, size = open_regular(source, MAX_ANSWER_FILE_BYTES, f"the evaluator's {relative}")
+            except UnsafeEntryFile as exc:
+                raise EvaluatorError(str(exc)) from None
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with src:
+                copy_limited(src, size, target, lambda chunk: None)
