@@ -157,9 +157,11 @@ def check_drift(bundle: Path, entry_path: Path | None,
             raise UserError(f"{bundle} holds no readable result: {err}", "pass a bundle written by runner") from None
         sbom = json.loads((opened.root / "sbom.json").read_text())
         archived_manifest = _archived_manifest(opened.root / "entry" / "entry.yaml")
-        copies = opened.root / "entry"
-        archived_files = _file_digests(copies, [f for f in sorted(copies.rglob("*")) if f.is_file() and not f.is_symlink()]) \
-            if copies.is_dir() else None
+        copies = opened.root / "entry"  # the entry's files as the run had them
+        archived_files = None
+        if copies.is_dir():
+            archived_files = _file_digests(copies, [f for f in sorted(copies.rglob("*"))
+                                                    if f.is_file() and not f.is_symlink()])
     name = result.entry.name
     entry = load_entry(entry_path or paths.repo_root() / "entries" / name)
     if entry.name != name:

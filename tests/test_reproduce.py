@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -56,7 +57,8 @@ def assert_the_builder_ran_only_after_the_entry(result: dict) -> None:
     thawed, frozen_again, exited = stamps[("eval_thaw", 0)], stamps[("eval_freeze", 1)], stamps[("container_exit", None)]
     assert frozen_again - thawed > 2.5  # the entry worked 3 s between its two requests
     assert thawed - stamps[("eval_freeze", 0)] < 1.0  # a frozen window holds the copy only
-    beats = [float(x) for x in Path(result["_folder"], "evaluations", "heartbeat.log").read_text().split()]
+    log = Path(result["_folder"], "logs", "evaluator.log").read_text()
+    beats = [float(m) for m in re.findall(r"\] heartbeat (\d+\.\d+)$", log, re.MULTILINE)]
     assert beats, "the builder never ran"
     early = [b for b in beats if b < exited - 0.05]
     assert early == [], f"{len(early)} heartbeats before the training container exited"

@@ -53,15 +53,15 @@ EVALUATION_TIMEOUT_S = 1800.0
 READY_GRACE_S = 60.0
 LOWEST_CPU_WEIGHT = 2  # the engine's minimum cpu shares
 DEFAULT_CPU_WEIGHT = 1024
+# The largest file of one answer the runner copies out of the outbox (predictions, the
+# provenance record): far above any task's (ImageNet's top-5 predictions are 2 MB).
+MAX_ANSWER_FILE_BYTES = 256 * 2**20
 # glibc's allocator, for a process that allocates and frees the same large activation
 # buffers batch after batch: keep freed memory in the heap (no trim) and serve blocks up to
 # 32 MiB (glibc's largest mmap threshold) from it. By default, the heap's top is given
 # back to the kernel and faulted in again on the next batch: the default entry's 10,000
 # items took 0.33-0.40 s to predict, 0.17-0.22 s with these (in its image, 2 Zen 5 cores;
 # the same predictions). Larger blocks are still mapped and unmapped one by one.
-# The largest file of one answer the runner copies out of the outbox (predictions, the
-# provenance record): far above any task's (ImageNet's top-5 predictions are 2 MB).
-MAX_ANSWER_FILE_BYTES = 256 * 2**20
 MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": str(2**30), "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20)}
 
 
