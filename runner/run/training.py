@@ -27,7 +27,7 @@ import docker
 from runner import paths
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.plan import EVALUATIONS_DIR, RunPlan
-from runner.run.evaluator import Evaluator, EvaluatorError
+from runner.run.evaluator import Answer, Evaluator, EvaluatorError
 from runner.run.allocation import NodesVerdict, judge_nodes
 from runner.run.gpu_freeze import GpuFreeze
 from runner.run.multiprocess import Peers, rank_spec
@@ -315,26 +315,32 @@ class _TrainingSession:
         model the probe scores is the one the clean set scored (a model's first forward pass
         may do anything, once)."""
         answer, problem, score, meets = None, None, None, False
-        files: dict[str, str] = {}
         try:
             answer = self.evaluator.evaluate(index, name, probe_items=self.probe_subset())
-            files = dict(answer.files)
-            _, scores, problem = score_file(self.task, self.plan.result_dir, f"{EVALUATIONS_DIR}/{files['clean']}", self.labels)
+            _, scores, problem = score_file(self.task, self.plan.result_dir,
+                                            f"{EVALUATIONS_DIR}/{answer.files['clean']}", self.labels)
             score = primary_score(self.task, scores)
             meets = problem is None and score is not None and self.task.meets(score)
         except EvaluatorError as exc:
             problem = str(exc)
-        fields = {
-            "problem": problem,
-            "probe_predictions": f"{EVALUATIONS_DIR}/{files['probe']}" if "probe" in files else None,
-            **self.probe_fields("probe" in files),
-            "builder_seconds": answer.builder_seconds if answer else None,
-            "predict_seconds": answer.predict_seconds if answer else None,
-            "provenance": f"{EVALUATIONS_DIR}/{answer.provenance}" if answer and answer.provenance else None,
-        }
-        if "clean" in files:
-            fields["predictions"] = f"{EVALUATIONS_DIR}/{files['clean']}"
+        fields = {"problem": problem, "probe_predictions": None, "builder_seconds": None,
+                  "predict_seconds": None, "provenance": None}
+        if answer is not None:
+            fields.update(self.answer_fields(answer))
         return fields, score, meets
+
+    def answer_fields(self, answer: Answer) -> dict:
+        """A record's fields for the evaluator's answer: its predictions, the probe's (with the
+        items it drew), the builder's and the predictions' times, the provenance record."""
+        fields = {"predictions": f"{EVALUATIONS_DIR}/{answer.files['clean']}"}
+        if "probe" in answer.files:
+            fields["probe_predictions"] = f"{EVALUATIONS_DIR}/{answer.files['probe']}"
+            if subset := self.probe_subset():
+                fields["probe_items"], fields["probe_seed"] = subset
+        fields["builder_seconds"] = answer.builder_seconds
+        fields["predict_seconds"] = answer.predict_seconds
+        fields["provenance"] = f"{EVALUATIONS_DIR}/{answer.provenance}" if answer.provenance else None
+        return fields
 
     # -- the probe ----------------------------------------------------------------------
     def probe_subset(self) -> tuple[int, int] | None:
@@ -343,10 +349,6 @@ class _TrainingSession:
         if self.task.inputs != "images":
             return None
         return min(PROBE_ITEMS, len(self.labels)), self.plan.seed
-
-    def probe_fields(self, probed: bool) -> dict:
-        subset = self.probe_subset() if probed else None
-        return {"probe_items": subset[0], "probe_seed": subset[1]} if subset else {}
 
     def evaluate_final(self) -> dict | None:
         """The evaluator's predictions for the final model (not part of TTA)."""
@@ -360,14 +362,7 @@ class _TrainingSession:
             self.checkpoints_dir.mkdir(exist_ok=True)
             name = f"final{Path(final_weights).suffix[:16]}"
             record["sha256"] = copy_checkpoint(self.output_dir, final_weights, self.checkpoints_dir / name)
-            answer = self.evaluator.evaluate(index, name, probe_items=self.probe_subset())
-            record["predictions"] = f"{EVALUATIONS_DIR}/{answer.files['clean']}"
-            if "probe" in answer.files:
-                record["probe_predictions"] = f"{EVALUATIONS_DIR}/{answer.files['probe']}"
-                record.update(self.probe_fields(True))
-            record["builder_seconds"] = answer.builder_seconds
-            record["predict_seconds"] = answer.predict_seconds
-            record["provenance"] = f"{EVALUATIONS_DIR}/{answer.provenance}"
+            record.update(self.answer_fields(self.evaluator.evaluate(index, name, probe_items=self.probe_subset())))
             self.final_checkpoint = name
         except (CheckpointError, EvaluatorError, OSError) as exc:
             record["problem"] = str(exc)
