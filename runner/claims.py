@@ -29,9 +29,6 @@ from runner.errors import UserError
 from runner.profiles import Profile, load_profile, match
 
 
-TIMED_CLAIM_KEYS = ("tta_seconds", "runs", "cv", "bundles")
-
-
 def claim_profile_id(entry) -> str:
     return (entry.claimed or {}).get("profile") or entry.hardware_profile
 
