@@ -261,10 +261,8 @@ class Evaluator:
         threading.Thread(target=self._freeze_when_ready, name="runner-evaluator-ready", daemon=True).start()
 
     def _freeze_when_ready(self) -> None:
+        """(Started by ``prestart`` once the container runs.)"""
         deadline = time.monotonic() + READY_GRACE_S
-        while not self._container_started.wait(timeout=0.05):
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                return
         with self._changed:
             self._changed.wait_for(lambda: self._ready or self._asking or not self._thread.is_alive(),
                                    timeout=max(0.0, deadline - time.monotonic()))
