@@ -4,8 +4,11 @@ A result is re-inferred in place: its latest (or a given) folder is checked to h
 trained model of the same entry, the image that trained it times each backend, and the
 result's inference section is rewritten and the folder re-signed. The new files are made
 in a temporary folder inside the result and swapped in only when the harness ran to its
-end, so a failed re-run leaves the previous inference intact. The command line parses its
-flags, calls ``reinfer`` and renders what it returns.
+end, so a failed re-run leaves the previous inference intact. A result of a run that timed
+no model (``--no-infer``) holds its final model's digest but no evaluation of it: the
+runner's evaluator evaluates that model first (``_evaluate_final``), so what is timed is
+checked against what was scored. The command line parses its flags, calls ``reinfer`` and
+renders what it returns.
 """
 
 from __future__ import annotations
@@ -96,6 +99,63 @@ def _staged(entry: Entry, result: Result):
     return staged
 
 
+def _evaluate_final(client, entry: Entry, result: Result, result_dir: Path, staged, image_id: str,
+                    work_dir: Path) -> list[Path]:
+    """Evaluate the final model a ``--no-infer`` run left unevaluated, in the run's own plan
+    (its limits, its seed's probe), into ``work_dir``; its answers join the result's
+    ``evaluations/`` and the result (in memory) gets the scored record and the model-origin
+    checks recomputed with it. Returns the folders added to ``evaluations/`` (for the caller to
+    take back should the re-run fail). Nothing to do for a result whose final model was evaluated."""
+    from dataclasses import replace
+
+    from runner.plan import EVALUATIONS_DIR, RunData, RunPlan
+    from runner.run.final_model import DeferredError, evaluate_deferred, probe_subset
+    from runner.score.evaluations import ScoredEvaluation
+    from runner.score.probe import make_probe_inputs
+    from runner.score.summary import final_record, model_origin
+
+    t = result.training
+    record = t.final_model if t is not None else None
+    if not (isinstance(record, dict) and record.get("deferred")):
+        return []
+    plan = RunPlan.read(result_dir, entry.path)
+    if plan is None:
+        raise UserError(f"{result_dir} has no plan.json to evaluate its final model in",
+                        f"run `runner reproduce entries/{entry.name}` again")
+    labels = staged.load_eval_labels()
+    probe_dir = make_probe_inputs(staged.eval_dir, work_dir / "probe", result.seed)
+    plan = replace(plan, image=image_id, data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest)
+                   ).for_run(result.seed, work_dir, work_dir / "scratch", probe_dir)
+    used = [record["index"], *(e.get("index", -1) for e in t.evaluations),
+            *(r.get("index", -1) for r in ((t.model_origin or {}).get("sensitivity") or []))]
+    used += [int(p.name) for p in (result_dir / EVALUATIONS_DIR).glob("*") if p.name.isdigit()]
+    reporter().print(f"[bold]evaluate[/] the final model ({record['weights']}): the run timed no model")
+    try:
+        final, sensitivity = evaluate_deferred(client, plan, result_dir / "output", record,
+                                               probe_subset(entry.task, labels, result.seed), max(used) + 1)
+    except DeferredError as exc:
+        raise UserError(f"{exc}; {result_dir.name} keeps its record",
+                        f"run `runner reproduce entries/{entry.name}` again") from None
+    added = []
+    for folder in sorted((work_dir / EVALUATIONS_DIR).iterdir()):
+        target = result_dir / EVALUATIONS_DIR / folder.name
+        if target.exists():
+            raise UserError(f"{target} exists already: the result folder was changed",
+                            f"run `runner reproduce entries/{entry.name}` again")
+        folder.rename(target)
+        added.append(target)
+    log = work_dir / "logs" / "evaluator.log"
+    if log.is_file():
+        log.replace(result_dir / "logs" / "evaluator-final-model.log")
+    scored = [ScoredEvaluation(**e) for e in t.evaluations]
+    final = final_record(entry.task, final, result_dir, labels)
+    kept = list((t.model_origin or {}).get("sensitivity") or [])
+    origin, problems = model_origin(entry.task, scored, t.crossing, final, [*kept, sensitivity], result_dir,
+                                    labels, entry.inference.builder_seconds)
+    assemble.final_evaluated(result, final, origin, problems)
+    return added
+
+
 def swap_in(result_dir: Path, work_dir: Path, result: Result, inference: dict[str, BackendRun]) -> None:
     """Replace ``inference/`` and ``logs/infer.log`` with the new ones, then result.json."""
     old = result_dir / f".inference-old-{work_dir.name}"
@@ -135,7 +195,10 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
 
     reporter().print(f"[bold]infer[/] {entry.name} {', '.join(backends)} on {result_dir.name}")
     work_dir = Path(tempfile.mkdtemp(prefix=".infer-", dir=result_dir))
+    added: list[Path] = []
+    swapped = False
     try:
+        added = _evaluate_final(client, entry, result, result_dir, staged, image_id, work_dir / "final-model")
         inference = run_inference(client, entry, image_id, result_dir, staged, backends, profile,
                                   threads=threads, work_dir=work_dir)
         if on_timed is not None:
@@ -151,7 +214,12 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
                 f"see {log}",
             )
         swap_in(result_dir, work_dir, result, inference)
+        swapped = True
     finally:
+        if not swapped:  # the result keeps its record: the final model's answers leave again
+            for folder in added:
+                shutil.rmtree(folder, ignore_errors=True)
+            (result_dir / "logs" / "evaluator-final-model.log").unlink(missing_ok=True)
         shutil.rmtree(work_dir, ignore_errors=True)
     reporter().print(f"rewrote {result_dir / 'result.json'} (inference) and {result_dir / 'inference'}")
     replaced = sorted(earlier - set(inference))

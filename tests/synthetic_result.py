@@ -4,8 +4,8 @@ own functions, exactly as ``reproduce`` computes them, never typed by hand.
 
 The run: the launcher's stamp, three runner evaluations of the entry's checkpoints (the
 second is the first to meet 99.3% top-1, each with its probe predictions), the container's
-exit; a torch inference backend with batch-1 latencies; the real host fingerprint and the
-``cpu-2core-x86`` profile.
+exit, the final model's evaluation and both sensitivity checks; a torch inference backend
+with batch-1 latencies; the real host fingerprint and the ``cpu-2core-x86`` profile.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from runner.profiles import cost_usd, hardware_record, load_profile, match, pric
 from runner.digests import sha256_file
 from runner.events import Event, runner_event, write_events
 from runner.score.curve import write_curve
-from runner.score.summary import model_origin
+from runner.score.summary import final_record, model_origin
 from runner.score.evaluations import score_evaluations
 from runner.score.tta import time_to_accuracy, timeline
 from runner.tasks import get_task
@@ -117,13 +117,31 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
     sensitivity = [{"of": "crossing", "evaluation": tta.crossing, "index": sensitivity_index, "shuffle_seed": 1,
                     "predictions": f"evaluations/{sensitivity_index}/clean.npy", "builder_seconds": 0.02,
                     "shuffled_tensors": 22}]
-    origin, origin_problems = model_origin(task, scored, tta.crossing, None, sensitivity, folder, labels, 30.0)
+    # The final model, evaluated after training (the model the inference phase times), and
+    # its own sensitivity check.
+    timed = wrong_predictions(labels, WRONG_INFERENCE, rng)
+    final_index, final_sensitivity = sensitivity_index + 1, sensitivity_index + 2
+    (folder / "evaluations" / str(final_index)).mkdir(parents=True)
+    np.save(folder / "evaluations" / str(final_index) / "clean.npy", timed)
+    np.save(folder / "evaluations" / str(final_index) / "probe.npy", wrong_predictions(labels, WRONG_INFERENCE + 30, rng))
+    _write_json(folder / "evaluations" / str(final_index) / "provenance.json", PROVENANCE)
+    (folder / "evaluations" / str(final_sensitivity)).mkdir(parents=True)
+    np.save(folder / "evaluations" / str(final_sensitivity) / "clean.npy", rng.integers(0, 10, len(labels)))
+    final = final_record(task, {
+        "index": final_index, "weights": "model/weights.pt", "sha256": sha256_file(output / "model" / "weights.pt"),
+        "predictions": f"evaluations/{final_index}/clean.npy", "probe_predictions": f"evaluations/{final_index}/probe.npy",
+        "builder_seconds": 0.02, "predict_seconds": 0.4, "provenance": f"evaluations/{final_index}/provenance.json",
+    }, folder, labels)
+    sensitivity.append({"of": "final", "evaluation": None, "index": final_sensitivity, "shuffle_seed": 1,
+                        "predictions": f"evaluations/{final_sensitivity}/clean.npy", "builder_seconds": 0.02,
+                        "shuffled_tensors": 22})
+    origin, origin_problems = model_origin(task, scored, tta.crossing, final, sensitivity, folder, labels, 30.0)
     assert not origin_problems, origin_problems
 
     # Inference: one backend, batch-1 latencies around 0.2 ms, inside a host-stamped window.
     backend_dir = folder / "inference" / "torch"
     backend_dir.mkdir(parents=True)
-    np.save(backend_dir / "predictions.npy", wrong_predictions(labels, WRONG_INFERENCE, rng))
+    np.save(backend_dir / "predictions.npy", timed)
     latencies = rng.integers(150_000, 400_000, size=len(labels)).astype(np.int64)
     np.save(backend_dir / "latencies_ns.npy", latencies)
     _write_json(backend_dir / "info.json", {
@@ -140,6 +158,7 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
         "torch", backend_dir, task, labels, round(window, 6), profile.price.usd_per_hour
     )
     assert infer_record["passed_gate"], infer_record["gate_reason"]
+    infer_record["final_model_disagreement"] = 0.0
 
     (folder / "logs").mkdir()
     (folder / "logs" / "train.log").write_text(
@@ -187,7 +206,7 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
             "excluded_eval_seconds": tta.excluded_eval_seconds,
             "crossing": tta.crossing,
             "evaluations": [s.to_dict() for s in scored],
-            "final_model": None,
+            "final_model": final,
             "model_origin": origin,
         },
         "cost": {"training_usd": cost_usd(tta.seconds, profile), **price_fields(profile)},

@@ -208,6 +208,23 @@ def test_class5_the_final_model_is_gated_on_its_own(clock_run):
     assert clock_run["inference"]["torch"]["passed_gate"] is False
 
 
+@pytest.fixture(scope="module")
+def refuse_final_run(docker_client, cpu_base_image, tmp_path_factory):
+    """Honest training; the builder raises when the evaluator asks for the final model."""
+    return _reproduce_smoke(ENTRIES / "cheat-refuse-final", tmp_path_factory.mktemp("results"), "--no-loadgen")
+
+
+def test_class5_a_final_model_the_evaluator_could_not_evaluate_is_named_when_timed(refuse_final_run):
+    folder = refuse_final_run["_folder"]
+    assert "refusing the final model" in (folder / "logs" / "evaluator.log").read_text()  # the cheat ran
+    final = refuse_final_run["training"]["final_model"]
+    assert "no final model today" in final["problem"] and "predictions" not in final
+    assert refuse_final_run["inference"]["torch"]["passed_gate"]  # the timed model itself passes...
+    reasons = refuse_final_run["nonconforming_reasons"]
+    # ...but nothing of the runner's shows it is the model that was scored.
+    assert [r for r in reasons if r.startswith("class 5") and "did not evaluate the final model" in r], reasons
+
+
 def test_class5_the_crossing_checkpoint_is_kept_with_its_digest(clock_run):
     from runner.digests import sha256_file
 

@@ -284,6 +284,15 @@ def edit_sensitivity_score_resigned(folder, s):
     _resign(folder, s)
 
 
+def drop_final_model_evaluation_resigned(folder, s):
+    """The backends timed a final model the runner never evaluated: nothing shows the timed
+    model is the one trained (its evaluation failed, or was never asked for)."""
+    _edit_json(folder / "result.json", lambda r: r["training"].update(
+        final_model={k: v for k, v in r["training"]["final_model"].items() if k in ("index", "weights", "sha256")}
+        | {"problem": "ValueError: the builder refused"}))
+    _resign(folder, s)
+
+
 def raise_builder_limit_resigned(folder, s):
     _edit_json(folder / "result.json",
                lambda r: r["training"]["model_origin"]["builder_seconds"].update(limit=3600))
@@ -399,6 +408,7 @@ TAMPERINGS = [
     (claim_insensitive_model_conforming_resigned, "model-origin"),
     (edit_sensitivity_score_resigned, "model-origin"),
     (raise_builder_limit_resigned, "model-origin"),
+    (drop_final_model_evaluation_resigned, "model-origin"),
     (slow_builder_resigned, "model-origin"),
     (slow_prediction_resigned, "model-origin"),
     (claim_later_crossing_resigned, "first-crossing"),
@@ -496,7 +506,7 @@ def test_cli_prints_one_line_per_check_and_exits_zero(setup, bundle, trusted_key
 
 
 def test_cli_json_and_exit_one_on_failure(setup, bundle, trusted_key_file, capsys):
-    edit_model(bundle, setup)
+    edit_log(bundle, setup)
     assert main(["verify", str(bundle), "--trusted-keys", str(trusted_key_file), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is False

@@ -52,3 +52,46 @@ def test_fresh_bundle_from_the_default_entry_verifies(docker_client, tmp_path, m
     result = json.loads((folder / "result.json").read_text())
     assert list(result["inference"]) == ["onnxruntime"]
     assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 0
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_run_without_inference_leaves_its_final_model_to_reinfer(docker_client, tmp_path, monkeypatch, capsys):
+    """``--no-infer`` copies and hashes the final model but does not evaluate it (nothing is
+    timed); ``runner reinfer`` evaluates that very model first, and refuses other bytes."""
+    import shutil
+
+    pair = keys.generate(tmp_path / "keys")
+    monkeypatch.setenv(keys.ENV_VAR, str(pair.private))
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
+    entry = str(paths.repo_root() / "entries" / "mnist-cnn-cpu")
+    assert main(["reproduce", entry, "--no-infer"]) == 0
+    (folder,) = (tmp_path / "results" / "mnist-cnn-cpu").iterdir()
+    training = json.loads((folder / "result.json").read_text())["training"]
+    final = training["final_model"]
+    assert final["deferred"] and len(final["sha256"]) == 64 and "predictions" not in final
+    assert [s["of"] for s in training["model_origin"]["sensitivity"]] == ["crossing"]
+    assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 0
+    capsys.readouterr()
+
+    # Other bytes than the run's final model: refused in one line, the result untouched.
+    other = tmp_path / "other" / folder.name
+    shutil.copytree(folder, other)
+    weights = other / "output" / "model" / "weights.pt"
+    weights.write_bytes(weights.read_bytes() + b"\0")
+    before = (other / "result.json").read_bytes(), sorted(p.name for p in (other / "evaluations").iterdir())
+    assert main(["reinfer", entry, "--backend", "torch", "--result", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "not the model the run produced" in err and "Traceback" not in err, err
+    assert ((other / "result.json").read_bytes(), sorted(p.name for p in (other / "evaluations").iterdir())) == before
+
+    assert main(["reinfer", entry, "--backend", "torch", "--result", str(folder)]) == 0
+    result = json.loads((folder / "result.json").read_text())
+    final = result["training"]["final_model"]
+    assert "deferred" not in final and final["index"] == training["final_model"]["index"]
+    assert final["sha256"] == training["final_model"]["sha256"] and final["scores"]["top1"] >= 0.993
+    assert {s["of"] for s in result["training"]["model_origin"]["sensitivity"]} == {"crossing", "final"}
+    assert result["inference"]["torch"]["passed_gate"] and result["inference"]["torch"]["final_model_disagreement"] == 0.0
+    assert result["conforming"], result["nonconforming_reasons"]
+    assert (folder / "logs" / "evaluator-final-model.log").is_file()
+    assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 0

@@ -108,6 +108,16 @@ def inferred(result: Result, inference: dict, check) -> None:
         result.not_conforming(problem)
 
 
+def final_evaluated(result: Result, final_model: dict, model_origin: dict | None, problems: list[str]) -> None:
+    """The evaluation of the final model that a run without inference deferred
+    (``runner.run.final_model.evaluate_deferred``, run by ``runner reinfer``): the scored
+    record, the model-origin checks recomputed with it, and what they found."""
+    result.training.final_model = final_model
+    result.training.model_origin = model_origin
+    for problem in problems:
+        result.not_conforming(problem)
+
+
 def timed(result: Result, timings: dict) -> None:
     """Where the run's time went (``runner.timings.Timings``), as far as it has run."""
     result.timings = timings

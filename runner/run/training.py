@@ -27,7 +27,8 @@ import docker
 from runner import paths
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.plan import EVALUATIONS_DIR, RunPlan
-from runner.run.evaluator import Answer, Evaluator, EvaluatorError
+from runner.run import final_model
+from runner.run.evaluator import Evaluator, EvaluatorError
 from runner.run.allocation import NodesVerdict, judge_nodes
 from runner.run.gpu_freeze import GpuFreeze
 from runner.run.multiprocess import Peers, rank_spec
@@ -35,7 +36,6 @@ from runner.run.remote_nodes import NodeError, RemoteNodes
 from runner.events import Event, parse_line, runner_event, write_events
 from runner.run.progress import TrainingProgress
 from runner.score.evaluations import path_problem, primary_score, resolve_inside, score_file
-from runner.score.probe import PROBE_ITEMS
 from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
 
 LAUNCHER_MOUNT = "/opt/runner/launch"
@@ -48,10 +48,6 @@ EVAL_REQUEST = "eval_request"
 EVALUATOR_START = "evaluator_start"
 MAX_EVALUATIONS = 100  # each freezes the clock: an entry may not buy unlimited free time
 MAX_CHECKPOINT_BYTES = 16 * 2**30
-# The sensitivity check predicts this many evaluation items, drawn by the run's seed: a
-# permuted model keeps its accuracy or falls to chance, and 2,000 items tell the two apart
-# by tens of standard errors (the whole set cost a second more per run, after training).
-SENSITIVITY_ITEMS = 2000
 
 
 @dataclass
@@ -326,75 +322,31 @@ class _TrainingSession:
         fields = {"problem": problem, "probe_predictions": None, "builder_seconds": None,
                   "predict_seconds": None, "provenance": None}
         if answer is not None:
-            fields.update(self.answer_fields(answer))
+            fields.update(final_model.answer_fields(answer, self.probe_subset()))
         return fields, score, meets
-
-    def answer_fields(self, answer: Answer) -> dict:
-        """A record's fields for the evaluator's answer: its predictions, the probe's (with the
-        items it drew), the builder's and the predictions' times, the provenance record."""
-        fields = {"predictions": f"{EVALUATIONS_DIR}/{answer.files['clean']}"}
-        if "probe" in answer.files:
-            fields["probe_predictions"] = f"{EVALUATIONS_DIR}/{answer.files['probe']}"
-            if subset := self.probe_subset():
-                fields["probe_items"], fields["probe_seed"] = subset
-        fields["builder_seconds"] = answer.builder_seconds
-        fields["predict_seconds"] = answer.predict_seconds
-        fields["provenance"] = f"{EVALUATIONS_DIR}/{answer.provenance}" if answer.provenance else None
-        return fields
 
     # -- the probe ----------------------------------------------------------------------
     def probe_subset(self) -> tuple[int, int] | None:
         """(items, seed) of the probe's images a request predicts (a smaller set: all of them);
         None: every item (questions)."""
-        if self.task.inputs != "images":
-            return None
-        return min(PROBE_ITEMS, len(self.labels)), self.plan.seed
+        return final_model.probe_subset(self.task, self.labels, self.plan.seed)
 
     def evaluate_final(self) -> dict | None:
-        """The evaluator's predictions for the final model (not part of TTA)."""
-        final_weights = self.plan.entry.final_weights
-        weights = self.output_dir / final_weights
-        if not weights.is_file():
-            return None
-        index = self.evaluations
-        record: dict = {"index": index, "weights": final_weights}
-        try:
-            self.checkpoints_dir.mkdir(exist_ok=True)
-            name = f"final{Path(final_weights).suffix[:16]}"
-            record["sha256"] = copy_checkpoint(self.output_dir, final_weights, self.checkpoints_dir / name)
-            record.update(self.answer_fields(self.evaluator.evaluate(index, name, probe_items=self.probe_subset())))
-            self.final_checkpoint = name
-        except (CheckpointError, EvaluatorError, OSError) as exc:
-            record["problem"] = str(exc)
+        """The final model's record (not part of TTA): copied and hashed, and evaluated
+        unless this run times no model (``runner.run.final_model``)."""
+        record, self.final_checkpoint = final_model.evaluate_final(
+            self.evaluator, self.plan, self.evaluations, self.probe_subset(), evaluate=self.plan.options.infer)
         return record
 
     def evaluate_sensitivity(self) -> list[dict]:
-        """The crossing checkpoint and the final model once more, each with its tensors
-        permuted (after training: nothing here is on the clock). A model that still scores
-        well did not take its knowledge from its checkpoint."""
+        """The crossing checkpoint and the evaluated final model once more, each with its
+        tensors permuted (after training: nothing here is on the clock)."""
         jobs = []
         if self.crossing_checkpoint is not None:
             jobs.append(("crossing", *self.crossing_checkpoint))
         if self.final_checkpoint:
             jobs.append(("final", None, self.final_checkpoint))
-        records = []
-        for k, (of, evaluation, name) in enumerate(jobs):
-            index = self.evaluations + 1 + k
-            record: dict = {"of": of, "evaluation": evaluation, "index": index,
-                            "shuffle_seed": self.plan.sensitivity_seed}
-            if self.task.inputs == "images":
-                record["items"] = SENSITIVITY_ITEMS
-            try:
-                answer = self.evaluator.evaluate(index, name, shuffle_seed=self.plan.sensitivity_seed,
-                                                 items=record.get("items"))
-                record["predictions"] = f"{EVALUATIONS_DIR}/{answer.files['clean']}"
-                record["builder_seconds"] = answer.builder_seconds
-                record.update(answer.notes)
-            except EvaluatorError as exc:
-                record["problem"] = str(exc)
-            records.append(record)
-        return records
-
+        return final_model.evaluate_sensitivity(self.evaluator, self.plan, jobs, self.evaluations + 1)
 
 def _in_arrival_order(events: list[Event]) -> list[Event]:
     """Lines that were in flight while the runner froze the entry are stamped inside the

@@ -25,7 +25,7 @@ class TrainingSummary:
     invalid: str | None = None  # why the run is invalid (its events do not form a run)
 
 
-def _final_record(task: Task, final: dict | None, result_dir: Path, labels) -> dict | None:
+def final_record(task: Task, final: dict | None, result_dir: Path, labels) -> dict | None:
     """The evaluator's score of the final model (the timed model), probe included."""
     if final is None or "predictions" not in final:
         return final
@@ -109,7 +109,7 @@ def summarize_training(task: Task, events: list[Event], wall_seconds: float, not
     training.excluded_eval_seconds = tta.excluded_eval_seconds
     training.crossing = tta.crossing
     training.evaluations = [s.to_dict() for s in scored]
-    training.final_model = _final_record(task, final, result_dir, labels)
+    training.final_model = final_record(task, final, result_dir, labels)
     if any(not e.excluded for e in line.evaluations):
         training.notes.append("the engine could not freeze the entry: evaluation time counts toward TTA")
     summary = TrainingSummary(training)

@@ -46,6 +46,10 @@ def check_timed_model(result: Result, inference: dict[str, BackendRun], result_d
         check.problems += problems
     final = t.final_model if t else None
     if not final or not isinstance(final.get("predictions"), str):
+        if any(not rec.error for rec in inference.values()):
+            why = (final or {}).get("problem") or (final or {}).get("deferred") or "the run recorded no final model"
+            check.problems.append(f"class 5 (a different model at the end): the runner did not evaluate the final "
+                                  f"model ({why}): nothing shows the timed model is the one it scored")
         return check
     name = backend_predictions_name(get_task(result.task.id))
     try:

@@ -42,7 +42,17 @@ def _timed_model_problems(ev: Evidence, final: dict) -> list[str]:
     return found
 
 
+def _timed_but_not_evaluated(ev: Evidence) -> bool:
+    """A backend timed the final model, and the runner has no predictions of its own for it."""
+    inference, final = ev.claim("inference"), ev.claim("training", "final_model")
+    timed = isinstance(inference, dict) and any(isinstance(r, dict) and r.get("latency_ms") for r in inference.values())
+    return timed and not (isinstance(final, dict) and isinstance(final.get("predictions"), str))
+
+
 def check_model_origin(ev: Evidence) -> Verdict:
+    if _timed_but_not_evaluated(ev) and ev.claim("conforming"):
+        return Verdict(False, "claims conforming, but class 5: its backends timed a final model "
+                              "the runner never evaluated")
     claimed = ev.claim("training", "model_origin")
     if claimed is None:
         if ev.claim("training", "reached"):
