@@ -348,6 +348,7 @@ class _TrainingSession:
             jobs.append(("final", None, self.final_checkpoint))
         return final_model.evaluate_sensitivity(self.evaluator, self.plan, jobs, self.evaluations + 1)
 
+
 def _in_arrival_order(events: list[Event]) -> list[Event]:
     """Lines that were in flight while the runner froze the entry are stamped inside the
     frozen window but handled after it: order every event by its host time."""
