@@ -9,6 +9,7 @@ and a bundle that verifies."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,17 @@ def podman(docker_client):
         assert "Podman Engine" in {c.get("Name") for c in client.version().get("Components") or []}
         yield client
         client.close()
+
+
+def test_the_podman_service_does_not_live_in_the_folder_it_was_started_from(podman):
+    """Each container's conmon starts in the service's working directory: a service started
+    from a clone that is later deleted could start no container (seen: every Podman run of a
+    second clean-clone CI failed to attach, "Failed to get working directory")."""
+    import subprocess
+
+    pids = subprocess.run(["pgrep", "-f", "podman system service"], capture_output=True, text=True).stdout.split()
+    assert pids, "no Podman API service process"
+    assert {os.readlink(f"/proc/{pid}/cwd") for pid in pids} == {"/"}
 
 
 def _run(entry: Path, results: Path, *options: str, engine: str | None = None) -> dict:

@@ -69,9 +69,11 @@ def start_dockerd(wait_s: float = ENGINE_WAIT_S) -> Path:
     log_path = paths.home() / "logs" / "dockerd.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
-        # Its own session, so the engine outlives this process (and its terminal).
+        # Its own session, so the engine outlives this process (and its terminal), and the
+        # root folder: the engine outlives the folder it was started from too (a clone, a
+        # temporary folder), and the processes it starts inherit its working directory.
         subprocess.Popen([dockerd], stdout=log, stderr=subprocess.STDOUT,
-                         stdin=subprocess.DEVNULL, start_new_session=True)
+                         stdin=subprocess.DEVNULL, start_new_session=True, cwd="/")
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if ping(timeout=2):
@@ -93,8 +95,10 @@ def start_podman_service(base_url: str, wait_s: float = ENGINE_WAIT_S) -> Path:
     log_path = paths.home() / "logs" / "podman-service.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
+        # In the root folder, as dockerd: each container's conmon starts in the service's
+        # working directory and fails ("Failed to get working directory") once it is deleted.
         subprocess.Popen(["podman", "system", "service", "--time=0", base_url], stdout=log,
-                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd="/")
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if ping(timeout=2):

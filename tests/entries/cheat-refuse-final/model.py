@@ -14,7 +14,6 @@ Input: float32 (B, 1, 28, 28), pixels 0..255. Output: logits (B, 10).
 import json
 import os
 
-import torch
 from torch import nn
 
 REQUESTS = "/requests"  # the evaluator's (the training and inference containers have none)
