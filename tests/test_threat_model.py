@@ -211,7 +211,10 @@ def test_class5_the_final_model_is_gated_on_its_own(clock_run):
 @pytest.fixture(scope="module")
 def refuse_final_run(docker_client, cpu_base_image, tmp_path_factory):
     """Honest training; the builder raises when the evaluator asks for the final model."""
-    return _reproduce_smoke(ENTRIES / "cheat-refuse-final", tmp_path_factory.mktemp("results"), "--no-loadgen")
+    folder = tmp_path_factory.mktemp("entries") / "cheat-refuse-final"
+    shutil.copytree(ENTRIES / "cheat-refuse-final", folder)
+    shutil.copyfile(ENTRIES / "cheat-rewrite-answers" / "train.py", folder / "train.py")  # its honest training
+    return _reproduce_smoke(folder, tmp_path_factory.mktemp("results"), "--no-loadgen")
 
 
 def test_class5_a_final_model_the_evaluator_could_not_evaluate_is_named_when_timed(refuse_final_run):
