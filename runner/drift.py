@@ -24,7 +24,6 @@ their package lists only, and the report says so.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from pathlib import Path
 from runner import paths
 from runner.build import build_entry
 from runner.bundle import open_bundle
+from runner.digests import sha256_file
 from runner.engine import get_client
 from runner.errors import UserError
 from runner.manifest import load_entry
@@ -127,7 +127,7 @@ def _archived_manifest(path: Path) -> dict | None:
 
 def _file_digests(folder: Path, files) -> dict[str, str]:
     """sha256 of each of ``files``, by its path relative to ``folder``."""
-    return {f.relative_to(folder).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+    return {f.relative_to(folder).as_posix(): sha256_file(f) for f in files}
 
 
 def entry_file_changes(archived: dict[str, str], folder: Path, skip: set[str]) -> list[str]:
