@@ -94,13 +94,31 @@ def describe_os_error(err: OSError) -> str:
     return f"cannot use{where}: {why}. Fix: {fix}."
 
 
+def closed_pipe() -> int:
+    """The reader of stdout went away (``| head -1``): end quietly with status 0, as Unix tools
+    do. Whatever is still buffered goes to /dev/null, so the interpreter's last flush cannot
+    fail and print "Exception ignored ... BrokenPipeError"."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     if not sys.stdout.isatty():
         # Logs and pipes (CI) get tables at 120 columns rather than rich's 80-column default.
         os.environ.setdefault("COLUMNS", "120")
     args = parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return code
+    except BrokenPipeError:  # `runner ... | head -1`: the reader has what it wanted
+        return closed_pipe()
+    except SystemExit as exc:  # rich's console exits 1 on a closed pipe
+        if isinstance(exc.__context__, BrokenPipeError):
+            return closed_pipe()
+        raise
     except UserError as err:
         print(f"runner: error: {one_line(str(err))}", file=sys.stderr)
         return err.exit_code

@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from runner.manifest.schema import BACKENDS
 from runner.options import ReproduceOptions
 from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
 from runner.study.dispatch import StudyRequest, run_study
@@ -19,6 +20,7 @@ def run(args) -> int:
         kind=args.kind, entry=args.entry, runs=getattr(args, "runs", None),
         from_runs=getattr(args, "from_runs", None), thresholds=getattr(args, "thresholds", None),
         values=getattr(args, "values", None), batch_size=getattr(args, "batch_size", None),
+        include_nonconforming=getattr(args, "include_non_conforming", False),
         options=ReproduceOptions(
             smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch, backends=args.backend,
             timeout_minutes=args.timeout_minutes, infer=not getattr(args, "no_infer", False),
@@ -49,7 +51,7 @@ def _common(p, runs_default: int | None = None) -> None:
     p.add_argument("--smoke", action="store_true", help="short runs on synthetic data (never conforming)")
     p.add_argument("--allow-hardware-mismatch", action="store_true",
                    help="run on a host that does not match the profile (runs are non-conforming)")
-    p.add_argument("--backend", action="append", metavar="B", help="inference backend (repeatable)")
+    p.add_argument("--backend", action="append", metavar="B", choices=BACKENDS, help="inference backend (repeatable)")
     p.add_argument("--timeout-minutes", type=float, help="training timeout per run (default: manifest)")
     p.add_argument("--no-loadgen", action="store_true", help="skip LoadGen's runs in each run's inference phase")
     add_slurm_arguments(p)  # the study's runs as Slurm job arrays (docs/cluster.md)
@@ -68,6 +70,8 @@ def register(subparsers) -> None:
     _common(s, runs_default=5)
     s.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
     s.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
+    s.add_argument("--include-non-conforming", action="store_true",
+                   help="count non-conforming runs in the median and CV (by default they are named and left out)")
     t = kinds.add_parser("threshold", help="TTA at a ladder of thresholds, from runs' curves")
     _common(t, runs_default=1)
     t.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")

@@ -5,6 +5,9 @@ an unofficial import (which then stages a non-conforming data set)."""
 from __future__ import annotations
 
 import hashlib
+import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,3 +72,14 @@ def check_count(split: str, got: int, expected: Expected, *, what: str, fix: str
     want = expected.counts.get(split)
     if want is not None and got != want:
         raise UserError(f"{what} has {got:,} items in its {split} split, expected {want:,}", fix)
+
+
+@contextmanager
+def readable_tar(path: Path, what: str, fix: str) -> Iterator[None]:
+    """Faults found while a tar is read (truncated, a member that claims more bytes than the
+    file holds, a header that is not one) as one line naming ``path``: tarfile raises them
+    late, in the listing or the extraction, not when the archive is opened."""
+    try:
+        yield
+    except (tarfile.TarError, EOFError) as err:
+        raise UserError(f"{path} is not a readable {what} ({err})", fix) from None

@@ -18,6 +18,8 @@ from runner.dawnbench.claims import KINDS, Claim, CurvePoint
 from runner.dawnbench.tasks import BY_FOLDER, BY_METRIC_FIELD, COST_ITEMS, FORMAT_TASKS, FormatTask, format_task
 from runner.dawnbench.tsv import FormatError, read_curve, read_text
 from runner.errors import UserError
+from runner.events import bounded_json
+from runner.manifest.untrusted_yaml import MAX_NUMBER
 
 TEXT_FIELDS = ("author", "model", "hardware", "framework", "timestamp")
 # Counted kinds of files, as the closing figures name them.
@@ -64,10 +66,12 @@ def import_dawnbench(path: Path, task_id: str | None = None) -> ImportReport:
 
 
 def _load_json(path: Path) -> dict:
-    try:
-        data = json.loads(read_text(path))
+    try:  # bounded: depth, integer digits and non-finite numbers (NaN, 1e400) are refused
+        data = bounded_json(read_text(path))
     except json.JSONDecodeError as err:
         raise FormatError(path, f"not valid JSON (line {err.lineno} column {err.colno}: {err.msg})") from None
+    except ValueError as err:  # the limits: a number or nesting no submission holds
+        raise FormatError(path, f"refused: {err}") from None
     if not isinstance(data, dict):
         raise FormatError(path, f"a JSON {type(data).__name__}, not an object of submission fields")
     return data
@@ -120,6 +124,8 @@ def _number(path: Path, data: dict, name: str, required: bool = False) -> float 
         raise FormatError(path, f"field {name!r} is {value!r}, not a number")
     if value < 0:
         raise FormatError(path, f"field {name!r} is negative ({value})")
+    if value > MAX_NUMBER:  # beyond any latency, cost or accuracy: it would overflow the tables
+        raise FormatError(path, f"field {name!r} is {value:.3g}, larger than {MAX_NUMBER:g}")
     return float(value)
 
 

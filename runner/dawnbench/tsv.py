@@ -3,6 +3,7 @@
 Published files differ from the README's ``epoch hours <accuracy...>``: columns in other
 orders, a UTF-8 byte-order mark, CRLF line endings, blank lines, cells padded with spaces.
 The reader takes every one of them; anything else is an error naming the file and line.
+It streams: a file of millions of rows is read a line at a time, never held whole as text.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from runner.dawnbench.claims import CurvePoint
 from runner.errors import UserError
+from runner.manifest.untrusted_yaml import MAX_NUMBER
 
 REQUIRED = ("epoch", "hours")
 
@@ -44,16 +46,32 @@ def _number(path: Path, lineno: int, column: str, cell: str) -> float:
         raise FormatError(path, f"line {lineno}: {column} is {cell!r}, not a number") from None
     if not math.isfinite(value):
         raise FormatError(path, f"line {lineno}: {column} is {cell!r}, not a finite number")
+    if abs(value) > MAX_NUMBER:  # hours x costPerHour would overflow to infinity
+        raise FormatError(path, f"line {lineno}: {column} is {value:.3g}, larger than {MAX_NUMBER:g}")
     return value
+
+
+def _lines(path: Path):
+    """(line number, text) of each non-blank line, read as ``read_text`` reads the whole file
+    (BOM dropped, any line ending), one line at a time."""
+    try:
+        with open(path, encoding="utf-8-sig", newline=None) as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if line.strip():
+                    yield lineno, line.rstrip("\n")
+    except OSError as err:
+        raise FormatError(path, f"cannot read it ({err.strerror or err})", "check the path and its permissions") from None
+    except UnicodeDecodeError:
+        raise FormatError(path, "not UTF-8 text") from None
 
 
 def read_curve(path: Path, needed: tuple[str, ...]) -> list[CurvePoint]:
     """Rows in file order; ``needed`` accuracy columns must be present (others are kept)."""
-    lines = [(n, line) for n, line in enumerate(read_text(path).split("\n"), start=1) if line.strip()]
-    if not lines:
+    lines = _lines(path)
+    first = next(lines, None)
+    if first is None:
         raise FormatError(path, "empty: no header and no rows")
-    header_line = lines[0][1]
-    header = [cell.strip() for cell in header_line.split("\t")]
+    header = [cell.strip() for cell in first[1].split("\t")]
     missing = [c for c in (*REQUIRED, *needed) if c not in header]
     if missing:
         raise FormatError(
@@ -61,10 +79,8 @@ def read_curve(path: Path, needed: tuple[str, ...]) -> list[CurvePoint]:
         )
     if len(set(header)) != len(header):
         raise FormatError(path, f"header {' '.join(header)!r} repeats a column")
-    if len(lines) == 1:
-        raise FormatError(path, "no rows after the header")
     points = []
-    for lineno, line in lines[1:]:
+    for lineno, line in lines:
         cells = [cell.strip() for cell in line.split("\t")]
         if len(cells) != len(header):
             raise FormatError(path, f"line {lineno}: {len(cells)} cells for {len(header)} columns")
@@ -74,6 +90,8 @@ def read_curve(path: Path, needed: tuple[str, ...]) -> list[CurvePoint]:
         if hours < 0:
             raise FormatError(path, f"line {lineno}: hours is negative ({hours})")
         points.append(CurvePoint(int(epoch) if epoch.is_integer() else epoch, hours, values))
+    if not points:
+        raise FormatError(path, "no rows after the header")
     return points
 
 

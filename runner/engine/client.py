@@ -37,11 +37,17 @@ def ping(timeout: float = 5) -> bool:
 
 def get_client() -> docker.DockerClient:
     """A client for the engine (DOCKER_HOST or the local socket); UserError if none answers."""
+    from runner.engine.kinds import current
+
+    engine = current()
     try:
         client = connect(REQUEST_TIMEOUT_S)
         client.ping()
         return client
     except (docker.errors.DockerException, OSError) as exc:
+        reason = str(exc).split("\n")[0][:160]
+        if engine.name == "podman":
+            raise UserError(*_podman_unreachable(engine, reason)) from None
         installed = shutil.which("dockerd") is not None
         fix = (
             "start it with `sudo runner setup` (or `sudo systemctl start docker`)"
@@ -49,8 +55,20 @@ def get_client() -> docker.DockerClient:
             else "install and start it with `sudo runner setup` (Debian/Ubuntu), "
             "or install Docker Engine from docs.docker.com/engine/install"
         )
-        reason = str(exc).split("\n")[0][:160]
         raise UserError(f"no Docker engine is reachable ({reason})", fix) from None
+
+
+def _podman_unreachable(engine, reason: str) -> tuple[str, str]:
+    """Podman chosen, and its API service does not answer: the problem and the fix, naming
+    what chose Podman (the user may not remember setting it)."""
+    from runner.engine.kinds import chosen
+
+    where = f"Podman (chosen by {chosen()[1]})"
+    if shutil.which(engine.daemon) is None:
+        return (f"{where} is not installed",
+                "install and start it with `sudo runner setup --engine podman`, or choose docker")
+    return (f"{where} does not answer on {engine.base_url}: its API service is not running ({reason})",
+            "start it with `sudo runner setup --engine podman` (`podman system service`)")
 
 
 def engine_version(client: docker.DockerClient) -> dict[str, str]:

@@ -73,21 +73,33 @@ def choose(name: str) -> Engine:
     return engine
 
 
+def chosen() -> tuple[str, str]:
+    """(engine name, what chose it): ``RUNNER_ENGINE``, else the home's engine file that
+    ``runner setup --engine`` wrote, else docker by default. Errors name the chooser."""
+    name = os.environ.get(ENV_VAR, "").strip().lower()
+    if name:
+        return name, f"{ENV_VAR}={name}"
+    path = _chosen_file()
+    try:
+        name = path.read_text().strip().lower()
+    except OSError:
+        name = ""
+    return (name, f"the engine file {path}") if name else ("docker", "the default")
+
+
 def current() -> Engine:
     """The engine this process uses: ``RUNNER_ENGINE``, else the one ``runner setup --engine``
     chose on this host, else docker."""
-    name = os.environ.get(ENV_VAR, "").strip().lower()
-    if not name:
-        try:
-            name = _chosen_file().read_text().strip().lower()
-        except OSError:
-            name = ""
-    name = name or "docker"
+    name, chooser = chosen()
     try:
         return ENGINES[name]
     except KeyError:
-        raise UserError(f"{ENV_VAR}={name!r} names no engine the runner knows",
-                        f"set {ENV_VAR} to one of: {', '.join(ENGINES)}") from None
+        if chooser.startswith(ENV_VAR):
+            raise UserError(f"{ENV_VAR}={name!r} names no engine the runner knows",
+                            f"set {ENV_VAR} to one of: {', '.join(ENGINES)}") from None
+        raise UserError(f"{chooser} names {name[:40]!r}, no engine the runner knows",
+                        f"run `sudo runner setup --engine ENGINE` with one of: {', '.join(ENGINES)} "
+                        f"(or delete {_chosen_file()} for docker)") from None
 
 
 def refusal(client) -> str | None:

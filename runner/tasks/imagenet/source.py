@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from runner.data import progress
-from runner.data.checks import Expected, check_count, check_file, file_digest
+from runner.data.checks import Expected, check_count, check_file, file_digest, readable_tar
 from runner.data.staging import Stage
 from runner.errors import UserError
 
@@ -160,7 +160,7 @@ def import_files(
         tar = tarfile.open(path, "r:")
     except (tarfile.TarError, OSError) as err:
         raise UserError(f"{path} is not a readable tar ({err})", FIX) from None
-    with tar:
+    with tar, readable_tar(path, "tar of validation images", FIX):  # truncated, or a member that lies
         members = _jpeg_members(tar, path)
         check_count("eval", len(members), expected, what=f"ImageNet archive {path.name}", fix=FIX)
         numbers = [n for n, _ in members]

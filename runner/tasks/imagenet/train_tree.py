@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.data import progress
-from runner.data.checks import Expected
+from runner.data.checks import Expected, readable_tar
 from runner.data.staging import _OLD_MARK, _TMP_MARK, _remove_stale, data_digest
 from runner.errors import UserError
 from runner.tasks.imagenet.source import devkit_wnids
@@ -247,7 +247,8 @@ def _extract_tar(path: Path, tree_dir: Path, expected: Expected) -> tuple[list, 
     with progress.bar(f"extracting {path.name}", path.stat().st_size, in_bytes=True) as advance:
         reader = _Md5Reader(path, advance)
         try:
-            with tarfile.open(fileobj=io.BufferedReader(reader, _CHUNK), mode="r|") as outer:
+            with readable_tar(path, "tar of per-class tars", FIX), \
+                    tarfile.open(fileobj=io.BufferedReader(reader, _CHUNK), mode="r|") as outer:
                 for member in outer:
                     match = _INNER.match(member.name)
                     if not member.isfile() or not match:
@@ -268,8 +269,6 @@ def _extract_tar(path: Path, tree_dir: Path, expected: Expected) -> tuple[list, 
             md5 = reader.drain()
         except FileExistsError:
             raise UserError(f"{path} holds two tars of the same class", FIX) from None
-        except (tarfile.TarError, EOFError) as err:
-            raise UserError(f"{path} is not a readable tar of per-class tars ({err})", FIX) from None
         finally:
             reader.close()
     want = expected.digests.get(TRAIN_TAR)

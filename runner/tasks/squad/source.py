@@ -13,6 +13,7 @@ from pathlib import Path
 from runner.data.checks import Expected, check_count, check_file, file_digest
 from runner.data.staging import Stage
 from runner.errors import UserError
+from runner.events import bounded_json
 
 DEV = "dev-v1.1.json"
 TRAIN = "train-v1.1.json"
@@ -29,10 +30,11 @@ FIX = "download the official SQuAD v1.1 files again (https://rajpurkar.github.io
 
 def read_questions(path: Path) -> list[dict]:
     """Every question of a SQuAD v1.1 file: id, title, context, question, answers."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise UserError(f"{path} is not valid JSON ({err})", FIX) from None
+    try:  # bounded: a hostile file's depth, huge integers or NaN are one line, not a traceback
+        doc = bounded_json(path.read_text(encoding="utf-8"))
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError and the limits alike
+        what = "not valid JSON" if isinstance(err, (json.JSONDecodeError, UnicodeDecodeError)) else "refused"
+        raise UserError(f"{path} is {what} ({err})", FIX) from None
     if not isinstance(doc, dict) or doc.get("version") != VERSION:
         version = doc.get("version") if isinstance(doc, dict) else None
         raise UserError(f"{path} is not SQuAD v{VERSION} (version field is {version!r})", FIX)
