@@ -16,6 +16,11 @@ median TTA (and its coefficient of variation) is the figure claimed.
 One recipe measured on hosts of several speed classes carries one claim per class: the main
 one, and ``claimed.other_profiles`` (each its profile, figure and bundles). A host is
 compared with the claim of the first profile it meets.
+
+``applicable_claim`` is the one rule for which claim a run is compared with (and
+``result_claim`` applies it to a result folder): ``runner reproduce``, the leaderboard,
+``runner compare`` and ``check_evidence`` all go through it, so no view prints a ratio
+against a claim that another says does not apply.
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ from pathlib import Path
 
 from runner.errors import UserError
 from runner.profiles import Profile, load_profile, match
+
+# A claim, and a reproduction that counts on the leaderboard, needs this many runs with seeds
+# the runner drew, compared across seeds (runner.score.across_runs): one run cannot show that
+# its model was trained from its seed rather than carried in.
+REQUIRED_RUNS = 3
 
 
 def claim_profile_id(entry) -> str:
@@ -76,19 +86,29 @@ class Comparison:
     comparable: bool
     mismatches: tuple[str, ...] = ()
     tta_seconds: float | None = None  # the claim of that profile
+    latency_ms: float | None = None
+
+    @property
+    def why_not(self) -> str:
+        """"" when comparable, else the sentence reproduce prints."""
+        return "" if self.comparable else f"not compared: this host does not meet {self.profile} ({'; '.join(self.mismatches)})"
 
     def line(self, claimed_tta: float | None, measured: float, run_id: str) -> str:
         claimed_tta = claimed_tta if claimed_tta is not None else self.tta_seconds
         basis = f"claimed TTA {claimed_tta:g} s on {self.profile}"
         if self.comparable:
             return f"{basis}; measured {measured:.2f} s ({measured / claimed_tta:.2f}x the claim) in {run_id}"
-        return (f"{basis}; measured {measured:.2f} s in {run_id}, not compared: this host does not meet "
-                f"{self.profile} ({'; '.join(self.mismatches)})")
+        return f"{basis}; measured {measured:.2f} s in {run_id}, {self.why_not}"
 
 
-def compare_host(entry_claimed: dict, hardware_profile: str, fingerprint: dict) -> Comparison:
-    """The claim this host may be compared with: the first whose profile it meets; else the
-    main claim, not comparable, with the rules the host breaks."""
+def _figure(claim: dict, key: str) -> float | None:
+    value = claim.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def applicable_claim(entry_claimed: dict | None, hardware_profile: str, fingerprint: dict) -> Comparison:
+    """The claim a run on this host is compared with: the first whose profile it meets; else
+    the main claim, not comparable, with the rules the host breaks."""
     first = None
     for claim in claims_of(entry_claimed, hardware_profile) or [{"profile": hardware_profile}]:
         profile_id = claim["profile"]
@@ -96,11 +116,46 @@ def compare_host(entry_claimed: dict, hardware_profile: str, fingerprint: dict) 
             mismatches = tuple(str(m) for m in match(load_profile(profile_id), fingerprint))
         except UserError as exc:
             mismatches = (exc.problem,)
-        seen = Comparison(profile_id, not mismatches, mismatches, claim.get("tta_seconds"))
+        seen = Comparison(profile_id, not mismatches, mismatches, _figure(claim, "tta_seconds"),
+                          _figure(claim, "latency_ms"))
         if seen.comparable:
             return seen
         first = first or seen
     return first
+
+
+def result_claim(folder: Path) -> Comparison | None:
+    """``applicable_claim`` for a result folder: its entry's claim, its profile and the
+    fingerprint of its host; None when the entry claims no figure or the folder cannot say."""
+    try:
+        result = json.loads((Path(folder) / "result.json").read_text())
+        fingerprint = json.loads((Path(folder) / "fingerprint.json").read_text())
+    except (OSError, ValueError):
+        return None
+    result = result if isinstance(result, dict) else {}
+    entry = result.get("entry") if isinstance(result.get("entry"), dict) else {}
+    claimed = entry.get("claimed")
+    hardware = result.get("hardware") if isinstance(result.get("hardware"), dict) else {}
+    try:
+        if not isinstance(claimed, dict) or not claims_of(claimed, ""):
+            return None
+        return applicable_claim(claimed, str(hardware.get("profile") or ""),
+                                fingerprint if isinstance(fingerprint, dict) else {})
+    except (TypeError, KeyError, AttributeError, ValueError):  # a malformed claim or fingerprint: no claim applies
+        return None
+
+
+def cross_seed_problem(record) -> str | None:
+    """Why a run's cross-seed record does not let it count for a claim or a leaderboard;
+    None when its checks passed (``runner.score.across_runs``). A run from before the record
+    (no ``training.cross_seed``) is not judged by it: its bundle's own checks stand."""
+    if record is None:
+        return None
+    if not isinstance(record, dict):
+        return "its cross-seed record is malformed"
+    if record.get("checked") is not True:
+        return f"cross-seed checks not passed: {record.get('why_not') or 'not recorded'}"
+    return None
 
 
 def check_evidence(entry, root: Path, trusted_keys: Path, claimed: dict | None = None) -> list[str]:
@@ -119,7 +174,10 @@ def check_evidence(entry, root: Path, trusted_keys: Path, claimed: dict | None =
     profile_id = claimed.get("profile") or claim_profile_id(entry)
     profile = load_profile(profile_id)
     auditor = Auditor(trusted_keys=load_trusted_keys(trusted_keys))
-    problems, ttas = [], []
+    problems, ttas, seeds = [], [], set()
+    if len(bundles) < REQUIRED_RUNS:
+        problems.append(f"the claim has {len(bundles)} bundles: a claim needs {REQUIRED_RUNS} runs with different "
+                        "seeds, compared across seeds (runner reproduce --runs 3)")
     for name in bundles:
         path = root / name
         if not path.is_file():
@@ -136,13 +194,22 @@ def check_evidence(entry, root: Path, trusted_keys: Path, claimed: dict | None =
             problems.append(f"{name}: a run of {(result.get('entry') or {}).get('name')!r}, not {entry.name}")
         if not result.get("conforming") or result.get("smoke") or result.get("status") != "complete":
             problems.append(f"{name}: not a complete, conforming run")
-        if mismatches := [str(m) for m in match(profile, fingerprint)]:
-            problems.append(f"{name}: its host does not meet {profile_id}: {'; '.join(mismatches)}")
+        applies = applicable_claim(entry.claimed, entry.hardware_profile, fingerprint)
+        if not (applies.comparable and applies.profile == profile_id):
+            if mismatches := [str(m) for m in match(profile, fingerprint)]:
+                problems.append(f"{name}: its host does not meet {profile_id}: {'; '.join(mismatches)}")
+            else:
+                problems.append(f"{name}: its host is compared with the claim on {applies.profile}, not {profile_id}")
         training = result.get("training") or {}
+        if problem := cross_seed_problem(training.get("cross_seed")):
+            problems.append(f"{name}: {problem}")
+        seeds.add(result.get("seed"))
         if training.get("reached") and isinstance(training.get("tta_seconds"), (int, float)):
             ttas.append(training["tta_seconds"])
         else:
             problems.append(f"{name}: did not reach the threshold")
+    if len(seeds) < len(bundles):
+        problems.append("the claim's bundles do not all have different seeds")
     if ttas and len(ttas) == len(bundles):
         median = statistics.median(ttas)
         if round(median, 2) != round(float(claimed.get("tta_seconds", -1)), 2):

@@ -1,10 +1,13 @@
 """Re-run only the inference phase on an existing result's trained model (``runner reinfer``).
 
-A result is re-inferred in place: its latest (or a given) folder is checked to hold a
-trained model of the same entry, the image that trained it times each backend, and the
-result's inference section is rewritten and the folder re-signed. The new files are made
-in a temporary folder inside the result and swapped in only when the harness ran to its
-end, so a failed re-run leaves the previous inference intact. A result of a run that timed
+A result is re-inferred in place: its newest full (not smoke) run, or a given folder, is first
+held to its own bundle (``runner.verify.custody``: an edited result is never signed again),
+then checked to hold a trained model of the same entry; the image that trained it times each
+backend given, and those backends' records and files replace theirs while every other
+backend's are kept (a per-backend merge: timing onnxruntime again leaves torch's figures);
+the folder is then re-signed. The new files are made in a temporary folder inside the result
+and swapped in only when the harness ran to its end, so a failed re-run leaves the previous
+inference intact. A result of a run that timed
 no model (``--no-infer``) holds its final model's digest but no evaluation of it: the
 runner's evaluator evaluates that model first (``_evaluate_final``), so what is timed is
 checked against what was scored. The command line parses its flags, calls ``reinfer`` and
@@ -13,10 +16,11 @@ renders what it returns.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -27,7 +31,9 @@ from runner.manifest import Entry, load_entry
 from runner.results.inference import BackendRun
 from runner.results.record import Result
 from runner.results import assemble
+from runner.events import read_events, write_events
 from runner.score.timed_model import check_timed_model
+from runner.verify.custody import require_intact
 from runner.report import reporter
 
 
@@ -38,7 +44,8 @@ class ReinferenceOutcome:
     result_dir: Path
     metric: str
     inference: dict[str, BackendRun]
-    replaced: list[str]  # backends of the earlier inference phase this one did not time again
+    replaced: list[str]  # backends of the earlier inference phase timed again (their figures replaced)
+    kept: list[str]  # backends of the earlier inference phase not timed again (their figures kept)
 
     @property
     def passed(self) -> bool:
@@ -47,12 +54,25 @@ class ReinferenceOutcome:
 
 
 def latest_result(entry_name: str) -> Path:
+    """The entry's newest result that is not a smoke run (whose synthetic evaluation set was
+    not kept, so it cannot be re-inferred)."""
     folder = paths.results_dir() / entry_name
     runs = sorted(p.parent for p in folder.glob("*/result.json"))  # run ids start with a UTC stamp
     if not runs:
         raise UserError(f"no results for {entry_name} in {folder}",
                         f"run `runner reproduce entries/{entry_name}` first, or pass --result")
-    return runs[-1]
+    full = [run for run in runs if not _is_smoke(run)]
+    if not full:
+        raise UserError(f"every result of {entry_name} in {folder} is a smoke run ({len(runs)}), whose synthetic "
+                        "evaluation set was not kept", f"run `runner reproduce entries/{entry_name}` without --smoke")
+    return full[-1]
+
+
+def _is_smoke(run: Path) -> bool:
+    try:
+        return json.loads((run / "result.json").read_text()).get("smoke") is not False
+    except (OSError, ValueError, AttributeError):
+        return True  # unreadable: not a result to pick by default
 
 
 def _read_result(result_dir: Path, entry: Entry) -> Result:
@@ -106,8 +126,6 @@ def _evaluate_final(client, entry: Entry, result: Result, result_dir: Path, stag
     ``evaluations/`` and the result (in memory) gets the scored record and the model-origin
     checks recomputed with it. Returns the folders added to ``evaluations/`` (for the caller to
     take back should the re-run fail). Nothing to do for a result whose final model was evaluated."""
-    from dataclasses import replace
-
     from runner.plan import EVALUATIONS_DIR, RunData, RunPlan
     from runner.run.final_model import DeferredError, evaluate_deferred, probe_subset
     from runner.score.evaluations import ScoredEvaluation
@@ -156,17 +174,41 @@ def _evaluate_final(client, entry: Entry, result: Result, result_dir: Path, stag
     return added
 
 
-def swap_in(result_dir: Path, work_dir: Path, result: Result, inference: dict[str, BackendRun]) -> None:
-    """Replace ``inference/`` and ``logs/infer.log`` with the new ones, then result.json."""
+def _merge_earlier(old: Path, new: Path, kept: list[str]) -> None:
+    """Carry the kept backends of the earlier phase (folder ``old``) into the new one's: their
+    folders, and their events ahead of the new phase's in ``events.jsonl`` (each backend's
+    windows are its own stamps, so they stay its own)."""
+    for backend in kept:
+        if (old / backend).is_dir():
+            shutil.copytree(old / backend, new / backend)
+    if not kept or not (old / "events.jsonl").is_file():
+        return
+    earlier = [e for e in read_events(old / "events.jsonl") if e.metadata.get("backend") in kept]
+    now = read_events(new / "events.jsonl") if (new / "events.jsonl").is_file() else []
+    write_events(new / "events.jsonl", [replace(e, seq=i) for i, e in enumerate(earlier + now)])
+
+
+def swap_in(result_dir: Path, work_dir: Path, result: Result, inference: dict[str, BackendRun]) -> list[str]:
+    """Put the new backends' files and records in place of theirs, keep every other backend's
+    (``inference/``, ``logs/infer.log`` appended to), then write result.json. Returns the
+    earlier backends kept."""
+    kept = [name for name in result.inference if name not in inference]
     old = result_dir / f".inference-old-{work_dir.name}"
     if (result_dir / "inference").exists():
+        _merge_earlier(result_dir / "inference", work_dir / "inference", kept)
         (result_dir / "inference").rename(old)
     (work_dir / "inference").rename(result_dir / "inference")
     (result_dir / "logs").mkdir(exist_ok=True)
-    (work_dir / "logs" / "infer.log").replace(result_dir / "logs" / "infer.log")
-    assemble.inferred(result, inference, check_timed_model(result, inference, result_dir))
+    log = result_dir / "logs" / "infer.log"
+    earlier_log = log.read_text(errors="replace") if log.is_file() and kept else ""
+    new_log = (work_dir / "logs" / "infer.log").read_text(errors="replace")
+    header = f"{earlier_log.rstrip()}\n--- runner reinfer {', '.join(inference)} ---\n" if earlier_log else ""
+    log.write_text(header + new_log)
+    merged = {**{name: result.inference[name] for name in kept}, **inference}
+    assemble.inferred(result, merged, check_timed_model(result, merged, result_dir))
     result.write(result_dir)
     shutil.rmtree(old, ignore_errors=True)
+    return kept
 
 
 def reinfer(entry_path: str, *, result_dir: Path | None = None,
@@ -186,6 +228,7 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     if threads is not None and threads < 1:
         raise UserError("--threads must be at least 1", "pass --threads 1 or more")
     result_dir = Path(result_dir).resolve() if result_dir else latest_result(entry.name)
+    require_intact(result_dir, "re-inference")  # before a byte is written: an edit is never re-signed
     result = _read_result(result_dir, entry)
     earlier = set(result.inference)
     profile = load_profile(entry.hardware_profile)
@@ -213,7 +256,7 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
                 + f". The previous inference of {result_dir.name} is kept",
                 f"see {log}",
             )
-        swap_in(result_dir, work_dir, result, inference)
+        kept = swap_in(result_dir, work_dir, result, inference)
         swapped = True
     finally:
         if not swapped:  # the result keeps its record: the final model's answers leave again
@@ -222,9 +265,19 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
             (result_dir / "logs" / "evaluator-final-model.log").unlink(missing_ok=True)
         shutil.rmtree(work_dir, ignore_errors=True)
     reporter().print(f"rewrote {result_dir / 'result.json'} (inference) and {result_dir / 'inference'}")
-    replaced = sorted(earlier - set(inference))
-    if replaced:
-        reporter().print(f"the earlier inference phase ({', '.join(replaced)}) was replaced by this one")
+    replaced = sorted(earlier & set(inference))
+    reporter().print(replacement_note(replaced, kept, sorted(set(inference) - earlier)), highlight=False)
     # The result changed, so its bundle must be re-made, or verify would rightly refuse it.
     sign_folder(result_dir)
-    return ReinferenceOutcome(result_dir, entry.task.metric, inference, replaced)
+    return ReinferenceOutcome(result_dir, entry.task.metric, inference, replaced, kept)
+
+
+def replacement_note(replaced: list[str], kept: list[str], added: list[str]) -> str:
+    """Exactly what the re-inference changed: whose figures were replaced, added and kept."""
+    parts = []
+    if replaced:
+        parts.append(f"replaced the earlier figures of {', '.join(replaced)}")
+    if added:
+        parts.append(f"added {', '.join(added)}")
+    parts.append(f"kept {', '.join(kept)} as they were" if kept else "kept no earlier backend")
+    return "inference: " + "; ".join(parts)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.claims import check_evidence, claims_of, compare_host, pins_speed_class
+from runner.claims import check_evidence, claims_of, applicable_claim, pins_speed_class
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.profiles import load_profile, match
@@ -65,10 +65,10 @@ def test_a_claim_on_a_loose_profile_is_refused_with_the_fix(tmp_path):
 
 def test_a_host_is_compared_with_the_claim_only_on_the_claims_profile():
     claimed = {"tta_seconds": 8.0, "profile": "cpu-2core-x86-amx"}
-    same = compare_host(claimed, "cpu-2core-x86", SAPPHIRE)
+    same = applicable_claim(claimed, "cpu-2core-x86", SAPPHIRE)
     assert same.comparable
     assert same.line(8.0, 10.0, "r1") == "claimed TTA 8 s on cpu-2core-x86-amx; measured 10.00 s (1.25x the claim) in r1"
-    other = compare_host(claimed, "cpu-2core-x86", ZEN4)
+    other = applicable_claim(claimed, "cpu-2core-x86", ZEN4)
     assert not other.comparable
     line = other.line(8.0, 13.0, "r2")
     assert "not compared" in line and "cpu.vendor: expected GenuineIntel, found AuthenticAMD" in line
@@ -80,12 +80,12 @@ def test_a_host_is_compared_with_the_claim_of_the_profile_it_meets():
     claimed = {"tta_seconds": 8.0, "profile": "cpu-2core-x86-amx",
                "other_profiles": [{"profile": "cpu-2core-x86-zen4", "tta_seconds": 6.0,
                                    "bundles": ["results/archive/x.tar.gz"]}]}
-    assert compare_host(claimed, "cpu-2core-x86", SAPPHIRE).line(None, 8.8, "r1").startswith(
+    assert applicable_claim(claimed, "cpu-2core-x86", SAPPHIRE).line(None, 8.8, "r1").startswith(
         "claimed TTA 8 s on cpu-2core-x86-amx; measured 8.80 s (1.10x the claim)")
-    zen4 = compare_host(claimed, "cpu-2core-x86", ZEN4)
+    zen4 = applicable_claim(claimed, "cpu-2core-x86", ZEN4)
     assert zen4.comparable and zen4.profile == "cpu-2core-x86-zen4" and zen4.tta_seconds == 6.0
     assert "(1.10x the claim)" in zen4.line(None, 6.6, "r2")
-    zen3 = compare_host(claimed, "cpu-2core-x86", ZEN3)  # meets neither: the main claim's mismatches
+    zen3 = applicable_claim(claimed, "cpu-2core-x86", ZEN3)  # meets neither: the main claim's mismatches
     assert not zen3.comparable and zen3.profile == "cpu-2core-x86-amx" and "not compared" in zen3.line(None, 9.0, "r3")
 
 

@@ -280,13 +280,13 @@ def test_runner_infer_picks_the_latest_result_and_refuses_what_it_cannot_rerun(t
         (folder / "result.json").write_text(json.dumps(result))
         if not result["smoke"]:
             (folder / "output" / "model" / "weights.pt").unlink()  # training did not finish
-    newest = latest_result("mnist-cnn-cpu")
-    assert newest.name.startswith("20261122")
+    newest = latest_result("mnist-cnn-cpu")  # the newest full run, not the newer smoke run
+    assert newest.name.startswith("20261121")
     entry = load_entry(DEFAULT_ENTRY)
     with pytest.raises(UserError, match="smoke run"):
-        _read_result(newest, entry)
+        _read_result(newest.parent / "20261122T000000Z-s0-bbbbbb", entry)
     with pytest.raises(UserError, match="no trained model"):
-        _read_result(newest.parent / "20261121T000000Z-s0-aaaaaa", entry)
+        _read_result(newest, entry)
 
 
 def test_swap_in_replaces_inference_and_result_together(tmp_path):
@@ -310,12 +310,15 @@ def test_swap_in_replaces_inference_and_result_together(tmp_path):
                                             stage_mnist_stand_in(tmp_path / "home"), capture_host(None)))
     from runner.results.inference import BackendRun
 
-    swap_in(result_dir, work, before, {"onnxruntime": BackendRun.from_dict("onnxruntime", {"passed_gate": True})})
+    # Only onnxruntime is timed again: torch's files and record are kept (a per-backend merge).
+    kept = swap_in(result_dir, work, before, {"onnxruntime": BackendRun.from_dict("onnxruntime", {"passed_gate": True})})
+    assert kept == ["torch"]
     assert (result_dir / "inference" / "onnxruntime" / "info.json").read_text() == "new"
-    assert not (result_dir / "inference" / "torch").exists()
-    assert (result_dir / "logs" / "infer.log").read_text() == "new log"
+    assert (result_dir / "inference" / "torch" / "info.json").read_text() == "old"
+    assert (result_dir / "logs" / "infer.log").read_text() == "old log\n--- runner reinfer onnxruntime ---\nnew log"
     after = json.loads((result_dir / "result.json").read_text())
-    assert after["inference"] == {"onnxruntime": {"passed_gate": True}}
+    assert after["inference"]["onnxruntime"] == {"passed_gate": True}
+    assert after["inference"]["torch"] == before.to_dict()["inference"]["torch"]
     assert after["run_id"] == before.run_id and after["training"] == before.to_dict()["training"]
     assert sorted(p.name for p in result_dir.iterdir()) == [".infer-x", "inference", "logs", "result.json"]
 

@@ -46,11 +46,16 @@ def test_fresh_bundle_from_the_default_entry_verifies(docker_client, tmp_path, m
     archive = pack(folder, tmp_path / f"{folder.name}.tar.gz")
     assert main(["verify", str(archive), "--trusted-keys", str(pair.public)]) == 0
 
-    # Re-running only the inference phase re-signs the bundle, which still verifies.
+    # Re-running only the inference phase re-signs the bundle, which still verifies; the
+    # backends not timed again keep their figures (a per-backend merge).
+    before = json.loads((folder / "result.json").read_text())["inference"]
+    capsys.readouterr()
     assert main(["reinfer", str(paths.repo_root() / "entries" / "mnist-cnn-cpu"),
                  "--backend", "onnxruntime", "--result", str(folder)]) == 0
+    assert "replaced the earlier figures of onnxruntime; kept torch as they were" in capsys.readouterr().out
     result = json.loads((folder / "result.json").read_text())
-    assert list(result["inference"]) == ["onnxruntime"]
+    assert sorted(result["inference"]) == ["onnxruntime", "torch"]
+    assert result["inference"]["torch"]["latency_ms"] == before["torch"]["latency_ms"]
     assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 0
 
 
@@ -81,8 +86,8 @@ def test_a_run_without_inference_leaves_its_final_model_to_reinfer(docker_client
     weights.write_bytes(weights.read_bytes() + b"\0")
     before = (other / "result.json").read_bytes(), sorted(p.name for p in (other / "evaluations").iterdir())
     assert main(["reinfer", entry, "--backend", "torch", "--result", str(other)]) == 2
-    err = capsys.readouterr().err
-    assert "not the model the run produced" in err and "Traceback" not in err, err
+    err = capsys.readouterr().err  # refused by custody before anything runs: the folder is not as signed
+    assert "changed: output/model/weights.pt" in err and "Traceback" not in err, err
     assert ((other / "result.json").read_bytes(), sorted(p.name for p in (other / "evaluations").iterdir())) == before
 
     assert main(["reinfer", entry, "--backend", "torch", "--result", str(folder)]) == 0

@@ -8,6 +8,8 @@ from rich.console import Console
 
 from runner.cli.verify import print_checks
 from runner.errors import UserError
+from runner.keys import load_trusted_keys
+from runner.verify import Auditor, verify_bundle
 from runner.verify.replay import replay
 
 
@@ -16,6 +18,13 @@ def run(args) -> int:
         raise UserError("runner audit needs --replay (the only audit that needs Docker)",
                         "run `runner audit BUNDLE --replay`, or `runner verify BUNDLE` for the offline checks")
     console = Console(highlight=False)
+    # Verify first: a bundle that fails any check is not replayed (its plan, its files).
+    report = verify_bundle(Path(args.bundle), Auditor(trusted_keys=load_trusted_keys(
+        Path(args.trusted_keys) if args.trusted_keys else None)))
+    if not report.ok:
+        print_checks(console, [c for c in report.checks if not c.ok])
+        raise UserError(f"{args.bundle} fails runner verify ({', '.join(report.failed)}): not replayed",
+                        f"run `runner verify {args.bundle}` for every check; replay only a bundle that verifies")
     checks = replay(Path(args.bundle))
     print_checks(console, checks)
     failed = [c.name for c in checks if not c.ok]
@@ -29,10 +38,13 @@ def run(args) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "audit", help="rebuild a bundle's entry and re-evaluate its models (needs Docker)",
-        description="Rebuild the entry image from the bundle's own entry files, re-evaluate the "
+        description="Verify the bundle (every check of `runner verify`; one that fails is not "
+        "replayed), then rebuild the entry image from the bundle's own entry files, re-evaluate the "
         "crossing checkpoint and the final model with the runner's evaluator on your own data, and "
         "require the bundle's predictions (exactly on CPU; within 0.1%% of items on GPUs).",
     )
     p.add_argument("bundle", help="a result folder or its .tar.gz")
     p.add_argument("--replay", action="store_true", help="re-evaluate the crossing checkpoint and final model")
+    p.add_argument("--trusted-keys", metavar="PATH",
+                   help="a *.pub.json file or a folder of them, as for `runner verify` (default: your own public key)")
     p.set_defaults(func=run)

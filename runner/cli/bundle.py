@@ -9,6 +9,7 @@ from rich.console import Console
 from runner.bundle import make_bundle, pack
 from runner.errors import UserError
 from runner.keys import load_signer
+from runner.verify.custody import require_intact
 
 
 def _folder(text: str) -> Path:
@@ -20,8 +21,11 @@ def _folder(text: str) -> Path:
 
 def sign(args) -> int:
     console = Console()
+    folder = _folder(args.result_dir)
+    # A folder bundled before is signed again only as it was signed (runner.verify.custody).
+    require_intact(folder, "signing it again", unbundled_ok=True)
     signer = load_signer()
-    bundle = make_bundle(_folder(args.result_dir), signer)
+    bundle = make_bundle(folder, signer)
     for warning in bundle.warnings:
         console.print(f"[yellow]warning[/]: {warning}")
     if bundle.signed:

@@ -39,7 +39,7 @@ def result_folders(paths: list[Path]) -> list[Path]:
 def run(args) -> int:
     from runner.compare import figures, require_signed, summarise
     from runner.compare.plot import plot_comparison
-    from runner.compare.table import comparison_table
+    from runner.compare.table import comparison_table, tta_line
 
     console = Console()
     folders = result_folders(args.results)
@@ -47,6 +47,8 @@ def run(args) -> int:
         require_signed(folder)
     summaries = summarise([figures(folder) for folder in folders])
     console.print(comparison_table(summaries))
+    for line in filter(None, map(tta_line, summaries)):
+        console.print(line, highlight=False, soft_wrap=True)
     if any(s.smoke for s in summaries):
         console.print("[yellow]note[/]: smoke runs are pipeline checks on synthetic data, never benchmark figures")
     if not args.no_plot:

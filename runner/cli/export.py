@@ -36,17 +36,24 @@ def register_dawnbench(formats) -> None:
 
 def export_mlperf(args) -> int:
     from runner.mlperf.config import load_submission, set_command
-    from runner.mlperf.export import export_mlperf as write_tree, unset_settings
+    from runner.mlperf.export import export_mlperf as write_tree, package_check
 
     submission = load_submission()
-    out = write_tree([Path(r) for r in args.results], Path(args.out), ruleset=args.ruleset,
-                     submission=submission, allow_smoke=args.allow_smoke)
-    console = Console()
-    console.print(f"wrote the MLPerf training submission tree to {out}")
-    for key in unset_settings(Path(args.results[0]), submission):
+    exported = write_tree([Path(r) for r in args.results], Path(args.out), ruleset=args.ruleset,
+                          submission=submission, allow_smoke=args.allow_smoke)
+    out = exported.out
+    console = Console(highlight=False)
+    console.print(f"wrote the MLPerf training submission tree to {escape(str(out))}")
+    for key in exported.unset:
         console.print(f"[yellow]left empty[/] {key} (MLPerf inference wants it): "
-                      f"{set_command(key.removeprefix('mlperf.'))}")
-    console.print(f"check it: python -m mlperf_logging.package_checker {out} training {args.ruleset}")
+                      f"{escape(set_command(key.removeprefix('mlperf.')))}")
+    if args.check:
+        check = package_check(out, args.ruleset)
+        console.print(escape(check.output))
+        console.print("[green bold]package checker: SUCCESS[/]" if check.ok else "[red bold]package checker: FAILED[/]")
+        return 0 if check.ok else 1
+    console.print(f"check it: runner export mlperf ... --check, or python -m mlperf_logging.package_checker {out} "
+                  f"training {args.ruleset}")
     console.print(f"score it: python -m mlperf_logging.result_summarizer {out} training {args.ruleset}")
     return 0
 
@@ -55,10 +62,13 @@ def register_mlperf(formats) -> None:
     p = formats.add_parser("mlperf", help="an MLPerf training submission tree (open division)",
                            description="Results, system description and code reference as MLPerf's "
                            "package_checker reads them; MLPerf scores resnet over exactly 5 runs.")
-    p.add_argument("results", nargs="+", metavar="RESULT", help="result folders of one entry (5 for resnet)")
+    p.add_argument("results", nargs="+", metavar="RESULT",
+                   help="result folders or bundles' .tar.gz of one entry, each run once (5 for resnet)")
     p.add_argument("--ruleset", default="4.0.0", help="MLPerf training ruleset (default 4.0.0)")
     p.add_argument("--out", required=True, metavar="DIR", help="a new folder for the tree")
     p.add_argument("--allow-smoke", action="store_true", help="accept smoke runs (to try the format only)")
+    p.add_argument("--check", action="store_true",
+                   help="run MLPerf's package checker on the tree (needs the [mlperf] extra)")
     p.set_defaults(func=export_mlperf)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.claims import result_claim
 from runner.errors import UserError
 from runner.events import read_events
 from runner.results.record import Result
@@ -25,6 +26,8 @@ class RunFigures:
     epoch_source: str  # "epoch events" or "between evaluations"
     cost_usd: float | None
     latency_p50_ms: dict[str, float] = field(default_factory=dict)  # backend -> p50
+    profile: str = ""  # the claim's profile it is compared with (runner.claims.result_claim), else its own
+    tta_resolution_seconds: float | None = None  # the step its evaluations time TTA in (None: not stated)
 
 
 def _epoch_seconds_from_markers(events) -> list[float]:
@@ -84,6 +87,8 @@ def figures(folder: Path) -> RunFigures:
         if isinstance(p50, (int, float)):
             latency[backend] = float(p50)
     framework = result.entry.framework or {}
+    applies = result_claim(folder)
+    own = str((result.hardware or {}).get("profile") or "")
     return RunFigures(
         entry=result.entry.name,
         framework=f"{framework.get('name', '?')} {framework.get('version', '')}".strip(),
@@ -97,4 +102,6 @@ def figures(folder: Path) -> RunFigures:
         epoch_source=source,
         cost_usd=result.cost.training_usd if result.cost else None,
         latency_p50_ms=latency,
+        profile=applies.profile if applies and applies.comparable else own,
+        tta_resolution_seconds=training.tta_resolution_seconds if training and training.reached else None,
     )

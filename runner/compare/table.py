@@ -17,6 +17,24 @@ def fmt(stat: Stat, digits: int = 1, unit: str = "") -> str:
     return text
 
 
+def tta_line(s: EntrySummary) -> str | None:
+    """Below the table, per entry and profile: the median TTA, its resolution, and the runs it
+    is of ("mnist-cnn-cpu on cpu-2core-x86-zen4: TTA 6.07 s (resolution 4.9 s), median of 3
+    conforming runs, 5.91-6.40 s, CoV 4.1%"); None when no run reached the threshold."""
+    stat = s.tta_seconds
+    if stat.median is None:
+        return None
+    resolution = "" if s.tta_resolution_seconds.median is None else f" (resolution {s.tta_resolution_seconds.median:.1f} s)"
+    runs = "smoke runs" if s.smoke and s.counted == s.smoke else "conforming runs"
+    text = f"{s.entry} on {s.profile or '?'}: TTA {stat.median:.2f} s{resolution}, "
+    text += f"median of {stat.n} {runs}" if stat.n > 1 else f"1 {runs[:-1]} alone"
+    if stat.n > 1:
+        text += f", {stat.low:.2f}-{stat.high:.2f} s, CoV {100 * (stat.cv or 0):.1f}%"
+    if s.counted < s.runs:
+        text += f"; {s.runs - s.counted} non-conforming run(s) left out"
+    return text
+
+
 def native_backend(summary: EntrySummary) -> str | None:
     """The entry's own framework's backend among those it timed."""
     return next((b for b in summary.latency_p50_ms if REGISTRY.get(b) and REGISTRY[b].framework), None)
@@ -24,15 +42,17 @@ def native_backend(summary: EntrySummary) -> str | None:
 
 def comparison_table(summaries: list[EntrySummary]) -> Table:
     others = sorted({b for s in summaries for b in s.latency_p50_ms if b != native_backend(s)})
-    table = Table(title="Side by side (median over runs, ±CV)", title_justify="left")
+    table = Table(title="Side by side (median over the conforming runs, ±CV)", title_justify="left")
     for column in ("entry", "framework", "runs (reached)", "TTA s", "epochs to threshold", "s / epoch",
                    "p50 native ms", *(f"p50 {b} ms" for b in others), "cost $"):
         table.add_column(column, justify="left" if column in ("entry", "framework") else "right")
     for s in summaries:
         native = native_backend(s)
         runs = f"{s.runs} ({s.reached})" + (f", {s.smoke} smoke" if s.smoke else "")
+        runs += f", {s.runs - s.counted} left out" if s.counted < s.runs else ""
         table.add_row(
-            s.entry, s.framework, runs, fmt(s.tta_seconds), fmt(s.epochs_to_threshold, 0),
+            f"{s.entry}\n{s.profile}" if s.profile else s.entry, s.framework, runs, fmt(s.tta_seconds, 2),
+            fmt(s.epochs_to_threshold, 0),
             fmt(s.seconds_per_epoch, 2),
             f"{fmt(s.latency_p50_ms[native], 3)} ({native})" if native else "-",
             *(fmt(s.latency_p50_ms[b], 3) if b in s.latency_p50_ms else "-" for b in others),

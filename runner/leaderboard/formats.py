@@ -31,6 +31,21 @@ def duration(seconds: float | None) -> str:
     return f"{days} day{'s' if days != 1 else ''}, {clock}" if days else clock
 
 
+def run_duration(seconds: float | None) -> str:
+    """A measured TTA: under a minute with its decimals ("6.07 s"; h:mm:ss would round it up to
+    "0:00:07"), else as ``duration``."""
+    if seconds is None:
+        return "—"
+    return f"{seconds:.2f} s" if seconds < 60 else duration(seconds)
+
+
+def tta(seconds: float | None, resolution: float | None) -> str:
+    """A measured TTA beside its resolution, the step its evaluations time it in:
+    "6.07 s (resolution 4.9 s)"; the resolution is left out where a result does not state it."""
+    text = run_duration(seconds)
+    return text if seconds is None or resolution is None else f"{text} (resolution {resolution:.1f} s)"
+
+
 def dollars(usd: float | None) -> str:
     """To the cent; a figure under half a cent keeps two significant digits ("$0.0021")
     rather than showing "$0.00"."""

@@ -46,11 +46,17 @@ def _reproduced_cell(table: Table, row: Row) -> str:
     repro = row.reproduction
     if repro is None:
         return '<td class="num muted">not reproduced</td>'
-    value = escape(table.show(row.reproduced))
+    value = escape(table.show_reproduced(row.reproduced))
     link = f'<a href="#{run_anchor(repro)}">{value}</a>'
+    spread = f'<br><span class="muted spread">{escape(table.show_spread(row.spread))}</span>' if row.spread else ""
     if repro.verified:
-        return f'<td class="num"><span class="verified" title="signed, complete, conforming">{link} ✓</span></td>'
+        return (f'<td class="num"><span class="verified" title="signed, complete, conforming">{link} ✓</span>'
+                f"{spread}</td>")
     return f'<td class="num"><span class="unverified">{link} ({escape(repro.verdict)})</span></td>'
+
+
+def _not_compared(row: Row) -> str:
+    return f' <span class="muted">({escape(row.not_compared)})</span>' if row.not_compared else ""
 
 
 def _table_html(table: Table) -> str:
@@ -66,7 +72,7 @@ def _table_html(table: Table) -> str:
         lines.append(
             f"<tr{source}><td class=\"num\">{row.rank}</td><td class=\"num\">{escape(table.show(row.claimed))}</td>"
             f"{_reproduced_cell(table, row)}<td class=\"num\">{formats.ratio(row.ratio) if verified else '—'}</td>"
-            f"<td>{escape(row.model)}</td><td>{escape(row.team)}</td><td>{escape(row.hardware)}</td>"
+            f"<td>{escape(row.model)}</td><td>{escape(row.team)}</td><td>{escape(row.hardware)}{_not_compared(row)}</td>"
             f"<td>{escape(row.framework)}</td><td class=\"date\">{formats.month(row.date)}</td></tr>"
         )
     lines.append("</tbody></table>")
@@ -94,7 +100,7 @@ def _run_html(repro: Reproduction, claims: list[Claim], out: Path) -> str:
         figures.append(f'<img class="plot" src="{PLOTS_DIR}/{png.name}" alt="latency distribution of {escape(rec.run_id)}">')
     verdict = ('<span class="verified">verified reproduction ✓</span>' if repro.verified
                else f'<span class="unverified">not a verified reproduction: {escape("; ".join(repro.problems))}</span>')
-    tta = formats.duration(rec.tta_seconds) if rec.reached else "threshold not reached"
+    tta = formats.tta(rec.tta_seconds, rec.tta_resolution_seconds) if rec.reached else "threshold not reached"
     return (
         f'<article class="run" id="{anchor}"><h3>{escape(rec.entry)} · {escape(rec.run_id)}</h3>'
         f"<p>{verdict}<br>{escape(ft.folder)} · {escape(rec.model)} · {escape(rec.framework)} · profile "

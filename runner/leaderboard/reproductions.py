@@ -15,6 +15,7 @@ import numpy as np
 from securesystemslib.signer import SSlibKey
 
 from runner.bundle.open import Limits, UnsafeBundleError, open_bundle
+from runner.claims import Comparison, cross_seed_problem, result_claim
 from runner.dawnbench.claims import CLAIMS_DIR, CurvePoint
 from runner.dawnbench.tasks import format_task
 from runner.dawnbench.tsv import FormatError, read_curve
@@ -41,6 +42,7 @@ class Reproduction:
     problems: list[str]  # why it is not a verified reproduction; empty when it is
     curve: list[CurvePoint] = field(default_factory=list)
     latencies_ms: dict[str, np.ndarray] = field(default_factory=dict)  # gated backends only
+    claim: Comparison | None = None  # the entry's claim this run is compared with (runner.claims.result_claim)
 
     @property
     def verified(self) -> bool:
@@ -76,13 +78,16 @@ def _problems(record: ResultRecord, signature: str | None) -> list[str]:
         problems.append(record.status)
     if not record.conforming:
         problems.append("non-conforming")
+    if not record.smoke and (problem := cross_seed_problem(record.cross_seed)):
+        problems.append(problem)
     return problems
 
 
 def read_reproduction(folder: Path, trusted_keys: list[SSlibKey], origin: str | None = None) -> Reproduction:
     record = read_record(folder)
     signature = signature_problem(folder, trusted_keys)
-    repro = Reproduction(record, origin or str(folder), signature is None, _problems(record, signature))
+    repro = Reproduction(record, origin or str(folder), signature is None, _problems(record, signature),
+                         claim=result_claim(folder))
     try:
         repro.curve = read_curve(record.curve_path(), (format_task(record.task).metric_field,))
     except FormatError:

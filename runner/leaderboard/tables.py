@@ -6,10 +6,18 @@ Fashion-MNIST. A row is a claim (an imported DAWNBench submission, or an entry's
 ``claimed`` figure) and the reproduction paired with it, if any: an entry names the
 submissions it reproduces (training and inference files) in ``claimed.dawnbench``. Rows rank by the claimed figure as
 DAWNBench ranked them; rows without a claim follow, by the reproduced figure.
+
+A reproduced figure is never one run alone: it is the median of the verified runs, shown
+with their number, min–max and coefficient of variation (``Spread``); the newest run stands
+in only when none verifies, with its verdict. An entry's runs are grouped per profile, and
+each group is held against the claim ``runner.claims.applicable_claim`` gives it: a group
+whose host does not meet that claim's profile shows the claim but no ratio, as
+``runner reproduce`` says "not compared".
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,6 +37,7 @@ class Objective:
     entry_claim: Callable[[Reproduction], float | None]  # the entry's own claimed figure
     show: Callable[[float | None], str]
     column: str  # DAWNBench's header for the figure; {threshold} becomes e.g. "94%"
+    show_run: Callable[[float | None], str] | None = None  # a measured figure, if shown otherwise than a claim
 
 
 def _fastest(r: Reproduction):
@@ -55,21 +64,21 @@ def _repro_train_cost(r: Reproduction) -> float | None:
 
 
 def _entry_tta(r: Reproduction) -> float | None:
-    return r.record.claimed.get("tta_seconds")
+    return r.claim.tta_seconds if r.claim else None  # the claim runner.claims says applies
 
 
 def _entry_train_cost(r: Reproduction) -> float | None:
-    tta, price = r.record.claimed.get("tta_seconds"), r.record.usd_per_hour
+    tta, price = _entry_tta(r), r.record.usd_per_hour
     return None if tta is None or price is None else tta / 3600 * price
 
 
 def _entry_latency(r: Reproduction) -> float | None:
-    return r.record.claimed.get("latency_ms")
+    return r.claim.latency_ms if r.claim else None
 
 
 OBJECTIVES: tuple[Objective, ...] = (
     Objective("train-time", "Training Time", "train", lambda c: c.tta_seconds, _repro_tta, _entry_tta,
-              formats.duration, "Time to {threshold} Accuracy"),
+              formats.duration, "Time to {threshold} Accuracy", formats.run_duration),
     Objective("train-cost", "Training Cost", "train", lambda c: c.cost_usd, _repro_train_cost, _entry_train_cost,
               formats.dollars, "Cost (USD)"),
     Objective("inference-latency", "Inference Latency", "inference", lambda c: c.latency_ms, _repro_latency,
@@ -77,6 +86,24 @@ OBJECTIVES: tuple[Objective, ...] = (
     Objective("inference-cost", "Inference Cost", "inference", lambda c: c.cost_per_10k_usd, _repro_inference_cost,
               lambda r: None, formats.dollars, "Cost for 10,000 items (USD)"),
 )
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The verified runs behind a reproduced figure (never one run shown as if alone)."""
+
+    runs: int
+    low: float
+    high: float
+    cv: float | None  # sample standard deviation / mean; None for one run
+    resolution: float | None = None  # the median TTA resolution of the runs (training time only)
+
+    @classmethod
+    def of(cls, values: list[float], resolutions: list[float] | None = None) -> "Spread":
+        mean = statistics.fmean(values)
+        cv = statistics.stdev(values) / mean if len(values) > 1 and mean else None
+        return cls(len(values), min(values), max(values), cv,
+                   statistics.median(resolutions) if resolutions else None)
 
 
 @dataclass
@@ -91,11 +118,13 @@ class Row:
     hardware: str
     framework: str
     date: str
+    spread: Spread | None = None  # the verified runs the reproduced median is of; None: none verified
+    not_compared: str = ""  # why the runs are not held against the claim shown ("" when they are)
 
     @property
     def ratio(self) -> float | None:
         """reproduced / claimed: above 1 the reproduction took longer or cost more."""
-        if self.claimed in (None, 0) or self.reproduced is None:
+        if self.claimed in (None, 0) or self.reproduced is None or self.not_compared:
             return None
         return self.reproduced / self.claimed
 
@@ -130,6 +159,16 @@ class Table:
     def show(self, value: float | None) -> str:
         return self.objective.show(value)
 
+    def show_reproduced(self, value: float | None) -> str:
+        return (self.objective.show_run or self.objective.show)(value)
+
+    def show_spread(self, spread: Spread) -> str:
+        """"median of 3 runs, 5.91 s–6.40 s, CoV 4.1%, resolution 4.9 s"."""
+        runs = f"median of {spread.runs} runs" if spread.runs > 1 else "1 run"
+        text = f"{runs}, {self.show_reproduced(spread.low)}–{self.show_reproduced(spread.high)}"
+        text += "" if spread.cv is None else f", CoV {100 * spread.cv:.1f}%"
+        return text + ("" if spread.resolution is None else f", resolution {spread.resolution:.1f} s")
+
 
 def best_reproduction(candidates: list[Reproduction]) -> Reproduction | None:
     """A verified run first, then the newest."""
@@ -138,15 +177,38 @@ def best_reproduction(candidates: list[Reproduction]) -> Reproduction | None:
     return max(candidates, key=lambda r: (r.verified, r.record.run_id))
 
 
-def _claim_row(claim: Claim, objective: Objective, repro: Reproduction | None) -> Row:
-    return Row(0, objective.claimed(claim), None if repro is None else objective.reproduced(repro), claim, repro,
-               claim.model, claim.team, claim.hardware, claim.framework, claim.date)
+def aggregate(runs: list[Reproduction], objective: Objective) -> tuple[Reproduction | None, float | None, Spread | None]:
+    """The run a row links to, its reproduced figure and the spread behind it: the median of
+    the verified runs' figures; the newest run's own figure only when none verifies."""
+    verified = [(r, v) for r in runs if r.verified and (v := objective.reproduced(r)) is not None]
+    if not verified:
+        repro = best_reproduction(runs)
+        return repro, None if repro is None else objective.reproduced(repro), None
+    values = [v for _, v in verified]
+    steps = [s for r, _ in verified if (s := r.record.tta_resolution_seconds) is not None]
+    return (best_reproduction([r for r, _ in verified]), statistics.median(values),
+            Spread.of(values, steps if objective.id == "train-time" else None))
 
 
-def _entry_row(repro: Reproduction, objective: Objective) -> Row:
+def _claim_row(claim: Claim, objective: Objective, runs: list[Reproduction]) -> Row:
+    repro, value, spread = aggregate(runs, objective)
+    return Row(0, objective.claimed(claim), value, claim, repro,
+               claim.model, claim.team, claim.hardware, claim.framework, claim.date, spread)
+
+
+def _entry_row(runs: list[Reproduction], objective: Objective) -> Row:
+    repro, value, spread = aggregate(runs, objective)
     rec = repro.record
-    return Row(0, objective.entry_claim(repro), objective.reproduced(repro), None, repro, rec.model, rec.entry,
-               f"profile {rec.profile}", rec.framework, rec.date)
+    claimed = objective.entry_claim(repro)
+    why_not = repro.claim.why_not if repro.claim and claimed is not None else ""
+    return Row(0, claimed, value, None, repro, rec.model, rec.entry, f"profile {rec.profile}", rec.framework,
+               rec.date, spread, why_not)
+
+
+def profile_group(r: Reproduction) -> str:
+    """The profile an entry's run is grouped under: that of the claim it is compared with,
+    else the one it ran on."""
+    return r.claim.profile if r.claim and r.claim.comparable else str(r.record.profile)
 
 
 def _rank(rows: list[Row]) -> list[Row]:
@@ -167,16 +229,14 @@ def build_table(ft: FormatTask, objective: Objective, claims: list[Claim], repro
         if objective.claimed(claim) is None:
             continue  # e.g. no costPerHour: the claim is on the time table only
         matching = [r for r in repros if claim.name in r.record.dawnbench_claims]
-        repro = best_reproduction(matching)
         paired.update(id(r) for r in matching)
-        rows.append(_claim_row(claim, objective, repro))
-    by_entry: dict[str, list[Reproduction]] = {}
+        rows.append(_claim_row(claim, objective, matching))
+    by_entry: dict[tuple[str, str], list[Reproduction]] = {}
     for r in repros:
         if id(r) not in paired:
-            by_entry.setdefault(r.record.entry, []).append(r)
+            by_entry.setdefault((r.record.entry, profile_group(r)), []).append(r)
     for runs in by_entry.values():
-        repro = best_reproduction(runs)
-        row = _entry_row(repro, objective)
+        row = _entry_row(runs, objective)
         if row.claimed is not None or row.reproduced is not None:
             rows.append(row)
     return Table(ft, objective, _rank(rows))

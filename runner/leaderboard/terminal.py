@@ -14,7 +14,9 @@ def reproduction_cell(table: Table, row: Row) -> str:
     repro = row.reproduction
     if repro is None:
         return "[dim]not reproduced[/]"
-    value = escape(table.show(row.reproduced))
+    value = escape(table.show_reproduced(row.reproduced))
+    if repro.verified and row.spread:
+        return f"[green]{value}[/] ✓\n[dim]{escape(table.show_spread(row.spread))}[/]"
     if repro.verified:
         return f"[green]{value}[/] ✓"
     return f"{value} [red]({escape(repro.verdict)})[/]"
@@ -47,7 +49,8 @@ def render(table: Table, top: int | None = None) -> RichTable:
         ratio = formats.ratio(row.ratio) if row.reproduction is not None and row.reproduction.verified else "—"
         out.add_row(
             str(row.rank), escape(table.show(row.claimed)), reproduction_cell(table, row), ratio,
-            escape(row.model), escape(row.team), escape(row.hardware), escape(row.framework), formats.month(row.date),
+            escape(row.model), escape(row.team), escape(row.hardware + (f" ({row.not_compared})" if row.not_compared else "")),
+            escape(row.framework), formats.month(row.date),
             energy_cell(table, row),
         )
     return out

@@ -7,17 +7,27 @@ Layout (what ``mlperf_logging.package_checker FOLDER training 4.0.0`` reads)::
     OUT/benchmarks/<benchmark>/implementations/<entry>/   the entry's code, as run
 
 MLPerf scores a benchmark over a fixed number of runs (resnet: 5) with the olympic mean,
-so the export refuses any other number of results, naming how many more to run.
+so the export refuses any other number of results, naming how many more to run, and refuses
+what would inflate that count: the same run twice (its run id, its clock record
+``events.jsonl`` or its rendered log), runs of several entries, smoke runs. Results may be
+folders or bundles' ``.tar.gz``, opened as ``runner verify`` opens them. ``package_check``
+runs MLPerf's own package checker on the tree (``pip install -e '.[mlperf]'``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
+import subprocess
+import sys
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 from runner import paths
+from runner.bundle.open import Limits, open_bundle
 from runner.errors import UserError
 from runner.mlperf.system import submission_description
 from runner.mlperf.config import SubmissionConfig, load_submission, set_command
@@ -84,19 +94,73 @@ def _copy_entry_code(entry_name: str, result: dict, target: Path) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Exported:
+    """The written tree, and the settings MLPerf's inference checker would also want set."""
+
+    out: Path
+    unset: list[str]
+
+
+def _require_settings(submission: SubmissionConfig) -> None:
+    """Every submission setting the export needs, all the missing ones named at once."""
+    missing = [key for key in SUBMISSION_KEYS if submission.get(key) is None]
+    if missing:
+        raise UserError("the MLPerf export needs " + ", ".join(f"mlperf.{key}" for key in missing)
+                        + (", which is not set" if len(missing) == 1 else ", which are not set"),
+                        "; ".join(set_command(key) for key in missing))
+
+
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def _refuse_duplicates(results: list[tuple[Path, dict]], logs: list[str]) -> None:
+    """The same run passed twice (by run id, by its clock record, by its rendered log) would
+    count twice in MLPerf's olympic mean."""
+    seen: dict[tuple[str, object], Path] = {}
+    for (folder, result), log in zip(results, logs):
+        for key in (("run id", result.get("run_id")), ("events.jsonl", _digest(folder / "events.jsonl")),
+                    ("MLPerf log", hashlib.sha256(log.encode()).hexdigest())):
+            if key[1] is None:
+                continue
+            if key in seen:
+                raise UserError(f"{folder} and {seen[key]} are the same run (the same {key[0]}"
+                                + (f" {key[1]}" if key[0] == "run id" else "") + "): MLPerf would count it twice",
+                                "pass each run once; run more with `runner reproduce ENTRY --runs N`")
+            seen[key] = folder
+
+
+def _opened(paths_given: list[Path], stack: ExitStack) -> list[Path]:
+    """Result folders as given; a bundle's ``.tar.gz`` opened safely, as ``runner verify`` does."""
+    folders = []
+    for path in paths_given:
+        if path.is_file():
+            folders.append(stack.enter_context(open_bundle(path, Limits())).root)
+        elif path.is_dir():
+            folders.append(path)
+        else:
+            raise UserError(f"no result at {path}", "pass results/<entry>/<run_id>/ folders or bundles' .tar.gz")
+    return folders
+
+
 def export_mlperf(result_dirs: list[Path], out: Path, *, ruleset: str = "4.0.0",
-                  submission: SubmissionConfig | None = None, allow_smoke: bool = False) -> Path:
-    """Write the submission tree to ``out`` (which must not exist yet); returns ``out``."""
+                  submission: SubmissionConfig | None = None, allow_smoke: bool = False) -> Exported:
+    """Write the submission tree to ``out`` (which must not exist yet)."""
     if ruleset not in RULESETS:
         raise UserError(f"ruleset {ruleset} is not supported", f"use --ruleset {RULESETS[-1]}")
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out} already exists and is not empty", "choose a new --out folder")
     submission = submission if submission is not None else load_submission()
-    for key in SUBMISSION_KEYS:
-        submission.require(key)
+    _require_settings(submission)
+    with ExitStack() as stack:
+        return _write_tree(_opened([Path(d) for d in result_dirs], stack), out, ruleset, submission, allow_smoke)
 
-    results = [(Path(d), read_result(Path(d))) for d in result_dirs]
+
+def _write_tree(result_dirs: list[Path], out: Path, ruleset: str, submission: SubmissionConfig,
+                allow_smoke: bool) -> Exported:
+    results = [(d, read_result(d)) for d in result_dirs]
     entries = {r.get("entry", {}).get("name") for _, r in results}
     if len(entries) != 1:
         raise UserError(f"the results come from several entries ({', '.join(sorted(map(str, entries)))})",
@@ -106,6 +170,8 @@ def export_mlperf(result_dirs: list[Path], out: Path, *, ruleset: str = "4.0.0",
         raise UserError(f"{smoke[0]} is a smoke run (synthetic data), not a submission",
                         "export full runs, or pass --allow-smoke to try the format")
     runs = [mlperf_run_from_result(d, submission) for d, _ in results]
+    logs = [render_training_log(run) for run in runs]
+    _refuse_duplicates(results, logs)
     benchmark = runs[0].benchmark
     needed = RESULT_COUNT.get(benchmark)
     if needed is not None and len(runs) != needed:
@@ -123,8 +189,28 @@ def export_mlperf(result_dirs: list[Path], out: Path, *, ruleset: str = "4.0.0",
     (out / "systems" / f"{system}.json").write_text(json.dumps(description, indent=2) + "\n")
     folder = out / "results" / system / benchmark
     folder.mkdir(parents=True)
-    for i, run in enumerate(runs):
-        (folder / f"result_{i}.txt").write_text(render_training_log(run))
+    for i, log in enumerate(logs):
+        (folder / f"result_{i}.txt").write_text(log)
     entry_name = next(iter(entries))
     _copy_entry_code(entry_name, results[0][1], out / "benchmarks" / benchmark / "implementations" / entry_name)
-    return out
+    return Exported(out, unset_settings(results[0][0], submission))
+
+
+@dataclass(frozen=True)
+class PackageCheck:
+    ok: bool
+    output: str  # the checker's last lines
+
+
+def package_check(out: Path, ruleset: str) -> PackageCheck:
+    """MLPerf's own package checker on the tree (``mlperf_logging.package_checker``)."""
+    try:
+        import mlperf_logging  # noqa: F401 - only whether it is installed
+    except ImportError:
+        raise UserError("--check needs MLPerf's checker (mlperf-logging), which is not installed",
+                        "pip install -e '.[mlperf]'") from None
+    log = out.parent / f"{out.name}.package-checker.log"
+    proc = subprocess.run([sys.executable, "-m", "mlperf_logging.package_checker", str(out), "training", ruleset,
+                           "--log_output", str(log)], capture_output=True, text=True, cwd=out.parent)
+    text = (proc.stdout + proc.stderr).strip()
+    return PackageCheck("PACKAGE CHECKER FOUND NO ERRORS, SUCCESS" in text, "\n".join(text.splitlines()[-15:]))

@@ -33,6 +33,7 @@ class StudyRequest:
     batch_size: int | None = None  # roofline: the run's global batch size (None: the manifest's)
     options: ReproduceOptions = ReproduceOptions()  # each new run's (the study sets runs, seeds, curves)
     slurm: object = None  # runner.slurm.SlurmOptions: the runs as one Slurm job array each
+    include_nonconforming: bool = False  # stability: count non-conforming runs in the median and CV
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,10 @@ def _given_runs(request: StudyRequest) -> list[Path]:
 def _study(request: StudyRequest) -> StudyOutput:
     opts = options(request)
     if request.kind == "stability":
-        return (stability.study(_given_runs(request)) if request.from_runs
-                else stability.run(request.entry, request.runs, opts, slurm=request.slurm))
+        include = request.include_nonconforming
+        return (stability.study(_given_runs(request), include) if request.from_runs
+                else stability.run(request.entry, request.runs, opts, slurm=request.slurm,
+                                   include_nonconforming=include))
     if request.kind == "threshold":
         ladder = threshold.parse_thresholds(request.thresholds)
         return (threshold.study(_given_runs(request), ladder) if request.from_runs

@@ -27,6 +27,8 @@ from runner.plan import Limits, RunData, RunPlan, make_plan
 from runner.results.record import Result, Training
 from runner.run.evaluator import Evaluator, EvaluatorError
 from runner.score.probe import make_probe_inputs
+from runner.verify.evidence import Auditor, Evidence
+from runner.verify.plan import check_plan
 from runner.report import reporter
 
 GPU_TOLERANCE = 0.001  # fraction of items whose class may differ between GPU replays
@@ -85,13 +87,13 @@ def replay(bundle: Path) -> list[ReplayCheck]:
             folder = tmp / result.entry.name
             shutil.copytree(entry_files, folder)
             # The plan saved with the result, over the bundle's own entry files (a result
-            # written before plans were saved: the plan of its seed and kind).
+            # written before plans were saved: the plan of its seed and kind), once it is
+            # known to describe the result (``verify``'s own check).
+            verdict = check_plan(Evidence(root, Auditor(), tmp))
+            if not verdict.ok:
+                raise UserError(f"{bundle}: {verdict.detail}", "replay only a bundle whose files runner wrote together")
             plan = RunPlan.read(root, folder) or make_plan(
                 folder, ReproduceOptions(seed=result.seed, runs=1, smoke=result.smoke))
-            if (plan.smoke, plan.seed if plan.seed is not None else result.seed) != (result.smoke, result.seed):
-                raise UserError(f"{bundle}'s plan.json does not describe its result (smoke {plan.smoke}, seed "
-                                f"{plan.seed}; the result: smoke {result.smoke}, seed {result.seed})",
-                                "replay only a bundle whose files runner wrote together")
             entry = plan.entry
             if plan.smoke:
                 staged = smoke_data(entry.task.id, tmp / "smoke-data")

@@ -64,6 +64,11 @@ def check_tta(ev: Evidence) -> Verdict:
         ):
             if not close(training.get(field), value, abs_tol=tol):
                 problems.append(f"{field} claimed {shown(training.get(field))}, recomputed {shown(value)}")
+        # results from before the resolution was recorded do not have it: judged only where stated
+        if "tta_resolution_seconds" in training and not close(
+                training["tta_resolution_seconds"], tta.resolution_seconds, abs_tol=2 * TTA_SECONDS):
+            problems.append(f"tta_resolution_seconds claimed {shown(training['tta_resolution_seconds'])}, "
+                            f"recomputed {shown(tta.resolution_seconds)}")
     if not close(training.get("launch_seconds"), line.clock_start, abs_tol=TTA_SECONDS):
         problems.append(
             f"launch_seconds claimed {shown(training.get('launch_seconds'))}, the events say {shown(line.clock_start)}"
@@ -80,7 +85,8 @@ def check_tta(ev: Evidence) -> Verdict:
     if not tta.reached:
         return Verdict(True, "threshold never reached, as claimed")
     return Verdict(True,
-        f"TTA {tta.seconds:.3f} s recomputed (evaluations excluded: {tta.excluded_eval_seconds:.3f} s)",
+        f"TTA {tta.seconds:.3f} s recomputed (resolution {tta.resolution_seconds:.3f} s; "
+        f"evaluations excluded: {tta.excluded_eval_seconds:.3f} s)",
     )
 
 
