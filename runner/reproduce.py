@@ -16,11 +16,12 @@ from pathlib import Path
 
 import docker
 
-from runner import paths
+from runner import data, paths
 from runner.build import BuiltImage, build_entry
 from runner.build import parse_lock, resolve_wheels
 from runner.build.context import entry_files
 from runner.build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
+from runner.build.information import budget_for
 from runner.bundle import PROFILE_FILE, sign_folder
 from runner.engine import get_client
 from runner.engine.kinds import refusal as engine_refusal
@@ -32,8 +33,9 @@ from runner.inference import check_backends_available, run_inference
 from runner.manifest import Entry
 from runner.mlperf.run_log import write_mlperf_log
 from runner.options import ReproduceOptions
-from runner.plan import SLURM, RunData, RunPlan, make_plan
+from runner.plan import PLAN_FILE, SLURM, RunData, RunPlan, make_plan
 from runner.data import StagedData
+from runner.digests import sha256_file
 from runner.data.for_run import stage_data, stage_public_inputs
 from runner.data.public_inputs import StagedInput
 from runner.profiles import cost_usd, price_fields, require_match
@@ -176,7 +178,8 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
 
         inspection = inspect_image(client, built.image_id, built.base.id, wheels, entry.path,
                             entry_files(entry.path), Path(staged.eval_dir) / "images.npy",
-                            Path(staged.labels) / "eval_labels.npy")
+                            Path(staged.labels) / "eval_labels.npy", lock=entry.lock_path,
+                            budget=budget_for(entry.task.id))
     if problem := inspection.problem():
         reasons.append(problem)
     runner = None
@@ -248,7 +251,8 @@ def score(plan: RunPlan, shared: Shared, run: TrainingRun):
     (``runner.score.summary.TrainingSummary``)."""
     summary = summarize_training(plan.entry.task, run.events, run.outcome.wall_seconds, run.notes,
                                  run.final, plan.result_dir, shared.labels, LAUNCH_GAP_LIMIT_S,
-                                 run.sensitivity, plan.entry.inference.builder_seconds)
+                                 run.sensitivity, plan.entry.inference.builder_seconds,
+                                 train_samples=shared.staged.counts.get("train"))
     _keep_crossing_checkpoint(plan.result_dir, summary.training.crossing)
     return summary
 
@@ -303,6 +307,7 @@ def run_once(plan: RunPlan, shared: Shared, seed: int, scratch: Path,
         plan.write(result_dir)
         result = _started_result(plan, shared, result_dir.name,
                                  probe_record(plan.entry.task, seed) if probe_dir else None)
+        assemble.planned(result, PLAN_FILE, sha256_file(result_dir / PLAN_FILE))
         result.write(result_dir)  # a crash from here on still leaves a record
         ownership.mark_running(result.run_id, result_dir)  # a SIGKILL from here on is recovered at next start
         guards = RunGuards(shared.client, result.run_id, plan.limits.cpus, plan.output_dir,
@@ -369,8 +374,22 @@ def launch(plan: RunPlan, slurm=None, resume: bool = True) -> list[Path]:
     if plan.placement == SLURM:
         from runner.slurm import reproduce_on_slurm
 
-        return reproduce_on_slurm(plan, slurm, resume)
+        folders = reproduce_on_slurm(plan, slurm, resume)
+        for folder in mark_alike_runs(folders, _labels_here(plan), plan):
+            sign_folder(folder)  # gathered runs are signed here: its result changed, signed again
+        return folders
     return _reproduce_here(plan)
+
+
+def _labels_here(plan: RunPlan):
+    """The evaluation labels on this (the submit) host, for the mistakes across seeds; None
+    for a smoke run or a set not staged here (the weights are compared all the same)."""
+    if plan.smoke:
+        return None
+    try:
+        return data.staged(plan.entry.task.id).load_eval_labels()
+    except (UserError, OSError, ValueError):
+        return None
 
 
 def reproduce(entry_path: str, opts: ReproduceOptions) -> list[Path]:
@@ -392,12 +411,14 @@ def _reproduce_here(plan: RunPlan) -> list[Path]:
                     clock.add("waiting for cores", held)
                 folder = run_once(plan, shared, seed, Path(tmp), clock)
                 ownership.mark_finished(folder.name)
+                if len(plan.seeds) == 1:  # its cross-seed record (none possible) before it is signed
+                    mark_alike_runs([folder], shared.labels, plan)
                 if opts.sign:
                     started = time.monotonic()
                     sign_folder(folder)
                     signing[folder] = time.monotonic() - started
             folders.append(folder)
-        for folder in mark_alike_runs(folders, shared.labels):
+        for folder in mark_alike_runs(folders, shared.labels, plan) if len(plan.seeds) > 1 else []:
             if opts.sign:  # its result changed: its bundle is signed again
                 sign_folder(folder)
     if opts.verbose:
@@ -411,18 +432,24 @@ def _reproduce_here(plan: RunPlan) -> list[Path]:
     return folders
 
 
-def mark_alike_runs(folders: list[Path], labels) -> list[Path]:
-    """Runs whose crossing models are the same network across seeds are non-conforming
-    (``runner.score.across_runs``); return the folders whose result changed."""
-    from runner.score.across_runs import alike_runs
+def mark_alike_runs(folders: list[Path], labels, plan: RunPlan) -> list[Path]:
+    """Each run's cross-seed record (``training.cross_seed``); runs whose crossing models are
+    not independent across seeds are non-conforming (``runner.score.across_runs``). Returns
+    the folders whose result changed."""
+    from runner.score.across_runs import across_runs
 
     changed = []
-    for folder, reasons in alike_runs(folders, labels).items():
+    found = across_runs(folders, labels, plan.entry.task, plan.entry.framework["name"], plan.options.seed is None)
+    for folder, (record, reasons) in found.items():
         result = Result.read(folder)
-        for reason in assemble.marked(result, reasons):
+        for reason in assemble.compared_across_seeds(result, record, reasons):
             reporter().print(f"[yellow]non-conforming[/] {result.run_id}: {reason}")
         result.write(folder)
         changed.append(folder)
+    if found:
+        from runner.score.across_runs import summary_line
+
+        reporter().print(summary_line([record for record, _ in found.values()]))
     return changed
 
 

@@ -10,6 +10,7 @@ with batch-1 latencies; the real host fingerprint and the ``cpu-2core-x86`` prof
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -24,6 +25,8 @@ from runner.events import Event, runner_event, write_events
 from runner.score.curve import write_curve
 from runner.score.summary import final_record, model_origin
 from runner.score.evaluations import score_evaluations
+from runner.score.across_runs import not_checked
+from runner.score.training_evidence import training_evidence
 from runner.score.tta import time_to_accuracy, timeline
 from runner.tasks import get_task
 
@@ -60,12 +63,13 @@ def _events(digests: list[str]) -> list[Event]:
         ckpt = f"checkpoints/epoch_{epoch}.pt"
         out.append((t, "eval_request", {"epoch_num": epoch, "checkpoint": ckpt}, "entry"))
         out.append((t + 0.01, "eval_freeze", {"index": i, "epoch": epoch, "checkpoint": ckpt, "frozen": True,
-                                              "state": "frozen"}, "runner"))
+                                              "state": "frozen", "cpu_seconds": 8.0 * epoch}, "runner"))
         t += 0.5
         out.append((t, "eval_thaw", {"index": i, "checkpoint_sha256": digest, "problem": None,
                                      "predictions": f"evaluations/{i}/clean.npy",
                                      "probe_predictions": f"evaluations/{i}/probe.npy",
                                      "builder_seconds": 0.02 + 0.001 * i, "predict_seconds": 0.4,
+                                     "predict_cpu_seconds": 0.7,
                                      "provenance": f"evaluations/{i}/provenance.json"}, "runner"))
     out.append((t + 0.2, "container_exit", {"exit_code": 0}, "runner"))
     return [
@@ -198,6 +202,7 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
             "reached": tta.reached,
             "tta_seconds": tta.seconds,
             "tta_hours": tta.seconds / 3600,
+            "tta_resolution_seconds": tta.resolution_seconds,
             "launch_seconds": line.clock_start,
             "wall_clock_start_unix_ms": 1795305723000,
             "train_samples": 60000,
@@ -208,6 +213,9 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
             "evaluations": [s.to_dict() for s in scored],
             "final_model": final,
             "model_origin": origin,
+            "evidence": training_evidence(scored, tta.crossing, 60000, len(labels))[0],
+            "cross_seed": {"run": folder.name, "runs": 1, "seeds_drawn": True, "checked": False,
+                           "why_not": not_checked(1, True), "weights_problem": None, "set": None, "pairs": []},
         },
         "cost": {"training_usd": cost_usd(tta.seconds, profile), **price_fields(profile)},
         "inference": {"torch": infer_record},
@@ -215,6 +223,31 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
     }
     _write_json(folder / "result.json", result)
     return folder
+
+
+def honest_plan(folder: Path) -> dict:
+    """The plan ``reproduce`` would have saved beside the result (``runner.plan.RunPlan.to_dict``'s form)."""
+    r = json.loads((folder / "result.json").read_text())
+    data = "/root/.cache/runner/data/mnist"
+    return {"entry": "/work/entries/mnist-cnn-cpu", "entry_name": r["entry"]["name"], "task": r["task"]["id"],
+            "profile": r["hardware"]["profile"], "options": {"smoke": False, "seed": None, "runs": None},
+            "seeds": [r["seed"]], "placement": "local", "engine": "docker",
+            "limits": {"cpus": 2.0, "memory": "8g", "gpus": 0, "threads": 2, "timeout_s": 1200},
+            "backends": ["torch"], "image": r["image"]["id"],
+            "data": {"train_dir": f"{data}/train", "eval_dir": f"{data}/eval", "digest": r["data"]["digest"],
+                     "public": []},
+            "network": None, "runner": [], "seed": r["seed"], "result_dir": str(folder), "probe_dir": None,
+            "hyperparameters": {}}
+
+
+def add_plan(folder: Path, plan: dict) -> None:
+    """The result as the runner writes it now: plan.json beside it, its digest in result.json
+    (the caller signs the folder again)."""
+    text = json.dumps(plan, indent=2, sort_keys=True) + "\n"
+    (folder / "plan.json").write_text(text)
+    result = json.loads((folder / "result.json").read_text())
+    result["plan"] = {"file": "plan.json", "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    _write_json(folder / "result.json", result)
 
 
 def stage_mnist_stand_in(home: Path, seed: int = 7):

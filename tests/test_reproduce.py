@@ -20,6 +20,7 @@ from runner.cli import main
 from runner.results import RESULT_SCHEMA
 from runner.engine.containers import MANAGED_LABEL
 from runner.run.ownership import LABEL_RUN
+from runner.score.training_evidence import FRACTION
 
 pytestmark = pytest.mark.docker
 PROBE = Path(__file__).parent / "entries" / "contract-probe"
@@ -64,6 +65,20 @@ def assert_the_builder_ran_only_after_the_entry(result: dict) -> None:
     assert early == [], f"{len(early)} heartbeats before the training container exited"
     (start,) = [e for e in ours if e["key"] == "evaluator_start"]
     assert start["metadata"]["ready_at"] < start["metadata"]["frozen_at"] < exited - origin
+
+
+def assert_the_training_cpu_time_is_recorded_at_each_freeze(result: dict) -> None:
+    """The probe's ``twice`` mode spends 3 CPU-seconds between its two requests: the runner's
+    freezes read the training container's cgroup (class 4f), and the evaluator's answers carry
+    its own CPU time to predict."""
+    freezes = [e["metadata"] for e in events(result) if e["key"] == "eval_freeze" and e.get("origin") == "runner"]
+    first, second = (f["cpu_seconds"] for f in freezes)
+    assert 0 < first and 2.8 < second - first < 4.5, freezes
+    thaws = [e["metadata"] for e in events(result) if e["key"] == "eval_thaw" and e.get("origin") == "runner"]
+    assert all(t["predict_cpu_seconds"] > 0 for t in thaws), thaws
+    evidence = result["training"]["evidence"]
+    if evidence is not None:  # the smoke threshold crossed: the ratio is recorded
+        assert evidence["cpu_seconds"] > 0 and evidence["ratio"] >= FRACTION
 
 
 def only_result(results: Path) -> dict:
@@ -240,6 +255,7 @@ def test_the_builder_runs_only_after_the_entry_and_the_timings_say_where_time_we
           "--smoke", "--no-infer", "--seed", "3"])
     result = only_result(results)
     assert_the_builder_ran_only_after_the_entry(result)
+    assert_the_training_cpu_time_is_recorded_at_each_freeze(result)
 
     timings = result["timings"]
     names = [p["name"] for p in timings["phases"]]

@@ -15,12 +15,13 @@ import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import yaml
 from securesystemslib.signer import CryptoSigner
-from synthetic_result import make_result_folder, stage_mnist_stand_in
+from synthetic_result import add_plan, honest_plan, make_result_folder, stage_mnist_stand_in
 
 from runner.bundle import make_bundle, pack
 from runner.bundle.filelist import ENVELOPE, SIGNER_KEY
@@ -317,6 +318,77 @@ def slow_prediction_resigned(folder, s):
     _resign(folder, s)
 
 
+def cross_without_training_resigned(folder, s):
+    """The crossing came after half a CPU-second of training (a shipped network written at
+    once), the evidence recorded as the runner would have, the result still claiming conforming."""
+    from runner.score.training_evidence import training_evidence
+
+    def idle(events):
+        for freeze in _runner_events(events, "eval_freeze"):
+            freeze["metadata"]["cpu_seconds"] = 0.5
+
+    _edit_events(folder, idle)
+    r = json.loads((folder / "result.json").read_text())
+    scored = [SimpleNamespace(**{"probe_items": None, **e, "cpu_seconds": 0.5, "predict_cpu_seconds": 0.7,
+                                 "gpu_work_seconds": None}) for e in r["training"]["evaluations"]]
+    evidence = training_evidence(scored, r["training"]["crossing"], 60000, 10000)[0]
+    _edit_json(folder / "result.json", lambda r: r["training"].update(evidence=evidence))
+    _resign(folder, s)
+
+
+def test_a_crossing_without_evidence_of_training_is_named_with_both_figures(setup, bundle):
+    cross_without_training_resigned(bundle, setup)
+    detail = verify_bundle(bundle, setup.auditor).get("model-origin").detail
+    assert "class 4 (no evidence of training)" in detail and "0.50 CPU-seconds" in detail, detail
+
+
+def test_an_edited_evidence_ratio_is_named(setup, bundle):
+    _edit_json(bundle / "result.json", lambda r: r["training"]["evidence"].update(ratio=99.0))
+    _resign(bundle, setup)
+    detail = verify_bundle(bundle, setup.auditor).get("model-origin").detail
+    assert "training.evidence.ratio: claimed 99, recomputed 7.619" in detail, detail
+
+
+def _with_information(folder, model: str):
+    """The bundle with an entry folder and the information record of ``model.py``'s honest
+    counterpart: what the tampering below claims."""
+    from runner.build.context import entry_files
+    from runner.build.information import measure_entry
+
+    entry = folder / "entry"
+    entry.mkdir(exist_ok=True)
+    (entry / "entry.yaml").write_text("name: x\nlock: requirements.lock\n")
+    (entry / "requirements.lock").write_text("numpy==2.4.6 --hash=sha256:" + "ab" * 32 + "\n")
+    (entry / "model.py").write_text("def build_model():\n    return None\n")
+    report = measure_entry(entry, entry_files(entry), entry / "requirements.lock")
+    (entry / "model.py").write_text(model)
+    (folder / "image-audit.json").write_text(json.dumps({"information": report.to_dict()}))
+    _edit_json(folder / "result.json", lambda r: r.update(image_audit={"information": report.summary()}))
+
+
+def understate_information_resigned(folder, s):
+    """A network written as words in model.py, the record of a one-line model.py."""
+    import random
+
+    words = "the of and to in is it that was for on are with as his they".split()
+    rng = random.Random(0)
+    _with_information(folder, '"""' + " ".join(rng.choice(words) for _ in range(60_000)) + '"""\n')
+    _resign(folder, s)
+
+
+def test_an_honest_information_record_passes_and_is_shown_per_file(setup, bundle):
+    _with_information(bundle, "def build_model():\n    return None\n")
+    _resign(bundle, setup)
+    report = verify_bundle(bundle, setup.auditor)
+    assert report.ok, [(c.name, c.detail) for c in report.checks if not c.ok]
+    detail = report.get("information").detail
+    assert "of a budget of 32768 (default)" in detail and "model.py" in detail and "largest literal" in detail
+
+
+def test_a_result_without_an_information_record_passes_saying_so(setup, bundle):
+    assert "predates the information budget" in verify_bundle(bundle, setup.auditor).get("information").detail
+
+
 def claim_later_crossing_resigned(folder, s):
     _edit_json(folder / "result.json", lambda r: r["training"].update(crossing=2))
     _resign(folder, s)
@@ -351,6 +423,27 @@ def change_price_resigned(folder, s):
     profile = yaml.safe_load(path.read_text())
     profile["price"]["usd_per_hour"] = 0.0101
     path.write_text(yaml.safe_dump(profile))
+    _resign(folder, s)
+
+
+def _with_plan(folder: Path, plan: dict, s: Setup) -> None:
+    add_plan(folder, plan)
+    _resign(folder, s)
+
+
+def edit_plan_resigned(folder, s):
+    """The issue's edited plan, signed: seed 7, /etc and the signing keys as data, 200 GB and
+    64 CPUs, the host's network."""
+    plan = honest_plan(folder)
+    plan.update(seed=7, seeds=[7], network="host", limits={**plan["limits"], "cpus": 64.0, "memory": "200g"})
+    plan["data"].update(train_dir="/etc", eval_dir="/root/.cache/runner/keys")
+    _with_plan(folder, plan, s)
+
+
+def drop_recorded_plan_resigned(folder, s):
+    """A result of the current format that records its plan, signed without it."""
+    _with_plan(folder, honest_plan(folder), s)
+    (folder / "plan.json").unlink()
     _resign(folder, s)
 
 
@@ -393,6 +486,8 @@ TAMPERINGS = [
     (resign_modified_statement_untrusted, "trusted-key"),
     (edit_statement_keep_signature, "signature"),
     (edit_statement_resigned, "statement-matches-result"),
+    (edit_plan_resigned, "plan"),
+    (drop_recorded_plan_resigned, "plan"),
     (change_data_digest_resigned, "data-digest"),
     (drop_prediction_rows_resigned, "eval-set-complete"),
     (flip_prediction_resigned, "scores"),
@@ -411,6 +506,8 @@ TAMPERINGS = [
     (drop_final_model_evaluation_resigned, "model-origin"),
     (slow_builder_resigned, "model-origin"),
     (slow_prediction_resigned, "model-origin"),
+    (cross_without_training_resigned, "model-origin"),
+    (understate_information_resigned, "information"),
     (claim_later_crossing_resigned, "first-crossing"),
     (claim_lower_threshold_resigned, "first-crossing"),
     (edit_latency_resigned, "inference-gate"),
@@ -460,6 +557,23 @@ def test_unsigned_bundle_fails_signature_but_semantics_still_run(setup, bundle):
     assert "unsigned" in report.get("signature").detail
     assert report.get("scores").ok and report.get("tta").ok and report.get("cost").ok
     assert "UNSIGNED manifest" in report.get("file-digests").detail
+
+
+def test_a_plan_that_describes_its_result_passes_and_an_edited_one_is_named(setup, bundle):
+    """The plan row: an honest plan passes; the edited one fails naming each of its edits."""
+    _with_plan(bundle, honest_plan(bundle), setup)
+    report = verify_bundle(bundle, setup.auditor)
+    assert report.ok, [(c.name, c.detail) for c in report.checks if not c.ok]
+    assert "plan.json describes its result" in report.get("plan").detail
+    edit_plan_resigned(bundle, setup)
+    detail = verify_bundle(bundle, setup.auditor).get("plan").detail
+    for said in ("seed 7", "'/root/.cache/runner/keys' is not a staged set's eval/", "64.0 CPUs and 200g memory",
+                 "network 'host'"):
+        assert said in detail, detail
+
+
+def test_a_result_of_the_older_format_has_no_plan_to_check(setup, bundle):
+    assert verify_bundle(bundle, setup.auditor).get("plan").detail.startswith("no plan recorded")
 
 
 def test_no_trusted_keys_fails_trust(setup, bundle):

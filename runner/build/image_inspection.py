@@ -15,6 +15,15 @@ Two content checks go with it: every byte of the image and of the lock's wheels 
 for the evaluation set itself, by item and by label sequence (``eval_copies``), and the
 entry's own files for embedded data and for code that reaches into the runner's harness
 (``entry_scan``).
+
+No folder is exempt: a ``.pyc`` is accounted for only as the compilation of a source in the
+image (``bytecode``: its PEP 552 header against the source, its size against a bound), and
+pip's own files in the venv by the RECORD of the wheel the base image carries for it
+(``/usr/share/python-wheels``). In the same pass the information of every file a build step
+added (neither the base's, nor a wheel's, nor the entry's, nor a copy of one of them) is
+measured for the information budget (``information``): its bytes are compressed as they go
+by, so memory stays bounded by the largest file. An installed ``RECORD`` counts only its rows
+a wheel does not declare.
 """
 
 from __future__ import annotations
@@ -33,13 +42,15 @@ from pathlib import Path
 import docker
 
 from runner import image_cache
+from runner.build import bytecode
 from runner.build.entry_scan import EntryScan, scan_entry
+from runner.build.information import FileInformation, InformationReport, compressed_size, measure_entry
 from runner.build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, UNPACK_BYTES, WHOLE_BYTES, Copy, EvalIndex
 from runner.digests import sha256_file
 from runner.engine.containers import owned_labels
 from runner.engine.kinds import create_options
 
-AUDIT_FORMAT = 3  # 3: the content search and the entry scan (2 was their draft)
+AUDIT_FORMAT = 4  # 4: the information budget and the .pyc rule; 3: the content search and the entry scan
 INSPECTION_FILE = "image-audit.json"
 # Weights and data formats, by name...
 DATA_SUFFIXES = {
@@ -56,6 +67,10 @@ BLOB_BYTES = 256 * 1024
 WHEEL_DATA_BYTES = 1 << 20
 TEST_DIRS = re.compile(r"(^|/)(tests?|testing)(/|$)")
 SITE_PACKAGES = re.compile(r"^opt/venv/lib/python3\.\d+/site-packages/(.+)$")
+INSTALLED_RECORD = re.compile(r"^([^/]+\.dist-info)/RECORD$")
+# What pip writes into an installed dist-info folder without a hash in its RECORD.
+PIP_BOOKKEEPING = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
+HEAD_BYTES = 32  # a .pyc's 16-byte header and the first bytes of what follows it
 
 
 @dataclass
@@ -83,6 +98,7 @@ class ImageInspection:
     entry_scan: EntryScan = field(default_factory=EntryScan)
     # Files that pack more than the content search unpacks (so it could not read them all).
     left_packed: list[str] = field(default_factory=list)
+    information: InformationReport = field(default_factory=InformationReport)
 
     @property
     def findings(self) -> list[AuditedFile]:
@@ -118,6 +134,8 @@ class ImageInspection:
                          f"(at most {UNPACK_BYTES >> 20} MiB out of a file of up to {WHOLE_BYTES >> 20} MiB)")
         if entry := self.entry_scan.problem():
             parts.append(entry)
+        if budget := self.information.problem():
+            parts.append(budget)
         return "class 4 (a model trained before the run): " + "; ".join(parts) if parts else None
 
     def to_dict(self) -> dict:
@@ -132,6 +150,7 @@ class ImageInspection:
             "eval_label_run": self.eval_label_run,
             "left_packed": self.left_packed,
             "entry_scan": self.entry_scan.to_dict(),
+            "information": self.information.to_dict(),
         }
 
     @classmethod
@@ -143,6 +162,7 @@ class ImageInspection:
             eval_label_run=int(data.get("eval_label_run", 0)),
             entry_scan=EntryScan.from_dict(data.get("entry_scan", {})),
             left_packed=list(data.get("left_packed", [])),
+            information=InformationReport.from_dict(data.get("information") or {}),
         )
 
     def summary(self) -> dict:
@@ -161,6 +181,7 @@ class ImageInspection:
             "embedded_data_bytes": scan.total_bytes,
             "embedded_data": [asdict(r) for r in scan.oversized],
             "harness_reach": [asdict(h) for h in scan.harness],
+            "information": self.information.summary(),
             "details": INSPECTION_FILE,
         }
 
@@ -178,6 +199,8 @@ def suspicion(name: str, size: int, head: bytes, eval_digest: str | None = None,
         return f"a {suffix} file"
     if any(head.startswith(m) for m in DATA_MAGIC):
         return "weights or data by its first bytes"
+    if suffix == ".pyc" and any(head[bytecode.HEADER_BYTES:].startswith(m) for m in DATA_MAGIC):
+        return "a .pyc holding weights or data after its header"
     if size >= BLOB_BYTES and not head.startswith(b"\x7fELF") and not _is_text(head):
         return "a large binary file that is not a program"
     if size >= 4 * BLOB_BYTES and suffix in (".py", ".json"):
@@ -206,22 +229,26 @@ class _Chunks(io.RawIOBase):
         return n
 
 
+# Called with (path, size, mtime, sha256, first bytes, the bytes or None past WHOLE_BYTES).
+Visit = Callable[[str, int, int, str, bytes, "bytes | None"], None]
+
+
 def _file_index(client: docker.DockerClient, image_id: str, content: EvalIndex | None = None,
-                copies: list[Copy] | None = None) -> dict[str, tuple[int, str, bytes]]:
+                copies: list[Copy] | None = None, visit: Visit | None = None) -> dict[str, tuple[int, str, bytes]]:
     """``{path: (size, sha256, first bytes)}`` of every regular file, from the engine's export;
     with ``content``, every file is also searched for the evaluation set in the same pass,
-    and what is found goes to ``copies``."""
+    and what is found goes to ``copies``; ``visit`` sees every file as it goes by."""
     container = client.containers.create(image_id, command=["true"], network_mode="none", entrypoint=[],
                                         labels=owned_labels("image-audit"), **create_options())
     try:
         stream = io.BufferedReader(_Chunks(container.export(chunk_size=1 << 20)), buffer_size=1 << 20)
-        return index_tar(stream, content, copies)
+        return index_tar(stream, content, copies, visit)
     finally:
         container.remove(force=True)
 
 
-def index_tar(stream, content: EvalIndex | None = None,
-              copies: list[Copy] | None = None) -> dict[str, tuple[int, str, bytes]]:
+def index_tar(stream, content: EvalIndex | None = None, copies: list[Copy] | None = None,
+              visit: Visit | None = None) -> dict[str, tuple[int, str, bytes]]:
     """``_file_index`` of an export stream (a tar), read once."""
     index: dict[str, tuple[int, str, bytes]] = {}
     with tarfile.open(fileobj=stream, mode="r|") as tar:
@@ -235,11 +262,12 @@ def index_tar(stream, content: EvalIndex | None = None,
             if member.size <= WHOLE_BYTES:
                 data = fh.read()
                 digest.update(data)
-                head = data[:16]
+                head = data[:HEAD_BYTES]
                 if content is not None:
                     found = content.scan_bytes("/" + path, data)
             else:
-                head = fh.read(16)
+                data = None
+                head = fh.read(HEAD_BYTES)
                 digest.update(head)
 
                 def chunks(first=head, fh=fh, digest=digest):
@@ -256,6 +284,8 @@ def index_tar(stream, content: EvalIndex | None = None,
             if found is not None and copies is not None:
                 copies.append(found)
             index[path] = (member.size, digest.hexdigest(), head)
+            if visit is not None:
+                visit(path, member.size, int(member.mtime), index[path][1], head, data)
     return index
 
 
@@ -268,21 +298,47 @@ def _base_index(client: docker.DockerClient, base_id: str) -> dict[str, tuple[in
     kept = image_cache.load("image-audits", base_id, prefix="base-")
     if kept is not None:
         return {k: tuple(v) for k, v in kept.items()}
-    index = {path: (size, digest) for path, (size, digest, _) in _file_index(client, base_id).items()}
+    wheels: dict[str, tuple[str, int | None]] = {}
+    index = {path: (size, digest) for path, (size, digest, _) in
+             _file_index(client, base_id, visit=_base_wheel_visitor(wheels)).items()}
     image_cache.store("image-audits", base_id, index, prefix="base-")
+    image_cache.store("image-audits", base_id, wheels, prefix="base-wheels-")
     return index
 
 
-def _record_hashes(wheel: Path) -> dict[str, str]:
-    """Paths under site-packages -> hex sha256, as the wheel's RECORD declares them."""
-    found: dict[str, str] = {}
+def _base_wheel_visitor(found: dict[str, tuple[str, int | None]]) -> Visit:
+    """Collects the RECORD rows of every wheel the base image carries (Debian's
+    ``/usr/share/python-wheels``: pip, which ``python3 -m venv`` installs from it)."""
+    def visit(path: str, size: int, mtime: int, digest: str, head: bytes, data: bytes | None) -> None:
+        if path.endswith(".whl") and data is not None:
+            try:
+                found.update(_record_rows(io.BytesIO(data)))
+            except (zipfile.BadZipFile, OSError, ValueError, UnicodeDecodeError):
+                pass  # not a wheel after all: its files stay unexplained
+    return visit
+
+
+def _base_wheel_rows(client: docker.DockerClient, base_id: str) -> dict[str, tuple[str, int | None]]:
+    """``_base_wheel_visitor``'s rows of a base image (kept per image id)."""
+    kept = image_cache.load("image-audits", base_id, prefix="base-wheels-")
+    if kept is None:
+        kept = {}
+        _file_index(client, base_id, visit=_base_wheel_visitor(kept))
+        image_cache.store("image-audits", base_id, kept, prefix="base-wheels-")
+    return {k: (v[0], v[1]) for k, v in kept.items()}
+
+
+def _record_rows(wheel) -> dict[str, tuple[str, int | None]]:
+    """Paths under site-packages -> (hex sha256, size), as the wheel's RECORD declares them."""
+    found: dict[str, tuple[str, int | None]] = {}
     with zipfile.ZipFile(wheel) as z:
         records = [n for n in z.namelist() if n.endswith(".dist-info/RECORD")]
         for name in records:
             for row in csv.reader(io.StringIO(z.read(name).decode())):
                 if len(row) >= 2 and row[1].startswith("sha256="):
                     raw = base64.urlsafe_b64decode(row[1][7:] + "=" * (-len(row[1][7:]) % 4))
-                    found[row[0]] = raw.hex()
+                    size = int(row[2]) if len(row) > 2 and row[2].isdigit() else None
+                    found[row[0]] = (raw.hex(), size)
     return found
 
 
@@ -344,14 +400,128 @@ def entry_data_files(entry_dir: Path, files: list[Path], eval_digest: str | None
     return found
 
 
+class _Known:
+    """What accounts for a file of the entry's image, known before its export is read: the
+    base image's files, the wheels' RECORD rows (the lock's, and the base image's own for
+    pip), the entry's files."""
+
+    def __init__(self, base: dict[str, tuple[int, str]], declared: dict[str, tuple[str, int | None]],
+                 entry: dict[str, tuple[str, int]]):
+        self.base, self.declared, self.entry = base, declared, entry
+        self.digests = ({d for _, d in base.values()} | {h for h, _ in declared.values()}
+                        | {h for h, _ in entry.values()})
+
+    def explains(self, path: str, size: int, digest: str) -> bool:
+        """The base's file, the entry's, or a wheel's as its RECORD declares it."""
+        if self.base.get(path) == (size, digest) or self.entry.get(path, ("",))[0] == digest:
+            return True
+        site = SITE_PACKAGES.match(path)
+        return bool(site) and self.declared.get(site.group(1), ("",))[0] == digest
+
+    def source_size(self, path: str) -> int | None:
+        """The size of a source file of the image, when known before the export is read."""
+        if path in self.base:
+            return self.base[path][0]
+        if path in self.entry:
+            return self.entry[path][1]
+        site = SITE_PACKAGES.match(path)
+        return self.declared.get(site.group(1), ("", None))[1] if site else None
+
+
+class _ImageInformation:
+    """The export pass's visitor: the information of every file a build step added, and what
+    it needs to judge each ``.pyc`` once every source has gone by."""
+
+    def __init__(self, known: _Known):
+        self.known = known
+        self.files: list[FileInformation] = []
+        self.sources: dict[str, tuple[int, int, bytes | None]] = {}  # .py: size, mtime, source_hash
+        # .pyc not accounted for by the base, a wheel or the entry: header, size, and its
+        # information when measured (None: its source was known ahead and its header fit it)
+        self.pycs: dict[str, tuple[bytecode.PycHeader | None, int, FileInformation | None]] = {}
+
+    def __call__(self, path: str, size: int, mtime: int, digest: str, head: bytes, data: bytes | None) -> None:
+        if path.endswith(".py"):
+            self.sources[path] = (size, mtime, bytecode.source_hash(data) if data is not None else None)
+        if self.known.explains(path, size, digest) or digest in self.known.digests:
+            return  # accounted for, or a copy of a file that is
+        source = bytecode.source_of(path)
+        if source is not None:
+            header = bytecode.read_header(head)
+            ahead = self.known.source_size(source)
+            fits = ahead is not None and bytecode.mismatch(header, size, ahead, None, None) is None
+            self.pycs[path] = (header, size, None if fits else self._measure(path, size, data))
+            return
+        self.files.append(self._measure(path, size, data))
+
+    def _measure(self, path: str, size: int, data: bytes | None) -> FileInformation:
+        if data is None:
+            return FileInformation("/" + path, "image", size, size, "whole, uncompressed (too large)")
+        record = INSTALLED_RECORD.match(SITE_PACKAGES.match(path).group(1)) if SITE_PACKAGES.match(path) else None
+        if record:
+            rows = self._undeclared_rows(record.group(1), data)
+            return FileInformation("/" + path, "image", size, compressed_size(rows), "rows no wheel declares")
+        return FileInformation("/" + path, "image", size, compressed_size(data))
+
+    def _undeclared_rows(self, dist_info: str, data: bytes) -> bytes:
+        """An installed RECORD's rows that a wheel does not declare (path and hash), but for
+        pip's own: its bookkeeping files, a source's .pyc without a hash, and the files it
+        writes outside site-packages (the console scripts; each is counted on its own)."""
+        kept = []
+        bookkeeping = {f"{dist_info}/{n}" for n in PIP_BOOKKEEPING}
+        for line in data.decode("utf-8", "replace").splitlines():
+            row = next(csv.reader([line]), [])
+            path, digest = (row + ["", ""])[:2]
+            if path in bookkeeping or path.startswith("../../../bin/"):
+                continue
+            if digest.startswith("sha256="):
+                raw = digest[7:]
+                try:
+                    hexed = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).hex()
+                except ValueError:
+                    hexed = ""
+                if self.known.declared.get(path, ("",))[0] == hexed:
+                    continue
+            elif not digest and (bytecode.source_of(path) or "") in self.known.declared:
+                continue
+            kept.append(line)
+        return "\n".join(kept).encode()
+
+    def finish(self) -> set[str]:
+        """Judge each ``.pyc`` against its source; the information of those that are not its
+        compilation joins the others. Returns the paths of the ``.pyc`` accounted for."""
+        compiled = set()
+        for path, (header, size, measured) in sorted(self.pycs.items()):
+            found = self.sources.get(bytecode.source_of(path))
+            size_, mtime, hashed = found if found else (None, None, None)
+            if bytecode.mismatch(header, size, size_, mtime, hashed) is None:
+                compiled.add(path)
+            else:
+                self.files.append(measured or FileInformation("/" + path, "image", size, size,
+                                                              "whole, uncompressed (not its source's compilation)"))
+        return compiled
+
+
 def inspect_image(client: docker.DockerClient, image_id: str, base_id: str,
                 wheels: list[Path] | Callable[[], list[Path]],
                 entry_dir: Path, entry_file_list: list[Path], eval_inputs: Path | None,
-                eval_labels: Path | None = None) -> ImageInspection:
+                eval_labels: Path | None = None, *, lock: Path | None = None,
+                budget: tuple[int, str] | None = None) -> ImageInspection:
     """Audit an entry image (cached per image and evaluation set: an image never changes).
     ``eval_inputs`` and ``eval_labels`` are the runner's staged evaluation images and labels
     (host-side), searched for by content in every file of the image and of the wheels.
-    ``wheels`` may be a callable: resolving the lock's wheels is then left to a cache miss."""
+    ``wheels`` may be a callable: resolving the lock's wheels is then left to a cache miss.
+    ``lock``: the run's lock (its hashes carry no information); ``budget``: the information
+    budget and where it comes from (``information.DEFAULT_BUDGET_BYTES`` when None)."""
+    audit = _inspect(client, image_id, base_id, wheels, entry_dir, entry_file_list, eval_inputs, eval_labels, lock)
+    if budget is not None:  # the task's, applied to a kept answer too
+        audit.information.budget, audit.information.budget_from = budget
+    return audit
+
+
+def _inspect(client: docker.DockerClient, image_id: str, base_id: str,
+             wheels: list[Path] | Callable[[], list[Path]], entry_dir: Path, entry_file_list: list[Path],
+             eval_inputs: Path | None, eval_labels: Path | None, lock: Path | None) -> ImageInspection:
     eval_digest = sha256_file(eval_inputs) if eval_inputs and eval_inputs.is_file() else None
     labels_digest = sha256_file(eval_labels) if eval_labels and eval_labels.is_file() else None
     variant = f"-{eval_digest or 'none'}" + (f"-{labels_digest[:16]}" if labels_digest else "")
@@ -363,20 +533,25 @@ def inspect_image(client: docker.DockerClient, image_id: str, base_id: str,
             pass  # a damaged answer: audit again
     if callable(wheels):
         wheels = wheels()
+    base = _base_index(client, base_id)
+    declared = _base_wheel_rows(client, base_id)
+    for wheel in wheels:
+        declared.update(_record_rows(wheel))
+    entry_hashes = {f"entry/{p.relative_to(entry_dir).as_posix()}": (sha256_file(p), p.stat().st_size)
+                    for p in entry_file_list}
+    measure = _ImageInformation(_Known(base, declared, entry_hashes))
     content = EvalIndex.from_files(eval_inputs, eval_labels) if eval_digest or labels_digest else None
     copies: list[Copy] = []
-    image_files = _file_index(client, image_id, content, copies)
+    image_files = _file_index(client, image_id, content, copies, measure)
+    compiled = measure.finish()
     left_packed = list(content.left_packed) if content is not None else []
     if content is not None:
         in_wheels, packed = wheel_copies(wheels, content, variant)
         copies += in_wheels
         left_packed += packed
-    base = _base_index(client, base_id)
-    declared = {}
-    for wheel in wheels:
-        declared.update(_record_hashes(wheel))
-    entry_hashes = {f"entry/{p.relative_to(entry_dir).as_posix()}": sha256_file(p) for p in entry_file_list}
     eval_items, eval_label_run = eval_totals(copies)
+    information = measure_entry(entry_dir, entry_file_list, lock)
+    information.files += sorted(measure.files, key=lambda f: f.path)
     audit = ImageInspection(
         entry_data_files=entry_data_files(entry_dir, entry_file_list, eval_digest),
         wheel_data_files=wheel_data_files(wheels),
@@ -385,13 +560,12 @@ def inspect_image(client: docker.DockerClient, image_id: str, base_id: str,
         eval_label_run=eval_label_run,
         entry_scan=scan_entry(entry_dir, entry_file_list),
         left_packed=left_packed,
+        information=information,
     )
+    known = measure.known
     for path, (size, digest, head) in sorted(image_files.items()):
-        if base.get(path) == (size, digest) or entry_hashes.get(path) == digest:
-            continue
-        site = SITE_PACKAGES.match(path)
-        if site and (declared.get(site.group(1)) == digest or "__pycache__/" in path):
-            continue  # from a locked wheel, or bytecode pip compiled from it
+        if known.explains(path, size, digest) or path in compiled:
+            continue  # the base's, the entry's, a wheel's, or the compilation of a source beside it
         audit.unexplained.append(AuditedFile("/" + path, size, "image", suspicion(path, size, head, eval_digest, digest)))
     image_cache.store("image-audits", image_id, audit.to_dict(), suffix=variant)
     return audit

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from runner.cli import argtypes
 from runner.inference.loadgen import MLPERF_PROFILE, claims_mlperf_minimums
+from runner.manifest.schema import BACKENDS
 from runner.options import ReproduceOptions
 from runner.plan import LOCAL, SLURM, make_plan, plan_of_task
 from runner.reproduce import launch
@@ -81,17 +82,29 @@ def _energy_cell(energy: dict | None) -> str:
 
 
 def claim_line(folder, result: Result, claimed: dict, tta: float) -> str:
-    """The measurement beside the claim, compared only on a host of the claim's profile."""
-    import json
+    """The measurement beside the claim, compared only on a host of the claim's profile
+    (``runner.claims.result_claim``: the rule the leaderboard and compare use too)."""
+    from runner.claims import Comparison, result_claim
 
-    from runner.claims import compare_host
+    applies = result_claim(folder) or Comparison((result.hardware or {}).get("profile") or "", False,
+                                                 ("the run has no fingerprint",), claimed.get("tta_seconds"))
+    return applies.line(None, tta, result.run_id) + _resolution(result.training)
 
-    try:
-        fingerprint = json.loads((Path(folder) / "fingerprint.json").read_text())
-    except (OSError, ValueError):
-        fingerprint = {}
-    profile = (result.hardware or {}).get("profile") or ""
-    return compare_host(claimed, profile, fingerprint).line(None, tta, result.run_id)
+
+def evidence_line(r) -> str | None:
+    """The work to the crossing against one forward pass over the training set (class 4f)."""
+    e = r.training.evidence if r.training else None
+    if not isinstance(e, dict) or e.get("ratio") is None:
+        return None
+    return (f"evidence of training {r.run_id}: {e['cpu_seconds']:.2f} CPU-s to the crossing, "
+            f"{e['ratio']:.2f}x one forward pass over {e['train_items']} training items "
+            f"({e['forward_pass_cpu_seconds']:.2f} CPU-s; floor {e['fraction']:g}x)")
+
+
+def _resolution(training) -> str:
+    """Beside the TTA: the step the entry's evaluations time it in (runner.score.tta)."""
+    step = training.tta_resolution_seconds if training and training.reached else None
+    return "" if step is None else f" (resolution {step:.1f} s)"
 
 
 def print_results(console: Console, folders) -> None:
@@ -104,7 +117,7 @@ def print_results(console: Console, folders) -> None:
         t = r.training
         table.add_row(
             r.run_id, r.status, str(bool(t and t.reached)),
-            _fmt(t and t.tta_seconds, ".2f"), _fmt(r.cost and r.cost.training_usd, ".6f"),
+            _fmt(t and t.tta_seconds, ".2f") + _resolution(t), _fmt(r.cost and r.cost.training_usd, ".6f"),
             _energy_cell(r.energy), _fmt(t and t.launch_seconds, ".2f"), "yes" if r.conforming else "no",
         )
     console.print(table)
@@ -139,6 +152,8 @@ def print_results(console: Console, folders) -> None:
         tta = r.training.tta_seconds if r.training else None
         if claimed.get("tta_seconds") and tta is not None and not r.smoke:
             console.print(claim_line(folder, r, claimed, tta), highlight=False)
+        if line := evidence_line(r):
+            console.print(line, highlight=False)
         if not r.conforming:
             console.print(f"[yellow]non-conforming[/] {r.run_id}: " + "; ".join(r.nonconforming_reasons))
         if r.incomplete_reason:
@@ -187,7 +202,7 @@ def register(subparsers) -> None:
                    help="one short epoch on synthetic data, on CPU; never conforming")
     p.add_argument("--allow-hardware-mismatch", action="store_true",
                    help="run on a host that does not match the profile; marks the result non-conforming")
-    p.add_argument("--backend", action="append", metavar="B",
+    p.add_argument("--backend", action="append", metavar="B", choices=BACKENDS,
                    help="inference backend (repeatable; default: the manifest's)")
     p.add_argument("--timeout-minutes", type=argtypes.timeout_minutes, help="training timeout (default: manifest)")
     p.add_argument("--no-infer", action="store_true", help="skip the inference phase")

@@ -18,7 +18,8 @@ tensor the model computes with (``provenance.py``) into ``OUT/n/provenance.json`
 request with ``shuffle_seed`` is the host's sensitivity check: the checkpoint's tensors
 are permuted before predicting the clean set (or ``items`` of it, drawn by the seed:
 ``sensitivity_items``), and a model that still scores well did not get its knowledge from
-the checkpoint.
+the checkpoint. A request with ``"weights": true`` also writes the checkpoint's float
+tensors, as loaded, for the host's comparison of runs across seeds (``weights.py``).
 """
 
 from __future__ import annotations
@@ -138,6 +139,10 @@ def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
     mllog.emit("model_built", index=n, seconds=round(time.monotonic() - started, 6), **extra)
     folder = args.out / str(n)
     folder.mkdir(parents=True, exist_ok=True)
+    if request.get("weights") is True:  # as loaded (a permutation changes the model's, not these)
+        from .weights import dump
+
+        dump(loaded.checkpoint_tensors(), folder)
     ledger = None
     if shuffle_seed is None:
         ledger = Ledger(loaded.checkpoint_tensors(), loaded.normalise)

@@ -52,6 +52,12 @@ def started(*, run_id: str, entry, seed: int, smoke: bool, harness_digest: str, 
     )
 
 
+def planned(result: Result, plan_file: str, sha256: str) -> None:
+    """The plan the run was started from, saved beside it (``plan.json``): ``runner verify``
+    holds a result that records one to a plan that describes it."""
+    result.plan = {"file": plan_file, "sha256": sha256}
+
+
 def trained(result: Result, *, run, summary, guards, energy: dict | None, train_samples: int | None,
             training_usd: float | None) -> None:
     """The training stage's parts: the container's outcome (``TrainingRun``), the scored
@@ -130,6 +136,14 @@ def marked(result: Result, reasons: list[str]) -> list[str]:
     for reason in reasons:
         result.not_conforming(reason)
     return new
+
+
+def compared_across_seeds(result: Result, record: dict, reasons: list[str]) -> list[str]:
+    """The run's cross-seed record (``runner.score.across_runs``) and the class 4 reasons it
+    gave; returns the reasons that are new."""
+    if result.training is not None:
+        result.training.cross_seed = record
+    return marked(result, reasons)
 
 
 def gathered(result: Result, record: dict) -> None:

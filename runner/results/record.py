@@ -73,6 +73,9 @@ class Training:
     reached: bool = False
     tta_seconds: float | None = None
     tta_hours: float | None = None
+    # the training time between the crossing evaluation and the one before it (runner.score.tta);
+    # None when not reached, and in results from before it was recorded
+    tta_resolution_seconds: float | None = None
     launch_seconds: float | None = None
     launch_stamp: str | None = None
     excluded_eval_seconds: float | None = None
@@ -80,6 +83,10 @@ class Training:
     evaluations: list[dict] = field(default_factory=list)  # ScoredEvaluation.to_dict() each
     final_model: dict | None = None
     model_origin: dict | None = None  # runner.score.model_origin: provenance, sensitivity, builder time
+    # runner.score.across_runs: the runs of one reproduction compared across seeds (mistakes,
+    # aligned weights), or why they could not be (a single run); None before these checks
+    cross_seed: dict | None = None
+    evidence: dict | None = None  # runner.score.training_evidence: the work to the crossing against a forward pass
 
 
 @dataclass
@@ -126,6 +133,8 @@ class Result:
     timings: dict | None = None
     # The declared public inputs the run had mounted (runner.data.public_inputs), file by file.
     public_inputs: list[dict] | None = None
+    # The plan the run was started from (runner.plan, ``plan.json``): the file and its sha256.
+    plan: dict | None = None
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
@@ -175,7 +184,7 @@ class Result:
         return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
 
 
-_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs")
+_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan")
 _SECTIONS = {
     "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
     "cost": Cost, "training": Training,

@@ -161,6 +161,9 @@ RESULT_SCHEMA: dict = {
                 "reached": {"type": "boolean"},
                 "tta_seconds": _NUM,
                 "tta_hours": _NUM,
+                "tta_resolution_seconds": {**_NUM, "description": "the training time between the crossing "
+                                           "evaluation and the one before it (from the clock's start for the "
+                                           "first): TTA is known to within this step"},
                 "launch_seconds": _NUM,
                 "wall_clock_start_unix_ms": {"type": ["integer", "null"]},
                 "train_samples": {"type": ["integer", "null"]},
@@ -182,6 +185,22 @@ RESULT_SCHEMA: dict = {
                         "builder_seconds": {"type": "object"},
                         "predict_seconds": {"type": "object"},
                     },
+                },
+                "cross_seed": {
+                    "type": ["object", "null"],
+                    "description": "the runs of one reproduction compared across seeds at their crossing "
+                    "checkpoints: mistake overlap and aligned-weights correlation per pair against the task's "
+                    "limits; checked is false (why_not says why) for a single run, fewer than 3 runs or the "
+                    "auditor's seeds",
+                    "properties": {"checked": {"type": "boolean"}, "runs": {"type": "integer"},
+                                   "pairs": {"type": "array", "items": {"type": "object"}}},
+                },
+                "evidence": {
+                    "type": ["object", "null"],
+                    "description": "evidence of training (class 4f): the training containers' CPU seconds to "
+                    "the crossing against one forward pass of the crossing model over the training set",
+                    "properties": {"cpu_seconds": _NUM, "forward_pass_cpu_seconds": _NUM, "ratio": _NUM,
+                                   "floor_cpu_seconds": _NUM, "fraction": {"type": "number"}},
                 },
             },
         },
@@ -222,6 +241,13 @@ RESULT_SCHEMA: dict = {
                                          "type": "object", "required": ["sha256", "bytes"],
                                          "properties": {"sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                                                         "bytes": {"type": "integer", "minimum": 0}}}}}},
+        },
+        "plan": {
+            "type": ["object", "null"],
+            "description": "the run's plan (runner.plan.RunPlan) saved beside it: the file and its sha256; "
+            "`runner verify` checks that the plan describes this result",
+            "required": ["file", "sha256"],
+            "properties": {"file": {"const": "plan.json"}, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
         },
         "timings": {
             "type": ["object", "null"],

@@ -43,6 +43,8 @@ class ResultRecord:
     claimed: dict  # the entry's own claim (tta_seconds, latency_ms, score, dawnbench)
     backends: dict[str, BackendRun] = field(default_factory=dict)  # result.json's inference
     joules_to_accuracy: float | None = None  # training energy to the crossing, frozen time excluded
+    cross_seed: dict | None = None  # training.cross_seed: the runs compared across seeds (None: before it)
+    tta_resolution_seconds: float | None = None  # the step the evaluations time TTA in (None: not stated)
 
     @property
     def complete(self) -> bool:
@@ -113,6 +115,8 @@ def read_record(folder: Path) -> ResultRecord:
             claimed=dict(result.entry.claimed or {}),
             backends=dict(result.inference),
             joules_to_accuracy=_joules_to_accuracy(result.energy),
+            cross_seed=training.cross_seed if training else None,
+            tta_resolution_seconds=training.tta_resolution_seconds if training and training.reached else None,
         )
     except FileNotFoundError:
         raise UserError(f"{path} does not exist", "pass a result folder written by `runner reproduce`") from None

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import docker
 
 from runner import paths
+from runner.run.cpu_usage import ContainerCpu
 from runner.run.gpu_freeze import run_gpu_indices
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.events import parse_line
@@ -86,6 +87,10 @@ class Answer:
     provenance: str | None = None  # relative to the evaluations folder
     notes: dict = field(default_factory=dict)
     predict_seconds: float | None = None  # model built -> answer, host clock (bounded after inference)
+    # ... and the CPU time the evaluator's container used meanwhile (its cgroup): the
+    # forward passes' cost in CPU-seconds, whatever the threads (evidence of training, 4f)
+    predict_cpu_seconds: float | None = None
+    weights: dict | None = None  # the checkpoint's tensors, when asked (runner.score.weights_dump)
 
 
 class Evaluator:
@@ -100,6 +105,8 @@ class Evaluator:
         self._answers: dict[int, str | None] = {}  # index -> None (done) or the failure
         self._built: dict[int, tuple[float, dict]] = {}  # index -> (host monotonic time, its event)
         self._done_at: dict[int, float] = {}  # index -> host monotonic time of its answer
+        self._cpu: ContainerCpu | None = None  # the evaluator container's CPU counter
+        self._cpu_at: dict[tuple[int, str], float | None] = {}  # (index, "built" | "done") -> CPU seconds
         self._outcome: ContainerOutcome | None = None
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
@@ -170,10 +177,12 @@ class Evaluator:
                 index = ev.metadata.get("index")
                 if isinstance(index, int) and index not in self._built:
                     self._built[index] = (time.monotonic(), dict(ev.metadata))
+                    self._cpu_at[(index, "built")] = self._cpu.seconds() if self._cpu else None
             elif ev.key in ("evaluation_done", "evaluation_failed"):
                 index = ev.metadata.get("index")
                 if isinstance(index, int):
                     self._done_at.setdefault(index, time.monotonic())
+                    self._cpu_at.setdefault((index, "done"), self._cpu.seconds() if self._cpu else None)
                     failure = ev.metadata.get("message") if ev.key == "evaluation_failed" else None
                     self._answers[index] = str(failure or "failed") if ev.key == "evaluation_failed" else None
             self._changed.notify_all()
@@ -192,6 +201,8 @@ class Evaluator:
 
     def _started(self, container, clock) -> None:
         self._container = container
+        self._cpu = ContainerCpu(container)
+        self._cpu.seconds()  # finds the counter now, not while an answer's line is handled
         self._container_started.set()
 
     def _pause(self) -> None:
@@ -310,7 +321,8 @@ class Evaluator:
 
     # -- one evaluation -----------------------------------------------------------------
     def evaluate(self, index: int, checkpoint_name: str, shuffle_seed: int | None = None,
-                 items: int | None = None, probe_items: tuple[int, int] | None = None) -> Answer:
+                 items: int | None = None, probe_items: tuple[int, int] | None = None,
+                 weights: bool = False) -> Answer:
         """Predictions for ``checkpoints_dir/checkpoint_name``: of the clean set and the probe
         where the run has one, the probe cut to ``probe_items`` (size, seed);
         with ``shuffle_seed``, for the same model after the checkpoint's tensors were permuted
@@ -325,14 +337,14 @@ class Evaluator:
             self._resume()
             if not self._ready:  # prestarted and still starting: its start-up is not the builder's
                 self._wait_ready()
-            return self._ask(index, checkpoint_name, shuffle_seed, items, probe_items)
+            return self._ask(index, checkpoint_name, shuffle_seed, items, probe_items, weights)
         finally:
             with self._gate:
                 self._asking = False
             self._pause()
 
     def _ask(self, index: int, checkpoint_name: str, shuffle_seed: int | None, items: int | None,
-             probe_items: tuple[int, int] | None) -> Answer:
+             probe_items: tuple[int, int] | None, weights: bool = False) -> Answer:
         request = self.plan.requests_dir / f"{index}.json"
         tmp = request.with_suffix(".tmp")
         body: dict = {"checkpoint": f"/checkpoints/{checkpoint_name}"}
@@ -340,6 +352,8 @@ class Evaluator:
             body["shuffle_seed"] = int(shuffle_seed)
             if items:
                 body["items"] = int(items)
+        if weights:  # the checkpoint's tensors too (runner.score.weights_dump)
+            body["weights"] = True
         if probe_items is not None:
             body["probe_items"], body["probe_seed"] = int(probe_items[0]), int(probe_items[1])
         tmp.write_text(json.dumps(body))
@@ -377,9 +391,19 @@ class Evaluator:
         notes = {k: v for k, v in (built[1] if built else {}).items() if k == "shuffled_tensors" and isinstance(v, int)}
         suffix = "json" if self.plan.entry.task.inputs == "questions" else "npy"
         answer = Answer({name: f"{index}/{name}.{suffix}" for name in names}, seconds,
-                        None if shuffle_seed is not None else f"{index}/provenance.json", notes, predict)
+                        None if shuffle_seed is not None else f"{index}/provenance.json", notes, predict,
+                        self._predict_cpu(index))
         self._seal(answer)
+        if weights:
+            from runner.score.weights_dump import copy_dump
+
+            answer.weights = copy_dump(self.plan.evaluator_outbox, self.plan.evaluations_dir, index)
         return answer
+
+    def _predict_cpu(self, index: int) -> float | None:
+        """The evaluator's CPU seconds from ``model_built`` to its answer (None: not measured)."""
+        built, done = self._cpu_at.get((index, "built")), self._cpu_at.get((index, "done"))
+        return round(done - built, 6) if built is not None and done is not None and done >= built else None
 
     def _seal(self, answer: Answer) -> None:
         """Copy the answer's files from the evaluator's outbox into the result, where no

@@ -35,6 +35,8 @@ def answer_fields(answer: Answer, probe_subset: tuple[int, int] | None) -> dict:
             fields["probe_items"], fields["probe_seed"] = probe_subset
     fields["builder_seconds"] = answer.builder_seconds
     fields["predict_seconds"] = answer.predict_seconds
+    if answer.predict_cpu_seconds is not None:  # the evaluator's cgroup, read by the host
+        fields["predict_cpu_seconds"] = answer.predict_cpu_seconds
     fields["provenance"] = f"{EVALUATIONS_DIR}/{answer.provenance}" if answer.provenance else None
     return fields
 
@@ -91,10 +93,14 @@ def evaluate_sensitivity(evaluator: Evaluator, plan: RunPlan, jobs: list[tuple[s
         if plan.entry.task.inputs == "images":
             record["items"] = SENSITIVITY_ITEMS
         try:
-            answer = evaluator.evaluate(index, name, shuffle_seed=plan.sensitivity_seed, items=record.get("items"))
+            # the crossing's tensors too, for the comparison across seeds (runner.score.across_runs)
+            answer = evaluator.evaluate(index, name, shuffle_seed=plan.sensitivity_seed, items=record.get("items"),
+                                        weights=of == "crossing")
             record["predictions"] = f"{EVALUATIONS_DIR}/{answer.files['clean']}"
             record["builder_seconds"] = answer.builder_seconds
             record.update(answer.notes)
+            if answer.weights is not None:
+                record["weights"] = answer.weights
         except EvaluatorError as exc:
             record["problem"] = str(exc)
         records.append(record)

@@ -25,6 +25,7 @@ use a fake one that is busy for N samples), and ``NvmlGpuReader`` is the real re
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Protocol
@@ -186,5 +187,57 @@ class GpuFreeze:
         return wait_until_idle(reader, self.indices, settle_s=settle, interval_s=interval, limit_s=limit)
 
     def close(self) -> None:
+        if isinstance(self.reader, NvmlGpuReader):
+            self.reader.close()
+
+
+class GpuWorkMeter:
+    """The run's GPU busy time while it trains (evidence of training, class 4f): a thread reads
+    the run's GPUs every ``interval_s`` and adds, per GPU, its utilisation times the time since
+    the last reading (NVML's ``utilization.gpu``: the share of its last sample period in which
+    a kernel ran). ``seconds()`` is the sum so far over the run's GPUs, read at each freeze;
+    None when no reading could be made (no NVML): the busy time is then not measured."""
+
+    def __init__(self, gpus: int, reader: GpuReader | None = None, interval_s: float = 0.1,
+                 clock: Callable[[], float] = time.monotonic):
+        self.indices, self.reader, self.interval_s, self.clock = run_gpu_indices(gpus), reader, interval_s, clock
+        self.busy = 0.0
+        self.readings = 0
+        self._last: float | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="runner-gpu-work", daemon=True)
+
+    def sample(self) -> None:
+        """One reading, added to the sum (the thread's step; the tests call it directly)."""
+        readings = self.reader.read(self.indices)
+        now = self.clock()
+        with self._lock:
+            if self._last is not None:
+                self.busy += sum(min(100, max(0, r.sm_percent)) for r in readings) / 100 * (now - self._last)
+            self._last = now
+            self.readings += 1
+
+    def _loop(self) -> None:
+        try:
+            if self.reader is None:
+                self.reader = NvmlGpuReader()
+            while not self._stop.is_set():
+                self.sample()
+                self._stop.wait(self.interval_s)
+        except Exception:  # noqa: BLE001 - no NVML, or a reader that failed: what was read stands
+            return
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def seconds(self) -> float | None:
+        with self._lock:
+            return round(self.busy, 6) if self.readings > 1 else None
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
         if isinstance(self.reader, NvmlGpuReader):
             self.reader.close()

@@ -30,7 +30,8 @@ from runner.plan import EVALUATIONS_DIR, RunPlan
 from runner.run import final_model
 from runner.run.evaluator import Evaluator, EvaluatorError
 from runner.run.allocation import NodesVerdict, judge_nodes
-from runner.run.gpu_freeze import GpuFreeze
+from runner.run.cpu_usage import ContainerCpu, Sampler
+from runner.run.gpu_freeze import GpuFreeze, GpuWorkMeter
 from runner.run.multiprocess import Peers, rank_spec
 from runner.run.remote_nodes import NodeError, RemoteNodes
 from runner.events import Event, parse_line, runner_event, write_events
@@ -129,6 +130,11 @@ class _TrainingSession:
         # A run with GPUs: each freeze also waits for them to be idle (class 2c).
         self.gpu_freeze = GpuFreeze(plan.limits.gpus) if plan.limits.gpus else None
         self.evaluator = Evaluator(client, plan)
+        # Evidence of training (class 4f): the training containers' CPU time at each freeze,
+        # and with GPUs their busy time, both read by the host (``cpu_usage``, ``gpu_freeze``).
+        self.cpu_counters: dict[int, ContainerCpu] = {}
+        self.cpu_sampler = Sampler(self.cpu_counters)
+        self.gpu_work = GpuWorkMeter(plan.limits.gpus) if plan.limits.gpus else None
 
     def add(self, event: Event) -> None:
         self.events.append(event)
@@ -142,8 +148,45 @@ class _TrainingSession:
         self.container, self.clock = container, clock
         self.started_unix_ms = int((time.time() - clock()) * 1000)
         self.started_monotonic = time.monotonic() - clock()
+        self.cpu_counters[0] = ContainerCpu(container)
+        self.cpu_counters[0].sample()  # found while it surely runs; then read every 0.1 s
+        self.cpu_sampler.start()
         for group in self.peers:
             group.start()
+            for rank, peer in getattr(group, "containers", {}).items():
+                self.cpu_counters.setdefault(rank, ContainerCpu(peer))
+        if self.gpu_work is not None:
+            self.gpu_work.start()
+
+    def training_work(self) -> dict:
+        """The ``eval_freeze`` fields of the work done so far (class 4f): ``cpu_seconds``, the
+        CPU time every training container used (rank 0 and this host's other ranks, from their
+        cgroups, read while frozen), and with GPUs ``gpu_work_seconds``. What could not be read
+        is named in ``cpu_not_measured``, and ``cpu_seconds`` is then None (ranks on other nodes
+        are never read: their agents keep no counter of the runner's)."""
+        containers = {0: self.container}
+        for group in self.peers:
+            containers.update(getattr(group, "containers", {}))
+        missing = [] if all(hasattr(group, "containers") for group in self.peers) else ["the ranks on other nodes"]
+        total, read, stale = 0.0, 0, []
+        for rank, container in sorted(containers.items()):
+            counter = self.cpu_counters.setdefault(rank, ContainerCpu(container))
+            if (seconds := counter.seconds()) is None:
+                missing.append(f"rank {rank} ({counter.problem or 'its cgroup is gone'})")
+            else:
+                total, read = total + seconds, read + 1
+                if counter.stale:
+                    stale.append(rank)
+        # Only the whole run's time is judged: a part of it is kept beside, under its own name.
+        fields: dict = {"cpu_seconds": None if missing else round(total, 6)}
+        if missing:
+            fields.update(cpu_seconds_partial=round(total, 6) if read else None,
+                          cpu_not_measured="; ".join(missing)[:300])
+        if stale:  # gone before its request was handled: its last reading (at most 0.1 s old)
+            fields["cpu_last_reading_ranks"] = stale
+        if self.gpu_work is not None:
+            fields["gpu_work_seconds"] = self.gpu_work.seconds()
+        return fields
 
     def peer_failed(self, who: str, why: str | None) -> None:
         """A rank (or a node) ended badly: stop rank 0, whose collectives would wait for it forever."""
@@ -261,7 +304,7 @@ class _TrainingSession:
             paused_t, EVAL_FREEZE, index=index, request_seq=request.seq,
             epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None,
             checkpoint=checkpoint if isinstance(checkpoint, str) else None,
-            frozen=excluded, state=state, **ranks, **gpu,
+            frozen=excluded, state=state, **ranks, **gpu, **self.training_work(),
         )
         digest = problem = None
         name = f"{index}{Path(str(checkpoint)).suffix[:16]}"
@@ -476,9 +519,12 @@ def _train(client, plan: RunPlan, labels, spec: ContainerSpec, peers: list) -> T
             sensitivity = session.evaluate_sensitivity() if outcome.ok or session.crossing_checkpoint else []
             session.note_evaluator_start()
         finally:
+            session.cpu_sampler.close()
             session.evaluator.close()
             if session.gpu_freeze is not None:
                 session.gpu_freeze.close()
+            if session.gpu_work is not None:
+                session.gpu_work.close()
     shutil.rmtree(plan.requests_dir, ignore_errors=True)
     if session.after_crossing:
         session.notes.append(f"{session.after_crossing} evaluation request(s) after the crossing were not "

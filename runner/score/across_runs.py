@@ -1,32 +1,45 @@
-"""Runs that are too alike: a shipped network does not change with the seed.
+"""Runs that must be independent: a shipped network does not change with the seed.
 
 A network trained from a runner-drawn seed differs from run to run: in every byte of its
-weights, and in the mistakes it makes. Two honest runs of the default entry both miss
-about sixty of MNIST's test items and a few dozen more of the shifted probe items, and
-share only the hardest of those mistakes. A network carried into the run (in code, a
-wheel, the builder) is the same in every run, or almost: the same checkpoint digest, or
-the same mistakes (item and wrong answer) on the clean set and the probe. Each pair of
-runs of one reproduction is compared on the crossing checkpoints the runner copied and
-the predictions its evaluator made, against the runner's labels; a pair over the limit
-marks both runs non-conforming (class 4), the figures named. Models that make fewer than
-``MIN_MISTAKES`` mistakes between them are not judged: near-perfect models agree by force.
+weights, in the mistakes it makes, and in its filters once its hidden units are aligned. A
+network carried into the run (in code, a wheel, the builder), even jittered per seed or
+only as a starting point, keeps much of itself across seeds. Each pair of runs of one
+reproduction with different seeds is compared on the crossing checkpoints the runner copied:
+
+- identical checkpoint digests;
+- *in what they get wrong*: the Jaccard of their mistakes (item and wrong answer, clean set
+  and probe, against the runner's labels). A Jaccard on few mistakes is noisy, so a pair is
+  judged on the lower bound of a Wilson interval (``Z`` standard errors) against the task's
+  limit, and the set on its pooled counts (every pair's shared and all mistakes summed);
+  models that make fewer than ``MIN_MISTAKES`` mistakes between them are not judged;
+- *in their weights*: the correlation of their tensors after aligning hidden units
+  (``runner.score.aligned_weights``), overall and per layer, against the task's limit.
+  The tensors are the evaluator's copy of the crossing checkpoint, trusted only when its
+  bytes are the checkpoint's (``runner.score.weights_dump``).
+
+The limits are the task's (``Task.cross_seed``), set from measured honest pairs kept in the
+task's folder. A pair over a limit marks both runs non-conforming (class 4, the figures
+named). Every run's result records what was compared (``training.cross_seed``): a single
+run, or runs with the auditor's seeds, say the cross-seed checks were not possible or not
+enough for a claim (``REQUIRED_RUNS`` runs with seeds the runner drew).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import statistics
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 
+from runner.claims import REQUIRED_RUNS
 from runner.score.model_origin import CLASS4
 from runner.score.safe_npy import load_npy
 
-# Two runs whose mistakes (item, wrong answer; clean set and probe) are at least this
-# much the same (shared / all, Jaccard) are the same network.
-MAX_SHARED_MISTAKES = 0.9
 MIN_MISTAKES = 20
+Z = 2.33  # one-sided 1 %: a pair or set is over the limit only when its lower bound is
 
 
 @dataclass(frozen=True)
@@ -38,9 +51,23 @@ class Crossing:
     probe: np.ndarray | None
     probe_items: int | None = None  # the probe's items, drawn by probe_seed (None: all of them)
     probe_seed: int | None = None
+    weights: list | None = None  # [(name, array)] of the crossing checkpoint, when trusted
+    weights_problem: str | None = None  # why there are none
 
 
-def crossing_of(folder: Path, result) -> Crossing | None:
+def _crossing_weights(folder: Path, result, index: int, sha256: str | None) -> tuple[list | None, str | None]:
+    from runner.digests import sha256_file
+    from runner.score.weights_dump import read_checked
+
+    sensitivity = ((result.training.model_origin or {}).get("sensitivity") or [])
+    record = next((r.get("weights") for r in sensitivity if isinstance(r, dict) and r.get("of") == "crossing"), None)
+    kept = sorted((folder / "checkpoints").glob(f"{index}.*")) + sorted((folder / "checkpoints").glob(f"{index}"))
+    if not kept or sha256_file(kept[0]) != sha256:
+        return None, "the runner's copy of the crossing checkpoint is not in the result"
+    return read_checked(folder, record, kept[0])
+
+
+def crossing_of(folder: Path, result, weights: bool = True) -> Crossing | None:
     t = result.training
     if t is None or t.crossing is None or not (0 <= t.crossing < len(t.evaluations)):
         return None
@@ -54,8 +81,10 @@ def crossing_of(folder: Path, result) -> Crossing | None:
         except (OSError, ValueError):
             return None
 
+    tensors, problem = _crossing_weights(folder, result, t.crossing, ev.get("checkpoint_sha256")) if weights else (None, None)
     return Crossing(result.run_id, result.seed, ev.get("checkpoint_sha256"), load(ev.get("predictions")),
-                    load(ev.get("probe_predictions")), ev.get("probe_items"), ev.get("probe_seed"))
+                    load(ev.get("probe_predictions")), ev.get("probe_items"), ev.get("probe_seed"),
+                    tensors, problem)
 
 
 def mistakes(c: Crossing, labels) -> set[tuple[str, int, int]] | None:
@@ -79,26 +108,128 @@ def mistakes(c: Crossing, labels) -> set[tuple[str, int, int]] | None:
     return found
 
 
-def too_alike(a: Crossing, b: Crossing, labels) -> str | None:
-    """Why two runs' crossing models are the same network; None when they are not."""
+def lower_bound(shared: int, union: int, z: float = Z) -> float:
+    """The Wilson score interval's lower end for ``shared`` of ``union``."""
+    if union <= 0:
+        return 0.0
+    p = shared / union
+    centre = p + z * z / (2 * union)
+    spread = z * math.sqrt(p * (1 - p) / union + z * z / (4 * union * union))
+    return max(0.0, (centre - spread) / (1 + z * z / union))
+
+
+@dataclass
+class Pair:
+    a: Crossing
+    b: Crossing
+    shared: int | None = None
+    union: int | None = None
+    weights: dict | None = None  # aligned_weights.WeightsComparison.to_dict()
+    findings: list[str] = field(default_factory=list)
+
+    @property
+    def jaccard(self) -> float | None:
+        return self.shared / self.union if self.union else None
+
+    def record(self, other: Crossing) -> dict:
+        mistakes = None if self.union is None else {
+            "shared": self.shared, "union": self.union, "jaccard": round(self.jaccard or 0.0, 6),
+            "bound": round(lower_bound(self.shared, self.union), 6)}
+        return {"with": other.run_id, "seed": other.seed, "mistakes": mistakes, "weights": self.weights,
+                "findings": self.findings}
+
+
+def _names(p: Pair) -> str:
+    return f"runs {p.a.run_id} and {p.b.run_id} (seeds {p.a.seed} and {p.b.seed})"
+
+
+def judge_pair(a: Crossing, b: Crossing, labels, limits, framework: str) -> Pair:
+    """Both checks of one pair of runs with different seeds."""
+    from runner.score.aligned_weights import compare
+
+    pair = Pair(a, b)
     if a.seed == b.seed:
-        return None  # an auditor's repeat of one seed may well give the same network
+        return pair  # an auditor's repeat of one seed may well give the same network
     if a.sha256 and a.sha256 == b.sha256:
-        return f"the crossing checkpoints of runs {a.run_id} and {b.run_id} are identical across seeds {a.seed} and {b.seed} (sha256 {a.sha256[:16]})"
+        pair.findings.append(f"the crossing checkpoints of runs {a.run_id} and {b.run_id} are identical across seeds "
+                             f"{a.seed} and {b.seed} (sha256 {a.sha256[:16]})")
     ma, mb = mistakes(a, labels), mistakes(b, labels)
-    if ma is None or mb is None or len(ma | mb) < MIN_MISTAKES:
+    if ma is not None and mb is not None:
+        pair.shared, pair.union = len(ma & mb), len(ma | mb)
+        bound = lower_bound(pair.shared, pair.union)
+        if pair.union >= MIN_MISTAKES and bound >= limits.mistakes:
+            pair.findings.append(
+                f"the crossing models of {_names(pair)} share {pair.jaccard:.1%} of their {pair.union} mistakes "
+                f"(item and wrong answer, clean and probe; at least {bound:.1%} at {Z:g} standard errors; "
+                f"limit {limits.mistakes:.0%}, honest pairs in {limits.evidence or 'the task'})")
+    if a.weights is not None and b.weights is not None:
+        found = compare(a.weights, b.weights, framework, limits.public_width)
+        pair.weights = found.to_dict()
+        top = found.highest
+        if found.overall is not None and (found.overall >= limits.weights or (top and top.similarity >= limits.weights)):
+            pair.findings.append(
+                f"the crossing checkpoints of {_names(pair)} are alike in their aligned weights (hidden units "
+                f"matched layer by layer): correlation {found.overall:.2f} overall, {top.similarity:.2f} in "
+                f"{top.name} {list(top.shape)} (limit {limits.weights:g}; honest pairs in {limits.evidence or 'the task'}): "
+                f"they share a starting point")
+    return pair
+
+
+def judge_set(pairs: list[Pair], limits) -> str | None:
+    """The runs together: their pooled mistakes over the limit (the median pair with them)."""
+    counted = [p for p in pairs if p.union]
+    if len(counted) < 2:
         return None
-    shared = len(ma & mb) / len(ma | mb)
-    if shared >= MAX_SHARED_MISTAKES:
-        return (f"the crossing checkpoints of runs {a.run_id} and {b.run_id} are nearly identical across seeds "
-                f"{a.seed} and {b.seed}: {shared:.1%} of their {len(ma | mb)} mistakes (item and wrong answer, "
-                f"clean and probe) are the same (limit {MAX_SHARED_MISTAKES:.0%}; honest runs share their hardest few)")
+    shared, union = sum(p.shared for p in counted), sum(p.union for p in counted)
+    median = statistics.median(p.jaccard for p in counted)
+    bound = lower_bound(shared, union)
+    if union >= MIN_MISTAKES and median >= limits.mistakes and bound >= limits.mistakes:
+        return (f"the crossing models of runs {', '.join(sorted({p.a.run_id for p in counted} | {p.b.run_id for p in counted}))} "
+                f"share {shared / union:.1%} of their mistakes pooled over {len(counted)} pairs (median pair {median:.1%}; "
+                f"at least {bound:.1%} at {Z:g} standard errors; limit {limits.mistakes:.0%})")
     return None
 
 
-def alike_runs(folders: list[Path], labels) -> dict[Path, list[str]]:
-    """For each run folder, the class 4 reasons its crossing model is another run's
-    (``labels``: the evaluation labels the runs were scored against)."""
+def forged(c: Crossing) -> bool:
+    """The run's copy of its crossing tensors is not its checkpoint's bytes."""
+    from runner.score.weights_dump import FORGED
+
+    return bool(c.weights_problem and c.weights_problem.startswith(FORGED))
+
+
+def not_checked(runs: int, seeds_drawn: bool) -> str | None:
+    """Why the runs' cross-seed checks do not count for a claim; None when they do."""
+    if runs < 2:
+        return "not possible: a single run (a claim needs at least 3 runs with seeds the runner draws)"
+    if runs < REQUIRED_RUNS:
+        return f"{runs} runs: fewer than the {REQUIRED_RUNS} a claim needs"
+    if not seeds_drawn:
+        return "the seeds were the auditor's (--seed), not drawn by the runner"
+    return None
+
+
+def summary_line(records: list[dict]) -> str:
+    """One line for ``runner reproduce``: what the runs' cross-seed checks found, or why
+    there were none."""
+    first = records[0]
+    pairs = {tuple(sorted((r["run"], p["with"]))): p for r in records for p in r["pairs"]}
+    jaccards = [p["mistakes"]["jaccard"] for p in pairs.values() if p.get("mistakes")]
+    weights = [p["weights"]["overall"] for p in pairs.values() if (p.get("weights") or {}).get("overall") is not None]
+    limits = first["limits"]
+
+    def span(values):
+        return f"{min(values):.2f}-{max(values):.2f}" if values else "not compared"
+
+    line = (f"cross-seed checks, {first['runs']} run(s): mistakes shared {span(jaccards)} (limit {limits['mistakes']:g}), "
+            f"aligned weights {span(weights)} (limit {limits['weights']:g})")
+    problems = sorted({r["weights_problem"] for r in records if r.get("weights_problem")})
+    if problems:
+        line += f"; weights: {problems[0]}"
+    return line + (f"; {first['why_not']}" if first["why_not"] else "")
+
+
+def across_runs(folders: list[Path], labels, task, framework: str, seeds_drawn: bool) -> dict[Path, tuple[dict, list[str]]]:
+    """For each run folder: (its ``training.cross_seed`` record, its class 4 reasons)."""
     from runner.results.record import Result
 
     crossings = []
@@ -107,11 +238,33 @@ def alike_runs(folders: list[Path], labels) -> dict[Path, list[str]]:
             result = Result.read(folder)
         except (OSError, ValueError):
             continue
-        if (c := crossing_of(folder, result)) is not None:
+        if (c := crossing_of(folder, result, len(folders) > 1)) is not None:
             crossings.append((folder, c))
-    found: dict[Path, list[str]] = {}
-    for (fa, a), (fb, b) in combinations(crossings, 2):
-        if why := too_alike(a, b, labels):
-            for folder in (fa, fb):
-                found.setdefault(folder, []).append(CLASS4 + why)
+    limits = task.cross_seed
+    pairs = [(fa, fb, judge_pair(a, b, labels, limits, framework))
+             for (fa, a), (fb, b) in combinations(crossings, 2) if a.seed != b.seed]
+    reasons: dict[Path, list[str]] = {f: [CLASS4 + c.weights_problem] if forged(c) else [] for f, c in crossings}
+    for fa, fb, pair in pairs:
+        for folder in (fa, fb):
+            reasons[folder] += [CLASS4 + f for f in pair.findings]
+    if together := judge_set([p for _, _, p in pairs], limits):
+        for folder in reasons:
+            reasons[folder].append(CLASS4 + together)
+    seeds = {c.seed for _, c in crossings}
+    why = not_checked(len(seeds), seeds_drawn)
+    found = {}
+    for folder, c in crossings:
+        own = [(p, p.b if fa == folder else p.a) for fa, fb, p in pairs if folder in (fa, fb)]
+        record = {"run": c.run_id, "runs": len(seeds), "seeds_drawn": seeds_drawn, "checked": why is None, "why_not": why,
+                  "limits": {"mistakes": limits.mistakes, "weights": limits.weights, "evidence": limits.evidence,
+                             "z": Z, "min_mistakes": MIN_MISTAKES},
+                  "weights_problem": c.weights_problem, "set": together,
+                  "pairs": [p.record(other) for p, other in own]}
+        found[folder] = (record, reasons[folder])
     return found
+
+
+def alike_runs(folders: list[Path], labels, task, framework: str) -> dict[Path, list[str]]:
+    """For each run folder, the class 4 reasons its crossing model is another run's
+    (``labels``: the evaluation labels the runs were scored against)."""
+    return {f: reasons for f, (_, reasons) in across_runs(folders, labels, task, framework, True).items() if reasons}

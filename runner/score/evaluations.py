@@ -37,12 +37,16 @@ class ScoredEvaluation:
     predict_seconds: float | None = None  # model built -> predictions written (host clock), bounded
     probe_items: int | None = None  # the probe predicted this many items, drawn by probe_seed
     probe_seed: int | None = None
+    cpu_seconds: float | None = None  # the training containers' CPU time at the freeze (cgroups)
+    gpu_work_seconds: float | None = None  # ... and the run's GPUs' busy time
+    predict_cpu_seconds: float | None = None  # the evaluator's CPU time to predict (its cgroup)
 
     def to_dict(self) -> dict:
         record = asdict(self)
         if not self.gpu_tail_seconds:  # runs without GPUs keep the records they always had
             del record["gpu_tail_seconds"]
-        for key in ("probe_items", "probe_seed"):  # a probe of every item (or none) records neither
+        # a probe of every item (or none) records neither; unmeasured work is not recorded
+        for key in ("probe_items", "probe_seed", "cpu_seconds", "gpu_work_seconds", "predict_cpu_seconds"):
             if record[key] is None:
                 del record[key]
         return record
@@ -159,6 +163,8 @@ def score_evaluations(task: Task, line: Timeline, result_dir: Path, labels) -> l
                 ev.checkpoint, ev.checkpoint_sha256, ev.excluded, probe or None, probe_gap,
                 ev.probe_predictions, ev.builder_seconds, ev.provenance, ev.gpu_tail_seconds,
                 predict_seconds=ev.predict_seconds, probe_items=ev.probe_items, probe_seed=ev.probe_seed,
+                cpu_seconds=ev.cpu_seconds, gpu_work_seconds=ev.gpu_work_seconds,
+                predict_cpu_seconds=ev.predict_cpu_seconds,
             )
         )
     return scored

@@ -237,13 +237,13 @@ def predict_allowance(inference: dict, items: int) -> tuple[float | None, str | 
 def predict_time_problems(scored: list, crossing: int | None, inference: dict, eval_size: int) -> tuple[dict, list[str]]:
     """The evaluations up to the crossing whose prediction took longer than the model's own
     forward passes: (record, class 2 reasons)."""
+    from runner.score.training_evidence import predicted_items
+
     problems = []
     checked = []
     last = crossing if crossing is not None else len(scored) - 1
     for s in scored[:last + 1]:
-        clean = s.count or eval_size
-        probed = min(s.probe_items or clean, clean) if s.probe_predictions else 0
-        items = clean + probed
+        items = predicted_items(s, eval_size)
         allowance, backend = predict_allowance(inference, items)
         if allowance is None or s.predict_seconds is None:
             continue

@@ -14,6 +14,7 @@ from runner.score.model_origin import (
     judge_sensitivity, provenance_problem, read_provenance, sensitivity_problem,
 )
 from runner.score.probe import probe_problem
+from runner.score.training_evidence import training_evidence
 from runner.score.tta import LAUNCH, EventStreamError, time_to_accuracy, timeline
 from runner.tasks import Task
 
@@ -89,7 +90,8 @@ def model_origin(task: Task, scored: list, crossing: int | None, final: dict | N
 
 def summarize_training(task: Task, events: list[Event], wall_seconds: float, notes: list[str],
                        final: dict | None, result_dir: Path, labels, launch_limit_s: float,
-                       sensitivity: list[dict] | None = None, builder_limit_s: float | None = None) -> TrainingSummary:
+                       sensitivity: list[dict] | None = None, builder_limit_s: float | None = None,
+                       train_samples: int | None = None) -> TrainingSummary:
     training = Training(wall_seconds=round(wall_seconds, 6), notes=list(notes))
     try:
         line = timeline(events)
@@ -104,6 +106,7 @@ def summarize_training(task: Task, events: list[Event], wall_seconds: float, not
     training.reached = tta.reached
     training.tta_seconds = tta.seconds
     training.tta_hours = tta.seconds / 3600 if tta.seconds is not None else None
+    training.tta_resolution_seconds = tta.resolution_seconds
     training.launch_seconds = line.clock_start
     training.launch_stamp = launch.metadata.get("stamp")
     training.excluded_eval_seconds = tta.excluded_eval_seconds
@@ -120,4 +123,7 @@ def summarize_training(task: Task, events: list[Event], wall_seconds: float, not
     training.model_origin, problems = model_origin(task, scored, tta.crossing, training.final_model,
                                                    sensitivity or [], result_dir, labels, builder_limit_s)
     summary.nonconforming += problems
+    training.evidence, problem = training_evidence(scored, tta.crossing, train_samples, len(labels))
+    if problem:
+        summary.nonconforming.append(problem)
     return summary

@@ -45,6 +45,11 @@ class Evaluation:
     gpu_tail_seconds: float = 0.0  # pause -> GPUs idle: inside [paused_at, start), counted as training
     probe_items: int | None = None  # the probe predicted this many items, drawn by probe_seed (None: all)
     probe_seed: int | None = None
+    # evidence of training (class 4f): the training containers' CPU seconds and the GPUs' busy
+    # seconds up to the freeze, and the evaluator's CPU seconds to predict (None: not recorded)
+    cpu_seconds: float | None = None
+    gpu_work_seconds: float | None = None
+    predict_cpu_seconds: float | None = None
 
     @property
     def paused_at(self) -> float:
@@ -138,6 +143,9 @@ def timeline(events: list[Event]) -> Timeline:
                     probe_items=_metadata_int(ev, "probe_items"),
                     probe_seed=_metadata_int(ev, "probe_seed"),
                     gpu_tail_seconds=tail,
+                    cpu_seconds=_metadata_number(frozen, "cpu_seconds"),
+                    gpu_work_seconds=_metadata_number(frozen, "gpu_work_seconds"),
+                    predict_cpu_seconds=_metadata_number(ev, "predict_cpu_seconds"),
                 )
             )
             frozen = None
@@ -152,6 +160,10 @@ class TTA:
     crossing: int | None  # index of the first evaluation that met the threshold
     seconds: float | None  # TTA; None when never reached
     excluded_eval_seconds: float | None
+    # How finely the entry's evaluations time the crossing: the training time between the
+    # crossing evaluation and the one before it (from the clock's start for the first). TTA is
+    # only known to within this step, so it is shown beside the figure.
+    resolution_seconds: float | None = None
 
 
 def time_to_accuracy(line: Timeline, meets: list[bool]) -> TTA:
@@ -160,5 +172,7 @@ def time_to_accuracy(line: Timeline, meets: list[bool]) -> TTA:
         raise EventStreamError(f"{len(meets)} scores for {len(line.evaluations)} evaluations")
     for i, ok in enumerate(meets):
         if ok:
-            return TTA(True, i, line.train_seconds_at(i), line.excluded_seconds_through(i))
+            before = line.train_seconds_at(i - 1) if i else 0.0
+            seconds = line.train_seconds_at(i)
+            return TTA(True, i, seconds, line.excluded_seconds_through(i), seconds - before)
     return TTA(False, None, None, None)

@@ -1,6 +1,11 @@
 """Stability: N runs with seeds the runner draws; TTA per run, median, coefficient of
 variation, the fraction that reached the threshold, and every run's accuracy-vs-time curve.
-DAWNBench's analysis found CVs of a few percent for the top entries."""
+DAWNBench's analysis found CVs of a few percent for the top entries.
+
+The median and CV are of the conforming runs only: a run that was contended, or that ran on
+the wrong host, measures something else. The runs left out are named, with their reasons, in
+the output and summary.json; ``--include-non-conforming`` counts them in (and says so). Smoke
+runs are never conforming and are studied as the pipeline checks they are."""
 
 from __future__ import annotations
 
@@ -37,13 +42,29 @@ def _labels(result: Result):
         return None
 
 
-def analyse(folders: list[Path]) -> dict:
+def left_out(results: list[Result], folders: list[Path], alike: dict) -> list[dict]:
+    """The runs the figures leave out: non-conforming ones (not smoke runs), with why."""
+    out = []
+    for f, r in zip(folders, results):
+        reasons = ([] if r.conforming or r.smoke else [str(x) for x in r.nonconforming_reasons] or ["non-conforming"])
+        reasons += [str(x) for x in alike.get(f, [])]
+        if reasons:
+            out.append({"run_id": r.run_id, "reasons": reasons})
+    return out
+
+
+def analyse(folders: list[Path], include_nonconforming: bool = False) -> dict:
     from runner.score.across_runs import alike_runs
 
     results = [Result.read(f) for f in folders]
-    s = summarize_runs([r.tta_seconds for r in results])
     labels = _labels(results[0])
-    alike = alike_runs(folders, labels) if labels is not None else {}  # the same network across seeds
+    from runner.tasks import get_task
+
+    framework = (results[0].entry.framework or {}).get("name", "pytorch")
+    alike = alike_runs(folders, labels, get_task(results[0].task.id), framework) if labels is not None else {}
+    dropped = left_out(results, folders, alike)
+    skip = set() if include_nonconforming else {d["run_id"] for d in dropped}
+    s = summarize_runs([r.tta_seconds for r in results if r.run_id not in skip])
     return {
         "kind": KIND,
         "entry": results[0].entry.name,
@@ -57,10 +78,13 @@ def analyse(folders: list[Path]) -> dict:
         ],
         "alike_runs": sorted({reason for reasons in alike.values() for reason in reasons}),
         "alike_checked": labels is not None,  # the runs' data is on this host
+        "non_conforming": dropped,  # each with its reasons
+        "non_conforming_included": include_nonconforming,
+        "counted_runs": s.runs,  # the runs the figures below are of
         "median_tta_seconds": s.median,
         "coefficient_of_variation": s.cv,
         "reached": s.reached,
-        "fraction_reached": s.reached / s.runs,
+        "fraction_reached": s.reached / s.runs if s.runs else 0.0,
     }
 
 
@@ -84,23 +108,27 @@ def present(folder: Path, folders: list[Path], summary: dict) -> StudyOutput:
     rows = [[r["run_id"], str(r["seed"]), r["status"], "yes" if r["reached"] else "no",
              fmt(r["tta_seconds"], ".2f"), "yes" if r["conforming"] else "no"] for r in summary["runs"]]
     plot = plot_curves(folders, summary["threshold"] * 100, folder / "curves.png")
-    stats = [[str(len(summary["runs"])), f"{summary['fraction_reached']:.0%}",
+    counted = summary.get("counted_runs", len(summary["runs"]))
+    stats = [[f"{counted} of {len(summary['runs'])}", f"{summary['fraction_reached']:.0%}",
               fmt(summary["median_tta_seconds"], ".2f"), fmt(summary["coefficient_of_variation"], ".3f")]]
+    dropped = summary.get("non_conforming") or []
+    verb = "counted in, as asked" if summary.get("non_conforming_included") else "left out of the median and CV"
+    notes = [f"non-conforming {d['run_id']} ({verb}): {'; '.join(d['reasons'])}" for d in dropped]
     return StudyOutput(
-        KIND, summary["entry"], folder, summary,
+        KIND, summary["entry"], folder, summary, notes=notes,
         plots=[(plot, "accuracy against training time, every run (threshold dashed)")],
         tables=[Table("runs", ["run", "seed", "status", "reached", "TTA s", "conforming"], rows),
                 Table("summary", ["runs", "reached", "median TTA s", "CV"], stats)],
     )
 
 
-def run(entry_path: str, runs: int, opts, slurm=None) -> StudyOutput:
+def run(entry_path: str, runs: int, opts, slurm=None, include_nonconforming: bool = False) -> StudyOutput:
     # seed=None: the runner draws the seeds, as for any reproduction.
     folders = run_entry(entry_path, with_runs(opts, runs, seed=None), slurm)
-    return study(folders)
+    return study(folders, include_nonconforming)
 
 
-def study(folders: list[Path]) -> StudyOutput:
-    summary = analyse(folders)
+def study(folders: list[Path], include_nonconforming: bool = False) -> StudyOutput:
+    summary = analyse(folders, include_nonconforming)
     folder = save_study(KIND, folders, summary)
     return present(folder, folders, summary)

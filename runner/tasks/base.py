@@ -88,6 +88,24 @@ class DawnbenchFormat:
 
 
 @dataclass(frozen=True)
+class CrossSeedLimits:
+    """How alike two honest runs of the task with different runner-drawn seeds may be, at
+    their crossing checkpoints (``runner.score.across_runs``), set from measured honest pairs
+    kept in the task's folder (``evidence``). ``mistakes``: the Jaccard of their mistakes
+    (item, wrong answer; clean and probe), judged on a lower confidence bound so that a
+    few mistakes do not decide; ``weights``: the correlation of their weights after the
+    hidden units are aligned (``runner.score.aligned_weights``), overall and per layer."""
+
+    mistakes: float = 0.9
+    weights: float = 0.5
+    evidence: str | None = None  # the file beside the task's __init__.py with the honest pairs
+    # The width of a declared public input's vectors (GloVe: 300): a table of that width with
+    # more rows than columns starts from the public input in every run by design (the word
+    # vectors, fixed or fine-tuned) and is left out of the weights' comparison.
+    public_width: int | None = None
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     metric: str  # "top1", "top5" or "f1"
@@ -117,6 +135,9 @@ class Task:
     # The MLPerf training benchmark a run's log reports under (open division: the closest
     # one; runner.mlperf.training_log.TASK_BENCHMARK).
     mlperf_training: str | None = None
+    # The information budget of an entry of this task in bytes (runner/build/information.py),
+    # when it is not the default: what the entry's files and its build steps may carry, compressed.
+    information_budget: int | None = None
     public_train_size: int | None = None  # items in the public training set (runner.mlperf)
     threshold_ladder: tuple[float, ...] = ()  # percent, up to the threshold (runner study threshold)
     # "module:function" scoring predictions against the host's labels: f(task, predictions,
@@ -125,6 +146,7 @@ class Task:
     # "module:function" giving a staged smoke set's words, f(staged) -> [word, ...]: a task
     # with public inputs made of words (GloVe) gets synthetic vectors for exactly these.
     smoke_words: str | None = None
+    cross_seed: CrossSeedLimits = CrossSeedLimits()  # runs that must be independent (runner.score.across_runs)
 
     @property
     def topk(self) -> int:

@@ -17,7 +17,9 @@ from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.verify.evidence import Auditor, Evidence, Unavailable
 from runner.verify.hardware import check_cost, check_hardware_profile
 from runner.verify.inference import check_inference_gate
+from runner.verify.information import check_information
 from runner.verify.model_origin import check_model_origin
+from runner.verify.plan import check_plan
 from runner.verify.integrity import (
     check_file_digests,
     check_payload_type,
@@ -47,6 +49,7 @@ CHECKS: list[tuple[str, Callable[[Evidence], CheckResult]]] = [
     ("payload-type", check_payload_type),
     ("file-digests", check_file_digests),
     ("statement-matches-result", check_statement_matches_result),
+    ("plan", check_plan),
     ("data-digest", check_data_digest),
     ("eval-set-complete", check_eval_set_complete),
     ("scores", check_scores),
@@ -56,6 +59,7 @@ CHECKS: list[tuple[str, Callable[[Evidence], CheckResult]]] = [
     ("checkpoints", check_checkpoints),
     ("probe", check_probe),
     ("model-origin", check_model_origin),
+    ("information", check_information),
     ("inference-gate", check_inference_gate),
     ("hardware-profile", check_hardware_profile),
     ("cost", check_cost),
@@ -68,22 +72,23 @@ __all__ = ["CHECK_NAMES", "Auditor", "CheckResult", "Report", "run_checks", "ver
 def run_checks(root: Path, auditor: Auditor, scratch: Path) -> list[CheckResult]:
     """Every check after opening, on an already opened (trusted-to-read) folder."""
     evidence = Evidence(root, auditor, scratch)
-    results = []
-    for name, check in CHECKS:
-        try:
-            verdict = check(evidence)
-            result = CheckResult(name, verdict.ok, verdict.detail)
-        except Unavailable as err:
-            result = CheckResult(name, False, str(err))
-        except UserError as err:  # e.g. predictions of the wrong shape for the task
-            result = CheckResult(name, False, err.problem)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError,
-                MemoryError, RecursionError) as err:
-            # A hostile bundle can hold anything; a file the check cannot digest fails it
-            # (an array header claiming terabytes, JSON nested past the recursion limit).
-            result = CheckResult(name, False, f"cannot check: {type(err).__name__}: {str(err)[:300]}")
-        results.append(result)
-    return results
+    return [run_check(name, check, evidence) for name, check in CHECKS]
+
+
+def run_check(name: str, check: Callable[[Evidence], CheckResult], evidence: Evidence) -> CheckResult:
+    """One check's verdict; whatever the bundle holds, a failure, never an exception."""
+    try:
+        verdict = check(evidence)
+        return CheckResult(name, verdict.ok, verdict.detail)
+    except Unavailable as err:
+        return CheckResult(name, False, str(err))
+    except UserError as err:  # e.g. predictions of the wrong shape for the task
+        return CheckResult(name, False, err.problem)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError,
+            MemoryError, RecursionError) as err:
+        # A hostile bundle can hold anything; a file the check cannot digest fails it
+        # (an array header claiming terabytes, JSON nested past the recursion limit).
+        return CheckResult(name, False, f"cannot check: {type(err).__name__}: {str(err)[:300]}")
 
 
 def verify_bundle(

@@ -42,6 +42,30 @@ def _timed_model_problems(ev: Evidence, final: dict) -> list[str]:
     return found
 
 
+def _training_evidence(ev: Evidence, scored: list, crossing: int | None) -> tuple[list[str], list[str], str]:
+    """Evidence of training (class 4f) recomputed from the runner's events and the training
+    set's size: (mismatches with result.json, class 4 findings, a few words for the verdict).
+    A result from before the check records none: "not recorded"."""
+    from runner.score.training_evidence import training_evidence
+
+    claimed = ev.claim("training", "evidence")
+    if claimed is None:
+        return [], [], "evidence of training not recorded (the result predates it)"
+    mine, problem = training_evidence(scored, crossing, ev.claim("training", "train_samples"), ev.eval_size)
+    mismatches = []
+    if not isinstance(claimed, dict) or mine is None:
+        mismatches.append("training.evidence is recorded but nothing crossed, or it is malformed")
+    else:
+        for key in ("cpu_seconds", "forward_pass_cpu_seconds", "ratio", "floor_cpu_seconds"):
+            if not close(claimed.get(key), mine[key], abs_tol=1e-6, rel_tol=1e-6):
+                mismatches.append(f"training.evidence.{key}: claimed {shown(claimed.get(key))}, "
+                                  f"recomputed {shown(mine[key])} from the events")
+    words = (f"training {mine['cpu_seconds']:.2f} CPU-s to the crossing, {mine['ratio']:.2f}x one forward pass "
+             f"over the training set" if mine and mine.get("ratio") is not None
+             else f"evidence of training {(mine or {}).get('not_measured') or 'not recorded'}")
+    return mismatches, [problem] if problem else [], words
+
+
 def _timed_but_not_evaluated(ev: Evidence) -> bool:
     """A backend timed the final model, and the runner has no predictions of its own for it."""
     inference, final = ev.claim("inference"), ev.claim("training", "final_model")
@@ -96,8 +120,14 @@ def check_model_origin(ev: Evidence) -> Verdict:
     inference = ev.claim("inference") or {}
     if isinstance(inference, dict):
         found += predict_time_problems(scored, crossing, inference, ev.eval_size)[1]
+    mismatches, unevidenced, evidence_words = _training_evidence(ev, scored, crossing)
+    problems += mismatches
+    found += unevidenced
     if found and ev.claim("conforming"):
         problems.append("claims conforming, but " + "; ".join(found))
+    from runner.verify.cross_seed import cross_seed_problems
+
+    problems += cross_seed_problems(ev)
     if problems:
         return Verdict(False, "; ".join(problems))
     parts = [f"{r.get('of')} {primary_score(ev.task, {ev.task.metric: r['score']}) if r.get('score') is not None else None}"
@@ -106,4 +136,4 @@ def check_model_origin(ev: Evidence) -> Verdict:
     return Verdict(True, f"provenance: {foreign} foreign tensor(s); permuted-checkpoint scores "
                          f"{', '.join(str(p) for p in parts) or 'none'}; builder at most "
                          f"{shown((recomputed or {}).get('builder_seconds', {}).get('max'))} s of {limit:g} s"
-                         + ("; marked non-conforming for it" if found else ""))
+                         f"; {evidence_words}" + ("; marked non-conforming for it" if found else ""))

@@ -1,0 +1,288 @@
+"""The information an entry carries (threat-model class 4), whatever its encoding.
+
+``entry_scan`` finds the encodings it knows (base64, hex, numbers, escapes...). An author
+who wants a network in the image can pick one it does not know: each nibble written as one
+of 16 English words makes 226 KB of text that the scan reads as prose. What no encoding
+escapes is its *size once compressed*: a network of N bits cannot be written in fewer than
+about N bits, whatever the alphabet. So the runner measures, for every file of the entry
+folder whatever its suffix (code, comments, docstrings, literals, text, data), and for every
+file a build step added to the image that neither the base image, nor a locked wheel, nor
+the entry's source accounts for, the compressed size: the smallest of zlib (level 9), xz
+(preset 9 | extreme) and zstd (level 22), so that an author cannot choose the encoding one
+compressor handles badly. The entry's lock counts only what is not a pin's hash (comments,
+names, versions, markers): each hash must be the digest of a wheel the runner resolved, so
+it carries nothing the author chose.
+
+The default budget, ``DEFAULT_BUDGET_BYTES``, comes from the project's honest entries
+(``python -m runner.build.information entries/* tests/entries/*`` prints each folder's part):
+the entry folders carry 4.5 to 13.1 KB (each file compressed on its own, summed: mnist-cnn-cpu
+6.0, the Fashion-MNIST twins 4.5-5.3, resnet9-v100 8.4, resnet50-imagenet 9.8, drqa-squad
+13.1 with its two models and its smoke lock; the honest test entries 3.9-4.7), and the
+files their build steps add 5.2 KB more (mnist-cnn-cpu's image: the user ``useradd`` writes
+into ``/etc``, the venv's activate and console scripts, ``pyvenv.cfg``), so about 18 KB at
+most. The budget is 32 KiB: room for a recipe nearly twice the largest honest one, and still
+well under the smallest plain-words network seen (45.7 KB: a 33k-parameter CNN at 8 bits,
+one word a nibble). What fits under it: about 87k parameters at 3 bits, 33k at 8 bits. A
+network that small (the issue's 12.7k-parameter CNN at 3 bits in 7.5 KiB) is left to the
+other class 4 checks (evidence of training, cross-seed weights); the reviewer sees this
+report, file by file with the largest literal, in every bundle (``runner verify``).
+
+A task may declare its own budget (``Task.information_budget``, recorded in the result).
+Over the budget the run is non-conforming, naming the largest contributors.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import lzma
+import re
+import tokenize
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import zstandard
+
+# Nearly twice the largest honest entry with its image's share (about 18 KB): see above.
+DEFAULT_BUDGET_BYTES = 32 * 1024
+# The largest contributors a finding and result.json name.
+TOP = 5
+# Files over this size are counted whole, uncompressed (they are far over any budget anyway,
+# and strong compressors are slow on them).
+COMPRESS_MAX_BYTES = 16 << 20
+_HASH_OPTION = re.compile(r"--hash[=\s]sha256:[0-9a-fA-F]{64}")
+
+
+def compressed_size(data: bytes) -> int:
+    """The smallest of zlib -9, xz -9e and zstd -22 (raw streams: no container header
+    beyond the compressor's own); a file over ``COMPRESS_MAX_BYTES`` counts whole."""
+    if not data:
+        return 0
+    if len(data) > COMPRESS_MAX_BYTES:
+        return len(data)
+    return min(
+        len(zlib.compress(data, 9)),
+        # xz -9e's 64 MiB dictionary, cut to the file's size: the same output, without
+        # allocating (and clearing) 674 MiB for a file of a few KiB
+        len(lzma.compress(data, format=lzma.FORMAT_RAW, filters=[
+            {"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME, "dict_size": max(4096, min(len(data), 64 << 20))}])),
+        len(zstandard.ZstdCompressor(level=22, write_content_size=False, write_checksum=False).compress(data)),
+    )
+
+
+def budget_for(task_id: str) -> tuple[int, str]:
+    """The information budget of an entry of ``task_id``, and where it comes from."""
+    from runner.tasks import get_task
+
+    declared = get_task(task_id).information_budget
+    return (declared, f"task {task_id}") if declared else (DEFAULT_BUDGET_BYTES, "default")
+
+
+def lock_free_text(text: str) -> str:
+    """A hash-pinned lock without its hashes: what its author chose (comments, names,
+    versions, markers). The hashes are checked against the wheels the runner resolves."""
+    return _HASH_OPTION.sub("", text)
+
+
+@dataclass
+class FileInformation:
+    path: str  # in the entry folder, or the image's absolute path
+    origin: str  # "entry" or "image"
+    bytes: int  # its size
+    compressed: int  # its information: the smallest compressed size
+    counted: str = "whole"  # or "without the pins' hashes" (the run's lock)
+
+
+@dataclass
+class LargestLiteral:
+    """The largest single string literal, comment block, docstring or text paragraph."""
+
+    path: str
+    line: int
+    last_line: int
+    kind: str  # "docstring", "string literal", "comment", "paragraph", "binary file"
+    chars: int
+    compressed: int
+
+    @property
+    def where(self) -> str:
+        lines = f"line {self.line}" + (f"-{self.last_line}" if self.last_line != self.line else "")
+        return f"{self.path} {lines}"
+
+
+@dataclass
+class InformationReport:
+    files: list[FileInformation] = field(default_factory=list)
+    largest_literal: LargestLiteral | None = None
+    budget: int = DEFAULT_BUDGET_BYTES
+    budget_from: str = "default"  # "default", or "task <id>" when the task declares its own
+    lock: str | None = None  # the entry's lock, counted without its hashes
+
+    @property
+    def total(self) -> int:
+        return sum(f.compressed for f in self.files)
+
+    def part(self, origin: str) -> int:
+        return sum(f.compressed for f in self.files if f.origin == origin)
+
+    @property
+    def over(self) -> bool:
+        return self.total > self.budget
+
+    def top(self, n: int = TOP) -> list[FileInformation]:
+        return sorted(self.files, key=lambda f: (-f.compressed, f.path))[:n]
+
+    def problem(self) -> str | None:
+        """The finding (without the class prefix) when over the budget; None otherwise."""
+        if not self.over:
+            return None
+        named = ", ".join(f"{f.path} ({f.compressed} bytes)" for f in self.top())
+        literal = self.largest_literal
+        largest = (f"; its largest literal is {literal.where} ({literal.kind}, {literal.compressed} bytes compressed)"
+                   if literal else "")
+        return (f"the entry carries {self.total} bytes of information (compressed), over its information "
+                f"budget of {self.budget} bytes ({self.budget_from}): {named}{largest}")
+
+    def to_dict(self) -> dict:
+        return {
+            "budget": self.budget, "budget_from": self.budget_from, "total": self.total,
+            "entry_total": self.part("entry"), "image_total": self.part("image"), "lock": self.lock,
+            "files": [asdict(f) for f in self.files],
+            "largest_literal": asdict(self.largest_literal) if self.largest_literal else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "InformationReport":
+        literal = data.get("largest_literal")
+        return cls([FileInformation(**f) for f in data.get("files", [])],
+                   LargestLiteral(**literal) if literal else None,
+                   int(data.get("budget", DEFAULT_BUDGET_BYTES)), str(data.get("budget_from", "default")),
+                   data.get("lock"))
+
+    def summary(self) -> dict:
+        """For result.json: the totals, the budget and the largest contributors."""
+        return {
+            "total": self.total, "entry_total": self.part("entry"), "image_total": self.part("image"),
+            "budget": self.budget, "budget_from": self.budget_from, "files": len(self.files),
+            "top": [asdict(f) for f in self.top()],
+            "largest_literal": asdict(self.largest_literal) if self.largest_literal else None,
+        }
+
+
+def _python_literals(text: str) -> list[tuple[int, int, str, str]]:
+    """(first line, last line, kind, text) of every string literal (adjacent ones joined, as
+    Python joins them), docstring and comment block (consecutive comment lines) of a source."""
+    found: list[tuple[int, int, str, str]] = []
+    docstrings = set()
+    for node in ast.walk(ast.parse(text)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            docstrings.add(body[0].lineno)
+    current: list = []  # [first, last, kind, parts, last token type]
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        kind = {tokenize.STRING: "string literal", tokenize.COMMENT: "comment"}.get(tok.type)
+        if kind is None:
+            if tok.type in (tokenize.NL, tokenize.NEWLINE) and current and current[2] == "comment":
+                continue  # a comment block goes on over its line ends
+            if tok.type == tokenize.NL and current:
+                continue  # implicit concatenation over lines
+            if current:
+                found.append((current[0], current[1], current[2], "".join(current[3])))
+                current = []
+            continue
+        if kind == "string literal" and tok.start[0] in docstrings and not current:
+            kind = "docstring"
+        if current and (current[2] == kind or {current[2], kind} == {"docstring", "string literal"}):
+            current[1] = tok.end[0]
+            current[3].append(tok.string)
+        else:
+            if current:
+                found.append((current[0], current[1], current[2], "".join(current[3])))
+            current = [tok.start[0], tok.end[0], kind, [tok.string]]
+    if current:
+        found.append((current[0], current[1], current[2], "".join(current[3])))
+    return found
+
+
+def _paragraphs(text: str) -> list[tuple[int, int, str, str]]:
+    """(first line, last line, "paragraph", text) of each run of non-blank lines."""
+    found, start, lines = [], 0, []
+    for number, line in enumerate(text.splitlines() + [""], start=1):
+        if line.strip():
+            start = start or number
+            lines.append(line)
+        elif lines:
+            found.append((start, number - 1, "paragraph", "\n".join(lines)))
+            start, lines = 0, []
+    return found
+
+
+def largest_literal(path: str, raw: bytes) -> LargestLiteral | None:
+    """The file's largest literal, comment block or docstring (Python, read with ``tokenize``;
+    a source that does not parse, and other text, by paragraph), by compressed size; a file
+    that is not text is one literal."""
+    try:
+        text = raw.decode("utf-8") if b"\0" not in raw else None
+    except UnicodeDecodeError:
+        text = None
+    if text is None:
+        return LargestLiteral(path, 0, 0, "binary file", len(raw), compressed_size(raw))
+    pieces = None
+    if path.endswith(".py"):
+        try:
+            pieces = _python_literals(text)
+        except (SyntaxError, tokenize.TokenError, ValueError, RecursionError):
+            pieces = None
+    if pieces is None:
+        pieces = _paragraphs(text)
+    # the longest few by characters are the only candidates worth compressing
+    best = None
+    for first, last, kind, body in sorted(pieces, key=lambda p: -len(p[3]))[:8]:
+        size = compressed_size(body.encode())
+        if best is None or size > best.compressed:
+            best = LargestLiteral(path, first, last, kind, len(body), size)
+    return best
+
+
+def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None) -> InformationReport:
+    """Every file of the entry folder, and its largest literal; ``lock`` (the run's lock,
+    inside the folder) counts without its hashes."""
+    report = InformationReport(lock=lock.relative_to(entry_dir).as_posix()
+                               if lock is not None and lock.is_relative_to(entry_dir) else None)
+    for path in files:
+        rel = path.relative_to(entry_dir).as_posix()
+        raw = path.read_bytes()
+        if rel == report.lock:
+            free = lock_free_text(raw.decode("utf-8", "replace")).encode()
+            report.files.append(FileInformation(rel, "entry", len(raw), compressed_size(free),
+                                                "without the pins' hashes"))
+            continue
+        report.files.append(FileInformation(rel, "entry", len(raw), compressed_size(raw)))
+        literal = largest_literal(rel, raw)
+        if literal and (report.largest_literal is None or literal.compressed > report.largest_literal.compressed):
+            report.largest_literal = literal
+    return report
+
+
+def _main(argv: list[str]) -> int:
+    """Print each entry folder's information: ``python -m runner.build.information FOLDER...``."""
+    from runner.build.context import entry_files
+
+    for name in argv:
+        folder = Path(name)
+        if not (folder / "entry.yaml").is_file():
+            continue
+        report = measure_entry(folder, entry_files(folder), folder / "requirements.lock")
+        literal = report.largest_literal
+        print(f"{folder}: {report.total} bytes ({report.total / 1024:.1f} KiB) in {len(report.files)} files; "
+              f"largest literal {literal.where if literal else '-'} "
+              f"({literal.compressed if literal else 0} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(_main(sys.argv[1:]))

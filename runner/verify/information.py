@@ -1,0 +1,82 @@
+"""``information``: the entry's information budget (threat-model class 4), re-checked offline.
+
+The entry-folder part is recomputed from the entry's files the bundle carries (the same
+``measure_entry``, the lock the manifest names counted without its hashes); the image part
+(the files a build step added) cannot be, without the image, so it is read from
+``image-audit.json`` and held to match ``result.json``. The budget must be the auditor's own
+for the task. A result that claims conforming while over the budget fails, and so does one
+that claims less information than its files carry. Results written before the budget pass,
+saying that they have no record.
+"""
+
+from __future__ import annotations
+
+from runner.build.context import entry_files
+from runner.build.image_inspection import INSPECTION_FILE
+from runner.build.information import InformationReport, budget_for, measure_entry
+from runner.events import bounded_json
+from runner.manifest.untrusted_yaml import load_untrusted_yaml
+from runner.verify.evidence import Evidence
+from runner.verify.report import Verdict
+
+# Compressors of other versions may differ by a few bytes a file.
+SLACK = 0.02
+SLACK_BYTES = 64
+
+
+def _lock_name(ev: Evidence) -> str | None:
+    """The lock the entry's manifest names for this run (its smoke lock for a smoke run)."""
+    manifest = ev.root / "entry" / "entry.yaml"
+    if not manifest.is_file():
+        return None
+    data = load_untrusted_yaml(manifest, "entry.yaml")
+    if not isinstance(data, dict):
+        return None
+    smoke = data.get("smoke") if isinstance(data.get("smoke"), dict) else {}
+    name = smoke.get("lock") if ev.smoke and smoke.get("lock") else data.get("lock", "requirements.lock")
+    return name if isinstance(name, str) else None
+
+
+def describe(report: InformationReport) -> str:
+    """Per file and in total, with the largest literal: what ``verify`` prints."""
+    entry = [f for f in report.files if f.origin == "entry"]
+    image = sorted((f for f in report.files if f.origin == "image"), key=lambda f: -f.compressed)
+    files = ", ".join(f"{f.path} {f.compressed}" for f in sorted(entry, key=lambda f: -f.compressed))
+    added = (f"; image: {report.part('image')} bytes in {len(image)} added files (largest "
+             + ", ".join(f"{f.path} {f.compressed}" for f in image[:3]) + ")") if image else "; image: nothing added"
+    literal = report.largest_literal
+    largest = (f"; largest literal {literal.where} ({literal.kind}, {literal.compressed} bytes)"
+               if literal else "")
+    return (f"{report.total} bytes of information (compressed) of a budget of {report.budget} "
+            f"({report.budget_from}); entry: {files}{added}{largest}")
+
+
+def check_information(ev: Evidence) -> Verdict:
+    summary = ev.claim("image_audit", "information")
+    if summary is None:
+        return Verdict(True, "no information record: the result predates the information budget")
+    if not isinstance(summary, dict):
+        return Verdict(False, "image_audit.information is malformed")
+    audit = bounded_json((ev.root / INSPECTION_FILE).read_text())
+    recorded = InformationReport.from_dict((audit or {}).get("information") or {})
+    problems = []
+    if (summary.get("total"), summary.get("budget")) != (recorded.total, recorded.budget):
+        problems.append(f"result.json says {summary.get('total')} bytes of a budget of {summary.get('budget')}, "
+                        f"{INSPECTION_FILE} {recorded.total} of {recorded.budget}")
+    budget, source = budget_for(ev.task.id)
+    if recorded.budget > budget:
+        problems.append(f"its budget of {recorded.budget} bytes is over the task's {budget} ({source})")
+    lock = _lock_name(ev)
+    folder = ev.root / "entry"
+    mine = measure_entry(folder, entry_files(folder), folder / lock if lock else None)
+    claimed_entry = recorded.part("entry")
+    if mine.total > claimed_entry * (1 + SLACK) + SLACK_BYTES:
+        problems.append(f"the entry's files carry {mine.total} bytes of information, the result claims {claimed_entry}")
+    total = max(mine.total, claimed_entry) + recorded.part("image")
+    over = total > min(budget, recorded.budget)
+    if over and ev.claim("conforming"):
+        problems.append(f"claims conforming, but {total} bytes of information is over the budget "
+                        f"of {min(budget, recorded.budget)}")
+    if problems:
+        return Verdict(False, "; ".join(problems))
+    return Verdict(True, describe(recorded) + ("; marked non-conforming for it" if over else ""))

@@ -1,0 +1,242 @@
+"""The information budget (runner/build/information.py) and the .pyc rule (runner/build/bytecode.py):
+a network written in plain words is over the budget whatever its alphabet, the project's honest
+entries are far under it, and a .pyc is accounted for only as its source's compilation."""
+
+from __future__ import annotations
+
+import io
+import os
+import py_compile
+import random
+import shutil
+import tarfile
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+
+from runner.build import bytecode
+from runner.build.context import entry_files
+from runner.build.image_inspection import ImageInspection, _ImageInformation, _Known, index_tar, suspicion
+from runner.build.information import (
+    DEFAULT_BUDGET_BYTES,
+    InformationReport,
+    budget_for,
+    compressed_size,
+    largest_literal,
+    lock_free_text,
+    measure_entry,
+)
+
+REPO = Path(__file__).parent.parent
+HONEST = sorted(p for p in (REPO / "entries").iterdir() if p.is_dir()) + [
+    REPO / "tests" / "entries" / name for name in ("contract-probe", "gloo-pair", "squad-reader")]
+WORDS = "the of and to in is it that was for on are with as his they".split()  # one per nibble
+LOCK_LINE = "numpy==2.4.6 \\\n    --hash=sha256:" + "ab" * 32 + "\n"
+
+
+def _measure(folder: Path) -> InformationReport:
+    return measure_entry(folder, entry_files(folder), folder / "requirements.lock")
+
+
+def _entry(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
+    folder = tmp_path / "entry"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "requirements.lock").write_text(LOCK_LINE)
+    for name, text in files.items():
+        (folder / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    return folder
+
+
+def _word_network(n_bytes: int, seed: int = 0) -> str:
+    """A network's bytes, each nibble one English word, in a docstring of short lines."""
+    raw = random.Random(seed).randbytes(n_bytes)
+    words = [WORDS[b >> 4] + " " + WORDS[b & 15] for b in raw]
+    lines = "\n".join(" ".join(words[i:i + 8]) for i in range(0, len(words), 8))
+    return f'"""{lines}\n"""\n\nimport zipfile\n\n\ndef weights():\n    return __doc__.split()\n'
+
+
+@pytest.mark.parametrize("entry", HONEST, ids=lambda p: p.name)
+def test_honest_entries_are_far_under_the_budget(entry):
+    report = _measure(entry)
+    report.budget, report.budget_from = budget_for("mnist")
+    assert report.problem() is None
+    assert report.total < DEFAULT_BUDGET_BYTES // 2  # the image's own share comes on top (about 5 KB)
+    assert report.largest_literal is not None and report.largest_literal.compressed < 2048
+
+
+def test_a_network_written_as_words_is_over_the_budget_with_its_file_lines_and_size(tmp_path):
+    folder = _entry(tmp_path, {"train.py": "import torch\n\nprint('training')\n",
+                               "words.py": _word_network(40_000)})
+    report = _measure(folder)
+    assert report.over and report.total > DEFAULT_BUDGET_BYTES
+    (top, *_) = report.top()
+    assert top.path == "words.py" and top.compressed > 35_000  # 40 KB of nibbles: no compressor does better
+    literal = report.largest_literal
+    assert (literal.path, literal.line, literal.kind) == ("words.py", 1, "docstring") and literal.last_line > 5000
+    reason = ImageInspection(information=report).problem()
+    assert reason.startswith("class 4 (a model trained before the run): ")
+    assert "information budget" in reason and "words.py" in reason and str(top.compressed) in reason
+    assert f"words.py line 1-{literal.last_line}" in reason
+
+
+def test_the_budget_is_the_tasks_when_it_declares_one(monkeypatch):
+    import dataclasses
+
+    import runner.tasks
+    from runner.tasks import get_task
+
+    assert budget_for("mnist") == (DEFAULT_BUDGET_BYTES, "default")
+    own = dataclasses.replace(get_task("mnist"), information_budget=1000)
+    monkeypatch.setattr(runner.tasks, "get_task", lambda task_id: own)
+    assert budget_for("mnist") == (1000, "task mnist")
+
+
+def test_every_file_counts_whatever_its_suffix_and_the_lock_without_its_hashes(tmp_path):
+    noise = os.urandom(6000)
+    folder = _entry(tmp_path, {"notes.txt": noise.hex(), "table.dat": noise,
+                               "requirements.lock": "# " + noise.hex() + "\n" + LOCK_LINE})
+    files = {f.path: f for f in _measure(folder).files}
+    assert files["table.dat"].compressed >= 6000 and files["notes.txt"].compressed >= 6000
+    lock = files["requirements.lock"]
+    assert lock.counted == "without the pins' hashes" and lock.compressed >= 6000  # its comment counts
+    assert "ab" * 32 not in lock_free_text(LOCK_LINE) and "numpy==2.4.6" in lock_free_text(LOCK_LINE)
+    # a second lock is not the run's: its hashes are free text
+    folder = _entry(tmp_path / "b", {"other.lock": "".join(f"p{i}==1 --hash=sha256:{os.urandom(32).hex()}\n"
+                                                            for i in range(100))})
+    assert {f.path: f for f in _measure(folder).files}["other.lock"].compressed > 3200
+
+
+def test_compressed_size_is_the_best_of_three_compressors():
+    text = b"the of and to " * 1000
+    assert compressed_size(text) <= len(zlib.compress(text, 9)) and compressed_size(b"") == 0
+    assert compressed_size(os.urandom(4096)) > 4000
+
+
+def test_the_largest_literal_joins_comment_blocks_and_adjacent_strings():
+    comments = "".join(f"# {WORDS[i % 16]} {i}\n" for i in range(300))
+    source = f'"""Doc."""\nX = ("abc"\n     "def")\n{comments}y = 1\n'
+    literal = largest_literal("m.py", source.encode())
+    assert (literal.kind, literal.line, literal.last_line) == ("comment", 4, 303)
+    literal = largest_literal("m.py", b'X = ("' + b"a1" * 50 + b'"\n     "' + b"b2" * 900 + b'")\n')
+    assert (literal.kind, literal.line, literal.last_line) == ("string literal", 1, 2)
+    literal = largest_literal("notes.md", b"short\n\n" + b"long paragraph line\n" * 40)
+    assert (literal.kind, literal.line, literal.last_line) == ("paragraph", 3, 42)
+    assert largest_literal("w.bin", b"\0\1\2").kind == "binary file"
+
+
+# -- the .pyc rule -------------------------------------------------------------------------
+
+def _compiled(tmp_path: Path, source: str) -> tuple[bytes, bytes, int]:
+    src = tmp_path / "mod.py"
+    src.write_text(source)
+    os.utime(src, (1_700_000_000, 1_700_000_000))
+    pyc = tmp_path / "mod.pyc"
+    py_compile.compile(str(src), str(pyc), invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    return src.read_bytes(), pyc.read_bytes(), 1_700_000_000
+
+
+def test_a_pyc_is_its_sources_compilation_by_header_and_size(tmp_path):
+    source, pyc, mtime = _compiled(tmp_path, "def f(x):\n    return x + 1\n" * 20)
+    header = bytecode.read_header(pyc[:32])
+    assert bytecode.mismatch(header, len(pyc), len(source), mtime, None) is None
+    assert "another source time" in bytecode.mismatch(header, len(pyc), len(source), mtime + 1, None)
+    assert "another source size" in bytecode.mismatch(header, len(pyc), len(source) + 1, mtime, None)
+    assert "no source" in bytecode.mismatch(header, len(pyc), None, None, None)
+    padded = len(pyc) + bytecode.MAX_RATIO * len(source) + bytecode.SLACK_BYTES
+    assert "larger than a compilation" in bytecode.mismatch(header, padded, len(source), mtime, None)
+    assert bytecode.read_header(b"PK\x03\x04" + bytes(28)) is None
+    assert bytecode.source_of("a/b/__pycache__/c.cpython-311.pyc") == "a/b/c.py"
+    assert bytecode.source_of("a/b/__pycache__/c.cpython-311.opt-1.pyc") == "a/b/c.py"
+    assert bytecode.source_of("a/b/c.pyc") is None
+    hashed = bytecode.PycHeader(pyc[:4], 3, None, None, bytecode.source_hash(source))
+    assert bytecode.mismatch(hashed, len(pyc), len(source), None, bytecode.source_hash(source)) is None
+    assert "source hash" in bytecode.mismatch(hashed, len(pyc), len(source), None, bytecode.source_hash(b"x"))
+
+
+def _tar(members: list[tuple[str, bytes, int]]) -> io.BytesIO:
+    stream = io.BytesIO()
+    with tarfile.open(fileobj=stream, mode="w") as tar:
+        for name, data, mtime in members:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), mtime
+            tar.addfile(info, io.BytesIO(data))
+    stream.seek(0)
+    return stream
+
+
+def test_in_an_export_only_a_pyc_that_is_its_sources_compilation_goes_silent(tmp_path):
+    source, pyc, mtime = _compiled(tmp_path, "import os\nVALUE = os.sep\n" * 30)
+    weights = io.BytesIO()
+    with zipfile.ZipFile(weights, "w") as z:
+        z.writestr("w.bin", os.urandom(50_000))
+    site = "opt/venv/lib/python3.11/site-packages/numpy/"
+    members = [  # the .pyc before its source, as an export lists them
+        (site + "__pycache__/mod.cpython-311.pyc", pyc, 0),
+        (site + "__pycache__/_w.cpython-311.pyc", pyc[:16] + weights.getvalue(), 0),  # no source
+        (site + "__pycache__/big.cpython-311.pyc", pyc + os.urandom(60_000), 0),  # past the bound
+        (site + "mod.py", source, mtime),
+        (site + "big.py", source, mtime),
+    ]
+    measure = _ImageInformation(_Known({}, {}, {}))
+    index = index_tar(_tar(members), visit=measure)
+    compiled = measure.finish()
+    assert compiled == {site + "__pycache__/mod.cpython-311.pyc"}
+    counted = {f.path: f.compressed for f in measure.files}
+    assert counted["/" + site + "__pycache__/_w.cpython-311.pyc"] > 50_000
+    assert counted["/" + site + "__pycache__/big.cpython-311.pyc"] > 60_000
+    size, _, head = index[site + "__pycache__/_w.cpython-311.pyc"]
+    assert "after its header" in suspicion(site + "__pycache__/_w.cpython-311.pyc", size, head)
+    report = InformationReport(measure.files)
+    assert report.over and ".pyc" in report.problem() and "information budget" in report.problem()
+
+
+def test_a_pyc_of_a_wheel_source_known_ahead_is_silent_and_its_record_adds_nothing(tmp_path):
+    source, pyc, mtime = _compiled(tmp_path, "X = 1\n" * 50)
+    import base64
+    import hashlib
+
+    digest = hashlib.sha256(source).hexdigest()
+    declared = {"pkg/mod.py": (digest, len(source))}
+    b64 = base64.urlsafe_b64encode(bytes.fromhex(digest)).decode().rstrip("=")
+    record = (f"pkg/mod.py,sha256={b64},{len(source)}\npkg/__pycache__/mod.cpython-311.pyc,,\n"
+              f"pkg-1.dist-info/RECORD,,\npkg-1.dist-info/INSTALLER,sha256=abc,4\n").encode()
+    site = "opt/venv/lib/python3.11/site-packages/"
+    members = [(site + "pkg/__pycache__/mod.cpython-311.pyc", pyc, 0), (site + "pkg/mod.py", source, mtime),
+               (site + "pkg-1.dist-info/RECORD", record, 0)]
+    measure = _ImageInformation(_Known({}, declared, {}))
+    index_tar(_tar(members), visit=measure)
+    assert measure.finish() == {site + "pkg/__pycache__/mod.cpython-311.pyc"}
+    assert [(f.path, f.compressed) for f in measure.files] == [("/" + site + "pkg-1.dist-info/RECORD", 0)]
+
+
+@pytest.mark.docker
+def test_a_build_step_that_writes_weights_as_a_pyc_is_listed_and_over_the_budget(docker_client, cpu_base_image,
+                                                                                 tmp_path):
+    from runner.build import build_entry, parse_lock, resolve_wheels
+    from runner.build.image_inspection import inspect_image
+    from runner.manifest import load_entry
+
+    folder = tmp_path / "pyc-weights"
+    shutil.copytree(REPO / "entries" / "mnist-cnn-cpu", folder)
+    dockerfile = (folder / "Dockerfile").read_text().replace(
+        "COPY entry/ /entry/\n",
+        "COPY entry/ /entry/\nRUN /opt/venv/bin/python3 -c \"import os, zipfile; "
+        "p = '/opt/venv/lib/python3.11/site-packages/numpy/__pycache__/_w.cpython-311.pyc'; "
+        "z = zipfile.ZipFile(p, 'w'); z.writestr('w.bin', os.urandom(60000)); z.close()\"\n")
+    (folder / "Dockerfile").write_text(dockerfile)
+    manifest = folder / "entry.yaml"
+    manifest.write_text(manifest.read_text().replace("name: mnist-cnn-cpu", "name: pyc-weights"))
+    entry = load_entry(folder)
+    built = build_entry(entry, docker_client)
+    audit = inspect_image(docker_client, built.image_id, built.base.id,
+                          list(resolve_wheels(parse_lock(entry.lock_path)).values()),
+                          entry.path, entry_files(entry.path), None, lock=entry.lock_path)
+    path = "/opt/venv/lib/python3.11/site-packages/numpy/__pycache__/_w.cpython-311.pyc"
+    (listed,) = [f for f in audit.unexplained if f.path == path]
+    assert listed.suspect  # a zip by its first bytes
+    assert not [f for f in audit.unexplained if f.path.endswith(".pyc") and f.path != path]  # pip's are silent
+    reason = audit.problem()
+    assert reason.startswith("class 4 (a model trained before the run): ") and ".pyc" in reason
+    assert "information budget" in reason and audit.information.part("image") > 60_000
