@@ -15,6 +15,7 @@ from runner.score.model_origin import (
 )
 from runner.score.probe import probe_problem
 from runner.score.training_evidence import training_evidence
+from runner.tasks.base import IMAGES
 from runner.score.tta import LAUNCH, EventStreamError, time_to_accuracy, timeline
 from runner.tasks import Task
 
@@ -123,7 +124,8 @@ def summarize_training(task: Task, events: list[Event], wall_seconds: float, not
     training.model_origin, problems = model_origin(task, scored, tta.crossing, training.final_model,
                                                    sensitivity or [], result_dir, labels, builder_limit_s)
     summary.nonconforming += problems
-    training.evidence, problem = training_evidence(scored, tta.crossing, train_samples, len(labels))
+    training.evidence, problem = training_evidence(scored, tta.crossing, train_samples, len(labels),
+                                                   judged=task.inputs == IMAGES)
     if problem:
         summary.nonconforming.append(problem)
     return summary
