@@ -31,7 +31,7 @@ from pathlib import Path
 
 
 from runner import paths
-from runner.build import build_entry
+from runner.entry_build import build_entry
 from runner.bundle import open_bundle
 from runner.digests import sha256_file
 from runner.engine import get_client
@@ -134,7 +134,7 @@ def entry_file_changes(archived: dict[str, str], folder: Path, skip: set[str]) -
     """The entry's files (its code: what the image holds besides the packages) that changed,
     were added or removed since the run whose copies are ``archived`` ({path: sha256});
     ``skip``: files compared on their own (manifest, Dockerfile, lock)."""
-    from runner.build.context import entry_files
+    from runner.entry_build.context import entry_files
 
     now = _file_digests(folder, entry_files(folder))
     moved = [f"{name} {how}" for name, how in _moved(archived, now) if name not in skip]

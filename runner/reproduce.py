@@ -17,11 +17,11 @@ from pathlib import Path
 import docker
 
 from runner import data, paths
-from runner.build import BuiltImage, build_entry
-from runner.build import parse_lock, resolve_wheels
-from runner.build.context import entry_files
-from runner.build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
-from runner.build.information import budget_for
+from runner.entry_build import BuiltImage, build_entry
+from runner.entry_build import parse_lock, resolve_wheels
+from runner.entry_build.context import entry_files
+from runner.entry_build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
+from runner.entry_build.information import budget_for
 from runner.bundle import PROFILE_FILE, sign_folder
 from runner.engine import get_client
 from runner.engine.kinds import refusal as engine_refusal

@@ -8,8 +8,8 @@ import docker.errors
 import pytest
 from conftest import DEFAULT_ENTRY, SHARED_WHEELHOUSE, copy_wheel_into, make_entry
 
-from runner.build import build_entry, entry_image, parse_lock, version_of, wheelhouse
-from runner.build.lockfile import normalise_name
+from runner.entry_build import build_entry, entry_image, parse_lock, version_of, wheelhouse
+from runner.entry_build.lockfile import normalise_name
 from runner.cli import main
 from runner.errors import UserError
 from runner.manifest import load_entry
@@ -126,7 +126,7 @@ def test_pip_inside_the_build_also_refuses_a_wheel_that_does_not_match(
             wheel.unlink()  # break the hard link, then write a changed copy
             wheel.write_bytes(shared["typing-extensions"].read_bytes() + b"tampered")
 
-    monkeypatch.setattr("runner.build.context.link_into", link_then_tamper)
+    monkeypatch.setattr("runner.entry_build.context.link_into", link_then_tamper)
     with pytest.raises(UserError, match="pip refused a wheel"):
         build_entry(entry, docker_client)
 

@@ -115,7 +115,7 @@ def test_archived_bundle_has_no_drift_on_a_machine_that_built_its_own_base(docke
     """A machine that bootstrapped its own base image has another base id than the archived
     one (docker import stamps its own time), yet drift reports no change when the contents
     are equal: the base by its content, the packages, the entry's files."""
-    from runner.build import build_entry
+    from runner.entry_build import build_entry
     from runner.manifest import load_entry
 
     result = Result.read(archived)
@@ -137,7 +137,7 @@ def test_archived_bundle_has_no_drift_on_a_machine_that_built_its_own_base(docke
 def test_drift_names_the_package_whose_version_changed(docker_client, archived, tmp_path):
     """One Debian package's version changed (in a copy of the archived SBOM, against the
     real image built here): the report names that package and its two versions."""
-    from runner.build import build_entry
+    from runner.entry_build import build_entry
     from runner.manifest import load_entry
 
     bundle = tmp_path / archived.name

@@ -1,5 +1,5 @@
 """Data pasted into the entry's own files, and code that reaches into the runner's harness
-(threat-model class 4): runner/build/entry_scan.py, read on the host without Docker."""
+(threat-model class 4): runner/entry_build/entry_scan.py, read on the host without Docker."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.build.context import entry_files
-from runner.build.entry_scan import RUN_LIMIT_BYTES, TOTAL_LIMIT_BYTES, scan_entry
-from runner.build.image_inspection import ImageInspection
+from runner.entry_build.context import entry_files
+from runner.entry_build.entry_scan import RUN_LIMIT_BYTES, TOTAL_LIMIT_BYTES, scan_entry
+from runner.entry_build.image_inspection import ImageInspection
 
 REPO = Path(__file__).parent.parent
 HONEST = sorted(p for p in (REPO / "entries").iterdir() if p.is_dir()) + sorted(

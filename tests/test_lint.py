@@ -1,5 +1,5 @@
 """The project's lint (pyproject.toml's [tool.ruff]) passes on the whole package, and reads
-every folder of it: ruff's default excludes would skip runner/build (named like a build
+every folder of it: ruff's default excludes would skip runner/entry_build (named like a build
 output), so the configuration replaces them."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import pytest
 from conftest import SHARED_WHEELHOUSE, copy_wheel_into
 
 from runner import paths
-from runner.build.lockfile import parse_lock
+from runner.entry_build.lockfile import parse_lock
 from runner.errors import UserError
 from runner.inference import loadgen as host_loadgen
 

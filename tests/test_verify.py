@@ -352,8 +352,8 @@ def test_an_edited_evidence_ratio_is_named(setup, bundle):
 def _with_information(folder, model: str):
     """The bundle with an entry folder and the information record of ``model.py``'s honest
     counterpart: what the tampering below claims."""
-    from runner.build.context import entry_files
-    from runner.build.information import measure_entry
+    from runner.entry_build.context import entry_files
+    from runner.entry_build.information import measure_entry
 
     entry = folder / "entry"
     entry.mkdir(exist_ok=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from runner.build import build_entry
+from runner.entry_build import build_entry
 from runner.engine import get_client
 from runner.images import ensure_base
 from runner.manifest import load_entry

@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import data
-from runner.build import build_entry
+from runner.entry_build import build_entry
 from runner.engine import get_client
 from runner.errors import UserError
 from runner.manifest import load_entry

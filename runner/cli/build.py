@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from runner.build import build_entry, framework_versions, version_of
+from runner.entry_build import build_entry, framework_versions, version_of
 from runner.engine import get_client
 from runner.errors import UserError
 from runner.manifest import load_entry

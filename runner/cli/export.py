@@ -79,7 +79,7 @@ def export_image(args) -> int:
     import json
     import os
 
-    from runner.build import build_entry
+    from runner.entry_build import build_entry
     from runner.engine import get_client
     from runner.manifest import load_entry
 

@@ -34,7 +34,7 @@ def register(subparsers) -> None:
 def _image_ref(client, value: str) -> str:
     folder = Path(value)
     if (folder / "entry.yaml").is_file():
-        from runner.build import build_entry  # builds (or finds the cached build of) the entry
+        from runner.entry_build import build_entry  # builds (or finds the cached build of) the entry
         from runner.manifest import load_entry
 
         return build_entry(load_entry(folder), client).image_id

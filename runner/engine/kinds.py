@@ -6,13 +6,13 @@ service`` serves too, so one client library talks to both):
 
 | need | where |
 |---|---|
-| build an image from a context with no network | ``runner.build.entry_image`` (``api.build``) |
+| build an image from a context with no network | ``runner.entry_build.entry_image`` (``api.build``) |
 | import a root file system as an image | ``runner.images`` (``api.import_image_from_file``) |
 | create and run a container with limits, labels, mounts | ``runner.engine.containers`` |
 | pause and unpause (the cgroup freezer) for evaluations | ``runner.run.training``, ``runner.run.evaluator`` |
 | wait, logs, attach; list by label; remove | ``runner.engine.containers`` |
 | an internal network with no route out | ``runner.run.multiprocess``, ``runner.run.allocation`` |
-| an image's file system (audit, SBOM) | ``runner.build.image_inspection``, ``runner.build.sbom`` |
+| an image's file system (audit, SBOM) | ``runner.entry_build.image_inspection``, ``runner.entry_build.sbom`` |
 
 An ``Engine`` names the socket its API listens on, the daemon that serves it (what
 ``runner setup`` installs and starts), and what it adds to every container: Podman 4.3 on a

@@ -18,8 +18,8 @@ import zipfile
 from pathlib import Path
 
 from runner import paths
-from runner.build import wheelhouse
-from runner.build.lockfile import parse_lock
+from runner.entry_build import wheelhouse
+from runner.entry_build.lockfile import parse_lock
 from runner.errors import UserError
 
 SITE_MOUNT = "/opt/runner/site"

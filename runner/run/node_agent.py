@@ -21,7 +21,7 @@ from pathlib import Path
 import docker
 from rich.console import Console
 
-from runner.build import build_entry
+from runner.entry_build import build_entry
 from runner.engine import get_client
 from runner.errors import UserError
 from runner.fingerprint import capture_host, node_file

@@ -148,7 +148,7 @@ def run_image(client: docker.DockerClient, run_folder: Path, entry_name: str, im
         raise UserError(f"the run's image {image_id[:19]} is gone from the engine and {run_folder} holds no entry "
                         "files to rebuild it from",
                         f"rebuild it with `runner build entries/{entry_name}` (the entry as the run used it)")
-    from runner.build import build_entry
+    from runner.entry_build import build_entry
     from runner.manifest import load_entry
 
     reporter().print(f"the run's image {image_id[:19]} is gone from the engine: rebuilding it from the run's entry files")

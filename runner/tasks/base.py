@@ -135,7 +135,7 @@ class Task:
     # The MLPerf training benchmark a run's log reports under (open division: the closest
     # one; runner.mlperf.training_log.TASK_BENCHMARK).
     mlperf_training: str | None = None
-    # The information budget of an entry of this task in bytes (runner/build/information.py),
+    # The information budget of an entry of this task in bytes (runner/entry_build/information.py),
     # when it is not the default: what the entry's files and its build steps may carry, compressed.
     information_budget: int | None = None
     public_train_size: int | None = None  # items in the public training set (runner.mlperf)

@@ -11,9 +11,9 @@ saying that they have no record.
 
 from __future__ import annotations
 
-from runner.build.context import entry_files
-from runner.build.image_inspection import INSPECTION_FILE
-from runner.build.information import InformationReport, budget_for, measure_entry
+from runner.entry_build.context import entry_files
+from runner.entry_build.image_inspection import INSPECTION_FILE
+from runner.entry_build.information import InformationReport, budget_for, measure_entry
 from runner.events import bounded_json
 from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.verify.evidence import Evidence

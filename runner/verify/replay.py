@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from runner import data
-from runner.build import build_entry
+from runner.entry_build import build_entry
 from runner.data.synthetic import smoke_data
 from runner.bundle.open import open_bundle
 from runner.engine import get_client

@@ -10,9 +10,9 @@ import pytest
 from hostile_helpers import PROBE, assert_one_line_error, probe_entry, run_cli
 
 from runner import paths
-from runner.build import context as build_context
-from runner.build.dockerfile_policy import check_dockerfile
-from runner.build.entry_image import image_tag
+from runner.entry_build import context as build_context
+from runner.entry_build.dockerfile_policy import check_dockerfile
+from runner.entry_build.entry_image import image_tag
 from runner.errors import UserError
 
 pytestmark = pytest.mark.docker

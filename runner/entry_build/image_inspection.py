@@ -42,10 +42,10 @@ from pathlib import Path
 import docker
 
 from runner import image_cache
-from runner.build import bytecode
-from runner.build.entry_scan import EntryScan, scan_entry
-from runner.build.information import FileInformation, InformationReport, compressed_size, measure_entry
-from runner.build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, UNPACK_BYTES, WHOLE_BYTES, Copy, EvalIndex
+from runner.entry_build import bytecode
+from runner.entry_build.entry_scan import EntryScan, scan_entry
+from runner.entry_build.information import FileInformation, InformationReport, compressed_size, measure_entry
+from runner.entry_build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, UNPACK_BYTES, WHOLE_BYTES, Copy, EvalIndex
 from runner.digests import sha256_file
 from runner.engine.containers import owned_labels
 from runner.engine.kinds import create_options

@@ -278,7 +278,7 @@ def _decode(raw: bytes) -> str | None:
 
 
 def scan_entry(entry_dir: Path, files: list[Path]) -> EntryScan:
-    """Scan every file of the entry folder (``runner.build.context.entry_files``)."""
+    """Scan every file of the entry folder (``runner.entry_build.context.entry_files``)."""
     scan = EntryScan()
     total = 0.0
     for path in files:

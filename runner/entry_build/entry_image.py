@@ -19,11 +19,11 @@ import docker
 import docker.errors
 
 from runner import paths
-from runner.build import context as build_context
-from runner.build import wheelhouse
-from runner.build.dockerfile_policy import check_dockerfile
-from runner.build.lockfile import parse_lock, refuse_data_packages
-from runner.build.sbom import read_base_content, read_sbom
+from runner.entry_build import context as build_context
+from runner.entry_build import wheelhouse
+from runner.entry_build.dockerfile_policy import check_dockerfile
+from runner.entry_build.lockfile import parse_lock, refuse_data_packages
+from runner.entry_build.sbom import read_base_content, read_sbom
 from runner.engine.disk import require_free_space
 from runner.errors import UserError
 from runner.images import BaseImage, ensure_base

@@ -14,7 +14,7 @@ names, versions, markers): each hash must be the digest of a wheel the runner re
 it carries nothing the author chose.
 
 The default budget, ``DEFAULT_BUDGET_BYTES``, comes from the project's honest entries
-(``python -m runner.build.information entries/* tests/entries/*`` prints each folder's part):
+(``python -m runner.entry_build.information entries/* tests/entries/*`` prints each folder's part):
 the entry folders carry 4.5 to 13.1 KB (each file compressed on its own, summed: mnist-cnn-cpu
 6.0, the Fashion-MNIST twins 4.5-5.3, resnet9-v100 8.4, resnet50-imagenet 9.8, drqa-squad
 13.1 with its two models and its smoke lock; the honest test entries 3.9-4.7), and the
@@ -267,8 +267,8 @@ def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None) 
 
 
 def _main(argv: list[str]) -> int:
-    """Print each entry folder's information: ``python -m runner.build.information FOLDER...``."""
-    from runner.build.context import entry_files
+    """Print each entry folder's information: ``python -m runner.entry_build.information FOLDER...``."""
+    from runner.entry_build.context import entry_files
 
     for name in argv:
         folder = Path(name)

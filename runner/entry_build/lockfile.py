@@ -90,7 +90,7 @@ def parse_lock(path: Path) -> list[Pin]:
         if not hashes:
             raise UserError(
                 f"{where}: '{name}=={match['version']}' has no --hash=sha256:",
-                "add the sha256 of each allowed file (regenerate with python -m runner.build.make_lock)",
+                "add the sha256 of each allowed file (regenerate with python -m runner.entry_build.make_lock)",
             )
         leftover = _HASH.sub("", match["options"] or "").strip()
         if leftover:

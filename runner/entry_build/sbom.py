@@ -49,7 +49,7 @@ def read_base_content(client: docker.DockerClient, base) -> dict:
     sha256 of each layer's uncompressed tar: equal for two reproducible builds, while the
     image id differs), a sha256 over every regular file's path, size and sha256 (equal when
     only the tar's metadata differs), and the Debian Release its packages came from."""
-    from runner.build.image_inspection import base_file_index
+    from runner.entry_build.image_inspection import base_file_index
     from runner.images import LABEL_DEBIAN_RELEASE
 
     attrs = client.images.get(base.id).attrs

@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 
 from runner import paths
-from runner.build.lockfile import Pin
-from runner.build.platform import PIP_TARGET_FLAGS
+from runner.entry_build.lockfile import Pin
+from runner.entry_build.platform import PIP_TARGET_FLAGS
 from runner.digests import sha256_file
 from runner.errors import UserError
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from runner import paths
 from runner.manifest.entry_folder import plain_files
-from runner.build.wheelhouse import link_into
+from runner.entry_build.wheelhouse import link_into
 
 # Bumped when the way contexts are laid out changes, so old images are not reused.
 CONTEXT_FORMAT = "runner-build-context/1"

@@ -1,9 +1,9 @@
 """Regenerate an entry's hash-pinned lock from its top-level requirements.
 
-    python -m runner.build.make_lock entries/NAME/requirements.in > entries/NAME/requirements.lock
+    python -m runner.entry_build.make_lock entries/NAME/requirements.in > entries/NAME/requirements.lock
 
 Resolves the full dependency set with ``pip download`` for the entry-image platform (see
-``runner.build.platform``; the host's pip configuration, e.g. find-links, applies), then
+``runner.entry_build.platform``; the host's pip configuration, e.g. find-links, applies), then
 pins every downloaded wheel to its version and the sha256 of the file pip chose.
 """
 
@@ -16,8 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from runner.build.lockfile import normalise_name
-from runner.build.platform import PIP_TARGET_FLAGS
+from runner.entry_build.lockfile import normalise_name
+from runner.entry_build.platform import PIP_TARGET_FLAGS
 
 
 def wheel_name_version(filename: str) -> tuple[str, str]:
@@ -39,7 +39,7 @@ def lock_text(requirements_in: Path) -> str:
             lines.append(f"{normalise_name(name)}=={version} \\\n    --hash=sha256:{digest}")
     header = (
         f"# Hash-pinned lock (pip --require-hashes format), generated from {requirements_in.name} by\n"
-        f"#   python -m runner.build.make_lock {requirements_in} > requirements.lock\n"
+        f"#   python -m runner.entry_build.make_lock {requirements_in} > requirements.lock\n"
         "# for CPython 3.11 / manylinux x86_64. Edit requirements.in, never this file.\n"
     )
     return header + "\n".join(lines) + "\n"
