@@ -80,3 +80,24 @@ def results(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "results"
     monkeypatch.setenv("RUNNER_RESULTS", str(folder))
     return folder
+
+
+def signed_result(tmp_path_factory, run_id: str, signer, *, with_plan: bool = False):
+    """A signed synthetic result folder (``tests/synthetic_result.py``) made by the project's
+    own functions, signed by ``signer``; with ``with_plan``, the run's plan.json too. Returns
+    (folder, the RUNNER_HOME it was staged in)."""
+    from synthetic_result import add_plan, honest_plan, make_result_folder, stage_mnist_stand_in
+
+    from runner.bundle import make_bundle
+    from runner.fingerprint import capture_host
+
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RUNNER_HOME", str(home))
+        staged = stage_mnist_stand_in(home)
+        folder = make_result_folder(tmp_path_factory.mktemp("results") / run_id, staged, capture_host())
+        if with_plan:
+            add_plan(folder, honest_plan(folder))
+        make_bundle(folder, signer)
+    return folder, home
+

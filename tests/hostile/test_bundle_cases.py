@@ -14,28 +14,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 from securesystemslib.signer import CryptoSigner
-from synthetic_result import make_result_folder, stage_mnist_stand_in
 
 from runner.bundle import make_bundle, open as bundle_open, pack
-from runner.fingerprint import capture_host
 from runner.keys import public_key_dict
 
-from hostile_helpers import run_cli
+from hostile_helpers import run_cli, signed_result
 
 
 @pytest.fixture(scope="module")
 def signed(tmp_path_factory):
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RUNNER_HOME", str(home))
-        staged = stage_mnist_stand_in(home)
-        signer = CryptoSigner.generate_ed25519()
-        folder = make_result_folder(tmp_path_factory.mktemp("results") / "20261122T010203Z-s0-hostile", staged,
-                                    capture_host())
-        make_bundle(folder, signer)
-        public = home / "trusted.pub.json"
-        public.write_text(json.dumps(public_key_dict(signer.public_key)))
-        yield folder, public, home
+    signer = CryptoSigner.generate_ed25519()
+    folder, home = signed_result(tmp_path_factory, "20261122T010203Z-s0-hostile", signer)
+    public = home / "trusted.pub.json"
+    public.write_text(json.dumps(public_key_dict(signer.public_key)))
+    yield folder, public, home
 
 
 @pytest.fixture

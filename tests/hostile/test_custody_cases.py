@@ -12,29 +12,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from synthetic_result import add_plan, honest_plan, make_result_folder, stage_mnist_stand_in
+from synthetic_result import make_result_folder, stage_mnist_stand_in
 
 from runner import keys
 from runner.bundle import make_bundle, pack
 from runner.bundle.filelist import ENVELOPE
 from runner.fingerprint import capture_host
 
-from hostile_helpers import DEFAULT_ENTRY, assert_one_line_error, run_cli
+from hostile_helpers import DEFAULT_ENTRY, assert_one_line_error, run_cli, signed_result
 
 
 @pytest.fixture(scope="module")
 def signed(tmp_path_factory):
     """A signed current-format result (with its plan) and the key that signed it."""
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RUNNER_HOME", str(home))
-        staged = stage_mnist_stand_in(home)
-        pair = keys.generate(home / "keys")
-        folder = make_result_folder(tmp_path_factory.mktemp("results") / "20261122T010203Z-s0-custod", staged,
-                                    capture_host())
-        add_plan(folder, honest_plan(folder))
-        make_bundle(folder, keys.load_signer(pair.private))
-        yield folder, pair, home
+    pair = keys.generate(tmp_path_factory.mktemp("keys"))
+    folder, home = signed_result(tmp_path_factory, "20261122T010203Z-s0-custod", keys.load_signer(pair.private),
+                                 with_plan=True)
+    yield folder, pair, home
 
 
 @pytest.fixture
