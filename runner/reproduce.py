@@ -16,10 +16,11 @@ from pathlib import Path
 
 import docker
 
-from runner import data, paths
+from runner import __version__, data, paths
 from runner.entry_build import BuiltImage, build_entry
 from runner.entry_build import parse_lock, resolve_wheels
 from runner.entry_build.context import entry_files
+from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_document
 from runner.entry_build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
 from runner.entry_build.information import budget_for
 from runner.bundle import PROFILE_FILE, sign_folder
@@ -233,6 +234,9 @@ def open_result_folder(plan: RunPlan, shared: Shared, seed: int) -> Path:
     (result_dir / "logs").mkdir(parents=True)
     write_json(result_dir / "fingerprint.json", shared.fingerprint)
     write_json(result_dir / "sbom.json", shared.built.sbom)
+    built = shared.built  # the same packages in CycloneDX, each Python one with its hashes from the lock
+    write_json(result_dir / CYCLONEDX_FILE, cyclonedx_document(built.sbom, parse_lock(plan.entry.lock_path),
+                                                               built.image_id, built.tag, __version__))
     shutil.copyfile(plan.profile.path, result_dir / PROFILE_FILE)
     copy_entry_files(plan.entry, result_dir / "entry")
     if shared.inspection is not None:

@@ -31,6 +31,8 @@ from runner.bundle.filelist import (
     sha256_file,
 )
 from runner.bundle.signing import PAYLOAD_TYPE, read_envelope
+from runner.bundle.statement import build_statement, serialize, subjects
+from runner import paths
 from runner.errors import UserError
 from runner.fingerprint import capture_host
 
@@ -95,6 +97,45 @@ def test_signed_statement_covers_every_file_and_holds_the_claim(result_dir, sign
     assert predicate["digests"]["fingerprint"] == sha256_file(result_dir / "fingerprint.json")
     assert predicate["run_ids"] == [result_dir.name]
     assert json.loads((result_dir / SIGNER_KEY).read_text())["keyid"] == signer.public_key.keyid
+
+
+def _hand_built(digests: dict[str, str], predicate_type: str, predicate: dict) -> dict:
+    """The Statement as the runner built it by hand before in-toto's bindings built it."""
+    return {"_type": "https://in-toto.io/Statement/v1",
+            "subject": [{"name": name, "digest": {"sha256": d}} for name, d in sorted(digests.items())],
+            "predicateType": predicate_type, "predicate": predicate}
+
+
+def test_the_statement_is_built_by_in_totos_bindings_as_the_same_json(result_dir, signer):
+    """in_toto_attestation.v1 makes the Statement; the signed bytes are those of the hand-built one."""
+    bundle = make_bundle(result_dir, signer)
+    predicate = build_predicate(Result.read(result_dir), bundle.files)
+    assert read_envelope(result_dir / ENVELOPE).payload == serialize(_hand_built(bundle.files, PREDICATE_TYPE, predicate))
+    big = {"version": 1, "seed": 0, "count": 12345678901234567, "scores": [1, 2.5], "none": None}
+    assert serialize(build_statement({"a": "0" * 64}, PREDICATE_TYPE, big)) == serialize(
+        _hand_built({"a": "0" * 64}, PREDICATE_TYPE, big))  # integers stay integers (a protobuf Struct would not)
+
+
+@pytest.mark.parametrize("digests, predicate, problem", [
+    ({}, {"version": 1}, "subject"),
+    ({"result.json": "0" * 64}, {}, "Predicate"),
+])
+def test_in_totos_validation_refuses_a_statement_it_would_not_accept(digests, predicate, problem):
+    with pytest.raises(ValueError, match=problem):
+        build_statement(digests, PREDICATE_TYPE, predicate)
+
+
+def test_every_archived_statement_is_rebuilt_byte_for_byte():
+    """Old bundles' payloads are what they are: built again from their own subjects and
+    predicate, each is the same bytes."""
+    archives = sorted((paths.repo_root() / "results" / "archive").glob("*.tar.gz"))
+    assert archives
+    for archive in archives:
+        with open_bundle(archive, Limits()) as opened:
+            payload = read_envelope(opened.root / ENVELOPE).payload
+            statement = json.loads(payload)
+            again = build_statement(subjects(statement), statement["predicateType"], statement["predicate"])
+            assert serialize(again) == payload, archive.name
 
 
 def test_rebundling_after_a_change_updates_the_digests(result_dir, signer):

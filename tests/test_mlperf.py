@@ -51,6 +51,36 @@ def synthetic_run(**changes) -> MlperfRun:
     return MlperfRun(**fields)
 
 
+def test_mllog_writes_the_same_records_plus_its_call_site_which_is_why_the_log_is_not_written_with_it():
+    """Issue 40 item 5 asked for ``mlperf_logging.mllog`` where it fits. It does not here:
+    ``MLLogger`` takes our clock (``time_ms``) but adds ``file`` and ``lineno`` of the calling
+    source line to every record's metadata (overriding them prints a warning line into the
+    log), so its lines would name a path of this host and change with every edit of the
+    renderer, while the signed log must be a pure function of the run. Its records are
+    otherwise exactly ours, which this test holds."""
+    import io
+    import logging
+
+    from mlperf_logging.mllog.mllog import MLLogger
+
+    ours = [json.loads(line.removeprefix(":::MLLOG ")) for line in render_training_log(synthetic_run()).splitlines()]
+    stream = io.StringIO()
+    logger = logging.getLogger("runner-test-mllog")
+    logger.handlers[:] = [logging.StreamHandler(stream)]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    mllogger = MLLogger(logger=logger, default_namespace="")
+    write = {"POINT_IN_TIME": mllogger.event, "INTERVAL_START": mllogger.start, "INTERVAL_END": mllogger.end}
+    for record in ours:
+        write[record["event_type"]](record["key"], record["value"], metadata=record["metadata"] or None,
+                                    time_ms=record["time_ms"])
+    theirs = [json.loads(line.removeprefix(":::MLLOG ")) for line in stream.getvalue().splitlines()]
+    assert len(theirs) == len(ours)
+    for mine, logged in zip(ours, theirs):
+        call_site = {k: logged["metadata"].pop(k) for k in ("file", "lineno")}
+        assert logged == mine and call_site["file"].endswith(".py") and call_site["file"].startswith("/")
+
+
 def test_a_rendered_training_log_passes_the_compliance_checker(tmp_path):
     text = render_training_log(synthetic_run())
     assert text == render_training_log(synthetic_run())  # pure

@@ -8,6 +8,7 @@ signature cannot: a publisher signing a claim its own files contradict.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import shutil
@@ -27,6 +28,8 @@ from runner.bundle import make_bundle, pack
 from runner.bundle.filelist import ENVELOPE, SIGNER_KEY
 from runner.bundle.signing import read_envelope, sign_statement, write_envelope
 from runner.cli import main
+from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_document
+from runner.entry_build.lockfile import parse_lock
 from runner.errors import UserError
 from runner.fingerprint import capture_host
 from runner.keys import public_key_dict
@@ -431,6 +434,29 @@ def _with_plan(folder: Path, plan: dict, s: Setup) -> None:
     _resign(folder, s)
 
 
+def _with_cyclonedx(folder: Path, s: Setup, edit: Callable[[dict], None] | None = None, lock: bool = False) -> None:
+    """The CycloneDX SBOM as reproduce writes it (with the entry's lock copied in when ``lock``),
+    edited if asked, signed."""
+    if lock:
+        text = "torch==2.13.0+cpu \\\n    --hash=sha256:" + "ab" * 32 + "\n"
+        (folder / "entry").mkdir(exist_ok=True)
+        (folder / "entry" / "requirements.lock").write_text(text)
+        _edit_json(folder / "result.json", lambda r: r["entry"]["digests"].update(
+            lock=hashlib.sha256(text.encode()).hexdigest()))
+    sbom, r = json.loads((folder / "sbom.json").read_text()), json.loads((folder / "result.json").read_text())
+    pins = parse_lock(folder / "entry" / "requirements.lock") if lock else None
+    document = cyclonedx_document(sbom, pins, r["image"]["id"], r["image"]["tag"], r["toolkit"]["version"])
+    if edit:
+        edit(document)
+    (folder / CYCLONEDX_FILE).write_text(json.dumps(document, indent=2) + "\n")
+    _resign(folder, s)
+
+
+def edit_cyclonedx_resigned(folder, s):
+    """A CycloneDX SBOM that shows scanners another torch than the image holds, signed."""
+    _with_cyclonedx(folder, s, lambda d: d["components"][0].update(version="2.99.0"))
+
+
 def edit_plan_resigned(folder, s):
     """The issue's edited plan, signed: seed 7, /etc and the signing keys as data, 200 GB and
     64 CPUs, the host's network."""
@@ -508,6 +534,7 @@ TAMPERINGS = [
     (slow_prediction_resigned, "model-origin"),
     (cross_without_training_resigned, "model-origin"),
     (understate_information_resigned, "information"),
+    (edit_cyclonedx_resigned, "sbom"),
     (claim_later_crossing_resigned, "first-crossing"),
     (claim_lower_threshold_resigned, "first-crossing"),
     (edit_latency_resigned, "inference-gate"),
@@ -570,6 +597,20 @@ def test_a_plan_that_describes_its_result_passes_and_an_edited_one_is_named(setu
     for said in ("seed 7", "'/root/.cache/runner/keys' is not a staged set's eval/", "64.0 CPUs and 200g memory",
                  "network 'host'"):
         assert said in detail, detail
+
+
+def test_a_cyclonedx_sbom_rebuilt_from_the_bundle_passes_with_its_lock_hashes(setup, bundle):
+    _with_cyclonedx(bundle, setup, lock=True)
+    report = verify_bundle(bundle, setup.auditor)
+    assert report.ok, [(c.name, c.detail) for c in report.checks if not c.ok]
+    assert report.get("sbom").detail == "CycloneDX 1.6: 1 components, 1 with their sha256 from the lock"
+    edit_cyclonedx_resigned(bundle, setup)
+    detail = verify_bundle(bundle, setup.auditor).get("sbom").detail
+    assert "components[0].version" in detail, detail
+
+
+def test_a_bundle_from_before_the_cyclonedx_sbom_passes_the_sbom_row(setup, bundle):
+    assert verify_bundle(bundle, setup.auditor).get("sbom").detail.startswith("no sbom.cdx.json")
 
 
 def test_a_result_of_the_older_format_has_no_plan_to_check(setup, bundle):

@@ -28,6 +28,7 @@ from runner.verify.integrity import (
     check_trusted_key,
 )
 from runner.verify.report import CheckResult, Report
+from runner.verify.sbom import check_sbom
 from runner.verify.scoring import (
     check_data_digest,
     check_eval_set_complete,
@@ -60,6 +61,7 @@ CHECKS: list[tuple[str, Callable[[Evidence], CheckResult]]] = [
     ("probe", check_probe),
     ("model-origin", check_model_origin),
     ("information", check_information),
+    ("sbom", check_sbom),
     ("inference-gate", check_inference_gate),
     ("hardware-profile", check_hardware_profile),
     ("cost", check_cost),

@@ -140,6 +140,10 @@ class Evidence:
         except ValueError as err:
             raise Unavailable(f"{MANIFEST}: {err}") from None
 
+    def read_json(self, rel: str) -> object:
+        """A JSON file of the bundle (depth and size bounded); Unavailable when absent or malformed."""
+        return _json(self.root / rel, rel)
+
     @cached_property
     def result(self) -> dict:
         data = _json(self.root / "result.json", "result.json")
