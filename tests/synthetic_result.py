@@ -51,14 +51,14 @@ def wrong_predictions(labels: np.ndarray, wrong: int, rng: np.random.Generator) 
     return preds
 
 
-def _events(digests: list[str]) -> list[Event]:
-    """Host-stamped events: a 0.15 s launch, 4 s epochs, frozen evaluations of 0.5 s."""
+def _events(digests: list[str], pace: float = 1.0) -> list[Event]:
+    """Host-stamped events: a 0.15 s launch, 4 s epochs (times ``pace``), frozen evaluations of 0.5 s."""
     out: list[tuple[float, str, dict, str]] = [(0.15, "launch", {"stamp": "launcher"}, "runner")]
     t = 1.5
     for i, digest in enumerate(digests):
         epoch = i + 1
         out.append((t + 0.01, "epoch_start", {"epoch_num": epoch}, "entry"))
-        t += 4.0 + 0.25 * epoch
+        t += (4.0 + 0.25 * epoch) * pace
         ckpt = f"checkpoints/epoch_{epoch}.pt"
         out.append((t, "eval_request", {"epoch_num": epoch, "checkpoint": ckpt}, "entry"))
         out.append((t + 0.01, "eval_freeze", {"index": i, "epoch": epoch, "checkpoint": ckpt, "frozen": True,
@@ -83,8 +83,9 @@ def _write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -> Path:
-    """Write a complete, self-consistent result folder for ``staged`` (a StagedData)."""
+def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0, pace: float = 1.0) -> Path:
+    """Write a complete, self-consistent result folder for ``staged`` (a StagedData); ``pace``
+    stretches the epochs (runs of one entry that differ in their time to accuracy)."""
     task = get_task(TASK)
     profile = load_profile(PROFILE)
     labels = staged.load_eval_labels()
@@ -104,7 +105,7 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0) -
         checkpoint.write_bytes(rng.bytes(2048))
         digests.append(sha256_file(checkpoint))
 
-    events = _events(digests)
+    events = _events(digests, pace)
     write_events(folder / "events.jsonl", events)
     line = timeline(events)
     scored = score_evaluations(task, line, folder, labels)

@@ -32,15 +32,16 @@ def trusted_keys(option: str | None, results: Path) -> list:
 
 def run(args) -> int:
     results = Path(args.results) if args.results else paths.results_dir()
-    board = build(results, trusted_keys(args.trusted_keys, results))
+    keys = trusted_keys(args.trusted_keys, results)
+    board = build(results, keys)
     tables = [t for t in board.tables if not args.task or t.task.task_id in args.task]
     console = Console(highlight=False)
     for problem in board.skipped:
         console.print(f"[yellow]skipped[/]: {escape(problem)}")
     print_tables(tables, console, args.top)
     if args.html:
-        index = write_site(Path(args.html), tables, board.claims, board.reproductions)
-        console.print(f"wrote {index}")
+        index = write_site(Path(args.html), tables, board.claims, board.reproductions, keys)
+        console.print(f"wrote the site: {index} (open it from disk, or publish the folder as it is)")
     return 0
 
 
@@ -52,7 +53,9 @@ def register(subparsers) -> None:
         "when it is signed by a trusted key, intact, complete and conforming.",
     )
     p.add_argument("--results", metavar="DIR", help="the results folder (default: the repository's results/)")
-    p.add_argument("--html", metavar="OUT_DIR", help="also write a static site (index.html and plots) here")
+    p.add_argument("--html", metavar="OUT_DIR",
+                   help="also write a site you can publish here: an index, a page per task and per reproduction "
+                   "(curves, latencies, fingerprints, signed bundles, the verify command); relative links only")
     p.add_argument("--task", action="append", choices=sorted(TASKS), help="only this task's tables (repeatable)")
     p.add_argument("--top", type=int, metavar="N", help="print only the first N rows of each table")
     p.add_argument("--trusted-keys", metavar="PATH",

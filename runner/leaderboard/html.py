@@ -1,142 +1,388 @@
-"""The leaderboard as a static site: ``index.html`` (inline CSS, no script, nothing
-fetched from elsewhere) and ``plots/*.png``. Open it from disk; no server is needed."""
+"""The leaderboard as a site you can publish: a self-contained folder, relative links only.
+
+::
+
+    index.html                      the tasks and the reproductions at a glance
+    style.css                       one style sheet (no script, nothing fetched from elsewhere)
+    tasks/<task>.html               DAWNBench's four tables: reproduced rows first, the others folded
+    reproductions/<entry>.html      every run of the entry: one curve, latency per backend, the
+                                    median and spread, fingerprints, the `runner verify` command
+    reproductions/<entry>/*.png     its plots (matplotlib)
+    reproductions/<entry>/<run>/curve.tsv
+    bundles/<entry>-<run_id>.tar.gz each run's signed bundle (an archive's copied, a folder packed)
+    keys/<keyid>.pub.json           the trusted keys that signed them
+
+No page names a path of the machine that built it (the results folder, HOME, the checkout):
+the site is written to be copied elsewhere and served as it is. Pages are Jinja2 templates
+(``runner/leaderboard/templates/``, autoescaped); this module computes what they show.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from html import escape
 from pathlib import Path
 
+import jinja2
+from securesystemslib.signer import SSlibKey
+
+from runner.bundle.tarball import pack_folder
 from runner.dawnbench.claims import Claim
-from runner.dawnbench.tasks import FORMAT_TASKS, format_task
+from runner.dawnbench.tasks import FORMAT_TASKS, FormatTask, format_task
+from runner.errors import UserError
+from runner.keys import public_key_dict
 from runner.leaderboard import formats, plots
 from runner.leaderboard.reproductions import Reproduction
-from runner.leaderboard.tables import Row, Table
+from runner.leaderboard.tables import OBJECTIVES, Row, Table, aggregate
 
-PLOTS_DIR = "plots"
+STYLE = "style.css"
+TASKS_DIR = "tasks"
+REPRODUCTIONS_DIR = "reproductions"
+BUNDLES_DIR = "bundles"
+KEYS_DIR = "keys"
+OURS = (STYLE, "index.html", TASKS_DIR, REPRODUCTIONS_DIR, BUNDLES_DIR, KEYS_DIR, "plots")  # rebuilt each time
+UP = "../"  # from a page one folder down to the site's root
 
-CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px;
-       padding: 1.5rem; color: #1d1d1f; background: #fff; }
-h1 { margin-bottom: .2rem; } h2 { margin-top: 2.5rem; border-bottom: 2px solid #8c1515; padding-bottom: .2rem; }
-h3 { margin: 1.5rem 0 .4rem; font-size: 1.05rem; } .criterion { color: #555; font-weight: normal; }
-nav a { margin-right: 1rem; } .lede { color: #444; max-width: 60rem; }
-table.board { border-collapse: collapse; width: 100%; font-size: .85rem; }
-table.board th, table.board td { border-bottom: 1px solid #ddd; padding: .3rem .5rem; text-align: left; vertical-align: top; }
-table.board th { background: #f4f4f4; } td.num, td.date { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
-.verified { color: #0a7a2f; font-weight: 600; } .unverified { color: #b00020; }
-.muted { color: #888; } .empty { color: #888; font-style: italic; }
-article.run { border: 1px solid #ddd; border-radius: 6px; padding: 1rem; margin: 1rem 0; }
-article.run img { width: calc(50% - 0.5rem); min-width: 320px; height: auto; }
-.figures { display: flex; flex-wrap: wrap; gap: 1rem; }
-"""
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("runner.leaderboard", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "x"
+
+
+def short_run_id(run_id: str) -> str:
+    """``20261122T010203Z-s0-aaaaaa`` -> ``s0-aaaaaa``: the seed and the run's own hex."""
+    match = re.fullmatch(r"\d{8}T\d{6}Z-(.+)", run_id)
+    return match.group(1) if match else run_id
+
+
+def bundle_name(repro: Reproduction) -> str:
+    """The archive's naming: ``<entry>-<run_id>.tar.gz``."""
+    return f"{slug(repro.record.entry)}-{slug(repro.record.run_id)}.tar.gz"
+
+
+def reproduction_page(entry: str) -> str:
+    """The page of an entry's reproduction, relative to the site's root."""
+    return f"{REPRODUCTIONS_DIR}/{slug(entry)}.html"
 
 
 def run_anchor(repro: Reproduction) -> str:
-    return f"run-{_slug(repro.record.entry)}-{_slug(repro.record.run_id)}"
+    return f"run-{slug(repro.record.run_id)}"
 
 
-def _reproduced_cell(table: Table, row: Row) -> str:
+def task_page(ft: FormatTask) -> str:
+    return f"{TASKS_DIR}/{slug(ft.task_id)}.html"
+
+
+# -- what the pages show ------------------------------------------------------------------------
+
+@dataclass
+class RowView:
+    """One row of a leaderboard table, every figure already written as DAWNBench wrote it."""
+
+    rank: int
+    claimed: str
+    reproduced: str | None  # None: not reproduced
+    link: str | None  # the reproduction's run, relative to the site's root
+    verified: bool
+    verdict: str
+    spread: str
+    ratio: str
+    model: str
+    team: str
+    hardware: str
+    not_compared: str
+    framework: str
+    date: str
+
+
+@dataclass
+class TableView:
+    id: str
+    title: str
+    criterion: str
+    column: str
+    reproduced: list[RowView]
+    not_reproduced: list[RowView]
+
+
+def _row_view(table: Table, row: Row) -> RowView:
     repro = row.reproduction
-    if repro is None:
-        return '<td class="num muted">not reproduced</td>'
-    value = escape(table.show_reproduced(row.reproduced))
-    link = f'<a href="#{run_anchor(repro)}">{value}</a>'
-    spread = f'<br><span class="muted spread">{escape(table.show_spread(row.spread))}</span>' if row.spread else ""
-    if repro.verified:
-        return (f'<td class="num"><span class="verified" title="signed, complete, conforming">{link} ✓</span>'
-                f"{spread}</td>")
-    return f'<td class="num"><span class="unverified">{link} ({escape(repro.verdict)})</span></td>'
-
-
-def _not_compared(row: Row) -> str:
-    return f' <span class="muted">({escape(row.not_compared)})</span>' if row.not_compared else ""
-
-
-def _table_html(table: Table) -> str:
-    head = (f'<h3 id="{table.id}">{escape(table.title)} <span class="criterion">— {escape(table.criterion)}</span></h3>')
-    if not table.rows:
-        return head + f'<p class="empty" data-table="{table.id}">No claims or reproductions.</p>'
-    lines = [head, (f'<table class="board" data-table="{table.id}"><thead><tr>'
-             f"<th>Rank</th><th>{escape(table.column)} <span class=\"muted\">(claimed)</span></th><th>Reproduced</th>"
-             "<th>Ratio</th><th>Model</th><th>Team</th><th>Hardware</th><th>Framework</th><th>Date</th></tr></thead><tbody>")]
-    for row in table.rows:
-        verified = row.reproduction is not None and row.reproduction.verified
-        source = f' title="{escape(row.claim.source)}"' if row.claim else ""
-        lines.append(
-            f"<tr{source}><td class=\"num\">{row.rank}</td><td class=\"num\">{escape(table.show(row.claimed))}</td>"
-            f"{_reproduced_cell(table, row)}<td class=\"num\">{formats.ratio(row.ratio) if verified else '—'}</td>"
-            f"<td>{escape(row.model)}</td><td>{escape(row.team)}</td><td>{escape(row.hardware)}{_not_compared(row)}</td>"
-            f"<td>{escape(row.framework)}</td><td class=\"date\">{formats.month(row.date)}</td></tr>"
-        )
-    lines.append("</tbody></table>")
-    return "\n".join(lines)
-
-
-def _claim_for(repro: Reproduction, claims: list[Claim]) -> Claim | None:
-    names = repro.record.dawnbench_claims
-    return next((c for c in claims if c.kind == "train" and c.name in names and c.task == repro.record.task), None)
-
-
-def _run_html(repro: Reproduction, claims: list[Claim], out: Path) -> str:
-    rec = repro.record
-    ft = format_task(rec.task)
-    anchor = run_anchor(repro)
-    figures = []
-    if repro.curve:
-        claim = _claim_for(repro, claims)
-        png = plots.tta_curve(out / PLOTS_DIR / f"{anchor}-tta.png", ft, repro.curve,
-                              f"{rec.entry} {rec.run_id}: time to accuracy", claim.curve if claim else None)
-        figures.append(f'<img class="plot" src="{PLOTS_DIR}/{png.name}" alt="time-to-accuracy curve of {escape(rec.run_id)}">')
-    if repro.latencies_ms:
-        png = plots.latency_histogram(out / PLOTS_DIR / f"{anchor}-latency.png", repro.latencies_ms,
-                                      f"{rec.entry} {rec.run_id}: batch-1 latency")
-        figures.append(f'<img class="plot" src="{PLOTS_DIR}/{png.name}" alt="latency distribution of {escape(rec.run_id)}">')
-    verdict = ('<span class="verified">verified reproduction ✓</span>' if repro.verified
-               else f'<span class="unverified">not a verified reproduction: {escape("; ".join(repro.problems))}</span>')
-    tta = formats.tta(rec.tta_seconds, rec.tta_resolution_seconds) if rec.reached else "threshold not reached"
-    return (
-        f'<article class="run" id="{anchor}"><h3>{escape(rec.entry)} · {escape(rec.run_id)}</h3>'
-        f"<p>{verdict}<br>{escape(ft.folder)} · {escape(rec.model)} · {escape(rec.framework)} · profile "
-        f"{escape(str(rec.profile))} · TTA {escape(tta)} ({'' if rec.tta_seconds is None else f'{rec.tta_seconds:.2f} s, '}"
-        f"{formats.dollars(rec.training_usd)})<br><span class=\"muted\">{escape(repro.origin)}</span></p>"
-        f'<div class="figures">{"".join(figures) or "<p class=empty>No curve or latencies in this result.</p>"}</div></article>'
+    verified = repro is not None and repro.verified
+    return RowView(
+        rank=row.rank, claimed=table.show(row.claimed),
+        reproduced=None if repro is None else table.show_reproduced(row.reproduced),
+        link=None if repro is None else f"{reproduction_page(repro.record.entry)}#{run_anchor(repro)}",
+        verified=verified, verdict="" if repro is None else repro.verdict,
+        spread=table.show_spread(row.spread) if verified and row.spread else "",
+        ratio=formats.ratio(row.ratio) if verified else "—",
+        model=row.model, team=row.team, hardware=row.hardware, not_compared=row.not_compared,
+        framework=row.framework, date=formats.month(row.date),
     )
 
 
-def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list[Reproduction]) -> Path:
-    """Write ``out/index.html`` and its plots; returns the page's path."""
-    if (out / PLOTS_DIR).exists():
-        shutil.rmtree(out / PLOTS_DIR)  # ours: rebuilt from scratch each time
-    (out / PLOTS_DIR).mkdir(parents=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    verified = sum(r.verified for r in repros)
-    parts = [
-        "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>runner leaderboard</title>", f"<style>{CSS}</style></head><body>",
-        "<h1>Leaderboard: claims beside their reproductions</h1>",
-        (f'<p class="lede">DAWNBench\'s tables from {len(claims)} imported claims and {len(repros)} reproduced '
-         f"results ({verified} verified: signed by a trusted key, every file intact, complete and conforming). "
-         "Claimed figures are as published; <em>Ratio</em> is reproduced / claimed, shown for verified "
-         f"reproductions only. Built {stamp}.</p>"),
-        "<nav>" + "".join(f'<a href="#{ft.task_id}">{escape(ft.folder)}</a>' for ft in FORMAT_TASKS)
-        + '<a href="#reproductions">Reproductions</a></nav>',
+def table_view(table: Table) -> TableView:
+    """A table's rows, the reproduced ones first (in rank order), then those not reproduced."""
+    rows = [_row_view(table, row) for row in table.rows]
+    return TableView(table.id, table.title, table.criterion, table.column,
+                     [r for r in rows if r.reproduced is not None], [r for r in rows if r.reproduced is None])
+
+
+def table_html(table: Table) -> str:
+    """One table as the task page shows it (root-relative links)."""
+    return _ENV.get_template("table.html").render(table=table_view(table), root="")
+
+
+@dataclass
+class Summary:
+    """An objective's figure over the entry's runs: the verified runs' median and spread."""
+
+    title: str
+    median: str
+    spread: str
+    counted: bool  # False: no run verifies; the newest run's own figure is shown
+
+
+@dataclass
+class RunView:
+    repro: Reproduction
+    short: str
+    anchor: str
+    verdict: str
+    tta: str
+    cost: str
+    latency: list[str]
+    bundle: str | None
+    curve: str | None
+    verify: str
+    fingerprint: list[tuple[str, str]]
+
+
+@dataclass
+class EntryView:
+    entry: str
+    ft: FormatTask
+    page: str
+    runs: list[RunView]
+    summaries: list[Summary]
+    claims: list[Claim]
+    entry_claim: str
+    curve_png: str | None
+    latency_pngs: list[str] = field(default_factory=list)
+
+    @property
+    def verified(self) -> int:
+        return sum(r.repro.verified for r in self.runs)
+
+    def summary(self, title: str) -> Summary | None:
+        return next((s for s in self.summaries if s.title == title), None)
+
+
+@dataclass(frozen=True)
+class TaskCount:
+    claims: int
+    entries: int
+
+
+def _summaries(ft: FormatTask, runs: list[Reproduction]) -> list[Summary]:
+    out = []
+    for objective in OBJECTIVES:
+        table = Table(ft, objective)
+        _, value, spread = aggregate(runs, objective)
+        if value is None:
+            continue
+        unit = " (ms)" if objective.id == "inference-latency" else ""
+        out.append(Summary(objective.title + unit, table.show_reproduced(value),
+                           table.show_spread(spread) if spread else "", spread is not None))
+    return out
+
+
+def _fingerprint_rows(fp: dict | None) -> list[tuple[str, str]]:
+    """What the host was, from its fingerprint: nothing of it names a path."""
+    if not fp:
+        return []
+    def get(*keys):
+        data = fp
+        for key in keys:
+            data = data.get(key) if isinstance(data, dict) else None
+        return data
+    gpus = get("gpu", "gpus") or []
+    gpu_names = [str(g.get("name")) for g in gpus if isinstance(g, dict)]
+    memory = get("memory", "total_bytes")
+    rows = [
+        ("CPU", f"{get('cpu', 'model_name') or '?'} ({get('cpu', 'architecture') or '?'}), "
+                f"{get('cpu', 'usable_cores') or get('cpu', 'logical_cores') or '?'} usable cores"),
+        ("Memory", f"{memory / 2**30:.1f} GiB" if isinstance(memory, (int, float)) else "?"),
+        ("GPUs", ", ".join(gpu_names) if gpu_names else "none"),
+        ("OS", f"{get('os', 'distro') or '?'}, kernel {get('os', 'kernel') or '?'}"),
+        ("Engine", f"{get('docker', 'product') or get('docker', 'engine') or '?'} {get('docker', 'version') or ''}".strip()),
+        ("Captured", str(get("captured_at") or "?")),
     ]
-    for ft in FORMAT_TASKS:
-        parts.append(f'<section id="{ft.task_id}"><h2>{escape(ft.folder)}</h2>')
-        parts += [_table_html(t) for t in tables if t.task.task_id == ft.task_id]
-        parts.append("</section>")
-    parts.append('<section id="reproductions"><h2>Reproductions</h2>')
-    ordered = sorted(repros, key=lambda r: (not r.verified, r.record.task, r.record.entry, r.record.run_id))
-    parts += [_run_html(r, claims, out) for r in ordered] or ['<p class="empty">No reproduced results yet.</p>']
-    parts.append("</section></body></html>")
+    return rows
+
+
+def _verify_command(repro: Reproduction, bundle: str | None, keys: dict[str, str]) -> str:
+    target = bundle or "RESULT.tar.gz"  # a result folder never bundled: nothing to point at
+    key = keys.get(repro.signer_keyid or "")
+    return f"runner verify {target} --trusted-keys {key or 'PUBLISHER.pub.json'}"
+
+
+def _copy_bundle(repro: Reproduction, out: Path) -> str | None:
+    """The run's signed bundle in the site: an archive copied, a result folder packed as
+    ``runner bundle pack`` packs it; None when there is no bundle to copy."""
+    rel = f"{BUNDLES_DIR}/{bundle_name(repro)}"
+    target = out / rel
+    if target.exists():  # the same run read twice (a folder and its archive): one bundle
+        return rel
+    if repro.archive is not None:
+        shutil.copyfile(repro.archive, target)
+    elif repro.bundled:
+        try:
+            pack_folder(repro.record.folder, target)
+        except UserError:  # a folder pack refuses (a link inside it): shown without a bundle
+            target.unlink(missing_ok=True)
+            return None
+    else:
+        return None
+    return rel
+
+
+def _write_keys(out: Path, trusted_keys: list[SSlibKey], used: set[str]) -> dict[str, str]:
+    """The trusted keys that signed a run shown, ``{keyid: path relative to the root}``."""
+    written = {}
+    for key in trusted_keys:
+        if key.keyid in used and key.keyid not in written:
+            rel = f"{KEYS_DIR}/{key.keyid[:16]}.pub.json"
+            (out / rel).write_text(json.dumps(public_key_dict(key), indent=2, sort_keys=True) + "\n")
+            written[key.keyid] = rel
+    return written
+
+
+def _latency_text(repro: Reproduction) -> list[str]:
+    out = []
+    for name, backend in sorted(repro.record.backends.items()):
+        if not backend.passed_gate or backend.mean_ms is None:
+            out.append(f"{name}: failed the accuracy gate" if not backend.passed_gate else f"{name}: not timed")
+            continue
+        p99 = (backend.latency_ms or {}).get("p99")
+        out.append(f"{name}: mean {formats.milliseconds(backend.mean_ms)} ms"
+                   + ("" if p99 is None else f", p99 {formats.milliseconds(p99)} ms"))
+    return out
+
+
+def _entry_view(out: Path, ft: FormatTask, entry: str, runs: list[Reproduction], claims: list[Claim],
+                keys: dict[str, str]) -> EntryView:
+    folder = out / REPRODUCTIONS_DIR / slug(entry)
+    folder.mkdir(parents=True, exist_ok=True)
+    page = reproduction_page(entry)
+    views = []
+    for repro in runs:
+        rec = repro.record
+        curve = None
+        if repro.curve_tsv is not None:
+            curve = f"{REPRODUCTIONS_DIR}/{slug(entry)}/{slug(rec.run_id)}/curve.tsv"
+            (out / curve).parent.mkdir(parents=True, exist_ok=True)
+            (out / curve).write_bytes(repro.curve_tsv)
+        bundle = _copy_bundle(repro, out)
+        views.append(RunView(
+            repro=repro, short=short_run_id(rec.run_id), anchor=run_anchor(repro),
+            verdict="verified reproduction" if repro.verified else "; ".join(repro.problems),
+            tta=formats.tta(rec.tta_seconds, rec.tta_resolution_seconds) if rec.reached else "threshold not reached",
+            cost=formats.dollars(rec.training_usd), latency=_latency_text(repro),
+            bundle=bundle, curve=curve, verify=_verify_command(repro, bundle, keys),
+            fingerprint=_fingerprint_rows(repro.fingerprint),
+        ))
+    names = {n for r in runs for n in r.record.dawnbench_claims}
+    paired = [c for c in claims if c.name in names and c.task == ft.task_id]
+    view = EntryView(entry, ft, page, views, _summaries(ft, runs), paired, _entry_claim(runs), None)
+    curves = [plots.RunCurve(short_run_id(r.record.run_id), r.curve, r.verified) for r in runs if r.curve]
+    if curves:
+        train_claim = next((c for c in paired if c.kind == "train" and c.curve), None)
+        plots.runs_curve(folder / "curve.png", ft, curves, train_claim.curve if train_claim else None)
+        view.curve_png = f"{slug(entry)}/curve.png"
+    backends = sorted({b for r in runs for b in r.latencies_ms})
+    for backend in backends:
+        series = [(short_run_id(r.record.run_id), r.latencies_ms[backend]) for r in runs if backend in r.latencies_ms]
+        plots.latency_runs(folder / f"latency-{slug(backend)}.png", backend, series)
+        view.latency_pngs.append(f"{slug(entry)}/latency-{slug(backend)}.png")
+    return view
+
+
+def _entry_claim(runs: list[Reproduction]) -> str:
+    """The entry's own claim, as ``runner.claims`` says it applies."""
+    comparison = next((r.claim for r in runs if r.claim is not None), None)
+    if comparison is None:
+        return ""
+    parts = []
+    if comparison.tta_seconds is not None:
+        parts.append(f"time to accuracy {formats.run_duration(comparison.tta_seconds)}")
+    if comparison.latency_ms is not None:
+        parts.append(f"latency {formats.milliseconds(comparison.latency_ms)} ms")
+    text = f"on {comparison.profile}: " + ", ".join(parts) if parts else ""
+    return text + (f" ({comparison.why_not})" if text and comparison.why_not else "")
+
+
+def _group(repros: list[Reproduction]) -> dict[tuple[str, str], list[Reproduction]]:
+    """The runs of each entry (task, entry), verified first then newest first; a run read twice
+    (its folder and its archive) once."""
+    groups: dict[tuple[str, str], dict[str, Reproduction]] = {}
+    for repro in sorted(repros, key=lambda r: (not r.verified, r.archive is None)):  # an archive copies faster
+        runs = groups.setdefault((repro.record.task, repro.record.entry), {})
+        runs.setdefault(repro.record.run_id, repro)
+    ordered = {}
+    for key, runs in sorted(groups.items()):
+        newest_first = sorted(runs.values(), key=lambda r: r.record.run_id, reverse=True)
+        ordered[key] = sorted(newest_first, key=lambda r: not r.verified)
+    return ordered
+
+
+def _clean(out: Path) -> None:
+    for name in OURS:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
+def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list[Reproduction],
+               trusted_keys: list[SSlibKey] | None = None) -> Path:
+    """Write the site under ``out`` (its own files replaced, anything else left); returns the index."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _clean(out)
+    for name in (TASKS_DIR, REPRODUCTIONS_DIR, BUNDLES_DIR, KEYS_DIR):
+        (out / name).mkdir()
+    (out / STYLE).write_text(_ENV.loader.get_source(_ENV, STYLE)[0], encoding="utf-8")
+    keys = _write_keys(out, trusted_keys or [], {r.signer_keyid for r in repros if r.signer_keyid})
+    shown_tasks = {t.task.task_id for t in tables}
+    entries = [_entry_view(out, format_task(task), entry, runs, claims, keys)
+               for (task, entry), runs in _group(repros).items() if task in shown_tasks]
+    tasks = [ft for ft in FORMAT_TASKS if ft.task_id in shown_tasks]
+    common = {"tasks": tasks, "task_page": task_page, "built": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    views = {ft.task_id: [table_view(t) for t in tables if t.task.task_id == ft.task_id] for ft in tasks}
+    for ft in tasks:
+        _render(out / task_page(ft), "task.html", root=UP, current=ft.task_id, ft=ft, tables=views[ft.task_id],
+                entries=[e for e in entries if e.ft.task_id == ft.task_id], **common)
+    for view in entries:
+        _render(out / view.page, "reproduction.html", root=UP, current=view.ft.task_id, view=view, **common)
+    counts = {ft.task_id: TaskCount(sum(c.task == ft.task_id for c in claims),
+                                    sum(e.ft.task_id == ft.task_id for e in entries)) for ft in tasks}
     index = out / "index.html"
-    index.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    _render(index, "index.html", root="", current="index", views=views, entries=entries, counts=counts,
+            claims=len(claims), reproductions=len(repros), verified=sum(r.verified for r in repros), **common)
     return index
+
+
+def _render(path: Path, template: str, **context) -> None:
+    path.write_text(_ENV.get_template(template).render(**context), encoding="utf-8")

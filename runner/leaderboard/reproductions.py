@@ -14,18 +14,21 @@ from pathlib import Path
 import numpy as np
 from securesystemslib.signer import SSlibKey
 
+from runner.bundle.filelist import MANIFEST
 from runner.bundle.open import Limits, UnsafeBundleError, open_bundle
 from runner.claims import Comparison, cross_seed_problem, result_claim
 from runner.dawnbench.claims import CLAIMS_DIR, CurvePoint
 from runner.dawnbench.tasks import format_task
 from runner.dawnbench.tsv import FormatError, read_curve
 from runner.errors import UserError
+from runner.events import bounded_json
 from runner.results.record import RESULT_FILE
 from runner.results.view import ResultRecord, read_record
 from runner.verify.evidence import Auditor, Evidence, Unavailable
 from runner.verify import CHECKS
 
 ARCHIVE_DIR = "archive"
+FINGERPRINT_FILE = "fingerprint.json"
 # What "signed" means here: the bundle's own integrity, no data or hardware needed.
 # verify's checks that say "signed by a trusted key, intact, and the claim is result.json's".
 SIGNATURE_CHECKS = [
@@ -43,6 +46,11 @@ class Reproduction:
     curve: list[CurvePoint] = field(default_factory=list)
     latencies_ms: dict[str, np.ndarray] = field(default_factory=dict)  # gated backends only
     claim: Comparison | None = None  # the entry's claim this run is compared with (runner.claims.result_claim)
+    archive: Path | None = None  # the signed .tar.gz it was read from; None for a result folder
+    bundled: bool = False  # the folder holds a bundle (bundle/manifest.json): the site can pack it
+    signer_keyid: str | None = None  # the trusted key that signed it; None when not signed by one
+    curve_tsv: bytes | None = None  # curve.tsv as the run wrote it (an archive's folder is gone once read)
+    fingerprint: dict | None = None  # fingerprint.json (the host it ran on)
 
     @property
     def verified(self) -> bool:
@@ -55,17 +63,39 @@ class Reproduction:
 
 def signature_problem(folder: Path, trusted_keys: list[SSlibKey]) -> str | None:
     """None when the bundle is signed by a trusted key and intact, else what fails."""
+    return _signature(folder, trusted_keys)[0]
+
+
+def _signature(folder: Path, trusted_keys: list[SSlibKey]) -> tuple[str | None, str | None]:
+    """(what fails, None), or (None, the trusted key id that signed it)."""
     evidence = Evidence(folder, Auditor(trusted_keys=trusted_keys), folder)
     for name, check in SIGNATURE_CHECKS:
         try:
             result = check(evidence)
         except Unavailable as err:
-            return f"unsigned ({err})"
+            return f"unsigned ({err})", None
         except (ValueError, TypeError, KeyError, OSError) as err:
-            return f"unsigned ({type(err).__name__}: {err})"
+            return f"unsigned ({type(err).__name__}: {err})", None
         if not result.ok:
-            return f"signature check {name} fails"
-    return None
+            return f"signature check {name} fails", None
+    trusted = {k.keyid for k in trusted_keys}
+    return None, next((k for k in sorted(evidence.envelope.signatures) if k in trusted), None)
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    except OSError:
+        return None
+
+
+def _read_fingerprint(folder: Path) -> dict | None:
+    raw = _read_bytes(folder / FINGERPRINT_FILE)
+    try:
+        data = bounded_json(raw.decode()) if raw is not None else None
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _problems(record: ResultRecord, signature: str | None) -> list[str]:
@@ -83,11 +113,14 @@ def _problems(record: ResultRecord, signature: str | None) -> list[str]:
     return problems
 
 
-def read_reproduction(folder: Path, trusted_keys: list[SSlibKey], origin: str | None = None) -> Reproduction:
+def read_reproduction(folder: Path, trusted_keys: list[SSlibKey], origin: str | None = None,
+                      archive: Path | None = None) -> Reproduction:
     record = read_record(folder)
-    signature = signature_problem(folder, trusted_keys)
+    signature, keyid = _signature(folder, trusted_keys)
     repro = Reproduction(record, origin or str(folder), signature is None, _problems(record, signature),
-                         claim=result_claim(folder))
+                         claim=result_claim(folder), archive=archive, bundled=(folder / MANIFEST).is_file(),
+                         signer_keyid=keyid, curve_tsv=_read_bytes(record.curve_path()),
+                         fingerprint=_read_fingerprint(folder))
     try:
         repro.curve = read_curve(record.curve_path(), (format_task(record.task).metric_field,))
     except FormatError:
@@ -105,7 +138,7 @@ def read_reproduction(folder: Path, trusted_keys: list[SSlibKey], origin: str | 
 def _read_archive(path: Path, trusted_keys: list[SSlibKey]) -> Reproduction:
     try:
         with open_bundle(path, Limits()) as opened:
-            return read_reproduction(opened.root, trusted_keys, origin=str(path))
+            return read_reproduction(opened.root, trusted_keys, origin=str(path), archive=path)
     except UnsafeBundleError as err:
         raise UserError(f"{path}: not a safe bundle ({err.problem})", "remove it from the archive") from None
 

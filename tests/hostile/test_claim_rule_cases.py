@@ -98,7 +98,7 @@ def test_reproduce_and_the_leaderboard_use_the_same_rule(runs):
 
 
 def test_the_reproduced_figure_is_the_median_of_the_verified_runs_with_their_spread(runs):
-    from runner.leaderboard.html import _table_html
+    from runner.leaderboard.html import table_html
 
     folders, _ = runs
     table = _board(folders)
@@ -109,7 +109,7 @@ def test_the_reproduced_figure_is_the_median_of_the_verified_runs_with_their_spr
     shown = table.show_spread(row.spread)
     assert shown == "median of 3 runs, 6.00 s–8.00 s, CoV 14.3%, resolution 2.0 s"
     assert table.show_reproduced(row.reproduced) == "7.00 s"  # under a minute: decimals, not 0:00:07
-    assert "median of 3 runs" in _table_html(table)
+    assert "median of 3 runs" in table_html(table)
 
 
 def test_stability_leaves_out_a_contended_run_by_name_unless_asked(runs, monkeypatch):
