@@ -39,6 +39,11 @@ def keys_dir() -> Path:
     return home() / "keys"
 
 
+# The signing key (runner.keys): its file under keys_dir(), and the variable naming another.
+SIGNING_KEY_NAME = "signing.key"
+SIGNING_KEY_ENV = "RUNNER_SIGNING_KEY"
+
+
 def repo_root() -> Path:
     """The checkout this package runs from (entries/, images/, hardware_profiles/ live there)."""
     return Path(__file__).resolve().parent.parent

@@ -289,24 +289,27 @@ def test_open_refuses_what_is_not_a_gzip_tar(tmp_path):
 
 
 def test_cli_sign_and_pack(result_dir, tmp_path, monkeypatch, capsys):
-    import argparse
-
     from runner import keys
-    from runner.cli import bundle as bundle_cli
+    from runner.cli import main
 
     monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
     monkeypatch.delenv(keys.ENV_VAR, raising=False)
-    top = argparse.ArgumentParser()
-    bundle_cli.register(top.add_subparsers())
 
     def run(*argv: str) -> int:
-        args = top.parse_args(list(argv))
-        return args.func(args)
+        return main(list(argv))
 
     assert run("bundle", "sign", str(result_dir)) == 1  # no key: unsigned, and says so
     assert "NOT signed" in capsys.readouterr().out
     keys.generate()
     assert run("bundle", "sign", str(result_dir)) == 0
     assert (result_dir / ENVELOPE).is_file()
-    assert run("bundle", "pack", str(result_dir), "-o", str(tmp_path / "x.tar.gz")) == 0
-    assert (tmp_path / "x.tar.gz").is_file()
+    # -o/--out names the folder; the file is <entry>-<run_id>.tar.gz, as in the archive.
+    result = json.loads((result_dir / "result.json").read_text())
+    name = f"{result['entry']['name']}-{result['run_id']}.tar.gz"
+    assert run("bundle", "pack", str(result_dir), "-o", str(tmp_path / "out")) == 0
+    assert (tmp_path / "out" / name).is_file()
+    assert run("bundle", "pack", str(result_dir)) == 0  # default: beside the result folder
+    assert (result_dir.parent / name).read_bytes() == (tmp_path / "out" / name).read_bytes()
+    assert run("bundle", "pack", str(result_dir), "--out", str(tmp_path / "x.tar.gz")) == 2  # a file name: refused
+    assert "names the folder to write into" in capsys.readouterr().err
+    assert not (tmp_path / "x.tar.gz").exists()

@@ -69,3 +69,13 @@ def test_an_altered_result_is_refused(signed_runs, tmp_path, capsys):
     assert main(["compare", str(copy), "--no-plot"]) == 2
     err = capsys.readouterr().err
     assert "is not a signed result" in err and "Fix:" in err
+
+
+def test_compare_takes_bundles_and_writes_its_plot_into_the_out_folder(signed_runs, tmp_path, capsys):
+    """Like verify, audit, the leaderboard and the exports: a bundle's .tar.gz is a result."""
+    from runner.bundle import pack
+
+    bundle = pack(signed_runs[0], tmp_path / "bundles" / "first.tar.gz")
+    assert main(["compare", str(bundle), *map(str, signed_runs[1:]), "-o", str(tmp_path / "plots")]) == 0
+    assert "3 (3)" in capsys.readouterr().out
+    assert (tmp_path / "plots" / "comparison.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

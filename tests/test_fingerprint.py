@@ -386,18 +386,23 @@ def test_image_without_python_is_a_user_error(engine):
 
 
 def test_cli_writes_json_that_loads_back_and_mlperf_fields(tmp_path):
-    out = tmp_path / "fp.json"
+    # -o/--out names a folder, as every --out does; the file in it is named by the format.
+    out = tmp_path / "out"
     assert main(["fingerprint", "--format", "json", "-o", str(out)]) == 0
-    fp = load_fingerprint(out)
+    fp = load_fingerprint(out / "fingerprint.json")
     assert fp["cpu"]["logical_cores"] == os.cpu_count()
-    mlperf = tmp_path / "system.json"
-    assert main(["fingerprint", "--format", "mlperf", "--mlperf-benchmark", "training", "-o", str(mlperf)]) == 0
-    desc = json.loads(mlperf.read_text())
+    assert main(["fingerprint", "--format", "mlperf", "--mlperf-benchmark", "training", "--out", str(out)]) == 0
+    desc = json.loads((out / "system_description.json").read_text())
     assert list(desc) == MLPERF_TRAINING
     assert desc["host_processor_vcpu_count"] == str(os.cpu_count())
-    table = tmp_path / "fp.txt"
-    assert main(["fingerprint", "-o", str(table)]) == 0
-    assert fp["cpu"]["model_name"] in table.read_text()
+    assert main(["fingerprint", "-o", str(out)]) == 0
+    assert fp["cpu"]["model_name"] in (out / "fingerprint.txt").read_text()
+    # Old scripts' --output FILE (the flag's name before -o/--out) still writes that file.
+    old = tmp_path / "fp.json"
+    assert main(["fingerprint", "--format", "json", "--output", str(old)]) == 0
+    assert load_fingerprint(old)["cpu"]["logical_cores"] == os.cpu_count()
+    assert main(["fingerprint", "-o", str(old)]) == 2  # a file is no folder: one line, nothing overwritten
+    assert load_fingerprint(old)
 
 
 def test_load_fingerprint_rejects_what_is_not_one(tmp_path):

@@ -196,19 +196,18 @@ def test_default_settings_run_in_a_few_seconds_and_are_recorded(tmp_path):
 
 
 def test_loadgen_mlperf_flag_reaches_the_harness(tmp_path):
-    import argparse
     from pathlib import Path
 
     from harness.cli import parse_args
-    from runner.cli.reproduce import loadgen_option, register
+    from runner.cli import parser as runner_parser
+    from runner.cli.reproduce import loadgen_option
     from runner.inference.phase import harness_command
     from runner.manifest import load_entry
     from runner.options import ReproduceOptions
     from runner.plan import LOCAL, PLAN_FILE, SLURM, make_plan, plan_of_task
     from runner.slurm.submit import task_arguments
 
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
+    parser = runner_parser()
     entry_dir = paths.repo_root() / "entries" / "mnist-cnn-cpu"
     default = parser.parse_args(["reproduce", str(entry_dir)])
     mlperf = parser.parse_args(["reproduce", str(entry_dir), "--loadgen-mlperf"])

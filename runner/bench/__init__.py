@@ -1,13 +1,83 @@
-"""Benchmarks behind ``runner bench``: one module per benchmark, named here.
+"""Benchmarks behind ``runner bench``: one module per benchmark, with a row here.
 
-A benchmark module defines ``HELP`` (one line), ``register(parser)`` (its options) and
-``run(args) -> int`` (measure, print figures with rich). Add a module and its name below.
+A benchmark module defines ``run(args) -> int`` (measure, print figures with rich). Its row in
+``BENCHMARKS`` gives its one line in ``runner bench --help``, the description its own --help
+starts with, and its options (argparse only: ``runner bench --help`` imports no benchmark).
+Add a module and its row below.
 """
 
-BENCHMARKS: list[str] = [
-    "build",  # cold and warm build time of an entry image
-    "tta",  # TTA median of N, runner overhead, host vs container speed
-    "latency",  # batch-1 p50 of torch vs onnxruntime on the default entry's model
-    "overhead",  # the runner against a plain docker run of the same training (ratio)
-    "tree",  # import and per-run check of a JPEG training tree, against tar + sha256sum
-]
+from __future__ import annotations
+
+from collections import namedtuple
+
+DEFAULT_ENTRY = "entries/mnist-cnn-cpu"
+
+Benchmark = namedtuple("Benchmark", "help description options")
+
+
+def _build(p) -> None:
+    p.add_argument("entry", nargs="?", default=DEFAULT_ENTRY, help=f"entry folder (default {DEFAULT_ENTRY})")
+    p.add_argument("--warm-runs", type=int, default=3, help="warm rebuilds to time")
+
+
+def _tta(p) -> None:
+    p.add_argument("entry", nargs="?", default=DEFAULT_ENTRY)
+    p.add_argument("--runs", type=int, default=3, help="runs for the TTA median (default 3)")
+    p.add_argument("--pairs", type=int, default=2,
+                   help="host/container pairs for the speed comparison (default 2)")
+
+
+def _latency(p) -> None:
+    p.add_argument("entry", nargs="?", default=DEFAULT_ENTRY, help=f"entry folder (default {DEFAULT_ENTRY})")
+    p.add_argument("--items", type=int, default=2000, help="evaluation items timed per backend")
+    p.add_argument("--warmup", type=int, default=200, help="untimed items first")
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="intra-op thread counts to sweep")
+
+
+def _overhead(p) -> None:
+    p.add_argument("entry", nargs="?", default=DEFAULT_ENTRY)
+    p.add_argument("--pairs", type=int, default=3, help="runner/plain pairs (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first pair (default 0)")
+
+
+def _tree(p) -> None:
+    p.add_argument("--images", type=int, default=50_000, help="JPEGs in the tree (default 50,000)")
+    p.add_argument("--classes", type=int, default=100, help="class folders (default 100)")
+    p.add_argument("--size", type=int, default=32, help="side of each JPEG in pixels (default 32)")
+
+
+def _cli(p) -> None:
+    p.add_argument("--runs", type=int, default=20, help="times each command is started (default 20)")
+    p.add_argument("--tree", metavar="DIR",
+                   help="time the runner of another checkout (put first on PYTHONPATH), e.g. the tree "
+                   "before a change (default: this one)")
+
+
+BENCHMARKS: dict[str, Benchmark] = {
+    "build": Benchmark(
+        "cold and warm build time of an entry image",
+        "Build an entry's image with no layer cache (cold), then again (warm), and after a change to "
+        "one of its files; the warm build's target is under 5 s.", _build),
+    "tta": Benchmark(
+        "TTA (median of N), the runner's overhead, and host-vs-container training speed",
+        "Reproduce an entry N times for the median TTA, time the runner's work around training, and "
+        "compare training on the host's Python with training in the container.", _tta),
+    "latency": Benchmark(
+        "batch-1 p50 latency of torch and onnxruntime on the default entry's model, and their ratio",
+        "Run the harness on this host's Python (it needs torch, onnx and onnxruntime installed here: the "
+        "test extra) and time batch-1 inference of each CPU backend at each thread count; the target is "
+        "onnxruntime at half torch's p50 or less.", _latency),
+    "overhead": Benchmark(
+        "the runner against a plain `docker run` of the same training (pairs; ratio min/median/max)",
+        "Time `runner reproduce --no-infer` against a plain container run of the same training, in "
+        "pairs; the median ratio's target is 1.15 or lower.", _overhead),
+    "tree": Benchmark(
+        "import and per-run check time of a JPEG training tree (ImageNet layout)",
+        "Make a tar of JPEGs in ImageNet's layout and time importing it as a training tree and the "
+        "check each run makes, against tar plus sha256sum by hand.", _tree),
+    "cli": Benchmark(
+        "start-up time of the command line: runner --help against python3 -c pass",
+        "Start `runner --help`, `runner reproduce --help` and `runner verify --help` N times each, "
+        "beside `python3 -c pass` and `python3 -c \"import runner\"`, and print each one's median; "
+        "the target for every --help is 0.25 s.", _cli),
+}

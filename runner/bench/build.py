@@ -21,14 +21,7 @@ from runner.engine import get_client
 from runner.images import ensure_base
 from runner.manifest import load_entry
 
-HELP = "cold and warm build time of an entry image"
 WARM_TARGET_S = 5.0
-
-
-def register(parser) -> None:
-    parser.add_argument("entry", nargs="?", default="entries/mnist-cnn-cpu",
-                        help="entry folder (default entries/mnist-cnn-cpu)")
-    parser.add_argument("--warm-runs", type=int, default=3, help="warm rebuilds to time")
 
 
 def run(args) -> int:

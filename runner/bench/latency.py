@@ -8,6 +8,7 @@ settings are swept (1 and 2 intra-op threads) and the manifest's setting is the 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -19,14 +20,27 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import paths
+from runner.bench import DEFAULT_ENTRY
 from runner.errors import UserError
-from runner.harness.backends import CPU_BACKENDS, backends_for
+from runner.harness.backends import CPU_BACKENDS, REGISTRY, backends_for
 from runner.manifest import Entry, load_entry
 
-HELP = "batch-1 p50 latency of torch and onnxruntime on the default entry's model, and their ratio"
-DEFAULT_ENTRY = "entries/mnist-cnn-cpu"
 BACKENDS = tuple(b for b in CPU_BACKENDS if b in backends_for("pytorch"))  # the default entry's
 TARGET_RATIO = 0.5
+
+
+def require_host_packages(find_spec=None) -> None:
+    """The harness runs on this host's Python here, not in an entry's image: what its backends
+    import must be installed on the host (the runner's test extra pins them)."""
+    find_spec = find_spec or importlib.util.find_spec
+    needed = dict.fromkeys(name for b in BACKENDS for name in REGISTRY[b].imports)
+    missing = [name for name in needed if find_spec(name) is None]
+    if missing:
+        raise UserError(
+            f"runner bench latency runs the harness on this host's Python ({sys.executable}), which lacks "
+            f"{', '.join(missing)}",
+            f"install them there: {sys.executable} -m pip install -e '{paths.repo_root()}[test]' "
+            "(the test extra pins torch, onnx and onnxruntime at the default entry's versions)")
 
 
 def _weights(entry: Entry, scratch: Path) -> tuple[Path, str]:
@@ -94,6 +108,7 @@ def bench_infer(entry_path: str | Path = DEFAULT_ENTRY, *, items: int = 2000, wa
     "headline_threads": t, "ratio": r, "weights": ..., "images": ...}``.
     """
     console = console or Console()
+    require_host_packages()
     folder = Path(entry_path)
     entry = load_entry(folder if folder.exists() else paths.repo_root() / folder)
     results: dict[int, dict[str, float]] = {}
@@ -126,13 +141,6 @@ def bench_infer(entry_path: str | Path = DEFAULT_ENTRY, *, items: int = 2000, wa
     )
     return {"threads": results, "headline_threads": headline, "ratio": ratio,
             "weights": weights_note, "images": images_note}
-
-
-def register(parser) -> None:
-    parser.add_argument("entry", nargs="?", default=DEFAULT_ENTRY, help=f"entry folder (default {DEFAULT_ENTRY})")
-    parser.add_argument("--items", type=int, default=2000, help="evaluation items timed per backend")
-    parser.add_argument("--warmup", type=int, default=200, help="untimed items first")
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="intra-op thread counts to sweep")
 
 
 def run(args) -> int:

@@ -42,14 +42,7 @@ from runner.plan import make_plan
 from runner.report import quietly
 from runner.reproduce import reproduce
 
-HELP = "the runner against a plain `docker run` of the same training (pairs; ratio min/median/max)"
 RATIO_TARGET = 1.15
-
-
-def register(parser) -> None:
-    parser.add_argument("entry", nargs="?", default="entries/mnist-cnn-cpu")
-    parser.add_argument("--pairs", type=int, default=3, help="runner/plain pairs (default 3)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first pair (default 0)")
 
 
 def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed: int) -> list[str]:

@@ -31,14 +31,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-HELP = "import and per-run check time of a JPEG training tree (ImageNet layout)"
-
-
-def register(parser) -> None:
-    parser.add_argument("--images", type=int, default=50_000, help="JPEGs in the tree (default 50,000)")
-    parser.add_argument("--classes", type=int, default=100, help="class folders (default 100)")
-    parser.add_argument("--size", type=int, default=32, help="side of each JPEG in pixels (default 32)")
-
 
 def make_train_tar(path: Path, images: int, classes: int, side: int) -> int:
     """Write a tar of ``classes`` per-class tars (``n0000000k.tar``) holding ``images`` JPEGs

@@ -35,16 +35,8 @@ from runner.events import parse_line
 from runner.score.evaluations import primary_score, score_predictions
 from runner.score.tta import Evaluation, Timeline, time_to_accuracy
 
-HELP = "TTA (median of N), the runner's overhead, and host-vs-container training speed"
 OVERHEAD_TARGET_S = 3.0
 CONTAINER_SPEED_TARGET = 0.97
-
-
-def register(parser) -> None:
-    parser.add_argument("entry", nargs="?", default="entries/mnist-cnn-cpu")
-    parser.add_argument("--runs", type=int, default=3, help="runs for the TTA median (default 3)")
-    parser.add_argument("--pairs", type=int, default=2,
-                        help="host/container pairs for the speed comparison (default 2)")
 
 
 def _evaluate_on_host(entry, checkpoint: Path, images, labels) -> bool:
@@ -147,4 +139,3 @@ def run(args) -> int:
                       f">= {CONTAINER_SPEED_TARGET}")
     console.print(table)
     return 0
-

@@ -44,6 +44,7 @@ __all__ = [
     "Limits",
     "OpenedBundle",
     "UnsafeBundleError",
+    "bundle_name",
     "make_bundle",
     "open_bundle",
     "pack",
@@ -169,8 +170,23 @@ def sign_folder(result_dir: Path) -> Bundle:
     return bundle
 
 
+def bundle_name(result_dir: Path) -> str:
+    """``<entry>-<run_id>.tar.gz``: the name a packed bundle goes by, as in the archive
+    (``results/archive/``), read from the folder's result.json."""
+    try:
+        raw = json.loads((Path(result_dir) / RESULT_FILE).read_text())
+        name = f"{raw['entry']['name']}-{raw['run_id']}.tar.gz"
+    except (ValueError, KeyError, TypeError) as err:
+        raise UserError(f"{result_dir}/{RESULT_FILE} names no entry and run id ({type(err).__name__})",
+                        "pack a result folder written by runner reproduce") from None
+    if Path(name).name != name or name.startswith("."):
+        raise UserError(f"{result_dir}/{RESULT_FILE} names an entry or run id that is no file name ({name!r})",
+                        "pack a result folder written by runner reproduce")
+    return name
+
+
 def pack(result_dir: Path, out_path: Path | None = None) -> Path:
-    """The bundle as a deterministic ``.tar.gz`` (default: ``<result_dir>.tar.gz`` beside it)."""
+    """The bundle as a deterministic ``.tar.gz`` (default: ``bundle_name`` beside the folder)."""
     result_dir = Path(result_dir)
-    out = Path(out_path) if out_path is not None else result_dir.with_name(result_dir.name + ".tar.gz")
+    out = Path(out_path) if out_path is not None else result_dir.parent / bundle_name(result_dir)
     return pack_folder(result_dir, out)

@@ -12,6 +12,8 @@ import os
 import stat
 import tarfile
 import tempfile
+from collections.abc import Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -219,3 +221,18 @@ def open_bundle(path: Path | str, limits: Limits | None = None) -> OpenedBundle:
         tmp.cleanup()
         raise
     return OpenedBundle(_single_top_folder(dest), source, tmp)
+
+
+def open_results(given: Iterable[Path | str], stack: ExitStack, limits: Limits | None = None) -> list[Path]:
+    """What every command that reads results takes: each path a result folder, read where it
+    is, or a bundle's ``.tar.gz``, opened safely (as ``runner verify`` opens it) into a
+    temporary folder that ``stack`` removes."""
+    folders = []
+    for path in map(Path, given):
+        if path.is_file():
+            folders.append(stack.enter_context(open_bundle(path, limits or Limits())).root)
+        elif path.is_dir():
+            folders.append(path)
+        else:
+            raise UserError(f"no result at {path}", "pass result folders (results/<entry>/<run_id>/) or bundles' .tar.gz")
+    return folders

@@ -1,5 +1,13 @@
-"""The ``runner`` command. Each subcommand is one module in this package with a
-``register(subparsers)`` function that adds its parser and sets ``func``."""
+"""The ``runner`` command: a table of subcommands, each parsed and run by its own modules.
+
+``SUBCOMMANDS`` has one row per subcommand: its name, its line in ``runner --help``, the
+module that adds its arguments (``runner/cli/arguments/<module>.py``: ``DESCRIPTION`` and
+``register(parser)``, importing nothing heavy) and the module that runs it
+(``runner/cli/<module>.py``: ``run(args)``, or the function an action names with
+``set_defaults(func="name")``). Building the parser imports neither; parsing imports the chosen
+subcommand's argument module, and dispatch its run module, so ``runner --help`` and any
+``runner SUB --help`` start at once (tests/test_cli_startup.py, ``runner bench cli``).
+"""
 
 from __future__ import annotations
 
@@ -8,39 +16,54 @@ import errno
 import importlib
 import os
 import sys
+from collections import namedtuple
 
 from runner import __version__
 from runner.errors import UserError
 
+# name: what people type; help: its line in `runner --help` (None: not listed, started by the
+# runner itself); arguments: runner.cli.arguments.<arguments> adds its arguments; run:
+# runner.cli.<run> runs it; aliases: other names it answers to.
+Subcommand = namedtuple("Subcommand", "name help arguments run aliases", defaults=((),))
+
 # In the order a user meets them: set up, build, run, check.
-COMMANDS = [
-    "doctor",
-    "setup",
-    "config",
-    "images",
-    "build",
-    "data",
-    "schema",
-    "reproduce",
-    "study",
-    "reinfer",
-    "fingerprint",
-    "profile",
-    "keys",
-    "bundle",
-    "verify",
-    "compare",
-    "audit",
-    "drift",
-    "import",
-    "export",
-    "leaderboard",
-    "bench",
+SUBCOMMANDS = [
+    Subcommand("doctor", "show the Docker engine, debootstrap, disk, GPUs and Python on this host",
+               "doctor", "doctor"),
+    Subcommand("setup", "install/start the Docker engine and debootstrap, build the default base image",
+               "setup", "setup"),
+    Subcommand("config", "set, unset or show your settings (MLPerf submitter, storage, cooling...)",
+               "config", "config"),
+    Subcommand("images", "list or build the base images (recipes in images/)", "images", "images"),
+    Subcommand("build", "build an entry's image (no network, hash-checked wheels) and record its SBOM",
+               "build", "build"),
+    Subcommand("data", "stage data sets (prepare, import) and list what is staged", "data", "data"),
+    Subcommand("schema", "print the JSON Schema of entry.yaml (or of result.json)", "schema", "schema"),
+    Subcommand("reproduce", "build an entry, train and infer in its container, sign the result",
+               "reproduce", "reproduce"),
+    Subcommand("study", "DAWNBench's studies of the metric: stability, threshold, batch size, roofline",
+               "study", "study"),
+    # "infer", its earlier name, still works.
+    Subcommand("reinfer", "re-run only the inference phase (batch-1 latency) on a result's trained model",
+               "reinfer", "reinfer", ("infer",)),
+    Subcommand("fingerprint", "describe this host's CPU, memory, OS, GPUs and Docker engine",
+               "fingerprint", "fingerprint"),
+    Subcommand("profile", "list, show or check hardware profiles (hardware_profiles/*.yaml)", "profile", "profile"),
+    Subcommand("keys", "create or show the key that signs result bundles", "keys", "keys"),
+    Subcommand("bundle", "sign a result folder, or pack it as a deterministic .tar.gz", "bundle", "bundle"),
+    Subcommand("verify", "check a signed result bundle offline", "verify", "verify"),
+    Subcommand("compare", "compare signed results side by side (TTA, epochs, s/epoch, batch-1 p50, cost)",
+               "compare", "compare"),
+    Subcommand("audit", "rebuild a bundle's entry and re-evaluate its models (needs Docker)", "audit", "audit"),
+    Subcommand("drift", "rebuild the entries of archived bundles and report what changed", "drift", "drift"),
+    Subcommand("import", "import claims from other benchmarks' formats", "import_", "import_"),
+    Subcommand("export", "write a result in another benchmark's format", "export", "export"),
+    Subcommand("leaderboard", "DAWNBench's tables: claims beside their reproductions", "leaderboard", "leaderboard"),
+    Subcommand("bench", "run a benchmark and print its figures", "bench", "bench"),
+    # One node of a run spanning nodes (runner.run.node_agent), started through srun.
+    Subcommand("node-agent", None, "node_agent", "node_agent"),
 ]
-# Registered but not listed: started by the runner itself, not by people.
-HIDDEN = ["node-agent"]  # one node of a run spanning nodes (runner.run.node_agent)
-# A command whose name is a Python keyword lives in a module with a trailing underscore.
-MODULES = {"import": "import_", "node-agent": "node_agent"}
+COMMANDS = [s.name for s in SUBCOMMANDS if s.help]  # listed in `runner --help`, in this order
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -50,16 +73,58 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}. Fix: see `{self.prog} --help`.\n")
 
 
-def parser() -> argparse.ArgumentParser:
+class Subcommands(argparse._SubParsersAction):
+    """The subcommands' action: a subcommand's arguments are added when it is parsed, so a
+    command line imports the argument module of the one subcommand it names, no other."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rows: dict[str, Subcommand] = {}  # by name and alias
+
+    def add(self, row: Subcommand) -> argparse.ArgumentParser:
+        listed = {"help": row.help} if row.help else {}  # no help: not listed in `runner --help`
+        sub = self.add_parser(row.name, aliases=list(row.aliases), **listed)
+        for name in (row.name, *row.aliases):
+            self.rows[name] = row
+        return sub
+
+    def populate(self, name: str) -> argparse.ArgumentParser:
+        """The subcommand's parser with its arguments (added once)."""
+        sub = self._name_parser_map[name]
+        if not getattr(sub, "populated", False):
+            module = importlib.import_module(f"runner.cli.arguments.{self.rows[name].arguments}")
+            sub.description = module.DESCRIPTION
+            module.register(sub)
+            sub.populated = True
+        return sub
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.populate(values[0])
+        super().__call__(parser, namespace, values, option_string)
+
+
+def parser(every: bool = False) -> argparse.ArgumentParser:
+    """The ``runner`` parser; ``every``: with every subcommand's arguments added now (tests
+    and documentation walk them), rather than the chosen one's when it is parsed."""
     top = OneLineParser(
         prog="runner",
         description="Reproduce deep-learning benchmark claims and sign what was measured.",
     )
     top.add_argument("--version", action="version", version=f"runner {__version__}")
-    subparsers = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS + HIDDEN:
-        importlib.import_module(f"runner.cli.{MODULES.get(name, name)}").register(subparsers)
+    subcommands = top.add_subparsers(dest="command", metavar="COMMAND", required=True, action=Subcommands)
+    for row in SUBCOMMANDS:
+        subcommands.add(row)
+    if every:
+        for row in SUBCOMMANDS:
+            subcommands.populate(row.name)
     return top
+
+
+def function(args: argparse.Namespace):
+    """What runs the parsed command: the function its action named (``set_defaults(func=...)``,
+    default ``run``) in its subcommand's run module, imported now."""
+    row = next(s for s in SUBCOMMANDS if args.command in (s.name, *s.aliases))
+    return getattr(importlib.import_module(f"runner.cli.{row.run}"), getattr(args, "func", "run"))
 
 
 def one_line(text: str, limit: int = 2000) -> str:
@@ -109,8 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         # Logs and pipes (CI) get tables at 120 columns rather than rich's 80-column default.
         os.environ.setdefault("COLUMNS", "120")
     args = parser().parse_args(argv)
+    run = function(args)
     try:
-        code = int(args.func(args) or 0)
+        code = int(run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
     except BrokenPipeError:  # `runner ... | head -1`: the reader has what it wanted

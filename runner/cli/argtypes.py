@@ -39,3 +39,13 @@ def timeout_minutes(text: str) -> float:
     if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_MINUTES:
         raise argparse.ArgumentTypeError(f"{text[:40]} minutes: give more than 0 and at most {MAX_TIMEOUT_MINUTES}")
     return value
+
+
+def backend(text: str) -> str:
+    """An inference backend of the harness' table. A type rather than ``choices``: the table is
+    imported (with numpy) only when the option is given, never to print the help."""
+    from runner.manifest.schema import BACKENDS  # lazy: the backend table imports numpy; --help must not
+
+    if text not in BACKENDS:
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(map(repr, BACKENDS))})")
+    return text

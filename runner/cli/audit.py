@@ -33,18 +33,3 @@ def run(args) -> int:
         return 1
     console.print("[green bold]replayed[/]: the bundle's predictions are what its models give")
     return 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "audit", help="rebuild a bundle's entry and re-evaluate its models (needs Docker)",
-        description="Verify the bundle (every check of `runner verify`; one that fails is not "
-        "replayed), then rebuild the entry image from the bundle's own entry files, re-evaluate the "
-        "crossing checkpoint and the final model with the runner's evaluator on your own data, and "
-        "require the bundle's predictions (exactly on CPU; within 0.1%% of items on GPUs).",
-    )
-    p.add_argument("bundle", help="a result folder or its .tar.gz")
-    p.add_argument("--replay", action="store_true", help="re-evaluate the crossing checkpoint and final model")
-    p.add_argument("--trusted-keys", metavar="PATH",
-                   help="a *.pub.json file or a folder of them, as for `runner verify` (default: your own public key)")
-    p.set_defaults(func=run)

@@ -11,17 +11,6 @@ from runner.errors import UserError
 from runner.manifest import load_entry
 
 
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "build", help="build an entry's image (no network, hash-checked wheels) and record its SBOM"
-    )
-    p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
-    p.add_argument("--no-cache", action="store_true", help="rebuild every layer")
-    p.add_argument("-v", "--verbose", action="store_true", help="print the build output")
-    p.add_argument("--sbom", action="store_true", help="list every package in the image")
-    p.set_defaults(func=run)
-
-
 def run(args) -> int:
     entry = load_entry(args.entry)
     client = get_client()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from runner.bundle import make_bundle, pack
+from runner.bundle import bundle_name, make_bundle, pack
 from runner.errors import UserError
 from runner.keys import load_signer
 from runner.verify.custody import require_intact
@@ -34,22 +34,16 @@ def sign(args) -> int:
 
 
 def pack_command(args) -> int:
-    out = pack(_folder(args.result_dir), Path(args.out) if args.out else None)
+    """<entry>-<run_id>.tar.gz in -o/--out DIR (a folder, as every --out), else beside the folder."""
+    folder = _folder(args.result_dir)
+    target = None
+    if args.out:
+        out = Path(args.out)
+        if out.name.endswith(".tar.gz") and not out.is_dir():
+            raise UserError(f"-o/--out names the folder to write into, not the bundle's file ({out})",
+                            f"pass a folder: the bundle is named {bundle_name(folder)} (<entry>-<run_id>.tar.gz, "
+                            "as in the archive)")
+        target = out / bundle_name(folder)
+    out = pack(folder, target)
     Console().print(f"packed {out}")
     return 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "bundle", help="sign a result folder, or pack it as a deterministic .tar.gz",
-        description="A bundle is a result folder plus bundle/manifest.json (every file's "
-        "sha256) and bundle/statement.dsse.json (the signed claim). 'runner reproduce' makes it.",
-    )
-    sub = p.add_subparsers(dest="bundle_command", metavar="ACTION", required=True)
-    s = sub.add_parser("sign", help="(re)write the manifest and sign it with your key")
-    s.add_argument("result_dir", help="a result folder, e.g. results/mnist-cnn-cpu/<run_id>")
-    s.set_defaults(func=sign)
-    k = sub.add_parser("pack", help="write the bundle as a byte-reproducible .tar.gz")
-    k.add_argument("result_dir", help="a bundled result folder")
-    k.add_argument("-o", "--out", metavar="FILE", help="output file (default: <result_dir>.tar.gz beside it)")
-    k.set_defaults(func=pack_command)

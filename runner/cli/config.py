@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runner import paths
@@ -15,6 +16,12 @@ def set_value(args) -> int:
     return 0
 
 
+def unset_value(args) -> int:
+    path, was_set = config.unset_value(args.key)
+    print(f"{args.key} unset  ({path})" if was_set else f"{args.key} was not set  ({path})")
+    return 0
+
+
 def show(args) -> int:
     values = config.load_settings()
     table = Table(title=f"settings ({paths.config_path()})")
@@ -22,21 +29,8 @@ def show(args) -> int:
         table.add_column(col)
     for key, (meaning, allowed) in config.KEYS.items():
         value = values.get(key)
-        table.add_row(f"{config.SECTION}.{key}", value if value else "[dim](not set)[/]",
-                      meaning + (f" [{'|'.join(allowed)}]" if allowed else ""))
+        # The allowed values are plain text: "[open|closed]" would be read as rich markup and vanish.
+        table.add_row(f"{config.SECTION}.{key}", escape(value) if value else "[dim](not set)[/]",
+                      escape(meaning) + (f"; one of: {' | '.join(allowed)}" if allowed else ""))
     Console().print(table)
     return 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "config", help="set or show your settings (MLPerf submitter, storage, cooling...)",
-        description="Settings the host cannot tell about itself, kept in the runner home's config.yaml.",
-    )
-    sub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
-    s = sub.add_parser("set", help="set one value, e.g. runner config set mlperf.org \"My Lab\"")
-    s.add_argument("key", help="mlperf.<key>; 'runner config show' lists them")
-    s.add_argument("value")
-    s.set_defaults(func=set_value)
-    sh = sub.add_parser("show", help="list every setting and its value")
-    sh.set_defaults(func=show)

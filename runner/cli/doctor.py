@@ -15,13 +15,6 @@ from runner import paths
 from runner.engine import free_bytes, ping
 
 
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "doctor", help="show the Docker engine, debootstrap, disk, GPUs and Python on this host"
-    )
-    p.set_defaults(func=run)
-
-
 def _engine() -> tuple[str, str, dict]:
     if not ping():
         hint = "installed, not running" if shutil.which("dockerd") else "not installed"

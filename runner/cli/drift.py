@@ -11,7 +11,7 @@ from runner.errors import UserError
 from runner.options import ReproduceOptions
 from runner.plan import LOCAL, SLURM, make_plan
 from runner.reproduce import launch
-from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
+from runner.slurm import options_from_args
 
 
 def _rerun(slurm):
@@ -46,20 +46,3 @@ def run(args) -> int:
             console.print(f"  TTA now {drift.tta_now:.2f} s, archived {drift.tta_archived:.2f} s")
         drifted += drift.drifted
     return 1 if drifted and args.fail_on_drift else 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "drift", help="rebuild the entries of archived bundles and report what changed",
-        description="Rebuild the entry behind each archived bundle (default: results/archive/"
-        "*.tar.gz) and report changes to its files, base image and packages; with --rerun, "
-        "reproduce it and compare TTA.",
-    )
-    p.add_argument("bundles", nargs="*", help="bundles (.tar.gz or folders)")
-    p.add_argument("--entry", help="entry folder (default: entries/<the bundle's entry>)")
-    p.add_argument("--rerun", action="store_true", help="also reproduce and compare TTA")
-    p.add_argument("--tolerance", type=float, default=0.25,
-                   help="relative TTA change that counts as drift (default 0.25)")
-    add_slurm_arguments(p)
-    p.add_argument("--fail-on-drift", action="store_true", help="exit 1 when anything drifted")
-    p.set_defaults(func=run)

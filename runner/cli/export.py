@@ -1,6 +1,7 @@
 """``runner export FORMAT RESULT...``: reproduced results in another benchmark's format
-(DAWNBench's submission files, an MLPerf training submission tree). One subcommand per
-format, each registered by a function in ``FORMATS``."""
+(DAWNBench's submission files, an MLPerf training submission tree, an entry's image). One
+action per format, each added by a function in ``runner.cli.arguments.export.FORMATS`` and run
+by the function here that it names."""
 
 from __future__ import annotations
 
@@ -18,20 +19,6 @@ def run_dawnbench(args) -> int:
     for path in written:
         console.print(f"wrote {escape(str(path))}")
     return 0
-
-
-def register_dawnbench(formats) -> None:
-    d = formats.add_parser(
-        "dawnbench", help="DAWNBench submission files (train JSON + TSV, inference JSON)",
-        description="Write RESULT (a results/<entry>/<run_id>/ folder) as DAWNBench submission files under "
-        "OUT/<Task>/train/ and OUT/<Task>/inference/, named [author]_[model]_[hardware tag]_[framework].",
-    )
-    d.add_argument("result", help="a result folder (results/<entry>/<run_id>/) or a bundle's .tar.gz")
-    d.add_argument("--out", default="dawnbench", metavar="DIR", help="where to write (default: ./dawnbench)")
-    d.add_argument("--author", default="runner", help="the author field and file-name prefix (default: runner)")
-    d.add_argument("--email", default="", help="the authorEmail field")
-    d.add_argument("--hardware", help="the hardware field (default: the run's hardware profile)")
-    d.set_defaults(func=run_dawnbench)
 
 
 def export_mlperf(args) -> int:
@@ -56,20 +43,6 @@ def export_mlperf(args) -> int:
                   f"training {args.ruleset}")
     console.print(f"score it: python -m mlperf_logging.result_summarizer {out} training {args.ruleset}")
     return 0
-
-
-def register_mlperf(formats) -> None:
-    p = formats.add_parser("mlperf", help="an MLPerf training submission tree (open division)",
-                           description="Results, system description and code reference as MLPerf's "
-                           "package_checker reads them; MLPerf scores resnet over exactly 5 runs.")
-    p.add_argument("results", nargs="+", metavar="RESULT",
-                   help="result folders or bundles' .tar.gz of one entry, each run once (5 for resnet)")
-    p.add_argument("--ruleset", default="4.0.0", help="MLPerf training ruleset (default 4.0.0)")
-    p.add_argument("--out", required=True, metavar="DIR", help="a new folder for the tree")
-    p.add_argument("--allow-smoke", action="store_true", help="accept smoke runs (to try the format only)")
-    p.add_argument("--check", action="store_true",
-                   help="run MLPerf's package checker on the tree (needs the [mlperf] extra)")
-    p.set_defaults(func=export_mlperf)
 
 
 def export_image(args) -> int:
@@ -109,25 +82,3 @@ def export_image(args) -> int:
     console.print(f"wrote {escape(str(archive))} (sha256 {digest.hexdigest()}), image {built.image_id}")
     console.print(f"an Apptainer site converts it with: {record['convert']}")
     return 0
-
-
-def register_image(formats) -> None:
-    p = formats.add_parser("image", help="the entry's image as a digest-named docker-archive (for Apptainer sites)",
-                           description="Build (or find) ENTRY's image and write it as a `docker save` archive "
-                           "named by its SHA-256, with a JSON record of the image id every result names.")
-    p.add_argument("entry", help="an entry folder")
-    p.add_argument("--out", default=".", metavar="DIR", help="where to write (default: here)")
-    p.add_argument("--smoke", action="store_true", help="the image a --smoke run uses")
-    p.set_defaults(func=export_image)
-
-
-# Each exporter adds its own subparser here.
-FORMATS = [register_dawnbench, register_mlperf, register_image]
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("export", help="write a result in another benchmark's format",
-                              description="Write a reproduced result in another benchmark's submission format.")
-    formats = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
-    for add in FORMATS:
-        add(formats)

@@ -2,33 +2,28 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
+from runner.cli.arguments.fingerprint import FILE_NAMES
 from runner.errors import UserError
 
 
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "fingerprint",
-        help="describe this host's CPU, memory, OS, GPUs and Docker engine",
-        description=(
-            "Capture the host fingerprint a result records: CPU, memory, OS and kernel, "
-            "NVIDIA GPUs (through NVML; a host without a driver says so), the Docker engine "
-            "and, with --image, the Python/framework/CUDA versions inside an image."
-        ),
-    )
-    p.add_argument("--format", choices=["table", "json", "mlperf"], default="table",
-                   help="table (readable), json (what results record) or mlperf (system description)")
-    p.add_argument("--mlperf-benchmark", choices=["training", "inference"], default="inference",
-                   help="which MLPerf field set --format mlperf writes (inference = training + 3)")
-    p.add_argument("--image", metavar="IMAGE_OR_ENTRY",
-                   help="also probe the software in this image (tag, id, or an entry folder to build)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
-    p.set_defaults(func=run)
+def _target(args) -> Path | None:
+    """Where the fingerprint goes: -o/--out DIR holds the format's file (created with the
+    folder); --output FILE (the flag before -o named a folder) is that file; else stdout."""
+    if args.out:
+        folder = Path(args.out)
+        if folder.exists() and not folder.is_dir():
+            raise UserError(f"{folder} is a file, and -o/--out names a folder",
+                            f"pass a folder (the fingerprint goes to {FILE_NAMES[args.format]} in it)")
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / FILE_NAMES[args.format]
+    return Path(args.output) if args.output else None
 
 
 def _image_ref(client, value: str) -> str:
@@ -58,6 +53,7 @@ def run(args) -> int:
     from runner.fingerprint import capture_host, capture_image
     from runner.fingerprint.table import render
 
+    target = _target(args)  # before any work: a bad --out fails at once
     client = None
     if args.image:
         from runner.engine.client import get_client
@@ -68,23 +64,21 @@ def run(args) -> int:
         fingerprint["image"] = capture_image(client, _image_ref(client, args.image))
 
     if args.format == "table":
-        if args.output:
-            with open(args.output, "w") as fh:
-                Console(file=fh, width=120).print(render(fingerprint))
-        else:
+        if target is None:
             Console().print(render(fingerprint))
-        return 0
-    if args.format == "json":
-        data = fingerprint
+            return 0
+        buffer = io.StringIO()
+        Console(file=buffer, width=120).print(render(fingerprint))
+        text = buffer.getvalue()
     else:
-        data = _mlperf_description(fingerprint, args.mlperf_benchmark)
-    text = json.dumps(data, indent=2) + "\n"
-    if args.output:
-        try:
-            Path(args.output).write_text(text)
-        except OSError as err:
-            raise UserError(f"cannot write {args.output}: {err.strerror}", "choose a writable path") from None
-        print(f"wrote {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+        data = fingerprint if args.format == "json" else _mlperf_description(fingerprint, args.mlperf_benchmark)
+        text = json.dumps(data, indent=2) + "\n"
+        if target is None:
+            sys.stdout.write(text)
+            return 0
+    try:
+        target.write_text(text)
+    except OSError as err:
+        raise UserError(f"cannot write {target}: {err.strerror}", "choose a writable path") from None
+    print(f"wrote {target}", file=sys.stderr)
     return 0

@@ -9,17 +9,6 @@ from runner.engine import get_client
 from runner.images import available, ensure_base, find_base, load_recipe
 
 
-def register(subparsers) -> None:
-    p = subparsers.add_parser("images", help="list or build the base images (recipes in images/)")
-    sub = p.add_subparsers(dest="images_command", metavar="ACTION", required=True)
-    lister = sub.add_parser("list", help="show each recipe, its tag and whether it is built")
-    lister.set_defaults(func=list_images)
-    builder = sub.add_parser("build", help="build (or pull by digest) one base image")
-    builder.add_argument("name", help="recipe folder name, e.g. python3.11-bookworm")
-    builder.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
-    builder.set_defaults(func=build_image)
-
-
 def list_images(args) -> int:
     client = get_client()
     table = Table(title="base images")

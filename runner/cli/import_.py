@@ -11,7 +11,6 @@ from rich.markup import escape
 from runner import paths
 from runner.dawnbench import import_dawnbench, save_claim
 from runner.errors import UserError
-from runner.tasks import TASKS
 
 
 def run_dawnbench(args) -> int:
@@ -34,18 +33,3 @@ def run_dawnbench(args) -> int:
     if not report.claims:
         raise UserError(f"no DAWNBench submission under {args.path}", "pass a submission JSON or a folder of them")
     return 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("import", help="import claims from other benchmarks' formats",
-                              description="Read another benchmark's published results into claims the leaderboard compares against.")
-    formats = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
-    d = formats.add_parser(
-        "dawnbench", help="DAWNBench submission files (train JSON + TSV, inference JSON)",
-        description="Read DAWNBench submission files (a JSON file, or a folder walked recursively, laid out as "
-        "stanford-futuredata/dawn-bench-entries) into claims under RESULTS/claims/.",
-    )
-    d.add_argument("path", help="a submission JSON (or its TSV), or a folder of them")
-    d.add_argument("--task", choices=sorted(TASKS), help="the task of every file read (default: from its <Task>/ folder)")
-    d.add_argument("--results", metavar="DIR", help="the results folder (default: the repository's results/)")
-    d.set_defaults(func=run_dawnbench)

@@ -38,19 +38,3 @@ def show(args) -> int:
     console.print(f"public key   {public}")
     console.print(f"private key  {private}" + ("" if private.exists() else "  [red](missing: cannot sign)[/]"))
     return 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "keys", help="create or show the key that signs result bundles",
-        description="Manage the Ed25519 key 'runner reproduce' signs bundles with "
-        f"(default {keys.PRIVATE_NAME} under the runner home; {keys.ENV_VAR} names another).",
-    )
-    sub = p.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
-    g = sub.add_parser("generate", help="write a new key pair (private key readable only by you)")
-    g.add_argument("--out", metavar="DIR", help="folder for signing.key and signing.pub.json (default: the runner home's keys/)")
-    g.add_argument("--force", action="store_true", help="replace an existing key")
-    g.set_defaults(func=generate)
-    s = sub.add_parser("show", help="print the configured public key and its id")
-    s.add_argument("--json", action="store_true", help="print the public key file as JSON")
-    s.set_defaults(func=show)

@@ -14,7 +14,6 @@ from runner.leaderboard import build
 from runner.leaderboard.html import write_site
 from runner.leaderboard.reproductions import ARCHIVE_DIR
 from runner.leaderboard.terminal import print_tables
-from runner.tasks import TASKS
 
 ARCHIVE_KEYS = "keys"
 
@@ -43,21 +42,3 @@ def run(args) -> int:
         index = write_site(Path(args.html), tables, board.claims, board.reproductions, keys)
         console.print(f"wrote the site: {index} (open it from disk, or publish the folder as it is)")
     return 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "leaderboard", help="DAWNBench's tables: claims beside their reproductions",
-        description="Build DAWNBench's leaderboard tables (training time and cost, inference latency and cost) "
-        "from imported claims (runner import dawnbench) and reproduced results; a reproduction counts only "
-        "when it is signed by a trusted key, intact, complete and conforming.",
-    )
-    p.add_argument("--results", metavar="DIR", help="the results folder (default: the repository's results/)")
-    p.add_argument("--html", metavar="OUT_DIR",
-                   help="also write a site you can publish here: an index, a page per task and per reproduction "
-                   "(curves, latencies, fingerprints, signed bundles, the verify command); relative links only")
-    p.add_argument("--task", action="append", choices=sorted(TASKS), help="only this task's tables (repeatable)")
-    p.add_argument("--top", type=int, metavar="N", help="print only the first N rows of each table")
-    p.add_argument("--trusted-keys", metavar="PATH",
-                   help="a *.pub.json or a folder of them (default: your key and RESULTS/archive/keys/)")
-    p.set_defaults(func=run)

@@ -18,10 +18,3 @@ def run(args) -> int:
         raise UserError("runner node-agent is started by a run spanning nodes, through srun",
                         "run `runner reproduce ENTRY --slurm` instead")
     return run_agent(args.control, token, node)
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("node-agent")  # no help: not listed in `runner --help`
-    p.add_argument("--control", required=True, help="host:port of the run's runner")
-    p.add_argument("--node", type=int, help="this node's index in the run (default: srun's task + 1)")
-    p.set_defaults(func=run)

@@ -6,30 +6,16 @@ from rich.console import Console
 from rich.table import Table
 
 
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "profile",
-        help="list, show or check hardware profiles (hardware_profiles/*.yaml)",
-        description="Hardware profiles name the hardware a claim was made on, and its price.",
-    )
-    sub = p.add_subparsers(dest="profile_command", metavar="ACTION", required=True)
-    sub.add_parser("list", help="every profile with its GPUs, limits and price").set_defaults(func=run_list)
-    show = sub.add_parser("show", help="one profile's rules and price")
-    show.add_argument("id", help="profile id (file name without .yaml)")
-    show.set_defaults(func=run_show)
-    m = sub.add_parser("match", help="check a host against a profile; exit 1 on any mismatch")
-    m.add_argument("id", metavar="PROFILE", help="profile id")
-    m.add_argument("fingerprint", metavar="FINGERPRINT_JSON", nargs="?",
-                   help="a fingerprint file (e.g. a result's fingerprint.json); default: capture this host")
-    m.set_defaults(func=run_match)
-
-
 def _hardware(profile) -> str:
+    """What the profile's rules ask for, in words (its patterns as ``match`` applies them)."""
+    from runner.profiles import describe_pattern  # lazy: with the profiles, only when one is listed
+
     if profile.gpu:
         g = profile.gpu
-        return f"{g.count}x /{g.name_pattern}/ {g.memory_gib:g} GiB"
+        return f"{g.count}x GPU whose name {describe_pattern(g.name_pattern)}, {g.memory_gib:g} GiB"
     limits = profile.container_limits
-    return f"CPU: {limits.cpus:g} cpus, {limits.memory}" if limits else "CPU"
+    model = f"CPU model {describe_pattern(profile.cpu.model_pattern)}" if profile.cpu.model_pattern else "CPU"
+    return f"{model}: {limits.cpus:g} cpus, {limits.memory}" if limits else model
 
 
 def run_list(args) -> int:
@@ -50,7 +36,7 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    from runner.profiles import load_profile
+    from runner.profiles import describe_pattern, load_profile
 
     p = load_profile(args.id)
     console = Console()
@@ -60,7 +46,8 @@ def run_show(args) -> int:
     if p.gpu:
         g = p.gpu
         console.print(
-            f"GPU rules: {g.count} GPUs named /{g.name_pattern}/, {g.memory_gib:g} GiB each (within 5%)"
+            f"GPU rules: {g.count} GPUs whose name {describe_pattern(g.name_pattern)} (any case), "
+            f"{g.memory_gib:g} GiB each (within 5%)"
             + (f", compute capability {g.compute_capability}" if g.compute_capability else "")
             + (", MIG allowed" if g.allow_mig else ", MIG disabled")
             + (f", driver >= {g.min_driver}" if g.min_driver else "")
@@ -69,7 +56,8 @@ def run_show(args) -> int:
     cpu_rules = [
         f"architecture {c.architecture}" if c.architecture else None,
         f"vendor {c.vendor}" if c.vendor else None,
-        f"model /{c.model_pattern}/" if c.model_pattern else None,
+        f"model {describe_pattern(c.model_pattern)} (any case)" if c.model_pattern else None,
+        f"family {' or '.join(map(str, c.families))}" if c.families else None,
         f">= {c.min_logical_cores} logical cores" if c.min_logical_cores else None,
         f"<= {c.max_logical_cores} logical cores" if c.max_logical_cores else None,
         f"flags {' '.join(c.required_flags)}" if c.required_flags else None,

@@ -7,33 +7,12 @@ the backends' table.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.console import Console
 from rich.table import Table
 
 from runner.cli.reproduce import loadgen_cells
-from runner.manifest.schema import BACKENDS
 from runner.reinference import reinfer
 from runner.results.inference import BackendRun
-
-
-def register(subparsers) -> None:
-    # "reinfer": the inference phase again, on a result that exists (``runner.reinference``);
-    # "infer", its earlier name, still works.
-    p = subparsers.add_parser(
-        "reinfer", aliases=["infer"],
-        help="re-run only the inference phase (batch-1 latency) on a result's trained model",
-        description="Time each backend on every evaluation item, one at a time, inside the "
-        "entry's image, using the final model of an existing result (the latest by default), "
-        "and rewrite that result's inference section.",
-    )
-    p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
-    p.add_argument("--backend", action="append", dest="backends", choices=BACKENDS,
-                   help="backend to time (repeatable; default: the manifest's inference.backends)")
-    p.add_argument("--result", type=Path, help="result folder (default: the entry's latest result)")
-    p.add_argument("--threads", type=int, help="intra-op threads (default: the manifest's inference.threads)")
-    p.set_defaults(func=run)
 
 
 def print_inference(console: Console, metric: str, inference: dict[str, BackendRun]) -> None:

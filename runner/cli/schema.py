@@ -15,13 +15,3 @@ def run(args) -> int:
         return 0
     print(json.dumps(RESULT_SCHEMA if args.result else ENTRY_SCHEMA, indent=2))
     return 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "schema", help="print the JSON Schema of entry.yaml (or of result.json)",
-        description="Print the JSON Schema of entry.yaml, or check an entry's manifest.",
-    )
-    p.add_argument("--result", action="store_true", help="print result.json's schema instead")
-    p.add_argument("--check", metavar="ENTRY", help="validate ENTRY/entry.yaml instead")
-    p.set_defaults(func=run)

@@ -15,21 +15,6 @@ from runner.engine import engine_version, ensure_engine
 from runner.engine.daemon import apt_install
 from runner.images import ensure_base
 
-DEFAULT_BASE = "python3.11-bookworm"
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "setup", help="install/start the Docker engine and debootstrap, build the default base image"
-    )
-    p.add_argument("--base", default=DEFAULT_BASE, help=f"base image to build (default {DEFAULT_BASE})")
-    p.add_argument("--no-install", action="store_true",
-                   help="only check and start; never install packages")
-    p.add_argument("--engine", choices=["docker", "podman"],
-                   help="the container engine for this and later commands on this host (default: the one "
-                        "chosen before, else docker); podman runs rootful with the runc runtime")
-    p.set_defaults(func=run)
-
 
 def run(args) -> int:
     console = Console()

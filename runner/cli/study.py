@@ -8,9 +8,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from runner.manifest.schema import BACKENDS
 from runner.options import ReproduceOptions
-from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
+from runner.slurm import options_from_args
 from runner.study.dispatch import StudyRequest, run_study
 
 
@@ -44,45 +43,3 @@ def run(args) -> int:
                       f"{', '.join(outcome.failed)}")
         return 1
     return 0
-
-
-def _common(p, runs_default: int | None = None) -> None:
-    p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
-    p.add_argument("--smoke", action="store_true", help="short runs on synthetic data (never conforming)")
-    p.add_argument("--allow-hardware-mismatch", action="store_true",
-                   help="run on a host that does not match the profile (runs are non-conforming)")
-    p.add_argument("--backend", action="append", metavar="B", choices=BACKENDS, help="inference backend (repeatable)")
-    p.add_argument("--timeout-minutes", type=float, help="training timeout per run (default: manifest)")
-    p.add_argument("--no-loadgen", action="store_true", help="skip LoadGen's runs in each run's inference phase")
-    add_slurm_arguments(p)  # the study's runs as Slurm job arrays (docs/cluster.md)
-    if runs_default is not None:
-        p.add_argument("--runs", type=int, default=runs_default, help=f"runs to make (default {runs_default})")
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "study", help="DAWNBench's studies of the metric: stability, threshold, batch size, roofline",
-        description="Run an entry for a study of the metric and write results/<entry>/studies/<kind>-<stamp>/ "
-        "with its signed runs, summary.json, PNG plots and report.html.",
-    )
-    kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
-    s = kinds.add_parser("stability", help="N runs with the runner's seeds: TTA, median, CV, curves")
-    _common(s, runs_default=5)
-    s.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
-    s.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
-    s.add_argument("--include-non-conforming", action="store_true",
-                   help="count non-conforming runs in the median and CV (by default they are named and left out)")
-    t = kinds.add_parser("threshold", help="TTA at a ladder of thresholds, from runs' curves")
-    _common(t, runs_default=1)
-    t.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
-    t.add_argument("--thresholds", help="percentages, comma-separated (default: the task's ladder)")
-    t.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
-    b = kinds.add_parser("batch-size", help="one run per global batch size: epochs, throughput, TTA")
-    _common(b)
-    b.add_argument("--values", required=True, help="batch sizes, comma-separated, e.g. 32,128,512,2048")
-    b.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
-    r = kinds.add_parser("roofline", help="achieved FLOP/s in training and inference against the peak")
-    _common(r)
-    r.add_argument("--from-runs", nargs="+", metavar="RUN", help="an existing run folder instead of a new run")
-    r.add_argument("--batch-size", type=int, help="the run's global batch size (default: the manifest's)")
-    p.set_defaults(func=run)

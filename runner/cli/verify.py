@@ -36,17 +36,3 @@ def run(args) -> int:
         console.print(f"[red bold]NOT verified[/]: {len(report.failed)} of {len(report.checks)} checks fail "
                       f"({', '.join(report.failed)})")
     return 0 if report.ok else 1
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "verify", help="check a signed result bundle offline",
-        description="Open BUNDLE (a result folder or .tar.gz) safely and check its signature, "
-        "files, scores, time-to-accuracy, hardware and cost against your own keys, labels and "
-        "hardware profiles. Exit 0 only when every check passes.",
-    )
-    p.add_argument("bundle", help="a result folder or its .tar.gz")
-    p.add_argument("--trusted-keys", metavar="PATH",
-                   help="a *.pub.json file or a folder of them (default: your own public key)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(func=run)

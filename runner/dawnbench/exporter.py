@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import ExitStack
 from pathlib import Path
 
-from runner.bundle.open import Limits, open_bundle
+from runner.bundle.open import open_results
 from runner.dawnbench.claims import CurvePoint
 from runner.dawnbench.tasks import COST_ITEMS, FormatTask, format_task
 from runner.dawnbench.tsv import FormatError, read_curve, write_curve
@@ -83,13 +84,9 @@ def _write(path: Path, data: dict) -> Path:
 def export_dawnbench(result: Path, out: Path, author: str, email: str = "", hardware: str | None = None) -> list[Path]:
     """Write the training JSON + TSV and the inference JSONs of ``result`` (a result folder,
     or a bundle's ``.tar.gz``, opened safely) under ``out``."""
-    result = Path(result)
-    if not result.exists():
-        raise UserError(f"no result at {result}", "pass a results/<entry>/<run_id>/ folder or a bundle's .tar.gz")
-    if result.is_file():
-        with open_bundle(result, Limits()) as opened:
-            return _export(opened.root, out, author, email, hardware)
-    return _export(result, out, author, email, hardware)
+    with ExitStack() as stack:
+        (folder,) = open_results([result], stack)
+        return _export(folder, out, author, email, hardware)
 
 
 def _export(result: Path, out: Path, author: str, email: str, hardware: str | None) -> list[Path]:

@@ -26,9 +26,9 @@ from securesystemslib.signer import SIGNER_FOR_URI_SCHEME, CryptoSigner, Signer,
 from runner import paths
 from runner.errors import UserError
 
-PRIVATE_NAME = "signing.key"
+PRIVATE_NAME = paths.SIGNING_KEY_NAME
 PUBLIC_SUFFIX = ".pub.json"
-ENV_VAR = "RUNNER_SIGNING_KEY"
+ENV_VAR = paths.SIGNING_KEY_ENV
 PUBKEY_ENV_VAR = "RUNNER_SIGNING_PUBKEY"
 
 

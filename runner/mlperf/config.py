@@ -88,20 +88,48 @@ def load_settings(path: Path | None = None) -> dict[str, str]:
     return {str(k): str(v) for k, v in section.items()} if isinstance(section, dict) else {}
 
 
-def set_value(dotted: str, value: str, path: Path | None = None) -> Path:
-    """Write ``mlperf.<key> = value``; the file is replaced whole, so it is never half-written."""
+def _key(dotted: str) -> str:
+    """``mlperf.<key>`` -> ``<key>``, refusing any other section."""
     section, _, key = dotted.partition(".")
     if section != SECTION or not key:
         raise UserError(f"unknown setting {dotted!r}", f"use {SECTION}.<key>, e.g. {set_command('org', 'My Lab')}")
-    _check(key, value)
-    path = path or paths.config_path()
-    data = _read(path)
-    data.setdefault(SECTION, {})[key] = value
+    return key
+
+
+def _write(path: Path, data: dict) -> None:
+    """The file is replaced whole, so it is never half-written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(yaml.safe_dump(data, sort_keys=True))
     tmp.replace(path)
+
+
+def set_value(dotted: str, value: str, path: Path | None = None) -> Path:
+    """Write ``mlperf.<key> = value``."""
+    key = _key(dotted)
+    _check(key, value)
+    path = path or paths.config_path()
+    data = _read(path)
+    data.setdefault(SECTION, {})[key] = value
+    _write(path, data)
     return path
+
+
+def unset_value(dotted: str, path: Path | None = None) -> tuple[Path, bool]:
+    """Remove ``mlperf.<key>``; returns the file and whether the key was set."""
+    key = _key(dotted)
+    if key not in KEYS:
+        _check(key, "")  # names the known keys
+    path = path or paths.config_path()
+    data = _read(path)
+    section = data.get(SECTION)
+    if not isinstance(section, dict) or key not in section:
+        return path, False
+    del section[key]
+    if not section:
+        del data[SECTION]
+    _write(path, data)
+    return path, True
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner import paths
-from runner.bundle.open import Limits, open_bundle
+from runner.bundle.open import open_results
 from runner.errors import UserError
 from runner.mlperf.system import submission_description
 from runner.mlperf.config import SubmissionConfig, load_submission, set_command
@@ -131,19 +131,6 @@ def _refuse_duplicates(results: list[tuple[Path, dict]], logs: list[str]) -> Non
             seen[key] = folder
 
 
-def _opened(paths_given: list[Path], stack: ExitStack) -> list[Path]:
-    """Result folders as given; a bundle's ``.tar.gz`` opened safely, as ``runner verify`` does."""
-    folders = []
-    for path in paths_given:
-        if path.is_file():
-            folders.append(stack.enter_context(open_bundle(path, Limits())).root)
-        elif path.is_dir():
-            folders.append(path)
-        else:
-            raise UserError(f"no result at {path}", "pass results/<entry>/<run_id>/ folders or bundles' .tar.gz")
-    return folders
-
-
 def export_mlperf(result_dirs: list[Path], out: Path, *, ruleset: str = "4.0.0",
                   submission: SubmissionConfig | None = None, allow_smoke: bool = False) -> Exported:
     """Write the submission tree to ``out`` (which must not exist yet)."""
@@ -155,7 +142,7 @@ def export_mlperf(result_dirs: list[Path], out: Path, *, ruleset: str = "4.0.0",
     submission = submission if submission is not None else load_submission()
     _require_settings(submission)
     with ExitStack() as stack:
-        return _write_tree(_opened([Path(d) for d in result_dirs], stack), out, ruleset, submission, allow_smoke)
+        return _write_tree(open_results(result_dirs, stack), out, ruleset, submission, allow_smoke)
 
 
 def _write_tree(result_dirs: list[Path], out: Path, ruleset: str, submission: SubmissionConfig,

@@ -85,6 +85,49 @@ def _match_gpus(profile: Profile, gpu: dict) -> list[Mismatch]:
     return out
 
 
+_REGEX_SPECIAL = set(".^$*+?{}[]|()")
+
+
+def _literal(piece: str) -> str | None:
+    """``piece`` as the text it matches, when it is plain text (escapes allowed); else None."""
+    out, escaped = [], False
+    for ch in piece:
+        if escaped:
+            if ch.isalnum():  # \d, \w, \b...: a class, not a character
+                return None
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in _REGEX_SPECIAL:
+            return None
+        else:
+            out.append(ch)
+    return None if escaped else "".join(out)
+
+
+def describe_pattern(pattern: str) -> str:
+    """A profile's name or model rule as people read it, as ``match`` applies it (searched in
+    the name, in any case): ``A100.*40GB`` is 'contains "A100" then "40GB"', ``^Intel|AMD`` is
+    'starts with "Intel" or contains "AMD"'. A pattern beyond plain text, ``.*``, ``^``, ``$``
+    and ``|`` is shown as the regular expression it is."""
+    described = []
+    for alternative in pattern.split("|"):
+        start = alternative.startswith("^")
+        end = alternative.endswith("$") and not alternative.endswith("\\$")
+        body = alternative[int(start):len(alternative) - int(end)]
+        pieces = [_literal(p) for p in body.split(".*")]
+        if None in pieces or not any(pieces):
+            return f"matches the regular expression {pattern!r}"
+        words = []
+        for i, piece in enumerate(pieces):
+            if piece:
+                verb = "starts with" if i == 0 and start else "contains" if not words else "then"
+                words.append(f'{verb} "{piece}"')
+        described.append(" ".join(words) + (" at the end" if end else ""))
+    return " or ".join(described)
+
+
 def _match_cpu(profile: Profile, cpu: dict, memory: dict) -> list[Mismatch]:
     rules = profile.cpu
     out: list[Mismatch] = []

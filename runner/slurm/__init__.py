@@ -23,7 +23,7 @@ from runner.plan import RunPlan
 from runner.slurm.submit import JobArray, SlurmOptions, submit
 from runner.report import reporter
 
-__all__ = ["JobArray", "SlurmOptions", "add_arguments", "options_from_args", "reproduce_on_slurm"]
+__all__ = ["JobArray", "SlurmOptions", "options_from_args", "reproduce_on_slurm"]
 
 
 def reproduce_on_slurm(plan: RunPlan, options: SlurmOptions, resume: bool = True) -> list[Path]:
@@ -53,17 +53,7 @@ def reproduce_on_slurm(plan: RunPlan, options: SlurmOptions, resume: bool = True
     return [folders[s] for s in seeds]
 
 
-def add_arguments(parser) -> None:
-    """The ``--slurm`` flags shared by ``runner reproduce`` and ``runner drift``."""
-    parser.add_argument("--slurm", action="store_true",
-                        help="run each run as a task of one Slurm job array; RUNNER_RESULTS must "
-                        "be on a file system every node shares (docs/cluster.md)")
-    parser.add_argument("--partition", help="Slurm partition for --slurm (default: the cluster's)")
-    parser.add_argument("--slurm-arg", action="append", default=[], metavar="ARG",
-                        help="extra sbatch flag for --slurm, e.g. --slurm-arg=--gres=gpu:8 "
-                        "(repeatable)")
-
-
 def options_from_args(args) -> SlurmOptions | None:
-    """SlurmOptions when --slurm was given, else None (run here)."""
+    """SlurmOptions when --slurm was given, else None (run here); the flags are
+    ``runner.cli.arguments.slurm``'s."""
     return SlurmOptions(args.partition, list(args.slurm_arg)) if args.slurm else None

@@ -1,0 +1,23 @@
+"""``runner compare``'s arguments."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+PLOT_NAME = "comparison.png"  # what -o/--out DIR holds
+
+DESCRIPTION = ("Print and plot signed results side by side: per entry, the median and CV of "
+               "TTA, epochs to threshold, time per epoch, batch-1 p50 per backend and cost.")
+
+
+def register(p) -> None:
+    p.add_argument("results", nargs="+", type=Path, metavar="RESULT",
+                   help="result folders (results/ENTRY/RUN_ID) or bundles' .tar.gz; a folder of runs "
+                   "takes every run in it")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("-o", "--out", type=Path, default=Path("."), metavar="DIR",
+                     help=f"folder to write the plot, {PLOT_NAME}, into (default: here)")
+    # Before -o/--out, --plot named the PNG itself: old scripts' --plot FILE still writes FILE.
+    out.add_argument("--plot", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--no-plot", action="store_true", help="print the table only")

@@ -1,0 +1,43 @@
+"""``runner reproduce``'s arguments."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from runner.cli import argtypes
+from runner.cli.arguments import slurm
+
+DESCRIPTION = ("Build ENTRY's image, run training then inference inside it, keep the "
+               "clock and the score on the host, fingerprint the hardware and write a signed result.")
+
+
+def register(p) -> None:
+    p.add_argument("entry", help="entry folder, e.g. entries/mnist-cnn-cpu")
+    p.add_argument("--runs", type=argtypes.run_count, help="repeat with seeds seed, seed+1, ... (default: manifest)")
+    p.add_argument("--seed", type=argtypes.seed,
+                   help="first seed, the auditor's to fix (default: the runner draws one at random)")
+    p.add_argument("--smoke", action="store_true",
+                   help="one short epoch on synthetic data, on CPU; never conforming")
+    p.add_argument("--allow-hardware-mismatch", action="store_true",
+                   help="run on a host that does not match the profile; marks the result non-conforming")
+    p.add_argument("--backend", action="append", metavar="B", type=argtypes.backend,
+                   help="inference backend (repeatable; default: the manifest's)")
+    p.add_argument("--timeout-minutes", type=argtypes.timeout_minutes, help="training timeout (default: manifest)")
+    p.add_argument("--no-infer", action="store_true", help="skip the inference phase")
+    p.add_argument("--full-curve", action="store_true",
+                   help="evaluate every checkpoint, also after the crossing (default: stop evaluating there)")
+    loadgen = p.add_mutually_exclusive_group()
+    loadgen.add_argument("--no-loadgen", action="store_true",
+                         help="skip LoadGen's SingleStream and Offline runs (the per-item latency pass stays)")
+    loadgen.add_argument("--loadgen-mlperf", action="store_true",
+                         help="run LoadGen with MLPerf Inference's minimums (600 s per scenario, SingleStream "
+                              "1024 queries, Offline 24,576 samples), as a result claiming MLPerf compliance "
+                              "needs (default: about a second per scenario beside the DAWNBench per-item figure)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print where each run's time went (its result's timings section)")
+    p.add_argument("--no-sign", action="store_true",
+                   help="leave the result unsigned (Slurm tasks: the submit host signs)")
+    slurm.add_arguments(p)
+    # A Slurm array task's run: the submitter's plan (runner.slurm.submit), with --seed.
+    p.add_argument("--plan", type=Path, help=argparse.SUPPRESS)
