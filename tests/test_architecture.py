@@ -334,3 +334,87 @@ def test_no_console_is_handed_down_below_the_command_line():
                 if "console" in names and node.name != "__init__":
                     offenders.append(f"{inside}:{node.lineno} {node.name}")
     assert offenders == [], offenders
+
+
+# -- frameworks are one registry (runner/frameworks/<name>/), like tasks ------------------------
+# Every spelling of a framework a dispatch table could key on: manifest names and import names.
+FRAMEWORK_NAMES = {"pytorch", "torch", "tensorflow", "mxnet", "jax"}
+FRAMEWORK_EXEMPT = {
+    "harness/backends/__init__.py": "the backend table: keyed by backend names (torch, tensorflow, ...), one row "
+                                    "each, whose framework column the registry checks",
+}
+
+
+def _names_in(node: ast.AST) -> list[str]:
+    """The framework names a literal collection holds: its elements (a dict's keys), and the
+    first item of each tuple in it (rows such as ``("torch", version)``)."""
+    items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
+    found = []
+    for item in items:
+        if isinstance(item, ast.Tuple) and item.elts:
+            item = item.elts[0]
+        if isinstance(item, ast.Constant) and item.value in FRAMEWORK_NAMES:
+            found.append(item.value)
+    return found
+
+
+def _framework_dispatch(tree: ast.AST) -> list[tuple[int, str]]:
+    """Lines that keep a per-framework rule outside the registry: a literal list, tuple, set
+    or dict holding two or more framework names; a module constant holding one; a comparison
+    with one."""
+    found = []
+    collections = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+    constants = {id(node.value) for node in getattr(tree, "body", [])
+                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, collections)
+                 and all(isinstance(t, ast.Name) and t.id.isupper()
+                         for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))}
+    for node in ast.walk(tree):
+        if isinstance(node, collections):
+            names = _names_in(node)
+            if len(names) >= 2 or (names and id(node) in constants):
+                found.append((node.lineno, f"a table of {sorted(set(names))}"))
+        elif isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                names = _names_in(operand) if isinstance(operand, collections) else (
+                    [operand.value] if isinstance(operand, ast.Constant) and operand.value in FRAMEWORK_NAMES else [])
+                if names:
+                    found.append((node.lineno, f"a comparison with {names[0]!r}"))
+    return sorted(found)
+
+
+def test_the_framework_check_finds_a_rule_kept_outside_the_registry():
+    old = """
+FRAMEWORKS = ["pytorch", "tensorflow", "mxnet", "jax"]
+names = {"torch": "PyTorch", "tensorflow": "TensorFlow", "mxnet": "MXNet"}
+for key in ("torch", "tensorflow"):
+    pass
+rows = [("id", i), ("torch", t.get("version")), ("tensorflow", f.get("version"))]
+CHANNEL_LAST = {"tensorflow"}
+QUESTION_BACKENDS = ("torch",)
+device = ["--device", "cuda"] if gpus and framework == "pytorch" else []
+if args.framework != "pytorch":
+    pass
+"""
+    assert [line for line, _ in _framework_dispatch(ast.parse(old))] == [2, 3, 4, 6, 7, 8, 9, 10]
+    derived = """
+FRAMEWORKS = list(FRAMEWORK_TABLE)
+backends = field(default_factory=lambda: ["torch"])
+label = {"torch": "PyTorch"}
+loaded = TorchModel("pytorch", version, model)
+device = get_framework(framework).gpu_device
+parser.add_argument("--framework", default="pytorch")
+"""
+    assert _framework_dispatch(ast.parse(derived)) == []
+
+
+def test_no_module_outside_the_framework_registry_keeps_a_per_framework_rule():
+    """Adding a framework is one folder, ``runner/frameworks/<name>/`` (with its loader, the
+    container's half, in ``runner/harness/frameworks/<name>.py``): no module elsewhere keys a
+    table on, lists, or compares with a framework's name; it derives from ``FRAMEWORKS``."""
+    offenders = []
+    for path, tree in _modules():
+        inside = path.relative_to(PACKAGE)
+        if inside.parts[0] == "frameworks" or inside.as_posix() in FRAMEWORK_EXEMPT:
+            continue
+        offenders += [f"{inside}:{line} {what}" for line, what in _framework_dispatch(tree)]
+    assert offenders == [], offenders

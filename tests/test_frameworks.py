@@ -1,11 +1,17 @@
 """The framework axis: the Fashion-MNIST twins (PyTorch, TensorFlow, MXNet) each build in the
 real engine and run a smoke reproduce whose checkpoints the runner's evaluator loads with
-that framework's loader and whose final model both of its backends time; plus the
-loaders' and exporters' error paths that need no framework but PyTorch."""
+that framework's loader and whose final model both of its backends time; the loaders' and
+exporters' error paths that need no framework but PyTorch; and the registry
+(``runner/frameworks/``): every per-framework table derives from it, a framework is one
+folder (and its loader), and a folder without a loader is refused."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +21,10 @@ import yaml
 from runner.entry_build import framework_versions
 from runner.cli import main
 from runner.errors import UserError
-from runner.harness.backends import REGISTRY, backends_for
+from runner.harness.backends import REGISTRY, backend_class, backends_for
 from runner.harness.errors import HarnessError
-from runner.harness.frameworks import LOADERS, loader_for
+from runner.frameworks import FRAMEWORKS
+from runner.harness.frameworks import loader_for, loaders
 from runner.harness.frameworks.operators import unsupported_operator
 from runner.manifest import load_entry
 
@@ -31,9 +38,6 @@ TWINS = {
 }
 
 
-SBOM_NAME = {"pytorch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet"}
-
-
 def test_the_sbom_names_each_framework_under_any_of_its_wheel_names():
     sbom = {"python": [{"name": "tensorflow_cpu", "version": "2.21.0"}, {"name": "mxnet", "version": "1.9.1"},
                        {"name": "torch", "version": "2.13.0+cpu"}, {"name": "numpy", "version": "1.23.5"}]}
@@ -44,15 +48,17 @@ def test_the_sbom_names_each_framework_under_any_of_its_wheel_names():
 # -- loaders and exporters (no Docker) ------------------------------------------------------
 def test_every_manifest_framework_with_a_twin_has_a_loader_and_a_native_backend():
     for framework, native, _ in TWINS.values():
-        assert framework in LOADERS
+        assert framework in FRAMEWORKS and framework in loaders()
         assert REGISTRY[native].framework == framework
         assert backends_for(framework)[:1] == (native,) or native in backends_for(framework)
         assert "onnxruntime" in backends_for(framework)  # ONNX backends run any framework's export
 
 
 def test_an_unknown_framework_is_a_clear_error():
-    with pytest.raises(HarnessError, match="no loader for framework 'jax'; the harness knows pytorch"):
+    with pytest.raises(HarnessError, match="no loader for framework 'jax'; the harness knows mxnet, pytorch, tensorflow$"):
         loader_for("jax")
+    with pytest.raises(HarnessError, match="no loader for framework 'operators'"):  # a helper module, not a loader
+        loader_for("operators")
 
 
 def test_a_native_backend_of_another_framework_is_refused_at_load(tmp_path):
@@ -132,6 +138,149 @@ def test_the_evaluator_ranks_scores_without_a_framework():
     assert top_classes(scores, 2).tolist() == [[1, 2], [0, 2]]
 
 
+# -- the registry (runner/frameworks/) -------------------------------------------------------
+@pytest.mark.parametrize("name", list(FRAMEWORKS))
+def test_each_framework_declares_its_whole_interface(name):
+    """Its loader (the container's half) reads its models, its native backend runs them, its
+    probe reports it, and it has a FLOP counter exactly when its declaration names one."""
+    framework = FRAMEWORKS[name]
+    loader = loader_for(name)
+    assert framework.loader == loader.__name__
+    assert callable(loader.load) and callable(loader.configure_threads)
+    assert framework.native_backends and all(not backend_class(b).needs_onnx for b in framework.native_backends)
+    assert f'out["{framework.module}"]' in framework.probe and framework.distributions
+    assert (framework.flop_counter is not None) == hasattr(loader, "count_flops")
+    assert framework.label and framework.rows[0][1] == ("version",)
+
+
+def test_every_framework_table_is_derived_from_the_registry():
+    from runner.entry_build.sbom import FRAMEWORK_DISTRIBUTIONS
+    from runner.fingerprint.image_software import PROBE
+    from runner.harness.backends import QUESTION_BACKENDS
+    from runner.manifest.schema import ENTRY_SCHEMA
+    from runner.run.evaluator import evaluator_device_args
+
+    assert ENTRY_SCHEMA["properties"]["framework"]["properties"]["name"]["enum"] == list(FRAMEWORKS)
+    assert list(FRAMEWORK_DISTRIBUTIONS) == [f.module for f in FRAMEWORKS.values()]
+    assert all(f.probe in PROBE for f in FRAMEWORKS.values())
+    assert set(loaders()) == set(FRAMEWORKS)  # the harness reads exactly the declared frameworks
+    assert {spec.framework for spec in REGISTRY.values()} - {None} == set(FRAMEWORKS)
+    assert QUESTION_BACKENDS == ("torch",)  # the backend table's own column
+    for name, framework in FRAMEWORKS.items():
+        assert evaluator_device_args(name, 1) == (["--device", framework.gpu_device] if framework.gpu_device else [])
+        assert evaluator_device_args(name, 0) == []
+
+
+def test_a_backend_row_naming_an_undeclared_framework_is_refused(monkeypatch):
+    import runner.frameworks as registry
+    from runner.harness.backends import BackendSpec
+
+    monkeypatch.setattr(registry, "BACKENDS", {**REGISTRY, "jax": BackendSpec("jax_backend", "JaxBackend", False,
+                                                                               ("jax",), "jax")})
+    with pytest.raises(ImportError, match="the backend table names frameworks not declared under runner/frameworks: jax"):
+        registry.discover(registry.__path__, f"{registry.__name__}.")
+
+
+def test_the_flop_counter_is_the_frameworks_own(tmp_path):
+    """PyTorch's loader counts (here on the host, as the roofline study's container does); a
+    framework without a counter is refused by the harness and, before any container, by the host."""
+    from runner.harness import flops
+    from runner.study.flops import count_in_container, parse_count
+
+    args = ["--entry-dir", str(REPO / "entries" / "mnist-cnn-cpu"), "--builder", "model:build_model",
+            "--input-shape", "1,28,28", "--num-classes", "10", "--batch", "8", "--out", str(tmp_path)]
+    assert flops.main(args) == 0
+    counted = parse_count((tmp_path / flops.RESULT_FILE).read_text(), 8)
+    assert counted["train_step"]["flops"] > counted["inference_item"]["flops"] > 0 and counted["torch"]
+    with pytest.raises(HarnessError, match="for pytorch models; this entry's framework is 'tensorflow'"):
+        flops.main([*args, "--framework", "tensorflow"])
+    with pytest.raises(UserError) as err:
+        count_in_container(None, None, builder="model:build_model", framework="mxnet", input_shape=(1, 28, 28),
+                           num_classes=10, batch=8)
+    assert err.value.problem == ("the roofline study counts FLOPs with torch.utils.flop_counter; this entry's "
+                                 "framework is mxnet")
+    assert err.value.fix == "run it on a PyTorch entry"
+
+
+TOY_FRAMEWORK = '''\
+"""ToyFW: what one new framework folder holds."""
+
+from runner.frameworks.base import Framework
+
+FRAMEWORK = Framework(
+    name="toyfw", listed=9, label="ToyFW", module="toyfw", distributions=("toyfw", "toyfw-gpu"),
+    probe=''\'\ntoyfw = load("toyfw")\nout["toyfw"] = None if toyfw is None else {"version": toyfw.__version__}\n''\',
+)
+'''
+TOY_LOADER = '''\
+"""ToyFW's loader: the container's half."""
+
+
+def configure_threads(threads):
+    pass
+
+
+def load(entry_dir, builder, weights):
+    raise NotImplementedError
+'''
+TOY_CHECK = '''\
+import io, json
+
+from rich.console import Console
+
+import runner
+from runner.entry_build.sbom import framework_versions
+from runner.fingerprint.image_software import PROBE
+from runner.fingerprint.table import render
+from runner.harness.frameworks import loaders
+from runner.manifest.schema import ENTRY_SCHEMA
+from runner.mlperf.system import system_description
+from runner.run.evaluator import evaluator_device_args
+
+image = {"ref": "r", "id": "i", "python": "3.11", "toyfw": {"version": "1.0"}}
+fingerprint = {"host": {"hostname": "h"}, "cpu": {}, "memory": {}, "os": {}, "gpu": {}, "image": image}
+console = Console(file=io.StringIO(), width=200, record=True)
+console.print(render(fingerprint))
+print(json.dumps({
+    "package": runner.__file__,
+    "schema": ENTRY_SCHEMA["properties"]["framework"]["properties"]["name"]["enum"],
+    "sbom": framework_versions({"python": [{"name": "toyfw_gpu", "version": "1.0"}]}),
+    "probe": 'out["toyfw"]' in PROBE,
+    "mlperf": system_description(fingerprint)["framework"],
+    "fingerprint": "toyfw" in console.export_text(),
+    "harness": list(loaders()),
+    "device": evaluator_device_args("toyfw", 1),
+}))
+'''
+
+
+def test_a_new_framework_is_one_folder_and_its_loader(tmp_path):
+    """A copy of the package with one more folder under runner/frameworks: refused while the
+    harness has no loader for it; with one, every derived table holds it."""
+    copy = tmp_path / "tree"
+    shutil.copytree(REPO / "runner", copy / "runner", ignore=shutil.ignore_patterns("__pycache__"))
+    toy = copy / "runner" / "frameworks" / "toyfw"
+    toy.mkdir()
+    (toy / "__init__.py").write_text(TOY_FRAMEWORK)
+    (tmp_path / "check.py").write_text(textwrap.dedent(TOY_CHECK))
+
+    def check():
+        return subprocess.run([sys.executable, str(tmp_path / "check.py")], cwd=tmp_path, capture_output=True,
+                              text=True, env={"PYTHONPATH": str(copy), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+
+    refused = check()
+    assert refused.returncode != 0
+    assert "ImportError: framework 'toyfw' has no loader: add runner/harness/frameworks/toyfw.py" in refused.stderr
+    (copy / "runner" / "harness" / "frameworks" / "toyfw.py").write_text(TOY_LOADER)
+    done = check()
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"package": str(copy / "runner" / "__init__.py"),
+                      "schema": ["pytorch", "tensorflow", "mxnet", "toyfw"], "sbom": {"toyfw": "1.0"}, "probe": True,
+                      "mlperf": "ToyFW 1.0", "fingerprint": True, "harness": ["mxnet", "pytorch", "tensorflow", "toyfw"],
+                      "device": []}
+
+
 # -- the twins in the real engine -----------------------------------------------------------
 @pytest.fixture
 def results(tmp_path, monkeypatch):
@@ -184,4 +333,4 @@ def test_each_twin_builds_and_its_smoke_run_is_evaluated_and_timed_in_its_framew
 
     # The image's SBOM names the framework and its version, whatever its wheel is called.
     sbom = json.loads((folder / "sbom.json").read_text())
-    assert framework_versions(sbom)[SBOM_NAME[framework]] == entry.framework["version"]
+    assert framework_versions(sbom)[FRAMEWORKS[framework].module] == entry.framework["version"]

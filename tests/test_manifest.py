@@ -56,6 +56,22 @@ def test_bad_manifest_names_the_field_and_the_fix(entry_copy, change, field, fix
     assert fix in err.value.fix
 
 
+def test_a_framework_without_a_loader_is_refused_at_validation(entry_copy, capsys):
+    """The schema's frameworks are the registry's (runner/frameworks/), each with a loader: a
+    JAX entry (no loader) is refused before any build, in one line naming those that exist."""
+    from runner.frameworks import FRAMEWORKS
+
+    edit(entry_copy, lambda d: d.update(framework={"name": "jax", "version": "0.4.30"}))
+    with pytest.raises(UserError) as err:
+        load_entry(entry_copy)
+    assert "field 'framework.name' is invalid: 'jax' is not one of" in err.value.problem
+    assert err.value.fix == "set framework.name to one of: pytorch, tensorflow, mxnet"
+    assert list(FRAMEWORKS) == ["pytorch", "tensorflow", "mxnet"]
+    assert main(["schema", "--check", str(entry_copy)]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("runner: error:") and "\n" not in said and "pytorch, tensorflow, mxnet" in said
+
+
 def test_name_must_match_folder(entry_copy):
     edit(entry_copy, lambda d: d.update(name="other"))
     with pytest.raises(UserError, match="folder is 'mnist-cnn-cpu'"):

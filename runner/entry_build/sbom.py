@@ -12,6 +12,7 @@ import docker
 import docker.errors
 
 from runner.errors import UserError
+from runner.frameworks import FRAMEWORKS
 from runner.engine.containers import owned_labels
 from runner.engine.kinds import create_options
 
@@ -81,13 +82,9 @@ def version_of(sbom: dict, name: str, kind: str = "python") -> str | None:
     return None
 
 
-# The distributions that carry each framework: the CPU and GPU wheels have their own names.
-FRAMEWORK_DISTRIBUTIONS = {
-    "torch": ("torch",),
-    "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-intel"),
-    "mxnet": ("mxnet", "mxnet-mkl", "mxnet-cu112", "mxnet-cu110", "mxnet-cu102"),
-    "jax": ("jax",),
-}
+# The distributions that carry each framework (the CPU and GPU wheels have their own names),
+# keyed by its import name, as each declares them (runner/frameworks/<name>/).
+FRAMEWORK_DISTRIBUTIONS = {framework.module: framework.distributions for framework in FRAMEWORKS.values()}
 
 
 def framework_versions(sbom: dict) -> dict[str, str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from runner import image_cache
 from runner.errors import UserError
+from runner.frameworks import FRAMEWORKS
 from runner.engine.containers import owned_labels
 from runner.engine.kinds import create_options
 
@@ -19,7 +20,8 @@ MARKER = "RUNNER_PROBE "
 TIMEOUT_SECONDS = 180
 
 # Runs inside the image with its own python3. Each framework is optional: absent -> null.
-PROBE = r'''
+# Each framework's lines are its declaration's (runner/frameworks/<name>/), in the registry's order.
+_PROBE_HEAD = r'''
 import json, platform, sys
 
 def attempt(fn):
@@ -39,31 +41,8 @@ out = {"python": platform.python_version(), "python_executable": sys.executable,
 
 np = load("numpy")
 out["numpy"] = getattr(np, "__version__", None) if np else None
-
-torch = load("torch")
-out["torch"] = None if torch is None else {
-    "version": torch.__version__,
-    "cuda": torch.version.cuda,
-    "cudnn": attempt(lambda: torch.backends.cudnn.version()),
-    "cuda_available": attempt(torch.cuda.is_available),
-    "mkldnn": attempt(torch.backends.mkldnn.is_available),
-    "cpu_bf16": attempt(lambda: bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())),
-    "cuda_bf16": attempt(lambda: torch.cuda.is_available() and torch.cuda.is_bf16_supported()),
-    "cpu_capability": attempt(lambda: torch.backends.cpu.get_cpu_capability()),
-    "threads": attempt(torch.get_num_threads),
-}
-
-tf = load("tensorflow")
-if tf is None:
-    out["tensorflow"] = None
-else:
-    build = attempt(lambda: dict(tf.sysconfig.get_build_info())) or {}
-    out["tensorflow"] = {"version": tf.__version__, "cuda": build.get("cuda_version"),
-                         "cudnn": build.get("cudnn_version")}
-
-mx = load("mxnet")
-out["mxnet"] = None if mx is None else {"version": mx.__version__}
-
+'''
+_PROBE_TAIL = r'''
 ort = load("onnxruntime")
 out["onnxruntime"] = None if ort is None else {
     "version": ort.__version__, "providers": attempt(ort.get_available_providers)}
@@ -73,6 +52,7 @@ out["tensorrt"] = None if trt is None else {"version": trt.__version__}
 
 print("RUNNER_PROBE " + json.dumps(out), flush=True)
 '''
+PROBE = _PROBE_HEAD + "".join(framework.probe for framework in FRAMEWORKS.values()) + _PROBE_TAIL
 
 
 def parse_probe_output(stdout: str) -> dict:

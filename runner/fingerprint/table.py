@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 
+from runner.frameworks import FRAMEWORKS, Framework
+
 
 def _gib(n: int | None) -> str:
     return "-" if n is None else f"{n / 1024**3:.1f} GiB"
@@ -25,6 +27,19 @@ def _pairs(title: str, rows: list[tuple[str, object]]) -> Table:
     for key, value in rows:
         table.add_row(key, _v(value))
     return table
+
+
+def _framework_rows(framework: Framework, image: dict) -> list[tuple[str, object]]:
+    """The framework's rows as it declares them: one key's value, or several keys' "a / b";
+    an image without the framework shows "-"."""
+    info = image.get(framework.module) or {}
+    rows = []
+    for label, keys in framework.rows:
+        if len(keys) == 1:
+            rows.append((label, info.get(keys[0])))
+        else:
+            rows.append((label, " / ".join(_v(info.get(key)) for key in keys) if info else None))
+    return rows
 
 
 def render(fingerprint: dict) -> Group:
@@ -82,15 +97,10 @@ def render(fingerprint: dict) -> Group:
     ]))
     image = fingerprint.get("image")
     if image:
-        torch = image.get("torch") or {}
         parts.append(_pairs(f"Image {image.get('ref')}", [
             ("id", image.get("id")),
             ("python", image.get("python")),
-            ("torch", torch.get("version")),
-            ("torch CUDA / cuDNN", f"{_v(torch.get('cuda'))} / {_v(torch.get('cudnn'))}" if torch else None),
-            ("oneDNN (mkldnn) / CPU bf16", f"{_v(torch.get('mkldnn'))} / {_v(torch.get('cpu_bf16'))}" if torch else None),
-            ("tensorflow", (image.get("tensorflow") or {}).get("version")),
-            ("mxnet", (image.get("mxnet") or {}).get("version")),
+            *(row for framework in FRAMEWORKS.values() for row in _framework_rows(framework, image)),
             ("onnxruntime", (image.get("onnxruntime") or {}).get("version")),
             ("tensorrt", (image.get("tensorrt") or {}).get("version")),
         ]))

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import mllog
-from .backends import ModelFiles, backend_class
+from .backends import QUESTION_BACKENDS, ModelFiles, backend_class
 from .errors import HarnessError
 from .timing import CLOCK, timed_pass
 
@@ -162,10 +162,8 @@ def _backend_failed(name: str, work_dir: Path, exc: Exception, partials: tuple[s
     mllog.emit("infer_error", value=message, backend=name)
 
 
-# Question answering is timed on the framework's own model only: an ONNX export of a text
-# model needs its tokeniser outside the graph and dynamic sequence lengths, which the ONNX
-# backends here do not handle yet; LoadGen's harness feeds arrays, not texts.
-QUESTION_BACKENDS = ("torch",)
+# Question answering is timed by the backends whose row says so (``BackendSpec.questions``);
+# LoadGen's harness feeds arrays, not texts.
 
 
 def run_questions(args: argparse.Namespace, classes) -> int:

@@ -5,12 +5,13 @@ Version 1. A change that makes an old manifest invalid bumps ``schema_version``.
 
 from __future__ import annotations
 
+from runner.frameworks import FRAMEWORKS as FRAMEWORK_TABLE
 from runner.harness.backends import REGISTRY as BACKEND_TABLE
 from runner.tasks import TASKS
 
 SCHEMA_VERSION = 1
 BACKENDS = list(BACKEND_TABLE)  # the harness' backend table is the one list
-FRAMEWORKS = ["pytorch", "tensorflow", "mxnet", "jax"]
+FRAMEWORKS = list(FRAMEWORK_TABLE)  # the registry: only a framework the harness has a loader for
 
 _NAME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]*$", "maxLength": 64}
 _COMMAND = {"type": "array", "items": {"type": "string"}, "minItems": 1}

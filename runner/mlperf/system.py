@@ -9,6 +9,8 @@ MLPerf's descriptions are strings throughout.
 
 from __future__ import annotations
 
+from runner.frameworks import FRAMEWORKS
+
 TRAINING_FIELDS = [
     "submitter", "division", "status", "system_name", "number_of_nodes",
     "host_processors_per_node", "host_processor_model_name", "host_processor_core_count",
@@ -53,10 +55,10 @@ def _framework(image: dict | None) -> tuple[str, list[str]]:
     if not image:
         return "", []
     others = [f"Python {image['python']}"] if image.get("python") else []
-    names = {"torch": "PyTorch", "tensorflow": "TensorFlow", "mxnet": "MXNet"}
-    frameworks = [f"{label} {image[key]['version']}" for key, label in names.items() if image.get(key)]
-    for key in ("torch", "tensorflow"):
-        info = image.get(key) or {}
+    present = [framework for framework in FRAMEWORKS.values() if image.get(framework.module)]
+    frameworks = [f"{framework.label} {image[framework.module]['version']}" for framework in present]
+    for framework in FRAMEWORKS.values():  # only the probes that ask for CUDA (torch, tensorflow) find it
+        info = image.get(framework.module) or {}
         if info.get("cuda"):
             others.append(f"CUDA {info['cuda']}")
         if info.get("cudnn"):

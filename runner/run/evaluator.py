@@ -45,6 +45,7 @@ from runner.run.cpu_usage import ContainerCpu
 from runner.run.gpu_freeze import run_gpu_indices
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.events import parse_line
+from runner.frameworks import get_framework
 from runner.plan import RunPlan
 
 HARNESS_MOUNT = "/opt/runner/harness"
@@ -67,10 +68,11 @@ MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": str(2**30), "MALLOC_MMAP_THRESHOLD_": st
 
 
 def evaluator_device_args(framework: str, gpus: int) -> list[str]:
-    """A run with GPUs evaluates on them: the PyTorch loader is told to use CUDA (and fails the
-    evaluation, saying so, when the container sees no GPU). Other frameworks place their
-    models themselves."""
-    return ["--device", "cuda"] if gpus and framework == "pytorch" else []
+    """A run with GPUs evaluates on them: a loader that moves its model (the framework's
+    ``gpu_device``: PyTorch's, to CUDA) is told to (and fails the evaluation, saying so, when
+    the container sees no GPU). Other frameworks place their models themselves."""
+    device = get_framework(framework).gpu_device
+    return ["--device", device] if gpus and device else []
 
 
 class EvaluatorError(Exception):

@@ -33,12 +33,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from runner.frameworks import FRAMEWORKS
+
 MAX_UNITS = 4096  # above: no assignment (its cost grows as the cube of the units)
 # A smaller weight is measured in the overall figure but not judged alone: matching a few
 # units with a few inputs each finds likeness by chance (two random 32 x 9 first layers
 # align to about 0.5).
 MIN_ELEMENTS = 1024
-CHANNEL_LAST = {"tensorflow"}  # frameworks whose flatten puts the channel last
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,16 @@ class WeightsComparison:
                 "layers": [{**asdict(layer), "shape": list(layer.shape)} for layer in self.layers]}
 
 
+def keeps_channel_last(framework: str) -> bool:
+    """The framework keeps Keras' ``[..., in, out]`` weights and flattens channel-last (as its
+    declaration says); a name no framework declares (a result's, read as data) does not."""
+    declared = FRAMEWORKS.get(framework)
+    return declared is not None and declared.channel_last_weights
+
+
 def torch_layout(value: np.ndarray, framework: str) -> np.ndarray:
     """A weight in PyTorch's ``[out, in, ...]`` layout (Keras keeps ``[..., in, out]``)."""
-    if framework in CHANNEL_LAST and value.ndim >= 2:
+    if keeps_channel_last(framework) and value.ndim >= 2:
         return np.moveaxis(value, (-1, -2), (0, 1))
     return value
 
@@ -142,7 +150,7 @@ def compare(a: list[tuple[str, np.ndarray]], b: list[tuple[str, np.ndarray]], fr
         return WeightsComparison(None, problem="the checkpoints hold no weight of two or more dimensions")
     layers, perm = [], None
     for k, ((name, x), (_, y)) in enumerate(zip(wa, wb)):
-        y = permute_inputs(y, perm, framework in CHANNEL_LAST)
+        y = permute_inputs(y, perm, keeps_channel_last(framework))
         last = k == len(wa) - 1
         if not last and 2 <= len(x) <= MAX_UNITS:
             perm = match_units(x, y)

@@ -30,6 +30,7 @@ import docker
 
 from runner import paths
 from runner.errors import UserError
+from runner.frameworks import FRAMEWORKS
 from runner.engine.containers import ContainerSpec, Mount, prepare_writable, run_container
 from runner.report import reporter
 from runner.run.output_quota import OutputQuota
@@ -167,9 +168,12 @@ def count_in_container(client: docker.DockerClient, image: CountImage, *, builde
                        memory: str | int | None = None, log_path: Path | None = None) -> dict:
     """Run ``python3 -m harness flops`` in ``image`` and return the bounded, parsed count,
     with ``counted_by`` and ``image`` saying where it came from."""
-    if framework != "pytorch":
-        raise UserError(f"the roofline study counts FLOPs with torch.utils.flop_counter; this entry's "
-                        f"framework is {framework}", "run it on a PyTorch entry")
+    declared = FRAMEWORKS.get(framework)
+    if declared is None or declared.flop_counter is None:
+        counting = [f for f in FRAMEWORKS.values() if f.flop_counter]
+        raise UserError(f"the roofline study counts FLOPs with {' or '.join(f.flop_counter for f in counting)}; "
+                        f"this entry's framework is {framework}",
+                        f"run it on a {' or '.join(f.label for f in counting)} entry")
     threads = int(cpus) if cpus and float(cpus).is_integer() else 1
     with tempfile.TemporaryDirectory(prefix="runner-flops-") as tmp:
         out = Path(tmp) / "out"

@@ -4,7 +4,9 @@ it, whether it needs an NVIDIA GPU, and the packages it imports. The native back
 harness' ONNX export of any framework's model.
 
 This is the one list of backends: the manifest's schema, the host's GPU preflight, the
-smoke runs' CPU choice and the benchmarks derive theirs from it. Adding a backend is one
+smoke runs' CPU choice, the question tasks' backends and the benchmarks derive theirs from
+it. A native backend's ``framework`` is the one place a backend meets the framework
+registry (``runner/frameworks/``), which derives each framework's native backends from it. Adding a backend is one
 module in this package plus one row here. Modules are imported only when their backend is
 asked for, so a missing optional package (tensorrt) fails only the backend that needs it.
 """
@@ -24,11 +26,17 @@ class BackendSpec:
     cls: str
     needs_gpu: bool
     imports: tuple[str, ...]
-    framework: str | None = None  # the manifest framework whose own model it runs; None: any, via ONNX
+    # The framework whose own model it runs (declared in runner/frameworks/<name>/, which
+    # refuses a row naming an undeclared one); None: any, via ONNX.
+    framework: str | None = None
+    # It times question answering (a question task's texts to answers, one at a time): an ONNX
+    # export of a text model needs its tokeniser outside the graph and dynamic sequence
+    # lengths, which the ONNX backends here do not handle yet.
+    questions: bool = False
 
 
 REGISTRY: dict[str, BackendSpec] = {
-    "torch": BackendSpec("torch_eager", "TorchEager", False, ("torch",), "pytorch"),
+    "torch": BackendSpec("torch_eager", "TorchEager", False, ("torch",), "pytorch", questions=True),
     "torch-cuda": BackendSpec("torch_cuda", "TorchCuda", True, ("torch",), "pytorch"),
     "tensorflow": BackendSpec("tensorflow_backend", "TensorFlowBackend", False, ("tensorflow",), "tensorflow"),
     "mxnet": BackendSpec("mxnet_backend", "MXNetBackend", False, ("mxnet",), "mxnet"),
@@ -39,6 +47,7 @@ REGISTRY: dict[str, BackendSpec] = {
 }
 GPU_BACKENDS = frozenset(name for name, spec in REGISTRY.items() if spec.needs_gpu)
 CPU_BACKENDS = tuple(name for name, spec in REGISTRY.items() if not spec.needs_gpu)
+QUESTION_BACKENDS = tuple(name for name, spec in REGISTRY.items() if spec.questions)
 
 
 def backends_for(framework: str) -> tuple[str, ...]:
@@ -54,4 +63,4 @@ def backend_class(name: str) -> type[Backend]:
     return getattr(importlib.import_module(f"{__name__}.{spec.module}"), spec.cls)
 
 
-__all__ = ["backends_for", "CPU_BACKENDS", "GPU_BACKENDS", "REGISTRY", "Backend", "BackendSpec", "ModelFiles", "backend_class"]
+__all__ = ["backends_for", "CPU_BACKENDS", "GPU_BACKENDS", "QUESTION_BACKENDS", "REGISTRY", "Backend", "BackendSpec", "ModelFiles", "backend_class"]

@@ -7,6 +7,11 @@ and export it to ONNX.
 | ``tensorflow`` | a Keras ``.keras`` file (``model.save``), loaded with ``safe_mode`` | its module is imported (custom layers register there); the function is not called |
 | ``mxnet`` | a Gluon ``save_parameters`` file (``.params``) | builds the ``HybridBlock`` |
 
+Each module here that defines ``load`` is one framework's loader, named as the manifest
+names the framework; it is the container's half of the framework, whose declaration is
+``runner/frameworks/<name>/`` on the host (the harness runs inside the entry's image and
+cannot import it). A loader may also define ``count_flops`` (``python3 -m harness flops``).
+
 Every loaded model takes float32 ``N x C x H x W`` batches in the stored pixel scale
 (0-255) and returns class scores; a loader converts the layout inside when its framework
 prefers another (TensorFlow: NHWC).
@@ -15,6 +20,7 @@ prefers another (TensorFlow: NHWC).
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +30,6 @@ import numpy as np
 from ..digest import sha256_file
 from ..errors import HarnessError
 
-# framework name in the manifest -> module in this package
-LOADERS: dict[str, str] = {"pytorch": "pytorch", "tensorflow": "tensorflow", "mxnet": "mxnet"}
 
 
 @dataclass
@@ -79,14 +83,18 @@ class LoadedModel:
         raise NotImplementedError
 
 
+def loaders() -> tuple[str, ...]:
+    """The frameworks this harness can read: each module here that defines ``load``, named as
+    the manifest names its framework (the host's registry, ``runner/frameworks/``, declares the
+    rest of each framework and refuses one without a module here)."""
+    names = (info.name for info in pkgutil.iter_modules(__path__) if not info.ispkg)
+    return tuple(name for name in sorted(names) if hasattr(importlib.import_module(f"{__name__}.{name}"), "load"))
+
+
 def loader_for(framework: str):
-    try:
-        name = LOADERS[framework]
-    except KeyError:
-        raise HarnessError(
-            f"no loader for framework '{framework}'; the harness knows {', '.join(LOADERS)}"
-        ) from None
-    return importlib.import_module(f"{__name__}.{name}")
+    if framework in loaders():
+        return importlib.import_module(f"{__name__}.{framework}")
+    raise HarnessError(f"no loader for framework '{framework}'; the harness knows {', '.join(loaders())}")
 
 
 def import_builder(entry_dir: Path, builder: str):
@@ -120,4 +128,4 @@ def export_failure(framework: str, opset: int, exc: BaseException) -> HarnessErr
     return HarnessError(f"{framework} ONNX export at opset {opset} failed: {what}", exit_code=1)
 
 
-__all__ = ["LOADERS", "LoadedModel", "export_failure", "import_builder", "loader_for", "require_file"]
+__all__ = ["LoadedModel", "export_failure", "import_builder", "loader_for", "loaders", "require_file"]

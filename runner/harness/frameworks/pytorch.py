@@ -292,3 +292,61 @@ def load(entry_dir: Path, builder: str, weights: Path) -> TorchModel:
     loaded = TorchModel("pytorch", torch.__version__, model, weights, digest, "NCHW")
     loaded.checkpoint = state
     return loaded
+
+
+# -- its FLOP counter (``python3 -m harness flops``, harness/flops.py) ---------------------------
+def _bytes_counter():
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class BytesTouched(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.bytes = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            flat, _ = tree_flatten((args, kwargs, out))
+            self.bytes += sum(t.numel() * t.element_size() for t in flat if isinstance(t, torch.Tensor))
+            return out
+
+    return BytesTouched
+
+
+def count_flops(entry_dir: Path, builder: str, input_shape: list[int], num_classes: int, batch: int) -> dict:
+    """One training step's and one batch-1 inference's FLOPs and bytes touched, counted with
+    ``torch.utils.flop_counter.FlopCounterMode`` on the untrained model the builder returns."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    BytesTouched = _bytes_counter()
+    build = import_builder(entry_dir, builder)
+    try:
+        model = build()
+    except Exception as exc:
+        raise HarnessError(f"the builder {builder} failed: {type(exc).__name__}: {exc}") from None
+    torch.manual_seed(0)
+
+    def measured(step):
+        with FlopCounterMode(display=False) as flops, BytesTouched() as touched:
+            step()
+        return {"flops": int(flops.get_total_flops()), "bytes": int(touched.bytes)}
+
+    def train_step():
+        x = torch.rand(batch, *input_shape) * 255  # the stored scale: normalisation is the model's
+        y = torch.randint(0, num_classes, (batch,))
+        F.cross_entropy(model(x), y).backward()
+
+    def infer_one():
+        with torch.no_grad():
+            model(torch.rand(1, *input_shape) * 255)
+
+    model.train()
+    train = measured(train_step)
+    model.eval()
+    infer = measured(infer_one)
+    params = sum(p.numel() for p in model.parameters())
+    return {"batch_size": batch, "parameters": int(params), "train_step": train, "inference_item": infer,
+            "torch": torch.__version__}
