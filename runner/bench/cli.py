@@ -26,7 +26,8 @@ from rich.table import Table
 TARGET_S = 0.25
 HELPS = (("--help",), ("reproduce", "--help"), ("verify", "--help"))
 # Modules a --help must not import: what running a command needs, at a cost paid by every start.
-HEAVY = ("torch", "numpy", "scipy", "matplotlib", "onnx", "onnxruntime", "docker", "requests", "jsonschema",
+# Every framework's module (runner.frameworks) is heavy too: see heavy_modules().
+HEAVY = ("numpy", "scipy", "matplotlib", "onnx", "onnxruntime", "docker", "requests", "jsonschema",
          "yaml", "cryptography", "securesystemslib", "rich", "PIL", "pynvml", "runner.reproduce",
          "runner.manifest", "runner.engine", "runner.entry_build", "runner.verify", "runner.bundle",
          "runner.plan", "runner.harness", "runner.keys", "runner.data", "runner.leaderboard")
@@ -68,9 +69,16 @@ def modules_loaded(*argv: str, tree: str | None = None) -> list[str]:
     return done.stdout.split()
 
 
+def heavy_modules() -> tuple[str, ...]:
+    """HEAVY and every framework's module (runner.frameworks: torch, tensorflow, mxnet)."""
+    from runner.frameworks import FRAMEWORKS  # lazy: the registry imports the harness's backend table
+
+    return (*HEAVY, *(framework.module for framework in FRAMEWORKS.values()))
+
+
 def heavy(modules: list[str]) -> list[str]:
     """Those of ``modules`` that are (or are inside) a heavy module."""
-    return sorted({h for h in HEAVY for m in modules if m == h or m.startswith(h + ".")})
+    return sorted({h for h in heavy_modules() for m in modules if m == h or m.startswith(h + ".")})
 
 
 def _timed(command: list[str], env: dict[str, str], cwd: str | None) -> float:
