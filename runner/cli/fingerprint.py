@@ -31,13 +31,13 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _image_ref(client, value: str) -> str:
+def _image_ref(engine, value: str) -> str:
     folder = Path(value)
     if (folder / "entry.yaml").is_file():
         from runner.entry_build import build_entry  # builds (or finds the cached build of) the entry
         from runner.manifest import load_entry
 
-        return build_entry(load_entry(folder), client).image_id
+        return build_entry(load_entry(folder), engine).image_id
     return value
 
 
@@ -58,14 +58,14 @@ def run(args) -> int:
     from runner.fingerprint import capture_host, capture_image
     from runner.fingerprint.table import render
 
-    client = None
+    engine = None
     if args.image:
-        from runner.engine.client import get_client
+        from runner.engine import get_engine
 
-        client = get_client()
-    fingerprint = capture_host(client)
+        engine = get_engine()
+    fingerprint = capture_host(engine)
     if args.image:
-        fingerprint["image"] = capture_image(client, _image_ref(client, args.image))
+        fingerprint["image"] = capture_image(engine, _image_ref(engine, args.image))
 
     if args.format == "table":
         if args.output:
