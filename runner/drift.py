@@ -34,7 +34,7 @@ from runner import paths
 from runner.entry_build import build_entry
 from runner.bundle import open_bundle
 from runner.digests import sha256_file
-from runner.engine import get_client
+from runner.engine import get_engine
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.results.record import Result
@@ -182,8 +182,8 @@ def check_drift(bundle: Path, entry_path: Path | None,
         skip = {p.relative_to(entry.path).as_posix() for p in (entry.manifest_path, entry.dockerfile_path, entry.lock_path)
                 if p.is_relative_to(entry.path)}
         drift.changes += entry_file_changes(archived_files, entry.path, skip)
-    client = get_client()
-    built = build_entry(entry.for_smoke() if result.smoke else entry, client)
+    engine = get_engine()
+    built = build_entry(entry.for_smoke() if result.smoke else entry, engine)
     # By content, not by id: an image id embeds the time docker import ran.
     changes, notes = base_changes(sbom, built.sbom, result.image.base_tag, built.base.tag)
     drift.changes += changes

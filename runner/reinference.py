@@ -25,6 +25,7 @@ from pathlib import Path
 
 
 from runner import data, paths
+from runner.engine.interface import Engine
 from runner.errors import UserError
 from runner.inference import check_backends_available, run_inference
 from runner.manifest import Entry, load_entry
@@ -94,17 +95,11 @@ def _read_result(result_dir: Path, entry: Entry) -> Result:
     return result
 
 
-def _image(client, result: Result, entry: Entry) -> str:
+def _image(engine: Engine, result: Result, entry: Entry) -> str:
     """The image that trained the result: by id, else by its content-addressed tag."""
-    import docker.errors
-
     for ref in (result.image.id, result.image.tag):
-        if not ref:
-            continue
-        try:
-            return client.images.get(ref).id
-        except docker.errors.ImageNotFound:
-            continue
+        if ref and (image := engine.find_image(ref)) is not None:
+            return image.id
     raise UserError(f"the image that trained this result ({result.image.tag or result.image.id}) is not in the engine",
                     f"rebuild it with `runner build entries/{entry.name}`")
 
@@ -119,7 +114,7 @@ def _staged(entry: Entry, result: Result):
     return staged
 
 
-def _evaluate_final(client, entry: Entry, result: Result, result_dir: Path, staged, image_id: str,
+def _evaluate_final(engine: Engine, entry: Entry, result: Result, result_dir: Path, staged, image_id: str,
                     work_dir: Path) -> list[Path]:
     """Evaluate the final model a ``--no-infer`` run left unevaluated, in the run's own plan
     (its limits, its seed's probe), into ``work_dir``; its answers join the result's
@@ -149,7 +144,7 @@ def _evaluate_final(client, entry: Entry, result: Result, result_dir: Path, stag
     used += [int(p.name) for p in (result_dir / EVALUATIONS_DIR).glob("*") if p.name.isdigit()]
     reporter().print(f"[bold]evaluate[/] the final model ({record['weights']}): the run timed no model")
     try:
-        final, sensitivity = evaluate_deferred(client, plan, result_dir / "output", record,
+        final, sensitivity = evaluate_deferred(engine, plan, result_dir / "output", record,
                                                probe_subset(entry.task, labels, result.seed), max(used) + 1)
     except DeferredError as exc:
         raise UserError(f"{exc}; {result_dir.name} keeps its record",
@@ -219,7 +214,7 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     inference)`` sees the new records as soon as the harness ran, before they are judged:
     a failed backend raises ``UserError`` after it, keeping the previous inference."""
     from runner.bundle import sign_folder
-    from runner.engine import get_client
+    from runner.engine import get_engine
     from runner.profiles import load_profile
 
     entry = load_entry(entry_path)
@@ -233,16 +228,16 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     earlier = set(result.inference)
     profile = load_profile(entry.hardware_profile)
     staged = _staged(entry, result)
-    client = get_client()
-    image_id = _image(client, result, entry)
+    engine = get_engine()
+    image_id = _image(engine, result, entry)
 
     reporter().print(f"[bold]infer[/] {entry.name} {', '.join(backends)} on {result_dir.name}")
     work_dir = Path(tempfile.mkdtemp(prefix=".infer-", dir=result_dir))
     added: list[Path] = []
     swapped = False
     try:
-        added = _evaluate_final(client, entry, result, result_dir, staged, image_id, work_dir / "final-model")
-        inference = run_inference(client, entry, image_id, result_dir, staged, backends, profile,
+        added = _evaluate_final(engine, entry, result, result_dir, staged, image_id, work_dir / "final-model")
+        inference = run_inference(engine, entry, image_id, result_dir, staged, backends, profile,
                                   threads=threads, work_dir=work_dir)
         if on_timed is not None:
             on_timed(entry.task.metric, inference)

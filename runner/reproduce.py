@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import docker
-
 from runner import __version__, data, paths
 from runner.entry_build import BuiltImage, build_entry
 from runner.entry_build import parse_lock, resolve_wheels
@@ -24,8 +22,7 @@ from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_docum
 from runner.entry_build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
 from runner.entry_build.information import budget_for
 from runner.bundle import PROFILE_FILE, sign_folder
-from runner.engine import get_client
-from runner.engine.kinds import refusal as engine_refusal
+from runner.engine import Engine, get_engine
 from runner.harness.backends import CPU_BACKENDS
 from runner.engine.gpus import gpu_containers_possible
 from runner.errors import UserError
@@ -66,7 +63,7 @@ class Shared:
     """What the shared stages found, for every run of one reproduction (the plan says what
     the runs are; this is what the host, the data and the image turned out to be)."""
 
-    client: docker.DockerClient
+    engine: Engine
     built: BuiltImage
     staged: StagedData
     labels: object  # int64 array, or SQuAD's {id: answers}
@@ -130,11 +127,11 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
     entry = plan.entry
     with clock.phase("preflight"):
         check_nodes(entry.nodes)
-        client = get_client()
-        if why := engine_refusal(client):
+        engine = get_engine()
+        if why := engine.refusal():
             raise UserError(why, "run the engine rootful (`sudo runner setup --engine podman`), or on a cgroup v2 host")
-        network = cluster_network(client, require_network_setting(entry.nodes)) if entry.nodes > 1 else None
-        if removed := remove_orphans(client):
+        network = cluster_network(engine, require_network_setting(entry.nodes)) if entry.nodes > 1 else None
+        if removed := remove_orphans(engine):
             reporter().print(f"removed {removed} container(s) left by an earlier, killed run")
         if swept := ownership.sweep_scratch():
             reporter().print(f"removed {len(swept)} scratch folder(s) left by an earlier, killed run: "
@@ -142,7 +139,7 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
         for killed in ownership.recover_killed_runs():
             reporter().print(f"marked {killed} incomplete: {ownership.KILLED_REASON}")
     with clock.phase("fingerprint"):
-        fingerprint = capture_host(client)
+        fingerprint = capture_host(engine)
     hardware, reasons = _check_hardware(plan, fingerprint)
     host_gpus = len((fingerprint.get("gpu") or {}).get("gpus") or [])
     gpus = min(plan.profile.gpu_count, host_gpus)
@@ -166,18 +163,18 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
         reasons.append(f"the {staged.task} training tree was imported from unofficial files")
     reporter().print(f"[bold]build[/] {entry.name} (base {entry.base_image})")
     with clock.phase("image check or build"):
-        built = build_entry(entry, client)
+        built = build_entry(entry, engine)
     reporter().print(
         f"  image {built.image_id[:19]}  {'cache hit' if built.cached else 'built'} "
         f"in {built.seconds:.1f} s"
     )
     with clock.phase("image facts"):
-        fingerprint = {**fingerprint, "image": capture_image(client, built.image_id)}
+        fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
     with clock.phase("image inspection"), reporter().status("inspecting the image for weights and data it should not carry"):
         def wheels() -> list[Path]:  # only on a cache miss: resolving them hashes every wheel
             return list(resolve_wheels(parse_lock(entry.lock_path)).values())
 
-        inspection = inspect_image(client, built.image_id, built.base.id, wheels, entry.path,
+        inspection = inspect_image(engine, built.image_id, built.base.id, wheels, entry.path,
                             entry_files(entry.path), Path(staged.eval_dir) / "images.npy",
                             Path(staged.labels) / "eval_labels.npy", lock=entry.lock_path,
                             budget=budget_for(entry.task.id))
@@ -193,7 +190,7 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
         data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest,
                      tuple((p.folder, p.mount) for p in public)),
     )
-    return plan, Shared(client, built, staged, staged.load_eval_labels(), fingerprint, reasons, hardware,
+    return plan, Shared(engine, built, staged, staged.load_eval_labels(), fingerprint, reasons, hardware,
                         inspection, clock, public)
 
 
@@ -247,7 +244,7 @@ def open_result_folder(plan: RunPlan, shared: Shared, seed: int) -> Path:
 def train(plan: RunPlan, shared: Shared) -> TrainingRun:
     """The training container, its clock and the runner's evaluations of its checkpoints."""
     reporter().print(f"[bold]train[/] {plan.entry.name} seed {plan.seed} -> {plan.result_dir}")
-    return run_training(shared.client, plan, shared.labels)
+    return run_training(shared.engine, plan, shared.labels)
 
 
 def score(plan: RunPlan, shared: Shared, run: TrainingRun):
@@ -293,7 +290,7 @@ def infer(plan: RunPlan, shared: Shared, result: Result) -> None:
         return
     reporter().print(f"[bold]infer[/] {', '.join(plan.backends)} (batch 1, every eval item)")
     inference = run_inference(
-        shared.client, plan.entry, plan.image, result_dir, shared.staged, list(plan.backends),
+        shared.engine, plan.entry, plan.image, result_dir, shared.staged, list(plan.backends),
         plan.profile, labels=shared.labels, host=shared.fingerprint, with_loadgen=plan.options.loadgen,
     )
     assemble.inferred(result, inference, check_timed_model(result, inference, result_dir))
@@ -314,7 +311,7 @@ def run_once(plan: RunPlan, shared: Shared, seed: int, scratch: Path,
         assemble.planned(result, PLAN_FILE, sha256_file(result_dir / PLAN_FILE))
         result.write(result_dir)  # a crash from here on still leaves a record
         ownership.mark_running(result.run_id, result_dir)  # a SIGKILL from here on is recovered at next start
-        guards = RunGuards(shared.client, result.run_id, plan.limits.cpus, plan.output_dir,
+        guards = RunGuards(shared.engine, result.run_id, plan.limits.cpus, plan.output_dir,
                            gpus=plan.limits.gpus).start()
     started = time.monotonic()
     run = train(plan, shared)

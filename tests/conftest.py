@@ -1,7 +1,9 @@
 """Session fixtures for tests that need the real Docker engine.
 
-``docker_client`` makes sure an engine runs (installing and starting it on a fresh
-Debian-like CI machine, as .ci/run does), ``cpu_base_image`` builds the CPU base
+``engine`` makes sure an engine runs (installing and starting it on a fresh Debian-like CI
+machine, as .ci/run does): the ``runner.engine.Engine`` the runner's functions take;
+``docker_client`` is its Docker API client, for tests that look at the engine directly
+(listing containers, images, networks). ``cpu_base_image`` builds the CPU base
 image once per session when its recipe's tag is not present yet, and ``local_slurm``
 starts a real Slurm (two slurmd "nodes" on this machine) for the tests under tests/slurm/.
 """
@@ -24,12 +26,18 @@ SHARED_WHEELHOUSE = paths.wheelhouse_dir()
 
 
 @pytest.fixture(scope="session")
-def docker_client():
+def engine():
     from runner.engine import ensure_engine
 
-    client = ensure_engine(install=True)
-    yield client
-    client.close()
+    engine = ensure_engine(install=True)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def docker_client(engine):
+    """The Docker API's client of the session's engine (Docker's, or Podman's API service)."""
+    return engine.client
 
 
 @pytest.fixture(scope="session")
@@ -57,10 +65,10 @@ def local_slurm():
 
 
 @pytest.fixture(scope="session")
-def cpu_base_image(docker_client):
+def cpu_base_image(engine):
     from runner.images import ensure_base
 
-    return ensure_base(CPU_BASE, docker_client)
+    return ensure_base(CPU_BASE, engine)
 
 
 def make_entry(folder: Path, *, dockerfile: str, lock: str, files: dict[str, str] | None = None,

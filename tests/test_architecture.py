@@ -207,7 +207,7 @@ RUN_DESCRIPTION_LIMIT = 4  # more shared names than this make a second descripti
 CONTAINER_SIDE = ("harness",)  # runs inside the entry's image, from its own command line
 # One container, of any kind (build, fingerprint, training, evaluator, inference): what the
 # engine seam is given, made from the plan by the stage that starts it.
-ONE_CONTAINER = {"engine/containers.py:class ContainerSpec"}
+ONE_CONTAINER = {"engine/interface.py:class ContainerSpec"}
 
 
 def _descriptions(tree: ast.AST) -> list[tuple[int, str, set[str]]]:
@@ -418,3 +418,51 @@ def test_no_module_outside_the_framework_registry_keeps_a_per_framework_rule():
             continue
         offenders += [f"{inside}:{line} {what}" for line, what in _framework_dispatch(tree)]
     assert offenders == [], offenders
+
+
+# -- one engine seam: only runner/engine talks to the Docker API -------------------------------
+ENGINE_PACKAGE = "engine"  # runner.engine.interface.Engine; runner.engine.docker_api implements it
+
+
+def _docker_imports(tree: ast.AST) -> list[int]:
+    """Lines that import the ``docker`` SDK (``import docker``, ``import docker.errors``,
+    ``from docker.types import ...``), at module level or inside a function."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        if any(name == "docker" or name.startswith("docker.") for name in names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_docker_import_check_finds_every_form():
+    old = """
+import docker
+import docker.errors as errors
+from docker.types import DeviceRequest
+
+def f():
+    from docker.errors import APIError
+    import os, docker
+from . import docker_engine
+from runner.fingerprint.docker_engine import capture_docker
+import dockerfile_parse
+"""
+    assert _docker_imports(ast.parse(old)) == [2, 3, 4, 7, 8]
+
+
+def test_only_the_engine_package_imports_docker():
+    """Every stage is given a ``runner.engine.interface.Engine``: an engine that does not speak
+    the Docker API (docs/engines.md) is one module in runner/engine, not a change to every stage."""
+    offenders = []
+    for path, tree in _modules():
+        inside = path.relative_to(PACKAGE)
+        if inside.parts[0] == ENGINE_PACKAGE:
+            continue
+        offenders += [f"{inside}:{line}" for line in _docker_imports(tree)]
+    assert offenders == [], f"these modules import docker (take an Engine instead): {offenders}"

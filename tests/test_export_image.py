@@ -16,7 +16,7 @@ pytestmark = pytest.mark.docker
 PROBE = Path(__file__).parent / "entries" / "contract-probe"
 
 
-def test_the_archive_is_named_by_its_digest_and_holds_the_image(docker_client, tmp_path, capsys):
+def test_the_archive_is_named_by_its_digest_and_holds_the_image(engine, tmp_path, capsys):
     from runner.entry_build import build_entry
     from runner.manifest import load_entry
 
@@ -25,7 +25,7 @@ def test_the_archive_is_named_by_its_digest_and_holds_the_image(docker_client, t
     record = json.loads(archive.with_suffix(".json").read_text())
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
     assert record["archive_sha256"] == digest and archive.name == f"contract-probe-sha256-{digest[:16]}.tar"
-    built = build_entry(load_entry(PROBE).for_smoke(), docker_client)
+    built = build_entry(load_entry(PROBE).for_smoke(), engine)
     assert record["image_id"] == built.image_id
     with tarfile.open(archive) as tar:
         manifest = json.loads(tar.extractfile("manifest.json").read())

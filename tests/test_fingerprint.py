@@ -248,29 +248,16 @@ def test_mlperf_fields_filled_from_a_recorded_8_gpu_host():
 # --- Docker engine -------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def engine(request):
-    """The suite's ``docker_client`` fixture when conftest provides it, else the local engine."""
-    try:
-        return request.getfixturevalue("docker_client")
-    except pytest.FixtureLookupError:
-        import docker
-
-        try:
-            client = docker.from_env(timeout=30)
-            client.ping()
-        except Exception as err:  # noqa: BLE001 - any failure means: no engine here
-            pytest.skip(f"no Docker engine: {err}")
-        return client
-
-
 def test_unreachable_engine_is_recorded_not_raised(tmp_path, monkeypatch):
     import docker
 
+    from runner.engine.docker_api import DockerApiEngine
+    from runner.engine.kinds import ENGINES
+
     socket = f"unix://{tmp_path}/no-such.sock"
-    # A client made while an engine answered, whose engine has since gone away...
-    gone = docker.DockerClient(base_url=socket, version="1.41", timeout=2)
-    # ...and no client at all, with DOCKER_HOST pointing nowhere.
+    # An engine reached while it answered, which has since gone away...
+    gone = DockerApiEngine(ENGINES["docker"], docker.DockerClient(base_url=socket, version="1.41", timeout=2))
+    # ...and no engine at all, with DOCKER_HOST pointing nowhere.
     monkeypatch.setenv("DOCKER_HOST", socket)
     for section in (capture_docker(gone), capture_docker(None)):
         assert section["version"] is None and section["nvidia_runtime"] is None
@@ -280,8 +267,8 @@ def test_unreachable_engine_is_recorded_not_raised(tmp_path, monkeypatch):
 @pytest.mark.docker
 def test_engine_version_and_runtimes(engine):
     section = capture_docker(engine)
-    assert section["version"] == engine.version()["Version"]
-    runtimes = engine.info().get("Runtimes") or {}
+    assert section["version"] == engine.client.version()["Version"]
+    runtimes = engine.client.info().get("Runtimes") or {}
     assert section["runtimes"] == sorted(runtimes)
     assert section["nvidia_runtime"] is ("nvidia" in runtimes)
 
@@ -343,7 +330,7 @@ def _minimal_python_image(client) -> str:
 @pytest.mark.skipif(not (Path(SYSTEM_PYTHON).exists() and shutil.which("ldd")), reason="needs Debian's python3.11")
 def test_capture_image_runs_the_probe_in_a_real_container(engine, tmp_path, monkeypatch):
     monkeypatch.setenv("RUNNER_HOME", str(tmp_path))  # no answer kept from an earlier probe
-    image_id = _minimal_python_image(engine)
+    image_id = _minimal_python_image(engine.client)
     found = capture_image(engine, PROBE_IMAGE)
     expected = subprocess.run([SYSTEM_PYTHON, "-c", "import platform; print(platform.python_version())"],
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -353,7 +340,7 @@ def test_capture_image_runs_the_probe_in_a_real_container(engine, tmp_path, monk
     assert all(found[k] is None for k in ("torch", "tensorflow", "mxnet", "onnxruntime", "tensorrt", "numpy"))
     # Only this image's probes: a runner killed elsewhere in the suite may leave its own
     # (labelled as owned, so its next run's orphan sweep removes them).
-    leftovers = engine.containers.list(all=True, filters={"label": "runner.role=fingerprint-probe",
+    leftovers = engine.client.containers.list(all=True, filters={"label": "runner.role=fingerprint-probe",
                                                           "ancestor": image_id})
     assert leftovers == []
     # The answer is kept per image id: the next capture reads it instead of probing again.
@@ -372,14 +359,15 @@ def test_image_without_python_is_a_user_error(engine):
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     buf.seek(0)
-    image, _ = engine.images.build(fileobj=buf, custom_context=True, rm=True, labels={"runner.test": "no-python"})
+    image, _ = engine.client.images.build(fileobj=buf, custom_context=True, rm=True,
+                                          labels={"runner.test": "no-python"})
     try:
         with pytest.raises(UserError, match="python3"):
             capture_image(engine, image.id)
         with pytest.raises(UserError, match="no image"):
             capture_image(engine, "runner-test/does-not-exist:0")
     finally:
-        engine.images.remove(image.id, force=True)
+        engine.client.images.remove(image.id, force=True)
 
 
 # --- CLI ---------------------------------------------------------------------------

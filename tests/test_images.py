@@ -90,13 +90,13 @@ def test_cpu_base_image_runs_python_311(docker_client, cpu_base_image):
 
 
 @pytest.mark.docker
-def test_ensure_base_does_not_rebuild_an_unchanged_recipe(docker_client, cpu_base_image):
-    again = ensure_base(CPU_BASE, docker_client)
+def test_ensure_base_does_not_rebuild_an_unchanged_recipe(engine, cpu_base_image):
+    again = ensure_base(CPU_BASE, engine)
     assert again.id == cpu_base_image.id and not again.built
 
 
 @pytest.mark.docker
-def test_registry_recipe_without_a_registry_names_the_reference(docker_client):
+def test_registry_recipe_without_a_registry_names_the_reference(engine, docker_client):
     recipe = load_recipe("cuda12-runtime")
     try:
         docker_client.images.get(recipe.reference)
@@ -104,13 +104,13 @@ def test_registry_recipe_without_a_registry_names_the_reference(docker_client):
     except docker.errors.ImageNotFound:
         pass
     with pytest.raises(UserError) as err:
-        ensure_base("cuda12-runtime", docker_client)
+        ensure_base("cuda12-runtime", engine)
     assert recipe.reference in err.value.problem and "could not be pulled" in err.value.problem
     assert "docker load" in err.value.fix
 
 
 @pytest.mark.docker
-def test_two_builds_of_one_recipe_give_the_same_files(docker_client, tmp_path):
+def test_two_builds_of_one_recipe_give_the_same_files(engine, docker_client, tmp_path):
     """Build a minimal recipe into an image, then debootstrap it again: the second tarball
     is byte-identical to the imported layer (whose diff id is the tarball's sha256)."""
     folder = tmp_path / "images" / "minbase-test"
@@ -122,7 +122,7 @@ def test_two_builds_of_one_recipe_give_the_same_files(docker_client, tmp_path):
         f"description: test-only minimal image\n"
     )
     recipe = load_recipe("minbase-test", folder.parent)
-    first = ensure_base("minbase-test", docker_client, images_root=folder.parent)
+    first = ensure_base("minbase-test", engine, images_root=folder.parent)
     try:
         assert first.built
         image = docker_client.images.get(first.id)

@@ -169,7 +169,7 @@ def shared_tmp():
 
 
 @pytest.mark.docker
-def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
+def test_inference_phase_in_the_entry_image(engine, docker_client, shared_tmp):
     import torch
     import yaml
 
@@ -191,7 +191,7 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     manifest["inference"].update(builder="bands:build", warmup=50)
     (folder / "entry.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
     entry = load_entry(folder)
-    built = build_entry(entry, docker_client)
+    built = build_entry(entry, engine)
 
     model = trained_bands(folder)
     result_dir = shared_tmp / "result"
@@ -215,7 +215,7 @@ def test_inference_phase_in_the_entry_image(docker_client, shared_tmp):
     os.chmod(data_root / "eval" / "images.npy", 0o644)
 
     profile = load_profile(entry.hardware_profile)
-    records = run_inference(docker_client, entry, built.image_id, result_dir, staged,
+    records = run_inference(engine, entry, built.image_id, result_dir, staged,
                             ["torch", "onnxruntime"], profile)
     log = (result_dir / "logs" / "infer.log").read_text()
     for backend in ("torch", "onnxruntime"):

@@ -212,7 +212,7 @@ def test_a_pyc_of_a_wheel_source_known_ahead_is_silent_and_its_record_adds_nothi
 
 
 @pytest.mark.docker
-def test_a_build_step_that_writes_weights_as_a_pyc_is_listed_and_over_the_budget(docker_client, cpu_base_image,
+def test_a_build_step_that_writes_weights_as_a_pyc_is_listed_and_over_the_budget(engine, cpu_base_image,
                                                                                  tmp_path):
     from runner.entry_build import build_entry, parse_lock, resolve_wheels
     from runner.entry_build.image_inspection import inspect_image
@@ -229,8 +229,8 @@ def test_a_build_step_that_writes_weights_as_a_pyc_is_listed_and_over_the_budget
     manifest = folder / "entry.yaml"
     manifest.write_text(manifest.read_text().replace("name: mnist-cnn-cpu", "name: pyc-weights"))
     entry = load_entry(folder)
-    built = build_entry(entry, docker_client)
-    audit = inspect_image(docker_client, built.image_id, built.base.id,
+    built = build_entry(entry, engine)
+    audit = inspect_image(engine, built.image_id, built.base.id,
                           list(resolve_wheels(parse_lock(entry.lock_path)).values()),
                           entry.path, entry_files(entry.path), None, lock=entry.lock_path)
     path = "/opt/venv/lib/python3.11/site-packages/numpy/__pycache__/_w.cpython-311.pyc"

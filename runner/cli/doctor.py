@@ -7,29 +7,39 @@ import platform
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from runner import paths
-from runner.engine import free_bytes, ping
+from runner.engine import EngineError, connect_engine, free_bytes
+from runner.engine.kinds import current
+
+PING_TIMEOUT_S = 5
 
 
-def _engine() -> tuple[str, str, dict]:
-    if not ping():
-        hint = "installed, not running" if shutil.which("dockerd") else "not installed"
-        return "missing", f"{hint}: run `sudo runner setup`", {}
-    from runner.engine.client import connect
-    from runner.engine.kinds import current
-
-    client = connect(10)
+def _engine() -> tuple[str, str, dict, Path | None]:
+    """(state, detail, the engine's facts as a fingerprint records them, its data root)."""
+    kind = current()
+    engine = None
     try:
-        version, info = client.version(), client.info()
+        engine = connect_engine(PING_TIMEOUT_S)
+        answers = engine.ping()
+    except EngineError:
+        answers = False
+    if not answers:
+        if engine is not None:
+            engine.close()
+        hint = "installed, not running" if shutil.which(kind.daemon) else "not installed"
+        return "missing", f"{hint}: run `sudo runner setup`", {}, None
+    try:
+        version, facts, root = engine.version(), engine.facts(), engine.data_root()
     finally:
-        client.close()
-    detail = (f"{current().name}: {version.get('Version')} (API {version.get('ApiVersion')}), "
-              f"root {info.get('DockerRootDir')}, cgroup v{info.get('CgroupVersion') or '?'}")
-    return "ok", detail, info
+        engine.close()
+    detail = (f"{kind.name}: {version.version} (API {version.api}), "
+              f"root {root}, cgroup v{facts.get('cgroup_version') or '?'}")
+    return "ok", detail, facts, root
 
 
 def _debootstrap() -> tuple[str, str]:
@@ -59,18 +69,18 @@ def _gpus() -> tuple[str, str]:
     return ("ok" if count else "none"), f"{count} x {', '.join(map(str, names)) or '-'} (driver {driver})"
 
 
-def _nvidia_runtime(info: dict) -> tuple[str, str]:
-    runtimes = sorted((info.get("Runtimes") or {}).keys())
+def _nvidia_runtime(facts: dict) -> tuple[str, str]:
+    runtimes = list(facts.get("runtimes") or [])
     if "nvidia" in runtimes:
         return "ok", "nvidia runtime registered with the engine"
     binary = shutil.which("nvidia-container-runtime") or shutil.which("nvidia-ctk")
     return "absent", f"engine runtimes: {', '.join(runtimes) or '-'}" + (f"; {binary} found" if binary else "")
 
 
-def _container_toolkit(info: dict) -> tuple[str, str]:
+def _container_toolkit(facts: dict) -> tuple[str, str]:
     from runner.engine.gpus import HOOK_TOOLS, gpu_containers_possible
 
-    if gpu_containers_possible({"docker": {"nvidia_runtime": "nvidia" in (info.get("Runtimes") or {})}}):
+    if gpu_containers_possible({"docker": {"nvidia_runtime": "nvidia" in (facts.get("runtimes") or [])}}):
         return "ok", "Docker's --gpus works (nvidia runtime registered, or its prestart hook installed)"
     return "absent", (f"neither the nvidia runtime nor {', '.join(HOOK_TOOLS)}: install nvidia-container-toolkit, "
                       "`nvidia-ctk runtime configure --runtime=docker`, restart Docker")
@@ -133,20 +143,19 @@ def _rapl() -> tuple[str, str]:
 
 
 def run(args) -> int:
-    engine_state, engine_detail, info = _engine()
+    engine_state, engine_detail, facts, docker_root = _engine()
     home = paths.home()
     rows = [
         ("Docker engine", engine_state, engine_detail),
         ("debootstrap", *_debootstrap()),
         ("free disk (runner home)", "ok", f"{free_bytes(home) / 1024**3:.1f} GiB at {home}"),
     ]
-    docker_root = info.get("DockerRootDir")
     if docker_root and os.path.exists(docker_root):
         rows.append(("free disk (Docker root)", "ok", f"{free_bytes(docker_root) / 1024**3:.1f} GiB at {docker_root}"))
     rows += [
         ("GPUs", *_gpus()),
-        ("NVIDIA container runtime", *_nvidia_runtime(info)),
-        ("NVIDIA Container Toolkit (--gpus)", *_container_toolkit(info)),
+        ("NVIDIA container runtime", *_nvidia_runtime(facts)),
+        ("NVIDIA Container Toolkit (--gpus)", *_container_toolkit(facts)),
         *gpu_host_checks(),
         ("CPU energy (RAPL)", *_rapl()),
         ("Python", "ok", f"{platform.python_version()} ({sys.executable})"),

@@ -53,21 +53,21 @@ def export_image(args) -> int:
     import os
 
     from runner.entry_build import build_entry
-    from runner.engine import get_client
+    from runner.engine import get_engine
     from runner.manifest import load_entry
 
     entry = load_entry(args.entry)
     if args.smoke:
         entry = entry.for_smoke()
-    client = get_client()
-    built = build_entry(entry, client)
+    engine = get_engine()
+    built = build_entry(entry, engine)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     partial = out / f".{entry.name}.partial-{os.getpid()}.tar"
     digest = hashlib.sha256()
     try:
         with open(partial, "wb") as fh:
-            for chunk in client.images.get(built.image_id).save(named=True, chunk_size=1 << 20):
+            for chunk in engine.export_image(built.image_id):
                 digest.update(chunk)
                 fh.write(chunk)
         archive = out / f"{entry.name}-sha256-{digest.hexdigest()[:16]}.tar"

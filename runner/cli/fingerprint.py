@@ -26,13 +26,13 @@ def _target(args) -> Path | None:
     return Path(args.output) if args.output else None
 
 
-def _image_ref(client, value: str) -> str:
+def _image_ref(engine, value: str) -> str:
     folder = Path(value)
     if (folder / "entry.yaml").is_file():
         from runner.entry_build import build_entry  # builds (or finds the cached build of) the entry
         from runner.manifest import load_entry
 
-        return build_entry(load_entry(folder), client).image_id
+        return build_entry(load_entry(folder), engine).image_id
     return value
 
 
@@ -54,14 +54,14 @@ def run(args) -> int:
     from runner.fingerprint.table import render
 
     target = _target(args)  # before any work: a bad --out fails at once
-    client = None
+    engine = None
     if args.image:
-        from runner.engine.client import get_client
+        from runner.engine import get_engine
 
-        client = get_client()
-    fingerprint = capture_host(client)
+        engine = get_engine()
+    fingerprint = capture_host(engine)
     if args.image:
-        fingerprint["image"] = capture_image(client, _image_ref(client, args.image))
+        fingerprint["image"] = capture_image(engine, _image_ref(engine, args.image))
 
     if args.format == "table":
         if target is None:

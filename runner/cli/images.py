@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from runner.engine import get_client
+from runner.engine import get_engine
 from runner.images import available, ensure_base, find_base, load_recipe
 
 
 def list_images(args) -> int:
-    client = get_client()
+    engine = get_engine()
     table = Table(title="base images")
     table.add_column("name", no_wrap=True)
     table.add_column("kind")
@@ -18,7 +18,7 @@ def list_images(args) -> int:
     table.add_column("tag or pinned reference", overflow="fold")
     for name in available():
         recipe = load_recipe(name)
-        found = find_base(name, client)
+        found = find_base(name, engine)
         ref = recipe.tag if recipe.kind == "debootstrap" else recipe.reference
         table.add_row(name, recipe.kind, found.id[7:19] if found else "[yellow]no[/]", ref)
     Console().print(table)
@@ -26,10 +26,10 @@ def list_images(args) -> int:
 
 
 def build_image(args) -> int:
-    client = get_client()
+    engine = get_engine()
     console = Console()
     with console.status(f"building base image {args.name} (debootstrap takes about a minute)"):
-        base = ensure_base(args.name, client, force=args.force)
+        base = ensure_base(args.name, engine, force=args.force)
     state = f"built in {base.seconds:.0f} s" if base.built else "already present"
     console.print(f"{base.name}: {base.tag} ({base.id[:19]}) {state}")
     return 0

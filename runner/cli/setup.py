@@ -11,7 +11,7 @@ import shutil
 from rich.console import Console
 
 from runner import keys, paths
-from runner.engine import engine_version, ensure_engine
+from runner.engine import ensure_engine
 from runner.engine.daemon import apt_install
 from runner.images import ensure_base
 
@@ -22,9 +22,9 @@ def run(args) -> int:
 
     if args.engine:
         choose(args.engine)
-    client = ensure_engine(install=not args.no_install)
-    version = engine_version(client)
-    console.print(f"[green]ok[/] {current().name} engine {version['version']} (API {version['api']})")
+    engine = ensure_engine(install=not args.no_install)
+    version = engine.version()
+    console.print(f"[green]ok[/] {current().name} engine {version.version} (API {version.api})")
     if shutil.which("debootstrap") is None:
         if args.no_install:
             console.print("[yellow]missing[/] debootstrap (rerun without --no-install)")
@@ -33,7 +33,7 @@ def run(args) -> int:
             apt_install(["debootstrap"], paths.home() / "logs" / "apt.log")
     console.print(f"[green]ok[/] debootstrap ({shutil.which('debootstrap')})")
     with console.status(f"building base image {args.base} (about a minute the first time)"):
-        base = ensure_base(args.base, client)
+        base = ensure_base(args.base, engine)
     state = f"built in {base.seconds:.0f} s" if base.built else "present"
     console.print(f"[green]ok[/] base image {base.tag} {state}")
     # Results are signed from the first run on; an existing key is never replaced.

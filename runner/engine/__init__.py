@@ -1,16 +1,21 @@
-"""The Docker engine: is one reachable, and (on Debian-like hosts, as root) install or
-start it when it is not."""
+"""The container engine: the ``Engine`` interface every stage is given (``interface``), the
+engines the runner knows (``kinds``: Docker and Podman, served by ``docker_api``), whether
+one is reachable, and (on Debian-like hosts, as root) installing or starting it when not."""
 
-from runner.engine.client import ENGINE_WAIT_S, engine_version, get_client, ping
-from runner.engine.daemon import ensure_engine
 from runner.engine.disk import free_bytes, require_free_space
+from runner.engine.interface import Container, ContainerSpec, Engine, EngineError, Mount, NotFound
+from runner.engine.kinds import connect_engine, ensure_engine, get_engine
 
 __all__ = [
-    "ENGINE_WAIT_S",
-    "engine_version",
+    "Container",
+    "ContainerSpec",
+    "Engine",
+    "EngineError",
+    "Mount",
+    "NotFound",
+    "connect_engine",
     "ensure_engine",
     "free_bytes",
-    "get_client",
-    "ping",
+    "get_engine",
     "require_free_space",
 ]

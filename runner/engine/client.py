@@ -1,4 +1,5 @@
-"""Connect to the engine, or say in one line how to get one."""
+"""The Docker API's client (``runner.engine.docker_api``): connect to the engine's socket, or
+say in one line how to get one answering."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import shutil
 import docker
 import docker.errors
 
+from runner.engine.kinds import EngineKind, chosen, current
 from runner.errors import UserError
 
 ENGINE_WAIT_S = 60
@@ -14,11 +16,10 @@ ENGINE_WAIT_S = 60
 REQUEST_TIMEOUT_S = 900
 
 
-def connect(timeout: float) -> docker.DockerClient:
-    """A client of the engine in use (``runner.engine.kinds``): its socket, else DOCKER_HOST."""
-    from runner.engine.kinds import current
-
-    engine = current()
+def connect(timeout: float, engine: EngineKind | None = None) -> docker.DockerClient:
+    """A client of ``engine`` (default: the one in use, ``runner.engine.kinds``): its socket,
+    else DOCKER_HOST."""
+    engine = engine or current()
     if engine.base_url:
         return docker.DockerClient(base_url=engine.base_url, timeout=timeout)
     return docker.from_env(timeout=timeout)
@@ -35,13 +36,11 @@ def ping(timeout: float = 5) -> bool:
         return False
 
 
-def get_client() -> docker.DockerClient:
+def get_client(engine: EngineKind | None = None) -> docker.DockerClient:
     """A client for the engine (DOCKER_HOST or the local socket); UserError if none answers."""
-    from runner.engine.kinds import current
-
-    engine = current()
+    engine = engine or current()
     try:
-        client = connect(REQUEST_TIMEOUT_S)
+        client = connect(REQUEST_TIMEOUT_S, engine)
         client.ping()
         return client
     except (docker.errors.DockerException, OSError) as exc:
@@ -58,19 +57,12 @@ def get_client() -> docker.DockerClient:
         raise UserError(f"no Docker engine is reachable ({reason})", fix) from None
 
 
-def _podman_unreachable(engine, reason: str) -> tuple[str, str]:
+def _podman_unreachable(engine: EngineKind, reason: str) -> tuple[str, str]:
     """Podman chosen, and its API service does not answer: the problem and the fix, naming
     what chose Podman (the user may not remember setting it)."""
-    from runner.engine.kinds import chosen
-
     where = f"Podman (chosen by {chosen()[1]})"
     if shutil.which(engine.daemon) is None:
         return (f"{where} is not installed",
                 "install and start it with `sudo runner setup --engine podman`, or choose docker")
     return (f"{where} does not answer on {engine.base_url}: its API service is not running ({reason})",
             "start it with `sudo runner setup --engine podman` (`podman system service`)")
-
-
-def engine_version(client: docker.DockerClient) -> dict[str, str]:
-    info = client.version()
-    return {"version": info.get("Version", "?"), "api": info.get("ApiVersion", "?")}

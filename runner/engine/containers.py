@@ -1,9 +1,11 @@
 """Start an entry's container locked down, stream its output with host timestamps,
-and always remove it.
+and always remove it; remove what killed runners left behind. Any engine: this module
+drives ``runner.engine.interface.Engine``'s operations, never an engine's own API.
 
-The lock-down is the run contract's: no network, a non-root user, every capability
-dropped, no-new-privileges, a read-only root with tmpfs scratch, CPU/memory limits and
-the profile's GPUs. Timestamps are the host's monotonic clock, taken as each line arrives.
+The lock-down is the run contract's (``interface.LOCKED_DOWN``): no network, a non-root
+user, every capability dropped, no-new-privileges, a read-only root with tmpfs scratch,
+CPU/memory limits and the profile's GPUs. Timestamps are the host's monotonic clock, taken
+as each line arrives.
 """
 
 from __future__ import annotations
@@ -11,61 +13,31 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import docker
-from docker.types import DeviceRequest
-
 from runner.engine import labels as ownership
-from runner.engine.kinds import create_options
+from runner.engine.interface import (
+    CONTAINER_USER,
+    PIDS_LIMIT,
+    SHM_SIZE,
+    TMPFS,
+    Conflict,
+    Container,
+    ContainerSpec,
+    Engine,
+    EngineError,
+    Mount,
+    NotFound,
+)
+from runner.engine.labels import MANAGED_LABEL, owned_labels
 
-# Every container the runner starts carries this label, so an orphan left by a killed
-# runner can be found and removed by the next run.
-MANAGED_LABEL = "dev.runner.container"
-CONTAINER_USER = "1000:1000"
-# What every container gets beside no network, user, capabilities and a read-only root.
-TMPFS = {"/scratch": "rw,size=2g,mode=1777", "/tmp": "rw,size=512m,mode=1777"}
-SHM_SIZE = "1g"
-PIDS_LIMIT = 4096
+__all__ = ["CONTAINER_USER", "MANAGED_LABEL", "PIDS_LIMIT", "SHM_SIZE", "TMPFS", "ContainerOutcome", "ContainerSpec",
+           "Mount", "cpu_limits", "owned_labels", "prepare_writable", "remove_orphans", "run_container"]
+
 # The longest output line kept whole; longer lines are cut (and say so) in log and events.
 MAX_LINE_BYTES = 1 << 20
-
-
-@dataclass(frozen=True)
-class Mount:
-    host: Path
-    container: str
-    read_only: bool = True
-
-
-@dataclass
-class ContainerSpec:
-    image: str
-    command: list[str]
-    mounts: list[Mount]
-    env: dict[str, str] = field(default_factory=dict)
-    workdir: str = "/entry"
-    cpus: float | None = None
-    memory: str | int | None = None
-    gpus: int = 0
-    timeout_s: float = 3600
-    label: str = "train"
-    entrypoint: list[str] | None = None  # overrides the image's ENTRYPOINT (the launcher)
-    # Multi-process runs only. On one host, every rank joins rank 0's network namespace
-    # (``network_of``: rank 0's name), which has no interface but loopback: the ranks reach
-    # each other on 127.0.0.1 and nothing else. Across nodes, the cluster's internal network
-    # (``network``) and a name the other nodes resolve. Each rank: one core, its GPU ids.
-    # Otherwise: no network at all.
-    network: str | None = None
-    network_of: str | None = None
-    name: str | None = None
-    core: int | None = None
-    gpu_ids: list[str] | None = None
-    # The CPU weight against the other containers (the engine's default: 1024). The evaluator
-    # starts beside the entry at the lowest weight, so it takes only cycles the entry leaves idle.
-    cpu_shares: int | None = None
 
 
 @dataclass
@@ -101,34 +73,6 @@ def prepare_writable(path: Path) -> None:
         os.chown(path, uid, gid)
 
 
-def owned_labels(role: str) -> dict[str, str]:
-    """Labels for any container the runner creates: a runner killed mid-way leaves it
-    behind, and the next run's ``remove_orphans`` can then prove it orphaned."""
-    return {MANAGED_LABEL: role, **ownership.container_labels()}
-
-
-def remove_orphans(client: docker.DockerClient) -> int:
-    """Remove containers of earlier runs whose runner was killed before it could clean up.
-
-    Only containers this host can prove orphaned: labelled by a runner on this host whose
-    process is gone (or whose pid now belongs to another process). Containers of live runs,
-    of other hosts sharing the engine, or without owner labels are never touched."""
-    removed = 0
-    listed = client.containers.list(all=True, filters={"label": MANAGED_LABEL})
-    # Newest first: a rank that joined rank 0's network namespace goes before rank 0.
-    for c in sorted(listed, key=lambda c: str(c.attrs.get("Created", "")), reverse=True):
-        owner = ownership.owner_from_labels(c.labels or {})
-        if owner is None or not owner.gone():
-            continue
-        try:
-            c.remove(force=True)
-            removed += 1
-        except docker.errors.APIError as exc:  # gone, or being removed by someone else
-            if exc.status_code not in (404, 409):
-                raise
-    return removed
-
-
 def cpu_limits(cpus: float | None) -> dict:
     """Whole cores are given as a cpuset: pinned cores have no CFS quota to hit, and a
     quota throttles multi-threaded math libraries in bursts that skew timing. Fractions
@@ -141,66 +85,33 @@ def cpu_limits(cpus: float | None) -> dict:
     return {"nano_cpus": int(cpus * 1e9)}
 
 
-def _create(client: docker.DockerClient, spec: ContainerSpec):
-    from runner.engine.kinds import current
+def remove_orphans(engine: Engine) -> int:
+    """Remove containers of earlier runs whose runner was killed before it could clean up.
 
-    cdi = current().name == "podman"  # Podman takes GPUs as CDI devices, not device requests
-    devices = None
-    if cdi and (spec.gpu_ids or spec.gpus):
-        ids = spec.gpu_ids or [str(i) for i in range(spec.gpus)]
-        devices, device_requests = [f"nvidia.com/gpu={i}" for i in ids], None
-    elif spec.gpu_ids:
-        device_requests = [DeviceRequest(device_ids=spec.gpu_ids, capabilities=[["gpu"]])]
-    elif spec.gpus:
-        device_requests = [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])]
-    else:
-        device_requests = None
-    if spec.network:
-        network = {"network": spec.network, "hostname": spec.name}
-    elif spec.network_of:  # the namespace, hostname and /etc/hosts of that container
-        network = {"network_mode": f"container:{spec.network_of}"}
-    else:
-        network = {"network_mode": "none"}
-    if spec.name:
-        network["name"] = spec.name
-    cpus = {"cpuset_cpus": str(spec.core)} if spec.core is not None else cpu_limits(spec.cpus)
-    return client.containers.create(
-        spec.image,
-        command=spec.command,
-        entrypoint=spec.entrypoint,
-        user=CONTAINER_USER,
-        working_dir=spec.workdir,
-        environment=spec.env,
-        **network,
-        cap_drop=["ALL"],
-        security_opt=["no-new-privileges"],
-        read_only=True,
-        tmpfs=dict(TMPFS),
-        shm_size=SHM_SIZE,
-        pids_limit=PIDS_LIMIT,
-        **cpus,
-        **({"cpu_shares": spec.cpu_shares} if spec.cpu_shares else {}),
-        mem_limit=spec.memory,
-        memswap_limit=spec.memory,  # no swap: a memory limit that swaps would skew timing
-        device_requests=device_requests,
-        **({"devices": devices} if devices else {}),
-        volumes={
-            str(m.host): {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
-            for m in spec.mounts
-        },
-        labels=owned_labels(spec.label),
-        detach=True,
-        **create_options(),  # what the engine in use needs on every container (runner.engine.kinds)
-    )
+    Only containers this host can prove orphaned: labelled by a runner on this host whose
+    process is gone (or whose pid now belongs to another process). Containers of live runs,
+    of other hosts sharing the engine, or without owner labels are never touched."""
+    removed = 0
+    # Newest first: a rank that joined rank 0's network namespace goes before rank 0.
+    for c in sorted(engine.owned(), key=lambda c: c.created, reverse=True):
+        owner = ownership.owner_from_labels(c.labels)
+        if owner is None or not owner.gone():
+            continue
+        try:
+            c.remove()
+            removed += 1
+        except (NotFound, Conflict):  # gone, or being removed by someone else
+            pass
+    return removed
 
 
 def run_container(
-    client: docker.DockerClient,
+    engine: Engine,
     spec: ContainerSpec,
     on_line: Callable[[str, float], None],
     log_path: Path,
     *,
-    on_started: Callable[[object, Callable[[], float]], None] | None = None,
+    on_started: Callable[[Container, Callable[[], float]], None] | None = None,
     cancel: threading.Event | None = None,
     before_remove: Callable[[bool], None] | None = None,
 ) -> ContainerOutcome:
@@ -214,8 +125,8 @@ def run_container(
     end, not timed out or interrupted): containers that share its network namespace must
     be gone first, since an engine may refuse to remove a namespace still in use."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    container = _create(client, spec)
-    stream = container.attach(stdout=True, stderr=True, stream=True, logs=True)
+    container = engine.create(spec)
+    stream = engine.attach(container)
     failure: list[BaseException] = []
     t0 = time.monotonic()
 
@@ -279,21 +190,21 @@ def run_container(
                 timed_out = True
                 break
         if not (timed_out or interrupted):  # a cancelled container is removed at once below
-            exit_code = container.wait(timeout=60).get("StatusCode")
+            exit_code = engine.wait(container, timeout=60)
     except KeyboardInterrupt:
         interrupted = True
-    except docker.errors.APIError as exc:
-        error = f"engine error: {exc.explanation or exc}"
+    except EngineError as exc:
+        error = f"engine error: {exc}"
     finally:
         wall = time.monotonic() - t0
         try:
             if before_remove is not None:
                 before_remove(not (timed_out or interrupted) and error is None)
-            container.remove(force=True)
-        except docker.errors.NotFound:
+            container.remove()
+        except NotFound:
             pass
-        except docker.errors.APIError as exc:  # e.g. a removal already in progress
-            error = error or f"engine error while removing the container: {exc.explanation or exc}"
+        except EngineError as exc:  # e.g. a removal already in progress
+            error = error or f"engine error while removing the container: {exc}"
         reader.join(timeout=5)
     if failure and error is None:
         error = f"output stream failed: {failure[0]}"

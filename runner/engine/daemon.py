@@ -1,4 +1,5 @@
-"""Install and start ``dockerd`` where none runs (Debian-like hosts, as root).
+"""Install and start ``dockerd`` (or Podman's API service) where none runs (Debian-like
+hosts, as root): ``DockerApiEngine.setup``.
 
 Used by ``runner setup`` and the test session: a fresh CI machine has no engine running.
 """
@@ -15,6 +16,7 @@ import docker
 
 from runner import paths
 from runner.engine.client import ENGINE_WAIT_S, get_client, ping
+from runner.engine.kinds import EngineKind, current
 from runner.errors import UserError
 
 APT_TIMEOUT_S = 15 * 60
@@ -108,21 +110,19 @@ def start_podman_service(base_url: str, wait_s: float = ENGINE_WAIT_S) -> Path:
                     "read the log; `podman info` shows what Podman lacks on this host")
 
 
-def ensure_engine(install: bool = True) -> docker.DockerClient:
+def ensure_client(install: bool = True, engine: EngineKind | None = None) -> docker.DockerClient:
     """A client for a running engine; with ``install``, install ``docker.io`` and start
     ``dockerd`` first when needed (Debian-like, root). Otherwise the one-line error."""
-    from runner.engine.kinds import current
-
+    engine = engine or current()
     if ping():
-        return get_client()
-    engine = current()
+        return get_client(engine)
     if engine.name == "podman":
         if not install:
-            return get_client()
+            return get_client(engine)
         if shutil.which("podman") is None:
             apt_install(list(engine.packages), paths.home() / "logs" / "apt.log")
         start_podman_service(engine.base_url)
-        return get_client()
+        return get_client(engine)
     if os.environ.get("DOCKER_HOST"):
         # Starting a local dockerd would not help (and would be a second engine): the
         # user asked for that engine, so say it is unreachable.
@@ -132,8 +132,8 @@ def ensure_engine(install: bool = True) -> docker.DockerClient:
             "`runner setup` start) this host's own engine",
         )
     if not install:
-        return get_client()  # raises the UserError with the fix
+        return get_client(engine)  # raises the UserError with the fix
     if shutil.which("dockerd") is None:
         apt_install(["docker.io"], paths.home() / "logs" / "apt.log")
     start_dockerd()
-    return get_client()
+    return get_client(engine)

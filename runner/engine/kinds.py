@@ -1,57 +1,39 @@
-"""Which container engine runs the entries: the seam a second engine plugs into.
+"""Which container engine runs the entries: the registry a second engine plugs into.
 
-What the runner needs of an engine, and where the code asks for it (every need goes
-through the Docker Engine API, which ``dockerd`` serves and Podman's ``podman system
-service`` serves too, so one client library talks to both):
+Every operation the runner needs of an engine is a method of ``runner.engine.interface.Engine``
+(image: build with no network, import a root file system, list its files, export, inspect;
+container: create from a spec, start, freeze, thaw, state, stream its output, stop, remove;
+ownership: the runner's own containers; networks for a run spanning nodes). Each row of
+``ENGINES`` below names an engine and the ``Engine`` subclass that serves it: Docker and
+Podman both speak the Docker Engine API (``dockerd``; Podman's ``podman system service``), so
+one class, ``runner.engine.docker_api.DockerApiEngine``, serves both. A new engine is one
+module under ``runner/engine`` and one row here (docs/engines.md, "Adding an engine").
 
-| need | where |
-|---|---|
-| build an image from a context with no network | ``runner.entry_build.entry_image`` (``api.build``) |
-| import a root file system as an image | ``runner.images`` (``api.import_image_from_file``) |
-| create and run a container with limits, labels, mounts | ``runner.engine.containers`` |
-| pause and unpause (the cgroup freezer) for evaluations | ``runner.run.training``, ``runner.run.evaluator`` |
-| wait, logs, attach; list by label; remove | ``runner.engine.containers`` |
-| an internal network with no route out | ``runner.run.multiprocess``, ``runner.run.allocation`` |
-| an image's file system (audit, SBOM) | ``runner.entry_build.image_inspection``, ``runner.entry_build.sbom`` |
-
-An ``Engine`` names the socket its API listens on, the daemon that serves it (what
-``runner setup`` installs and starts), and what it adds to every container: Podman 4.3 on a
-cgroup v1 host needs the ``runc`` runtime and explicit ulimits (its default ``crun`` fails
-there with "setrlimit RLIMIT_NOFILE: Operation not permitted"). ``RUNNER_ENGINE`` picks one
-(else what ``runner setup --engine`` chose, else ``docker``); the engine in use is recorded
-in every fingerprint.
+A row names the socket its API listens on, the program that serves it (what ``runner setup``
+installs and starts), and what it adds to every container: Podman 4.3 on a cgroup v1 host
+needs the ``runc`` runtime and explicit ulimits (its default ``crun`` fails there with
+"setrlimit RLIMIT_NOFILE: Operation not permitted"). ``RUNNER_ENGINE`` picks one (else what
+``runner setup --engine`` chose, else ``docker``); the engine in use is recorded in every
+fingerprint.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
-from dataclasses import dataclass
 
+from runner.engine.interface import DOCKER_API, Engine, EngineKind
 from runner.errors import UserError
+
+__all__ = ["DOCKER_API", "ENGINES", "ENV_VAR", "EngineKind", "choose", "chosen", "connect_engine", "current",
+           "ensure_engine", "get_engine", "implementation"]
 
 ENV_VAR = "RUNNER_ENGINE"
 
-
-@dataclass(frozen=True)
-class Engine:
-    name: str
-    base_url: str | None  # the API socket; None: DOCKER_HOST, else Docker's default socket
-    daemon: str  # the binary that serves the API
-    packages: tuple[str, ...]  # what `runner setup` installs (Debian names)
-    # What the engine needs on every container the runner creates (None / () for nothing).
-    runtime: str | None = None
-    ulimits: tuple[tuple[str, int, int], ...] = ()  # (name, soft, hard)
-
-    def cli_options(self) -> list[str]:
-        """The same as ``create_options``, as ``docker run``/``podman run`` flags."""
-        return ([f"--runtime={self.runtime}"] if self.runtime else []) + \
-            [f"--ulimit={name}={soft}:{hard}" for name, soft, hard in self.ulimits]
-
-
-ENGINES: dict[str, Engine] = {
-    "docker": Engine("docker", None, "dockerd", ("docker.io",)),
-    "podman": Engine("podman", "unix:///run/podman/podman.sock", "podman", ("podman",),
-                     runtime="runc", ulimits=(("nofile", 1024, 1024), ("nproc", 4096, 4096))),
+ENGINES: dict[str, EngineKind] = {
+    "docker": EngineKind("docker", None, "dockerd", ("docker.io",)),
+    "podman": EngineKind("podman", "unix:///run/podman/podman.sock", "podman", ("podman",),
+                         runtime="runc", ulimits=(("nofile", 1024, 1024), ("nproc", 4096, 4096))),
 }
 
 
@@ -61,7 +43,7 @@ def _chosen_file():
     return paths.home() / "engine"
 
 
-def choose(name: str) -> Engine:
+def choose(name: str) -> EngineKind:
     """Make ``name`` this host's engine for later commands (``runner setup --engine``)."""
     engine = ENGINES.get(name)
     if engine is None:
@@ -87,7 +69,7 @@ def chosen() -> tuple[str, str]:
     return (name, f"the engine file {path}") if name else ("docker", "the default")
 
 
-def current() -> Engine:
+def current() -> EngineKind:
     """The engine this process uses: ``RUNNER_ENGINE``, else the one ``runner setup --engine``
     chose on this host, else docker."""
     name, chooser = chosen()
@@ -102,24 +84,27 @@ def current() -> Engine:
                         f"(or delete {_chosen_file()} for docker)") from None
 
 
-def refusal(client) -> str | None:
-    """Why the engine behind ``client`` cannot give a run the runner's guarantees, or None.
-    A rootless engine on a cgroup v1 host cannot freeze containers (``pause`` needs the
-    cgroup freezer it does not own): evaluations could not stop the entry."""
-    info = client.info()
-    rootless = any("rootless" in str(option) for option in info.get("SecurityOptions") or [])
-    if rootless and str(info.get("CgroupVersion")) == "1":
-        return (f"the {current().name} engine runs rootless on a cgroup v1 host, where it cannot pause "
-                "containers: the runner could not freeze the entry for its evaluations")
-    return None
+def implementation(kind: EngineKind) -> type[Engine]:
+    """The ``Engine`` subclass a row names (imported by name: each implementation imports this
+    registry, and only the one in use is loaded)."""
+    module, _, name = kind.implementation.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
-def create_options() -> dict:
-    """What the engine in use adds to ``containers.create``."""
-    from docker.types import Ulimit
+def get_engine() -> Engine:
+    """The engine in use, answering; else a ``UserError`` saying how to get it running."""
+    kind = current()
+    return implementation(kind).open(kind)
 
-    engine = current()
-    options: dict = {"runtime": engine.runtime} if engine.runtime else {}
-    if engine.ulimits:
-        options["ulimits"] = [Ulimit(name=name, soft=soft, hard=hard) for name, soft, hard in engine.ulimits]
-    return options
+
+def connect_engine(timeout: float) -> Engine:
+    """The engine in use, whether or not it answers (``Engine.ping``)."""
+    kind = current()
+    return implementation(kind).connect(kind, timeout)
+
+
+def ensure_engine(install: bool = True) -> Engine:
+    """``runner setup``: the engine in use, started (with ``install``, installed first) where
+    needed; otherwise the one-line error saying how."""
+    kind = current()
+    return implementation(kind).setup(kind, install)

@@ -11,6 +11,9 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+# Every container the runner starts carries this label (its value: the container's role), so
+# an orphan left by a killed runner can be found and removed by the next run.
+MANAGED_LABEL = "dev.runner.container"
 LABEL_RUN = "dev.runner.run-id"
 LABEL_PID = "dev.runner.pid"
 LABEL_PID_START = "dev.runner.pid-start"
@@ -60,6 +63,12 @@ def container_labels() -> dict[str, str]:
     if _current_run:
         labels[LABEL_RUN] = _current_run
     return labels
+
+
+def owned_labels(role: str) -> dict[str, str]:
+    """Labels for any container the runner creates: a runner killed mid-way leaves it
+    behind, and the next run's ``remove_orphans`` can then prove it orphaned."""
+    return {MANAGED_LABEL: role, **container_labels()}
 
 
 def owner_from_labels(labels: dict) -> Owner | None:

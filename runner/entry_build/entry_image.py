@@ -15,9 +15,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import docker
-import docker.errors
-
 from runner import paths
 from runner.entry_build import context as build_context
 from runner.entry_build import wheelhouse
@@ -25,6 +22,7 @@ from runner.entry_build.dockerfile_policy import check_dockerfile
 from runner.entry_build.lockfile import parse_lock, refuse_data_packages
 from runner.entry_build.sbom import read_base_content, read_sbom
 from runner.engine.disk import require_free_space
+from runner.engine.interface import BuildFailed, Engine, EngineError
 from runner.errors import UserError
 from runner.images import BaseImage, ensure_base
 from runner.manifest import Entry
@@ -64,7 +62,7 @@ def image_tag(entry_name: str, key: str) -> str:
 
 def build_entry(
     entry: Entry,
-    client: docker.DockerClient,
+    engine: Engine,
     *,
     no_cache: bool = False,
     base_image: str | None = None,
@@ -79,34 +77,34 @@ def build_entry(
     lock_path = Path(lock_path) if lock_path else entry.lock_path
     pins = parse_lock(lock_path)  # refuses unpinned or unhashed lines before any work
     refuse_data_packages(pins, entry.task.id, lock_path)  # ...and the task's own data set
-    base = ensure_base(base_image or entry.base_image, client)
+    base = ensure_base(base_image or entry.base_image, engine)
     key = build_context.content_key(entry.path, base.id, lock_path)
     tag = image_tag(entry.name, key)
     labels = _labels(entry, key, base, lock_path)
 
     with _entry_lock(entry.name):
         if not no_cache:
-            found = _existing(client, tag)
+            found = engine.find_image(tag)
             if found is not None:  # built before from verified wheels: nothing to redo
                 sbom = _recorded_sbom(found.id)
                 if sbom is None or "base" not in sbom:  # recorded before the base's content was
-                    sbom = _record(entry, found.id, tag, base, labels, _read_sbom(client, tag, base))
+                    sbom = _record(entry, found.id, tag, base, labels, _read_sbom(engine, tag, base))
                 return BuiltImage(found.id, tag, base, labels, sbom, True,
                                   time.monotonic() - started)
-        _check_disk(client)
+        _check_disk(engine)
         wheels = wheelhouse.resolve(pins)
         ctx = build_context.make_context(entry.path, wheels, lock_path)
         try:
-            image_id, log = _docker_build(client, ctx, tag, base, labels, no_cache, entry.name)
+            image_id, log = _build(engine, ctx, tag, base, labels, no_cache, entry.name)
         finally:
             build_context.remove_context(ctx)
-        sbom = _record(entry, image_id, tag, base, labels, _read_sbom(client, tag, base))
+        sbom = _record(entry, image_id, tag, base, labels, _read_sbom(engine, tag, base))
     return BuiltImage(image_id, tag, base, labels, sbom, False, time.monotonic() - started, log)
 
 
-def _read_sbom(client, tag: str, base: BaseImage) -> dict:
+def _read_sbom(engine: Engine, tag: str, base: BaseImage) -> dict:
     """The image's packages, and its base's content digests (what drift compares)."""
-    return {**read_sbom(client, tag), "base": read_base_content(client, base)}
+    return {**read_sbom(engine, tag), "base": read_base_content(engine, base)}
 
 
 def _labels(entry: Entry, key: str, base: BaseImage, lock_path: Path) -> dict[str, str]:
@@ -123,50 +121,39 @@ def _labels(entry: Entry, key: str, base: BaseImage, lock_path: Path) -> dict[st
     }
 
 
-def _existing(client: docker.DockerClient, tag: str):
-    try:
-        return client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        return None
-
-
-def _check_disk(client: docker.DockerClient) -> None:
+def _check_disk(engine: Engine) -> None:
     minimum = int(MIN_FREE_GIB * 1024**3)
-    docker_root = Path(client.info().get("DockerRootDir", "/var/lib/docker"))
-    if docker_root.exists():  # a local engine: its disk is the one that fills
-        require_free_space(docker_root, minimum, "building an entry image")
+    root = engine.data_root()
+    if root is not None and root.exists():  # a local engine: its disk is the one that fills
+        require_free_space(root, minimum, "building an entry image")
     require_free_space(paths.wheelhouse_dir(), minimum // 4, "the wheelhouse")
 
 
-def _docker_build(client, ctx: Path, tag: str, base: BaseImage, labels: dict[str, str],
-                  no_cache: bool, name: str) -> tuple[str, list[str]]:
+def _build(engine: Engine, ctx: Path, tag: str, base: BaseImage, labels: dict[str, str],
+           no_cache: bool, name: str) -> tuple[str, list[str]]:
     deadline = time.monotonic() + BUILD_TIMEOUT_S
     log: list[str] = []
     step = ""
     try:
-        stream = client.api.build(
-            path=str(ctx), dockerfile="entry/Dockerfile", tag=tag,
-            buildargs={"BASE_IMAGE": base.tag}, labels=labels, network_mode="none",
-            nocache=no_cache, rm=True, forcerm=True, pull=False, decode=True,
-        )
-        for chunk in stream:
-            if "stream" in chunk:
-                text = chunk["stream"]
+        stream = engine.build_image(ctx, "entry/Dockerfile", tag, build_args={"BASE_IMAGE": base.tag},
+                                    labels=labels, no_cache=no_cache)
+        for text in stream:
+            if text:
                 log.append(text)
-                if text.startswith("Step "):
-                    step = text.strip()
-            if "error" in chunk:
-                raise _build_failure(name, step, chunk["error"], log)
+            if text.startswith("Step "):
+                step = text.strip()
             if time.monotonic() > deadline:
                 stream.close()
                 raise UserError(
                     f"building {name} took longer than {BUILD_TIMEOUT_S // 60} minutes (at {step})",
                     "set RUNNER_BUILD_TIMEOUT_S higher if the build is legitimately long",
                 )
-    except docker.errors.APIError as exc:
-        raise UserError(f"the engine refused to build {name}: {exc.explanation or exc}",
+        return engine.image(tag).id, log
+    except BuildFailed as exc:
+        raise _build_failure(name, step, str(exc), log) from None
+    except EngineError as exc:
+        raise UserError(f"the engine refused to build {name}: {exc}",
                         "check `runner doctor` and the entry's Dockerfile") from None
-    return client.images.get(tag).id, log
 
 
 def _failing_step_output(log: list[str]) -> list[str]:

@@ -39,16 +39,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import docker
-
 from runner import image_cache
 from runner.entry_build import bytecode
 from runner.entry_build.entry_scan import EntryScan, scan_entry
 from runner.entry_build.information import FileInformation, InformationReport, compressed_size, measure_entry
 from runner.entry_build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, UNPACK_BYTES, WHOLE_BYTES, Copy, EvalIndex
 from runner.digests import sha256_file
-from runner.engine.containers import owned_labels
-from runner.engine.kinds import create_options
+from runner.engine.interface import Engine
 
 AUDIT_FORMAT = 4  # 4: the information budget and the .pyc rule; 3: the content search and the entry scan
 INSPECTION_FILE = "image-audit.json"
@@ -233,18 +230,17 @@ class _Chunks(io.RawIOBase):
 Visit = Callable[[str, int, int, str, bytes, "bytes | None"], None]
 
 
-def _file_index(client: docker.DockerClient, image_id: str, content: EvalIndex | None = None,
+def _file_index(engine: Engine, image_id: str, content: EvalIndex | None = None,
                 copies: list[Copy] | None = None, visit: Visit | None = None) -> dict[str, tuple[int, str, bytes]]:
     """``{path: (size, sha256, first bytes)}`` of every regular file, from the engine's export;
     with ``content``, every file is also searched for the evaluation set in the same pass,
     and what is found goes to ``copies``; ``visit`` sees every file as it goes by."""
-    container = client.containers.create(image_id, command=["true"], network_mode="none", entrypoint=[],
-                                        labels=owned_labels("image-audit"), **create_options())
+    chunks = engine.image_files(image_id)
     try:
-        stream = io.BufferedReader(_Chunks(container.export(chunk_size=1 << 20)), buffer_size=1 << 20)
+        stream = io.BufferedReader(_Chunks(chunks), buffer_size=1 << 20)
         return index_tar(stream, content, copies, visit)
     finally:
-        container.remove(force=True)
+        chunks.close()
 
 
 def index_tar(stream, content: EvalIndex | None = None, copies: list[Copy] | None = None,
@@ -289,18 +285,18 @@ def index_tar(stream, content: EvalIndex | None = None, copies: list[Copy] | Non
     return index
 
 
-def base_file_index(client: docker.DockerClient, base_id: str) -> dict[str, tuple[int, str]]:
+def base_file_index(engine: Engine, base_id: str) -> dict[str, tuple[int, str]]:
     """``{path: (size, sha256)}`` of every regular file of a base image (kept per image id)."""
-    return _base_index(client, base_id)
+    return _base_index(engine, base_id)
 
 
-def _base_index(client: docker.DockerClient, base_id: str) -> dict[str, tuple[int, str]]:
+def _base_index(engine: Engine, base_id: str) -> dict[str, tuple[int, str]]:
     kept = image_cache.load("image-audits", base_id, prefix="base-")
     if kept is not None:
         return {k: tuple(v) for k, v in kept.items()}
     wheels: dict[str, tuple[str, int | None]] = {}
     index = {path: (size, digest) for path, (size, digest, _) in
-             _file_index(client, base_id, visit=_base_wheel_visitor(wheels)).items()}
+             _file_index(engine, base_id, visit=_base_wheel_visitor(wheels)).items()}
     image_cache.store("image-audits", base_id, index, prefix="base-")
     image_cache.store("image-audits", base_id, wheels, prefix="base-wheels-")
     return index
@@ -318,12 +314,12 @@ def _base_wheel_visitor(found: dict[str, tuple[str, int | None]]) -> Visit:
     return visit
 
 
-def _base_wheel_rows(client: docker.DockerClient, base_id: str) -> dict[str, tuple[str, int | None]]:
+def _base_wheel_rows(engine: Engine, base_id: str) -> dict[str, tuple[str, int | None]]:
     """``_base_wheel_visitor``'s rows of a base image (kept per image id)."""
     kept = image_cache.load("image-audits", base_id, prefix="base-wheels-")
     if kept is None:
         kept = {}
-        _file_index(client, base_id, visit=_base_wheel_visitor(kept))
+        _file_index(engine, base_id, visit=_base_wheel_visitor(kept))
         image_cache.store("image-audits", base_id, kept, prefix="base-wheels-")
     return {k: (v[0], v[1]) for k, v in kept.items()}
 
@@ -502,7 +498,7 @@ class _ImageInformation:
         return compiled
 
 
-def inspect_image(client: docker.DockerClient, image_id: str, base_id: str,
+def inspect_image(engine: Engine, image_id: str, base_id: str,
                 wheels: list[Path] | Callable[[], list[Path]],
                 entry_dir: Path, entry_file_list: list[Path], eval_inputs: Path | None,
                 eval_labels: Path | None = None, *, lock: Path | None = None,
@@ -513,13 +509,13 @@ def inspect_image(client: docker.DockerClient, image_id: str, base_id: str,
     ``wheels`` may be a callable: resolving the lock's wheels is then left to a cache miss.
     ``lock``: the run's lock (its hashes carry no information); ``budget``: the information
     budget and where it comes from (``information.DEFAULT_BUDGET_BYTES`` when None)."""
-    audit = _inspect(client, image_id, base_id, wheels, entry_dir, entry_file_list, eval_inputs, eval_labels, lock)
+    audit = _inspect(engine, image_id, base_id, wheels, entry_dir, entry_file_list, eval_inputs, eval_labels, lock)
     if budget is not None:  # the task's, applied to a kept answer too
         audit.information.budget, audit.information.budget_from = budget
     return audit
 
 
-def _inspect(client: docker.DockerClient, image_id: str, base_id: str,
+def _inspect(engine: Engine, image_id: str, base_id: str,
              wheels: list[Path] | Callable[[], list[Path]], entry_dir: Path, entry_file_list: list[Path],
              eval_inputs: Path | None, eval_labels: Path | None, lock: Path | None) -> ImageInspection:
     eval_digest = sha256_file(eval_inputs) if eval_inputs and eval_inputs.is_file() else None
@@ -533,8 +529,8 @@ def _inspect(client: docker.DockerClient, image_id: str, base_id: str,
             pass  # a damaged answer: audit again
     if callable(wheels):
         wheels = wheels()
-    base = _base_index(client, base_id)
-    declared = _base_wheel_rows(client, base_id)
+    base = _base_index(engine, base_id)
+    declared = _base_wheel_rows(engine, base_id)
     for wheel in wheels:
         declared.update(_record_rows(wheel))
     entry_hashes = {f"entry/{p.relative_to(entry_dir).as_posix()}": (sha256_file(p), p.stat().st_size)
@@ -542,7 +538,7 @@ def _inspect(client: docker.DockerClient, image_id: str, base_id: str,
     measure = _ImageInformation(_Known(base, declared, entry_hashes))
     content = EvalIndex.from_files(eval_inputs, eval_labels) if eval_digest or labels_digest else None
     copies: list[Copy] = []
-    image_files = _file_index(client, image_id, content, copies, measure)
+    image_files = _file_index(engine, image_id, content, copies, measure)
     compiled = measure.finish()
     left_packed = list(content.left_packed) if content is not None else []
     if content is not None:

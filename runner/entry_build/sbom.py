@@ -8,15 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 
-import docker
-import docker.errors
-
 from runner.errors import UserError
+from runner.engine.interface import AS_BUILT, ContainerSpec, Engine, TimedOut
 from runner.frameworks import FRAMEWORKS
-from runner.engine.containers import owned_labels
-from runner.engine.kinds import create_options
 
-# Runs inside the image with its own Python (the entry's venv, first on PATH).
+SBOM_TIMEOUT_S = 900
+# Runs inside the image with its own Python (the entry's venv, first on PATH), as the image's user.
 _PROBE = r"""
 import importlib.metadata as md, json, subprocess
 python = sorted({(d.metadata["Name"], d.version) for d in md.distributions() if d.metadata["Name"]})
@@ -31,21 +28,23 @@ print(json.dumps({"python": [{"name": n, "version": v} for n, v in python],
 """
 
 
-def read_sbom(client: docker.DockerClient, image: str) -> dict[str, list[dict[str, str]]]:
+def read_sbom(engine: Engine, image: str) -> dict[str, list[dict[str, str]]]:
+    spec = ContainerSpec(image, ["python3", "-c", _PROBE], [], entrypoint=[], workdir=None, label="sbom",
+                         confinement=AS_BUILT, timeout_s=SBOM_TIMEOUT_S)
     try:
-        output = client.containers.run(
-            image, ["python3", "-c", _PROBE], entrypoint=[], network_mode="none",
-            remove=True, stdout=True, stderr=False, labels=owned_labels("sbom"), **create_options(),
-        )
-    except docker.errors.ContainerError as exc:
+        done = engine.run(spec)
+    except TimedOut:
+        raise UserError(f"listing the packages inside {image} ran over {SBOM_TIMEOUT_S} s",
+                        "check that the image's python3 starts (docker run --rm IMAGE python3 -V)") from None
+    if done.exit_code != 0:
         raise UserError(
-            f"could not list the packages inside {image}: {exc.stderr.decode(errors='replace')[-300:]}",
+            f"could not list the packages inside {image}: {done.stderr.decode(errors='replace')[-300:]}",
             "the image needs python3 on its PATH (the base images provide it)",
-        ) from None
-    return json.loads(output.decode().strip().splitlines()[-1])
+        )
+    return json.loads(done.stdout.decode().strip().splitlines()[-1])
 
 
-def read_base_content(client: docker.DockerClient, base) -> dict:
+def read_base_content(engine: Engine, base) -> dict:
     """``sbom["base"]`` for a ``runner.images.BaseImage``: its tag, its layers' diff ids (the
     sha256 of each layer's uncompressed tar: equal for two reproducible builds, while the
     image id differs), a sha256 over every regular file's path, size and sha256 (equal when
@@ -53,15 +52,14 @@ def read_base_content(client: docker.DockerClient, base) -> dict:
     from runner.entry_build.image_inspection import base_file_index
     from runner.images import LABEL_DEBIAN_RELEASE
 
-    attrs = client.images.get(base.id).attrs
-    labels = (attrs.get("Config") or {}).get("Labels") or {}
-    index = base_file_index(client, base.id)
+    image = engine.image(base.id)
+    index = base_file_index(engine, base.id)
     return {
         "tag": base.tag,
-        "layers": list((attrs.get("RootFS") or {}).get("Layers") or []),
+        "layers": list(image.layers),
         "files": len(index),
         "files_sha256": files_digest(index),
-        "debian_release": labels.get(LABEL_DEBIAN_RELEASE),
+        "debian_release": image.labels.get(LABEL_DEBIAN_RELEASE),
     }
 
 

@@ -1,44 +1,26 @@
-"""The Docker engine: its version, and whether the NVIDIA container runtime is installed."""
+"""The container engine: its version, and whether the NVIDIA container runtime is installed
+(the fingerprint's ``docker`` section, whatever the engine: ``Engine.facts``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from runner.engine.interface import Engine, EngineError
+from runner.engine.kinds import connect_engine
+
+CONNECT_TIMEOUT_S = 10
 
 
-def capture_docker(client: Any | None = None) -> dict:
-    """Engine facts from ``client.version()`` and ``client.info()``.
+def capture_docker(engine: Engine | None = None) -> dict:
+    """The engine's facts (``Engine.facts``): of ``engine``, else of the one in use.
 
     An unreachable engine is a fact about the host, not a failure of fingerprinting:
     the fields are null and ``note`` says why.
     """
-    from docker.errors import DockerException
-
     try:
-        if client is None:
-            from runner.engine.client import connect
-
-            client = connect(10)
-        version = client.version()
-        info = client.info()
-    except (DockerException, OSError) as err:
+        if engine is None:
+            engine = connect_engine(CONNECT_TIMEOUT_S)
+        return engine.facts()
+    except (EngineError, OSError) as err:
         return {
             "version": None, "api_version": None, "runtimes": [], "default_runtime": None,
             "nvidia_runtime": None, "note": f"Docker engine unreachable: {err}",
         }
-    runtimes = sorted(info.get("Runtimes") or {})
-    from runner.engine.kinds import current
-
-    components = {c.get("Name"): c.get("Version") for c in version.get("Components") or [] if isinstance(c, dict)}
-    return {
-        "engine": current().name,
-        "product": "Podman Engine" if "Podman Engine" in components else "Docker Engine",
-        "version": version.get("Version"),
-        "api_version": version.get("ApiVersion"),
-        "os_type": info.get("OSType"),
-        "storage_driver": info.get("Driver"),
-        "cgroup_version": info.get("CgroupVersion"),
-        "runtimes": runtimes,
-        "default_runtime": info.get("DefaultRuntime"),
-        "nvidia_runtime": "nvidia" in runtimes,
-        "note": None,
-    }

@@ -6,8 +6,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
+from runner.engine.interface import Engine
 from runner.errors import UserError
 from runner.fingerprint.cpu import capture_cpu
 from runner.fingerprint.docker_engine import capture_docker
@@ -23,8 +23,8 @@ def node_file(node: int) -> str:
     return "fingerprint.json" if node == 0 else f"fingerprint-node{node}.json"
 
 
-def capture_host(client: Any | None = None, nvml: ModuleType | None = None) -> dict:
-    """Fingerprint this host. ``client`` is a docker SDK client (None: from the environment)."""
+def capture_host(engine: Engine | None = None, nvml: ModuleType | None = None) -> dict:
+    """Fingerprint this host. ``engine``: the container engine (None: the one in use, if it answers)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "captured_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -33,7 +33,7 @@ def capture_host(client: Any | None = None, nvml: ModuleType | None = None) -> d
         "memory": capture_memory(),
         "os": capture_os(),
         "gpu": capture_gpu(nvml),
-        "docker": capture_docker(client),
+        "docker": capture_docker(engine),
     }
 
 

@@ -8,13 +8,11 @@ metadata, because a wheel's name can lie about the CUDA build it carries.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from runner import image_cache
+from runner.engine.interface import READ_ONLY_PROBE, ContainerSpec, Engine, EngineError, NotFound, TimedOut
 from runner.errors import UserError
 from runner.frameworks import FRAMEWORKS
-from runner.engine.containers import owned_labels
-from runner.engine.kinds import create_options
 
 MARKER = "RUNNER_PROBE "
 TIMEOUT_SECONDS = 180
@@ -62,57 +60,35 @@ def parse_probe_output(stdout: str) -> dict:
     raise ValueError("the probe printed no result line")
 
 
-def capture_image(client: Any, image_ref: str) -> dict:
+def capture_image(engine: Engine, image_ref: str) -> dict:
     """Run the probe in ``image_ref`` (a tag or image id) and return what it reports."""
-    from docker.errors import APIError, ImageNotFound
-    from requests.exceptions import RequestException
-
     try:
-        image = client.images.get(image_ref)
-    except ImageNotFound:
+        image = engine.image(image_ref)
+    except NotFound:
         raise UserError(
             f"no image {image_ref} in the local Docker engine", "build it first with `runner build`"
         ) from None
     kept = image_cache.load("image-software", image.id)
     if kept is not None:
         return {"ref": image_ref, "id": image.id, "tags": list(image.tags), **kept}
-    container = client.containers.create(
-        image.id,
-        entrypoint=["python3", "-c", PROBE],
-        command=[],
-        network_mode="none",
-        read_only=True,
-        cap_drop=["ALL"],
-        security_opt=["no-new-privileges"],
-        tmpfs={"/tmp": "rw,size=64m"},
-        environment={"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
-        labels={"runner.role": "fingerprint-probe", **owned_labels("fingerprint-probe")},
-        **create_options(),
-    )
+    spec = ContainerSpec(image.id, [], [], entrypoint=["python3", "-c", PROBE], workdir=None,
+                         env={"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}, timeout_s=TIMEOUT_SECONDS,
+                         label="fingerprint-probe", labels={"runner.role": "fingerprint-probe"}, confinement=READ_ONLY_PROBE)
     try:
-        container.start()
-        try:
-            status = container.wait(timeout=TIMEOUT_SECONDS)
-        except RequestException:
-            container.kill()
-            raise UserError(
-                f"the software probe in image {image_ref} ran over {TIMEOUT_SECONDS} s",
-                "check that the image's python3 starts (docker run --rm IMAGE python3 -V)",
-            ) from None
-        stdout = container.logs(stdout=True, stderr=False).decode(errors="replace")
-        stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
-    except APIError as err:
+        done = engine.run(spec)
+    except TimedOut:
+        raise UserError(
+            f"the software probe in image {image_ref} ran over {TIMEOUT_SECONDS} s",
+            "check that the image's python3 starts (docker run --rm IMAGE python3 -V)",
+        ) from None
+    except EngineError as err:
         # e.g. the image has no python3: the runtime cannot exec the entrypoint.
         raise UserError(
-            f"could not run the software probe in image {image_ref}: {err.explanation or err}",
+            f"could not run the software probe in image {image_ref}: {err}",
             "the image needs python3 on its PATH",
         ) from None
-    finally:
-        try:
-            container.remove(force=True)
-        except APIError:
-            pass
-    code = status.get("StatusCode")
+    code = done.exit_code
+    stdout, stderr = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
     try:
         found = parse_probe_output(stdout)
     except ValueError:

@@ -1,6 +1,6 @@
 """Base images: recipes in ``images/`` built (Debian) or pulled by digest (registry).
 
-``ensure_base(name, client)`` returns the image for a recipe, building it only when no
+``ensure_base(name, engine)`` returns the image for a recipe, building it only when no
 image carries the tag of the recipe's current content hash.
 """
 
@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import fcntl
 import json
-import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import docker
-import docker.errors
-
 from runner import paths
 from runner.engine.disk import require_free_space
+from runner.engine.interface import Engine, EngineError, ImageInfo
 from runner.errors import UserError
 from runner.images import debootstrap, registry
 from runner.images.recipe import Recipe, available, load_recipe
@@ -42,39 +39,36 @@ class BaseImage:
     seconds: float = 0.0
 
 
-def find_base(name: str, client: docker.DockerClient, *,
+def find_base(name: str, engine: Engine, *,
               images_root: Path | None = None) -> BaseImage | None:
     """The recipe's current image if it exists locally, without building anything."""
     recipe = load_recipe(name, images_root)
     ref = recipe.tag if recipe.kind == "debootstrap" else recipe.reference
-    try:
-        image = client.images.get(ref)
-    except docker.errors.ImageNotFound:
-        return None
-    return BaseImage(name=name, tag=ref, id=image.id)
+    image = engine.find_image(ref)
+    return None if image is None else BaseImage(name=name, tag=ref, id=image.id)
 
 
-def ensure_base(name: str, client: docker.DockerClient, *,
+def ensure_base(name: str, engine: Engine, *,
                 images_root: Path | None = None, force: bool = False) -> BaseImage:
     """The base image of recipe ``name`` (``images/<name>/``), built or pulled if missing.
     ``force`` rebuilds a Debian recipe even when its tag exists (the tag then moves)."""
     recipe = load_recipe(name, images_root)
     started = time.monotonic()
     if recipe.kind == "registry":
-        existing = find_base(name, client, images_root=images_root)
+        existing = find_base(name, engine, images_root=images_root)
         if existing:
             return existing
-        image = registry.ensure_pulled(recipe, client)
+        image = registry.ensure_pulled(recipe, engine)
         return BaseImage(name, recipe.reference, image.id, True, time.monotonic() - started)
     with _recipe_lock(recipe):  # two processes must not debootstrap the same recipe at once
-        existing = None if force else find_base(name, client, images_root=images_root)
+        existing = None if force else find_base(name, engine, images_root=images_root)
         if existing:
             return existing
-        image_id = _build_debootstrap(recipe, client)
+        image_id = _build_debootstrap(recipe, engine)
     return BaseImage(name, recipe.tag, image_id, True, time.monotonic() - started)
 
 
-def _build_debootstrap(recipe: Recipe, client: docker.DockerClient) -> str:
+def _build_debootstrap(recipe: Recipe, engine: Engine) -> str:
     debootstrap.require_root_and_debootstrap()
     require_free_space(paths.home(), BASE_MIN_FREE_BYTES, f"building base image {recipe.name}")
     workdir = debootstrap.make_workdir(recipe)
@@ -84,55 +78,32 @@ def _build_debootstrap(recipe: Recipe, client: docker.DockerClient) -> str:
     try:
         tarball = debootstrap.build_rootfs_tarball(recipe, workdir, log_path)
         record = debootstrap.base_record(tarball)
-        repository, tag = recipe.tag.split(":", 1)
-        changes = [f"ENV {key}={value}" for key, value in sorted(recipe.env.items())]
-        changes.append(f"LABEL {LABEL_RECIPE}={recipe.name} {LABEL_RECIPE_HASH}={recipe.content_hash}")
+        labels = {LABEL_RECIPE: recipe.name, LABEL_RECIPE_HASH: recipe.content_hash}
         released = (record.get("debian_release") or {}).get("date")
         if released:
-            changes.append(f'LABEL {LABEL_DEBIAN_RELEASE}="{released}"')
-        if recipe.cmd:
-            changes.append("CMD [" + ", ".join(f'"{c}"' for c in recipe.cmd) + "]")
+            labels[LABEL_DEBIAN_RELEASE] = released
         try:
-            answer = client.api.import_image_from_file(
-                str(tarball), repository=repository, tag=tag, changes=changes
-            )
-            image = _imported(client, answer, recipe.tag)
+            image = engine.import_rootfs(tarball, recipe.tag, env=dict(sorted(recipe.env.items())), labels=labels,
+                                         cmd=list(recipe.cmd) if recipe.cmd else None)
             _keep_record(record, image)
             return image.id
-        except docker.errors.APIError as exc:
+        except EngineError as exc:
             raise UserError(
-                f"docker import of base image {recipe.name} failed: {exc.explanation or exc}",
+                f"docker import of base image {recipe.name} failed: {exc}",
                 "check free disk space under the Docker root and `runner doctor`",
             ) from None
     finally:
         debootstrap.remove_workdir(workdir)
 
 
-def _imported(client: docker.DockerClient, answer, tag: str):
-    """The image an import made, tagged ``tag``. Podman's API imports under ``latest`` whatever
-    tag was asked for: its answer names the image id, which is then tagged as asked."""
-    try:
-        return client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        pass
-    text = answer if isinstance(answer, str) else b"".join(answer).decode() if answer else ""
-    ids = re.findall(r"(?:sha256:)?([0-9a-f]{64})", text)
-    if not ids:
-        raise docker.errors.APIError(f"the engine's answer to the import names no image: {text[:200]}")
-    image = client.images.get(ids[-1])
-    repository, name = tag.split(":", 1)
-    image.tag(repository, name)
-    return client.images.get(tag)
-
-
 def base_records_dir() -> Path:
     return paths.home() / "base-images"
 
 
-def _keep_record(record: dict, image) -> None:
+def _keep_record(record: dict, image: ImageInfo) -> None:
     """``RUNNER_HOME/base-images/<layer digest>.json``: the packages and versions this build
     resolved, the Debian Release it came from, and its layer digest (what drift compares)."""
-    record = {**record, "image_id": image.id, "layers": image.attrs.get("RootFS", {}).get("Layers", [])}
+    record = {**record, "image_id": image.id, "layers": list(image.layers)}
     folder = base_records_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{record['layer'].replace('sha256:', '')}.json"

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import docker
-import docker.errors
-
+from runner.engine.interface import Engine, EngineError, ImageInfo
 from runner.errors import UserError
 from runner.images.recipe import Recipe
 
 
-def ensure_pulled(recipe: Recipe, client: docker.DockerClient) -> docker.models.images.Image:
+def ensure_pulled(recipe: Recipe, engine: Engine) -> ImageInfo:
+    found = engine.find_image(recipe.reference)
+    if found is not None:
+        return found
     try:
-        return client.images.get(recipe.reference)
-    except docker.errors.ImageNotFound:
-        pass
-    try:
-        return client.images.pull(recipe.reference)
-    except (docker.errors.APIError, docker.errors.DockerException) as exc:
-        reason = getattr(exc, "explanation", None) or str(exc)
+        return engine.pull_image(recipe.reference)
+    except EngineError as exc:
+        reason = str(exc)
         raise UserError(
             f"base image '{recipe.name}' is {recipe.reference}, which is not on this host "
             f"and could not be pulled ({reason.strip().splitlines()[0][:200]})",

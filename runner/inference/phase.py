@@ -10,6 +10,7 @@ from pathlib import Path
 from runner import paths
 from runner.energy import EnergyMeter, per_10k, window_energy
 from runner.engine.containers import ContainerSpec, Mount, prepare_writable, run_container
+from runner.engine.interface import Engine
 from runner.events import Event, parse_line, write_events
 from runner.inference import loadgen
 from runner.inference.measure import evaluate_backend
@@ -103,7 +104,7 @@ class Windows:
 
 
 def run_inference(
-    client,
+    engine: Engine,
     entry,
     image_id: str,
     result_dir: Path,
@@ -127,7 +128,7 @@ def run_inference(
     harness or container failed rather than the gate). ``labels`` and ``host`` (the host
     fingerprint) are what a reproduce already has; without them they are read afresh.
     """
-    check_backends_available(backends, host if host is not None else client)
+    check_backends_available(backends, host if host is not None else engine)
     work_dir = Path(work_dir or result_dir)
     inference_dir = work_dir / "inference"
     prepare_writable(inference_dir)
@@ -166,7 +167,7 @@ def run_inference(
     meter = EnergyMeter(list(range(spec.gpus))).start()
     origin: list[float] = []
     try:
-        outcome = run_container(client, spec, windows.on_line, work_dir / "logs" / "infer.log",
+        outcome = run_container(engine, spec, windows.on_line, work_dir / "logs" / "infer.log",
                                 on_started=lambda container, clock: origin.append(time.monotonic() - clock()))
     finally:
         series = meter.stop()

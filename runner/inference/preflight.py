@@ -13,7 +13,7 @@ from runner.harness.backends import GPU_BACKENDS
 
 def _gpu_facts(host: Any) -> tuple[int, bool]:
     """(visible NVIDIA GPUs, can the engine give them to containers) from a host fingerprint
-    dict (``runner.fingerprint.capture_host``) or, given a docker client or None, captured now."""
+    dict (``runner.fingerprint.capture_host``) or, given an engine or None, captured now."""
     if isinstance(host, dict):
         gpu, engine = host.get("gpu") or {}, host.get("docker") or {}
     else:
@@ -27,7 +27,7 @@ def _gpu_facts(host: Any) -> tuple[int, bool]:
 def check_backends_available(backends: Iterable[str], host: Any = None) -> None:
     """Raise UserError when a requested backend cannot run on this host.
 
-    ``host`` is a host fingerprint dict, or a docker client (or None) to look now. Only
+    ``host`` is a host fingerprint dict, or an engine (or None) to look now. Only
     GPU backends need a look at the host; CPU backends are checked inside the image.
     """
     backends = list(backends)

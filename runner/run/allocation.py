@@ -15,8 +15,7 @@ import socket
 
 from dataclasses import dataclass, field
 
-import docker
-
+from runner.engine.interface import Engine, NotFound
 from runner.errors import UserError
 
 NETWORK_ENV = "RUNNER_CLUSTER_NETWORK"
@@ -59,18 +58,18 @@ def check_nodes(nodes: int) -> None:
     require_network_setting(nodes)
 
 
-def cluster_network(client: docker.DockerClient, name: str) -> str:
+def cluster_network(engine: Engine, name: str) -> str:
     """The cluster network on this node's engine: it exists and routes nowhere."""
     try:
-        network = client.networks.get(name)
-    except docker.errors.NotFound:
+        network = engine.network(name)
+    except NotFound:
         raise UserError(
             f"the cluster network {name!r} ({NETWORK_ENV}) does not exist on "
             f"{socket.gethostname()}'s Docker engine",
             "create it on every node of the job (an attachable overlay or macvlan network "
             "created with --internal; docs/cluster.md)",
         ) from None
-    if not network.attrs.get("Internal"):
+    if not network.internal:
         raise UserError(
             f"the cluster network {name!r} ({NETWORK_ENV}) is not internal: the entry's "
             "containers could reach beyond the run",

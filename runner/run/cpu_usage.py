@@ -78,8 +78,7 @@ class ContainerCpu:
     def _find(self) -> Path | None:
         if self.counter is None and self.problem is None:
             try:
-                self.container.reload()
-                pid = int((self.container.attrs.get("State") or {}).get("Pid") or 0)
+                pid = self.container.state().pid
             except Exception as exc:  # noqa: BLE001 - gone, or an engine error: not measured
                 self.problem = f"the container's process could not be found ({type(exc).__name__})"
                 return None

@@ -38,12 +38,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-import docker
-
 from runner import paths
 from runner.run.cpu_usage import ContainerCpu
 from runner.run.gpu_freeze import run_gpu_indices
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
+from runner.engine.interface import Container, Engine, EngineError
 from runner.events import parse_line
 from runner.frameworks import get_framework
 from runner.plan import RunPlan
@@ -96,10 +95,10 @@ class Answer:
 
 
 class Evaluator:
-    def __init__(self, client: docker.DockerClient, plan: RunPlan):
+    def __init__(self, engine: Engine, plan: RunPlan):
         """``plan``: one run's plan (``RunPlan.for_run``): its image, builder, evaluation data,
         probe inputs, limits and folders."""
-        self.client = client
+        self.engine = engine
         self.plan = plan
         self.builder_limit_s = plan.entry.inference.builder_seconds
         self._changed = threading.Condition()
@@ -113,7 +112,7 @@ class Evaluator:
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
         self._errors: list[str] = []
-        self._container = None
+        self._container: Container | None = None
         self._paused = False
         self._gate = threading.Lock()  # pause and resume, against a request in flight
         self._asking = False
@@ -192,16 +191,16 @@ class Evaluator:
     def _run(self) -> None:
         try:
             self._outcome = run_container(
-                self.client, self._spec(), self._on_line, self.plan.log("evaluator.log"), cancel=self._cancel,
+                self.engine, self._spec(), self._on_line, self.plan.log("evaluator.log"), cancel=self._cancel,
                 on_started=self._started,
             )
-        except docker.errors.DockerException as exc:
+        except EngineError as exc:
             self._errors.append(f"engine error: {exc}")
         finally:
             with self._changed:
                 self._changed.notify_all()
 
-    def _started(self, container, clock) -> None:
+    def _started(self, container: Container, clock) -> None:
         self._container = container
         self._cpu = ContainerCpu(container)
         self._cpu.seconds()  # finds the counter now, not while an answer's line is handled
@@ -214,9 +213,9 @@ class Evaluator:
                     or not self.started):
                 return
             try:
-                self._container.pause()
+                self._container.freeze()
                 self._paused = True
-            except docker.errors.APIError:
+            except EngineError:
                 pass  # exited or being removed: nothing left to run
 
     def _resume(self) -> None:
@@ -225,8 +224,8 @@ class Evaluator:
                 return
             self._paused = False
             try:
-                self._container.unpause()
-            except docker.errors.APIError:
+                self._container.thaw()
+            except EngineError:
                 pass
 
     def _why_gone(self) -> str:
@@ -294,8 +293,8 @@ class Evaluator:
         self._resume()
         if self._container is not None:
             try:
-                self._container.update(cpu_shares=DEFAULT_CPU_WEIGHT)
-            except docker.errors.APIError:
+                self.engine.set_cpu_weight(self._container, DEFAULT_CPU_WEIGHT)
+            except EngineError:
                 pass  # gone, or an engine that cannot change it live: only slower
 
     @property
@@ -313,8 +312,8 @@ class Evaluator:
         self._resume()
         if self._container is not None and self._thread.is_alive():
             try:
-                self._container.kill()
-            except docker.errors.APIError:
+                self._container.stop()
+            except EngineError:
                 pass  # exited or being removed
             self._thread.join(timeout=10)
         if self._thread.is_alive():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runner.engine.interface import Engine
 from runner.plan import EVALUATIONS_DIR, RunPlan
 from runner.run.evaluator import Answer, Evaluator, EvaluatorError
 
@@ -107,7 +108,7 @@ def evaluate_sensitivity(evaluator: Evaluator, plan: RunPlan, jobs: list[tuple[s
     return records
 
 
-def evaluate_deferred(client, plan: RunPlan, source_output: Path, record: dict,
+def evaluate_deferred(engine: Engine, plan: RunPlan, source_output: Path, record: dict,
                       probe_subset: tuple[int, int] | None, sensitivity_index: int) -> tuple[dict, dict]:
     """The evaluation a ``--no-infer`` run deferred: the final model in ``source_output``
     (the result's output/, which must still hold the bytes whose sha256 the run recorded),
@@ -125,7 +126,7 @@ def evaluate_deferred(client, plan: RunPlan, source_output: Path, record: dict,
     if digest != record.get("sha256"):
         raise DeferredError(f"output/{record['weights']} has sha256 {digest[:16]}, not the "
                             f"{str(record.get('sha256'))[:16]} the run recorded: it is not the model the run produced")
-    evaluator = Evaluator(client, plan)
+    evaluator = Evaluator(engine, plan)
     try:
         try:
             answer = evaluator.evaluate(record["index"], name, probe_items=probe_subset)

@@ -16,30 +16,26 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import docker
-import docker.errors
-
 from runner import events as run_events
-from runner.engine.containers import MANAGED_LABEL
+from runner.engine.interface import Container, Engine, EngineError
 from runner.energy import EnergyMeter, EnergySeries
 from runner.run.contention import ContentionSampler, ContentionSummary, _container_of
 from runner.run.gpu_freeze import run_gpu_indices
 from runner.run.gpu_sharing import GpuSharingSampler, GpuSharingSummary
 from runner.run.cores import cpuset_for
 from runner.run.output_quota import OutputQuota
-from runner.run.ownership import LABEL_RUN
 
 
-def run_containers(client: docker.DockerClient, run_id: str) -> list:
-    return client.containers.list(all=True, filters={"label": [MANAGED_LABEL, f"{LABEL_RUN}={run_id}"]})
+def run_containers(engine: Engine, run_id: str) -> list[Container]:
+    return engine.owned(run_id)
 
 
-def stop_run_containers(client: docker.DockerClient, run_id: str) -> None:
+def stop_run_containers(engine: Engine, run_id: str) -> None:
     """Kill the run's containers (the runner's own container code then removes them)."""
-    for c in run_containers(client, run_id):
+    for c in run_containers(engine, run_id):
         try:
-            c.kill()
-        except docker.errors.APIError:
+            c.stop()
+        except EngineError:
             pass  # already stopped
 
 
@@ -47,8 +43,8 @@ class _OwnContainers:
     """Is a container id one of the run's? Asks the engine again (at most twice a second)
     when an id it does not know yet shows up: the run's containers start after the sampler."""
 
-    def __init__(self, client: docker.DockerClient, run_id: str):
-        self.client, self.run_id = client, run_id
+    def __init__(self, engine: Engine, run_id: str):
+        self.engine, self.run_id = engine, run_id
         self.ids: set[str] = set()
         self.asked = 0.0
 
@@ -58,8 +54,8 @@ class _OwnContainers:
         if container_id not in self.ids and time.monotonic() - self.asked > 0.5:
             self.asked = time.monotonic()
             try:
-                self.ids = {c.id for c in run_containers(self.client, self.run_id)}
-            except (docker.errors.DockerException, OSError):
+                self.ids = {c.id for c in run_containers(self.engine, self.run_id)}
+            except (EngineError, OSError):
                 pass
         return container_id in self.ids
 
@@ -75,14 +71,14 @@ class GuardVerdict:
 
 
 class RunGuards:
-    def __init__(self, client: docker.DockerClient, run_id: str, cpus: float | None, output_dir: Path,
+    def __init__(self, engine: Engine, run_id: str, cpus: float | None, output_dir: Path,
                  quota_bytes: int | None = None, gpus: int = 0):
-        own = _OwnContainers(client, run_id)
+        own = _OwnContainers(engine, run_id)
         self.contention = ContentionSampler(cpuset_for(cpus), own)
         self.gpu_sharing = GpuSharingSampler(run_gpu_indices(gpus), lambda pid: own(_container_of(str(pid)))) \
             if gpus else None
         self.energy = EnergyMeter(run_gpu_indices(gpus))
-        self.quota = OutputQuota(output_dir, lambda: stop_run_containers(client, run_id), quota_bytes)
+        self.quota = OutputQuota(output_dir, lambda: stop_run_containers(engine, run_id), quota_bytes)
         self._dropped_before: dict[str, int] = {}
 
     def start(self) -> RunGuards:

@@ -30,9 +30,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import docker
-
 from runner.engine.containers import ContainerOutcome, ContainerSpec, run_container
+from runner.engine.interface import Container, Engine, EngineError
 
 RENDEZVOUS_PORT = 29500
 LOOPBACK = "127.0.0.1"
@@ -85,12 +84,12 @@ class Peers:
     """Ranks of a run other than rank 0 on this host, each in its own thread through
     ``run_container`` (``ranks``: their numbers, default 1, 2, ...)."""
 
-    def __init__(self, client: docker.DockerClient, specs: list[ContainerSpec], result_dir: Path,
+    def __init__(self, engine: Engine, specs: list[ContainerSpec], result_dir: Path,
                  on_failure, ranks: list[int] | None = None):
-        self.client, self.specs, self.result_dir = client, specs, result_dir
+        self.engine, self.specs, self.result_dir = engine, specs, result_dir
         self.ranks = ranks or list(range(1, len(specs) + 1))
         self.on_failure = on_failure  # on_failure("rank r", why), once per rank that ends badly
-        self.containers: dict[int, object] = {}
+        self.containers: dict[int, Container] = {}
         self.outcomes: dict[int, ContainerOutcome] = {}
         self.cancel = threading.Event()
         self.threads: list[threading.Thread] = []
@@ -98,16 +97,16 @@ class Peers:
         self._lock = threading.Lock()
 
     def _run(self, rank: int, spec: ContainerSpec) -> None:
-        def started(container, clock) -> None:
+        def started(container: Container, clock) -> None:
             with self._lock:
                 self.containers[rank] = container
             self.running[rank].set()
 
         try:
-            outcome = run_container(self.client, spec, lambda line, t: None, rank_log(self.result_dir, rank),
+            outcome = run_container(self.engine, spec, lambda line, t: None, rank_log(self.result_dir, rank),
                                     on_started=started, cancel=self.cancel)
-        except docker.errors.APIError as exc:  # the container could not even be created
-            outcome = ContainerOutcome(None, False, False, 0.0, f"engine error: {exc.explanation or exc}")
+        except EngineError as exc:  # the container could not even be created
+            outcome = ContainerOutcome(None, False, False, 0.0, f"engine error: {exc}")
         finally:
             self.running[rank].set()
         self.outcomes[rank] = outcome
@@ -126,8 +125,9 @@ class Peers:
         return all(event.wait(max(0.0, deadline - time.monotonic())) for event in self.running.values())
 
     def each(self, action: str) -> dict[int, str]:
-        """``pause`` or ``unpause`` every peer (the evaluations freeze every rank); each
-        rank's state as the engine then reports it ("paused", "running", "exited", ...).
+        """``pause`` (freeze) or ``unpause`` (thaw) every peer (the evaluations freeze every rank);
+        each rank's state as the engine then reports it ("paused", "running", "exited", ...).
+        (The words are those the runner sends a node agent.)
         A pause first waits for every container to run: one that started after the freeze
         would work in excluded time."""
         if action == "pause":
@@ -137,10 +137,12 @@ class Peers:
         states = {}
         for rank, container in sorted(containers.items()):
             try:
-                getattr(container, action)()
-                container.reload()
-                states[rank] = container.status
-            except docker.errors.APIError:
+                if action == "pause":
+                    container.freeze()
+                else:
+                    container.thaw()
+                states[rank] = container.state().status
+            except EngineError:
                 states[rank] = "exited"  # it ended meanwhile: nothing left to freeze
         return states
 

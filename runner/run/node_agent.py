@@ -3,7 +3,7 @@ with ``srun`` on every node of the allocation but rank 0's (``runner.run.remote_
 
 The agent connects to the runner, receives the run's plan (``RunPlan.to_dict``), fingerprints its node into the
 result folder (``fingerprint-node<i>.json``, on the shared file system), stages the data
-(checked against node 0's digest) and finds the entry's image on its own Docker engine
+(checked against node 0's digest) and finds the entry's image on its own engine
 (building it from the shared entry folder if missing). It reports ``ready``, and starts
 its ranks' containers on the cluster network only when the runner says ``start``. It
 pauses and unpauses them when told and confirms with each container's state as its engine
@@ -18,11 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import docker
 from rich.console import Console
 
 from runner.entry_build import build_entry
-from runner.engine import get_client
+from runner.engine import get_engine
 from runner.errors import UserError
 from runner.fingerprint import capture_host, node_file
 from runner.results import write_json
@@ -52,9 +51,9 @@ class NodeAgent:
     def prepare(self) -> dict:
         """Fingerprint, data, image and the ranks' containers: the ``ready`` message."""
         plan = self.plan
-        client = get_client()
+        engine = get_engine()
         ownership.set_run(self.result_dir.name)  # the run's containers carry its id
-        fingerprint = capture_host(client)
+        fingerprint = capture_host(engine)
         write_json(self.result_dir / node_file(self.node), fingerprint)
         from runner.data.for_run import stage_data, stage_public_inputs  # the same staging as node 0's
 
@@ -66,17 +65,15 @@ class NodeAgent:
             raise UserError(f"node {self.node}'s {staged.task} data (digest {staged.digest}) differ from node 0's "
                             f"({plan.data.digest})", "stage the same data set on every node")
         image = plan.image
-        try:
-            client.images.get(image)
-        except docker.errors.ImageNotFound:
-            image = build_entry(entry, client).image_id
+        if engine.find_image(image) is None:
+            image = build_entry(entry, engine).image_id
             self.log(f"built the entry's image here: {image}")
-        network = cluster_network(client, plan.network)
+        network = cluster_network(engine, plan.network)
         spec = training_spec(plan, image=image, train_dir=Path(staged.train_dir),
                              public=tuple((p.folder, p.mount) for p in public))
         specs = [rank_spec(spec, plan.run_name, network, r, entry.world_size, plan.limits.gpus,
                            entry.processes_per_node) for r in self.ranks]
-        self.peers = Peers(client, specs, self.result_dir, self.rank_failed, ranks=self.ranks)
+        self.peers = Peers(engine, specs, self.result_dir, self.rank_failed, ranks=self.ranks)
         self.log(f"ready: ranks {self.ranks}, image {image}, network {network}")
         return {"fingerprint": fingerprint, "image": image, "data_digest": staged.digest,
                 "host": (fingerprint.get("host") or {}).get("hostname")}

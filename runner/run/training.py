@@ -3,7 +3,7 @@ evaluate the checkpoints it asks to have evaluated.
 
 The clock starts at the launch stamp of the runner's launcher. When the entry asks for
 an evaluation (an ``eval_request`` event naming a checkpoint under /output), the runner
-freezes the training container (the cgroup freezer, ``docker pause``), copies and hashes
+freezes the training container (the engine's ``freeze``: the cgroup freezer), copies and hashes
 the checkpoint, and thaws the container. Only the frozen time is excluded from TTA; the
 runner's own events record it. The copies are evaluated after the container exited, in
 order, up to the first that meets the threshold: the evaluator's forward passes never
@@ -22,10 +22,9 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import docker
-
 from runner import paths
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
+from runner.engine.interface import Engine, EngineError, NotFound
 from runner.plan import EVALUATIONS_DIR, RunPlan
 from runner.run import final_model
 from runner.run.evaluator import Evaluator, EvaluatorError
@@ -108,7 +107,7 @@ def copy_checkpoint(output_dir: Path, relative: object, target: Path) -> str:
 class _TrainingSession:
     """Everything the host does while the training container runs, in arrival order."""
 
-    def __init__(self, client, plan: RunPlan, labels, progress: TrainingProgress):
+    def __init__(self, engine: Engine, plan: RunPlan, labels, progress: TrainingProgress):
         self.plan, self.task, self.labels, self.progress = plan, plan.entry.task, labels, progress
         self.output_dir = plan.output_dir
         self.checkpoints_dir = plan.checkpoints_dir
@@ -129,7 +128,7 @@ class _TrainingSession:
         self.final_checkpoint: str | None = None  # the runner's copy of the final model
         # A run with GPUs: each freeze also waits for them to be idle (class 2c).
         self.gpu_freeze = GpuFreeze(plan.limits.gpus) if plan.limits.gpus else None
-        self.evaluator = Evaluator(client, plan)
+        self.evaluator = Evaluator(engine, plan)
         # Evidence of training (class 4f): the training containers' CPU time at each freeze,
         # and with GPUs their busy time, both read by the host (``cpu_usage``, ``gpu_freeze``).
         self.cpu_counters: dict[int, ContainerCpu] = {}
@@ -192,8 +191,8 @@ class _TrainingSession:
         """A rank (or a node) ended badly: stop rank 0, whose collectives would wait for it forever."""
         self.notes.append(f"{who} ended: {why}; rank 0 was stopped")
         try:
-            self.container.kill()
-        except (AttributeError, docker.errors.APIError):
+            self.container.stop()
+        except (AttributeError, EngineError):
             pass
 
     def note_evaluator_start(self) -> None:
@@ -236,7 +235,7 @@ class _TrainingSession:
         """"frozen", "exited" (nothing left to freeze) or "running" (the engine refused, or a
         rank was not confirmed paused: then nothing counts as frozen)."""
         try:
-            self.container.pause()
+            self.container.freeze()
             self.frozen_ranks = {0: "paused"}
             for group in self.peers:
                 states = group.each("pause")
@@ -246,14 +245,14 @@ class _TrainingSession:
                     return "running"
                 self.frozen_ranks.update(states)
             return "frozen"
-        except docker.errors.NotFound:
+        except NotFound:
             return "exited"
-        except docker.errors.APIError:
+        except EngineError:
             try:
-                self.container.reload()
-            except docker.errors.NotFound:
+                status = self.container.state().status
+            except NotFound:
                 return "exited"
-            return "running" if self.container.status in ("running", "restarting") else "exited"
+            return "running" if status in ("running", "restarting") else "exited"
 
     def thaw(self, state: str) -> None:
         if state != "frozen":
@@ -261,8 +260,8 @@ class _TrainingSession:
         for group in self.peers:
             group.each("unpause")
         try:
-            self.container.unpause()
-        except docker.errors.APIError:
+            self.container.thaw()
+        except EngineError:
             pass  # removed meanwhile (a timeout or Ctrl-C): nothing to thaw
 
     def wait_for_gpus(self, state: str, paused_t: float, index: int) -> dict:
@@ -399,20 +398,20 @@ def _in_arrival_order(events: list[Event]) -> list[Event]:
     return [Event(**{**e.__dict__, "seq": i}) for i, e in enumerate(ordered)]
 
 
-def run_training(client: docker.DockerClient, plan: RunPlan, labels) -> TrainingRun:
+def run_training(engine: Engine, plan: RunPlan, labels) -> TrainingRun:
     """Train in one container, or in one per rank when the entry asks for several processes
     (on this host, or across the nodes of a Slurm allocation)."""
     spec = training_spec(plan)
     world_size = plan.entry.world_size
     if world_size <= 1:
-        return _train(client, plan, labels, spec, [])
+        return _train(engine, plan, labels, spec, [])
     if plan.entry.nodes > 1:
-        return _train_across_nodes(client, plan, labels, spec)
+        return _train_across_nodes(engine, plan, labels, spec)
     ranks = [rank_spec(spec, plan.run_name, None, r, world_size, plan.limits.gpus) for r in range(world_size)]
-    return _train(client, plan, labels, ranks[0], [Peers(client, ranks[1:], plan.result_dir, None)])
+    return _train(engine, plan, labels, ranks[0], [Peers(engine, ranks[1:], plan.result_dir, None)])
 
 
-def _train_across_nodes(client, plan: RunPlan, labels, spec: ContainerSpec) -> TrainingRun:
+def _train_across_nodes(engine: Engine, plan: RunPlan, labels, spec: ContainerSpec) -> TrainingRun:
     """Rank 0 (and this node's other ranks) here; the other nodes' ranks through their agents,
     which are sent the run's plan and started once rank 0 runs. A node that cannot start
     refuses the run before rank 0 does."""
@@ -430,8 +429,8 @@ def _train_across_nodes(client, plan: RunPlan, labels, spec: ContainerSpec) -> T
             write_events(plan.result_dir / "events.jsonl", [])
             return TrainingRun([], ContainerOutcome(None, False, False, 0.0,
                                                     f"the run's other nodes: {verdict.refusal}"), nodes=verdict)
-        groups = [Peers(client, local[1:], plan.result_dir, None)] if per_node > 1 else []
-        return replace(_train(client, plan, labels, local[0], [*groups, remote]), nodes=verdict)
+        groups = [Peers(engine, local[1:], plan.result_dir, None)] if per_node > 1 else []
+        return replace(_train(engine, plan, labels, local[0], [*groups, remote]), nodes=verdict)
     finally:
         remote.close()
 
@@ -461,11 +460,11 @@ def training_spec(plan: RunPlan, image: str | None = None, train_dir: Path | Non
     )
 
 
-def _train(client, plan: RunPlan, labels, spec: ContainerSpec, peers: list) -> TrainingRun:
+def _train(engine: Engine, plan: RunPlan, labels, spec: ContainerSpec, peers: list) -> TrainingRun:
     """``peers``: the other ranks' groups (``Peers``, ``RemoteNodes``), started with rank 0."""
     lines: queue.Queue = queue.Queue()
     with TrainingProgress(plan.entry.task, "train") as progress:
-        session = _TrainingSession(client, plan, labels, progress)
+        session = _TrainingSession(engine, plan, labels, progress)
         for group in peers:
             group.on_failure = session.peer_failed
         session.peers = peers
@@ -498,7 +497,7 @@ def _train(client, plan: RunPlan, labels, spec: ContainerSpec, peers: list) -> T
             session.evaluator.prestart()
             try:
                 outcome = run_container(
-                    client, spec, lambda line, t: lines.put((line, t)),
+                    engine, spec, lambda line, t: lines.put((line, t)),
                     plan.log("train.log"), on_started=session.started,
                     before_remove=stop_peers,
                 )

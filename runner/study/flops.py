@@ -26,12 +26,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import docker
-
 from runner import paths
 from runner.errors import UserError
 from runner.frameworks import FRAMEWORKS
 from runner.engine.containers import ContainerSpec, Mount, prepare_writable, run_container
+from runner.engine.interface import Engine
 from runner.report import reporter
 from runner.run.output_quota import OutputQuota
 
@@ -130,20 +129,15 @@ def read_result(folder: Path) -> str:
 
 # -- the image and the container -------------------------------------------------------------
 
-def run_image(client: docker.DockerClient, run_folder: Path, entry_name: str, image_id: str, image_tag: str | None,
+def run_image(engine: Engine, run_folder: Path, entry_name: str, image_id: str, image_tag: str | None,
               smoke: bool) -> CountImage:
     """The run's image; else the image its tag names now (the same content key: the same entry
     files, base and lock, built again, e.g. by `runner build`); else the run's own entry files
     rebuilt the way ``runner reproduce`` builds them."""
-    try:
-        return CountImage(client.images.get(image_id).id, rebuilt=False)
-    except docker.errors.ImageNotFound:
-        pass
-    if image_tag:
-        try:
-            return CountImage(client.images.get(image_tag).id, rebuilt=True)
-        except docker.errors.ImageNotFound:
-            pass
+    if (found := engine.find_image(image_id)) is not None:
+        return CountImage(found.id, rebuilt=False)
+    if image_tag and (found := engine.find_image(image_tag)) is not None:
+        return CountImage(found.id, rebuilt=True)
     files = run_folder / "entry"
     if not all((files / name).is_file() for name in ("entry.yaml", "Dockerfile")):
         raise UserError(f"the run's image {image_id[:19]} is gone from the engine and {run_folder} holds no entry "
@@ -159,11 +153,11 @@ def run_image(client: docker.DockerClient, run_folder: Path, entry_name: str, im
         entry = load_entry(folder)
         if smoke:
             entry = entry.for_smoke()
-        built = build_entry(entry, client)  # a failure says what to fix in the build
+        built = build_entry(entry, engine)  # a failure says what to fix in the build
     return CountImage(built.image_id, rebuilt=True)
 
 
-def count_in_container(client: docker.DockerClient, image: CountImage, *, builder: str, framework: str,
+def count_in_container(engine: Engine, image: CountImage, *, builder: str, framework: str,
                        input_shape, num_classes: int, batch: int, cpus: float | None = None,
                        memory: str | int | None = None, log_path: Path | None = None) -> dict:
     """Run ``python3 -m harness flops`` in ``image`` and return the bounded, parsed count,
@@ -205,7 +199,7 @@ def count_in_container(client: docker.DockerClient, image: CountImage, *, builde
         cancel = threading.Event()
         quota = OutputQuota(out, cancel.set, limit_bytes=OUT_QUOTA_BYTES).start()
         try:
-            outcome = run_container(client, spec, on_line, log_path or Path(tmp) / "flops.log", cancel=cancel)
+            outcome = run_container(engine, spec, on_line, log_path or Path(tmp) / "flops.log", cancel=cancel)
         finally:
             over = quota.stop()
         if over:

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from runner import paths
-from runner.engine import get_client
+from runner.engine import get_engine
 from runner.errors import UserError
 from runner.profiles import load_profile
 from runner.results.record import Result
@@ -61,14 +61,14 @@ def analyse(folder: Path, batch_override: int | None = None) -> dict:
     if profile.peak is None:
         raise UserError(f"hardware profile {profile.id} has no peak figures",
                         f"add peak: (tflops, memory_bandwidth_gbs, source) to hardware_profiles/{profile.id}.yaml")
-    client = get_client()
-    image = run_image(client, folder, result.entry.name, result.image.id, result.image.tag, result.smoke)
+    engine = get_engine()
+    image = run_image(engine, folder, result.entry.name, result.image.id, result.image.tag, result.smoke)
     log = count_log(result.entry.name)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.unlink(missing_ok=True)
     limits = profile.container_limits
     counted = count_in_container(
-        client, image, builder=manifest["inference"]["builder"],
+        engine, image, builder=manifest["inference"]["builder"],
         framework=(manifest.get("framework") or {}).get("name", "pytorch"),
         input_shape=task.input_shape, num_classes=task.num_classes, batch=batch,
         cpus=limits.cpus if limits else None, memory=limits.memory if limits else None, log_path=log,

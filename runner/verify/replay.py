@@ -20,7 +20,7 @@ from runner import data
 from runner.entry_build import build_entry
 from runner.data.synthetic import smoke_data
 from runner.bundle.open import open_bundle
-from runner.engine import get_client
+from runner.engine import get_engine
 from runner.errors import UserError
 from runner.options import ReproduceOptions
 from runner.plan import Limits, RunData, RunPlan, make_plan
@@ -99,9 +99,9 @@ def replay(bundle: Path) -> list[ReplayCheck]:
                 staged = smoke_data(entry.task.id, tmp / "smoke-data")
             else:
                 staged = data.staged(entry.task.id)
-            client = get_client()
+            engine = get_engine()
             reporter().print(f"[bold]build[/] {entry.name} from the bundle's files")
-            built = build_entry(entry, client)
+            built = build_entry(entry, engine)
             # Informational: the predictions must match, the image bytes need not.
             checks = [ReplayCheck(
                 "image", True,
@@ -136,7 +136,7 @@ def replay(bundle: Path) -> list[ReplayCheck]:
                 jobs.append(("final-model", name, final.get("predictions"), final.get("probe_predictions"),
                              _subset(final)))
             tolerance = GPU_TOLERANCE if gpus else 0.0
-            evaluator = Evaluator(client, plan)
+            evaluator = Evaluator(engine, plan)
             try:
                 for index, (name, checkpoint, clean, probe, subset) in enumerate(jobs):
                     reporter().print(f"[bold]evaluate[/] {name} ({checkpoint})")

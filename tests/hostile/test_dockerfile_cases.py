@@ -55,21 +55,22 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("text, line, needle", REFUSED, ids=[f"line{r[1]}-{i}" for i, r in enumerate(REFUSED)])
-def test_fetching_dockerfiles_are_refused_before_the_build(docker_client, tmp_path, capsys, text, line, needle):
+def test_fetching_dockerfiles_are_refused_before_the_build(engine, docker_client, tmp_path, capsys, text, line,
+                                                           needle):
     entry = with_dockerfile(tmp_path, text)
     before = contexts()
     message = assert_one_line_error(*run_cli(capsys, "build", str(entry)), f"Dockerfile line {line}:", needle)
     assert "Dockerfile policy" in message
     assert contexts() == before  # nothing was sent to the engine
-    key = build_context.content_key(entry, _base_id(docker_client), entry / "requirements.lock")
+    key = build_context.content_key(entry, _base_id(engine), entry / "requirements.lock")
     with pytest.raises(docker.errors.ImageNotFound):
         docker_client.images.get(image_tag(entry.name, key))
 
 
-def _base_id(client) -> str:
+def _base_id(engine) -> str:
     from runner.images import find_base
 
-    found = find_base("python3.11-bookworm", client)
+    found = find_base("python3.11-bookworm", engine)
     return found.id if found else "none"
 
 

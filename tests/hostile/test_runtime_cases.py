@@ -29,7 +29,6 @@ from hostile_helpers import (  # noqa: F401
 )
 
 from runner.images import ensure_base
-from runner.engine import containers as run_container_mod
 from runner.run import contention, ownership
 from runner.engine.containers import MANAGED_LABEL, ContainerSpec, remove_orphans, run_container
 from runner.run.cores import hold_cores
@@ -72,23 +71,23 @@ def test_read_events_refuses_deep_nesting_with_a_value_error(tmp_path):
 # --- the output reader -------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def base_tag(docker_client):
-    return ensure_base(CPU_BASE, docker_client).tag
+def base_tag(engine):
+    return ensure_base(CPU_BASE, engine).tag
 
 
-def test_a_huge_line_without_newline_is_read_in_linear_time(docker_client, base_tag, tmp_path):
+def test_a_huge_line_without_newline_is_read_in_linear_time(engine, base_tag, tmp_path):
     script = ("import sys; sys.stdout.write('x' * (96 << 20)); sys.stdout.flush(); "
               "print(); print(':::MLLOG {\"key\": \"after\"}', flush=True)")
     seen: list[str] = []
     spec = ContainerSpec(base_tag, ["python3", "-c", script], [], timeout_s=60, label="hostile-test")
-    outcome = run_container(docker_client, spec, lambda line, t: seen.append(line[:200]), tmp_path / "out.log")
+    outcome = run_container(engine, spec, lambda line, t: seen.append(line[:200]), tmp_path / "out.log")
     # The quadratic reader needed minutes for this and hit the 60 s timeout.
     assert not outcome.timed_out and outcome.exit_code == 0, outcome
     assert seen[-1] == ':::MLLOG {"key": "after"}'
     assert "more bytes cut by the runner" in (tmp_path / "out.log").read_text()[-200_000:]
 
 
-def test_a_failing_line_consumer_does_not_stop_the_reader(docker_client, base_tag, tmp_path):
+def test_a_failing_line_consumer_does_not_stop_the_reader(engine, base_tag, tmp_path):
     seen: list[str] = []
 
     def consume(line, t):
@@ -98,7 +97,7 @@ def test_a_failing_line_consumer_does_not_stop_the_reader(docker_client, base_ta
 
     spec = ContainerSpec(base_tag, ["sh", "-c", "echo a; echo boom; echo c; echo d"], [], timeout_s=60,
                          label="hostile-test")
-    outcome = run_container(docker_client, spec, consume, tmp_path / "out.log")
+    outcome = run_container(engine, spec, consume, tmp_path / "out.log")
     assert seen == ["a", "boom", "c", "d"]
     assert "consumer bug" in (outcome.error or "")  # said, not swallowed
     assert outcome.reason() == "output stream failed: consumer bug"
@@ -107,7 +106,7 @@ def test_a_failing_line_consumer_does_not_stop_the_reader(docker_client, base_ta
 # --- containers of other runs --------------------------------------------------------
 
 def _container(client, base_tag, labels):
-    from runner.engine.kinds import create_options  # what the engine in use needs (Podman: runc, ulimits)
+    from runner.engine.docker_api import create_options  # what the engine in use needs (Podman: runc, ulimits)
 
     return client.containers.run(base_tag, ["sleep", "120"], detach=True, labels=labels,
                                  network_mode="none", **create_options())
@@ -120,7 +119,7 @@ def _dead_pid() -> tuple[int, str]:
     return proc.pid, start
 
 
-def test_remove_orphans_removes_only_provable_orphans(docker_client, base_tag):
+def test_remove_orphans_removes_only_provable_orphans(engine, docker_client, base_tag):
     me = ownership.me()
     dead_pid, dead_start = _dead_pid()
 
@@ -138,7 +137,7 @@ def test_remove_orphans_removes_only_provable_orphans(docker_client, base_tag):
     }
     made = {name: _container(docker_client, base_tag, labels) for name, (labels, _) in cases.items()}
     try:
-        remove_orphans(docker_client)
+        remove_orphans(engine)
         ids = {c.id for c in docker_client.containers.list(all=True)}
         kept = {name: c.id in ids for name, c in made.items()}
         assert kept == {name: keep for name, (_, keep) in cases.items()}
@@ -150,21 +149,18 @@ def test_remove_orphans_removes_only_provable_orphans(docker_client, base_tag):
                 pass
 
 
-def test_containers_carry_owner_labels(docker_client, base_tag, tmp_path):
+def test_containers_carry_owner_labels(engine, base_tag, tmp_path, monkeypatch):
     seen = []
     spec = ContainerSpec(base_tag, ["sh", "-c", "echo hi"], [], timeout_s=60, label="hostile-test")
-    real_create = run_container_mod._create
+    real_create = engine.create
 
-    def spy(client, s):
-        c = real_create(client, s)
+    def spy(s):
+        c = real_create(s)
         seen.append(c.labels)
         return c
 
-    run_container_mod._create = spy
-    try:
-        run_container(docker_client, spec, lambda line, t: None, tmp_path / "out.log")
-    finally:
-        run_container_mod._create = real_create
+    monkeypatch.setattr(engine, "create", spy)
+    run_container(engine, spec, lambda line, t: None, tmp_path / "out.log")
     (labels,) = seen
     assert labels[ownership.LABEL_PID] == str(os.getpid())
     assert labels[ownership.LABEL_PID_START] == ownership.process_start(os.getpid())
