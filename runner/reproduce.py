@@ -334,12 +334,7 @@ def run_once(plan: RunPlan, shared: Shared, seed: int, scratch: Path,
         reporter().print(f"[bold]mlperf[/] log {written}" + (f"; [yellow]{note}[/]" if note else ""))
     else:
         reporter().print(f"[yellow]no MLPerf log[/]: {note}")
-    started = time.monotonic()
-    assemble.timed(result, clock.to_dict())
-    result.write(result_dir)
-    clock.add("writing", time.monotonic() - started)
-    assemble.timed(result, clock.to_dict())
-    result.write(result_dir)
+    result.write_last(result_dir, clock)  # its timings end with "writing"
     return result_dir
 
 
