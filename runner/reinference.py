@@ -27,8 +27,10 @@ from pathlib import Path
 from runner import data, paths
 from runner.engine.interface import Engine
 from runner.errors import UserError
-from runner.inference import check_backends_available, run_inference
+from runner.inference import TrainedModel, check_backends_available, run_inference
 from runner.manifest import Entry, load_entry
+from runner.options import ReproduceOptions
+from runner.plan import RunData, make_plan
 from runner.results.inference import BackendRun
 from runner.results.record import Result
 from runner.results import assemble
@@ -215,7 +217,6 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     a failed backend raises ``UserError`` after it, keeping the previous inference."""
     from runner.bundle import sign_folder
     from runner.engine import get_engine
-    from runner.profiles import load_profile
 
     entry = load_entry(entry_path)
     backends = backends or list(entry.inference.backends)
@@ -226,7 +227,9 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     require_intact(result_dir, "re-inference")  # before a byte is written: an edit is never re-signed
     result = _read_result(result_dir, entry)
     earlier = set(result.inference)
-    profile = load_profile(entry.hardware_profile)
+    plan = make_plan(entry_path, ReproduceOptions(backends=backends))  # the profile's limits
+    if threads is not None:  # --threads: the harness's threads, instead of the manifest's
+        plan = replace(plan, entry=replace(plan.entry, inference=replace(plan.entry.inference, threads=threads)))
     staged = _staged(entry, result)
     engine = get_engine()
     image_id = _image(engine, result, entry)
@@ -237,8 +240,13 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     swapped = False
     try:
         added = _evaluate_final(engine, entry, result, result_dir, staged, image_id, work_dir / "final-model")
-        inference = run_inference(engine, entry, image_id, result_dir, staged, backends, profile,
-                                  threads=threads, work_dir=work_dir)
+        check_backends_available(backends, engine)
+        # The new files go to the work folder (the plan's); the model stays in the result's output/.
+        plan = plan.resolved(gpus=plan.limits.gpus, backends=backends, image=image_id,
+                             data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest)
+                             ).for_run(result.seed, work_dir, work_dir / "scratch")
+        model = TrainedModel(result_dir / "output", staged.load_eval_labels(), whole_set=staged.conforming)
+        inference = run_inference(engine, plan, model)
         if on_timed is not None:
             on_timed(entry.task.metric, inference)
         failed = {name: rec.error for name, rec in inference.items() if rec.error}

@@ -27,7 +27,7 @@ from runner.harness.backends import CPU_BACKENDS
 from runner.engine.gpus import gpu_containers_possible
 from runner.errors import UserError
 from runner.fingerprint import capture_host, capture_image
-from runner.inference import check_backends_available, run_inference
+from runner.inference import TrainedModel, check_backends_available, run_inference
 from runner.manifest import Entry
 from runner.mlperf.run_log import write_mlperf_log
 from runner.options import ReproduceOptions
@@ -36,7 +36,7 @@ from runner.data import StagedData
 from runner.digests import sha256_file
 from runner.data.for_run import stage_data, stage_public_inputs
 from runner.data.public_inputs import StagedInput
-from runner.profiles import cost_usd, price_fields, require_match
+from runner.profiles import cost_usd, require_match
 from runner.results import new_run_id, summarize_runs, write_json
 from runner.results import assemble
 from runner.results.inference import BackendRun
@@ -48,7 +48,7 @@ from runner.run.cores import hold_cores
 from runner.run.guards import RunGuards
 from runner.run.allocation import check_nodes, cluster_network, require_network_setting
 from runner.plan import CHECKPOINTS_DIR
-from runner.run.training import LAUNCH_GAP_LIMIT_S, TrainingRun, run_training
+from runner.run.training import TrainingRun, run_training
 from runner.score.probe import make_probe_inputs, probe_record
 from runner.score.summary import summarize_training
 from runner.timings import Timings, training_parts
@@ -194,12 +194,11 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
                         inspection, clock, public)
 
 
-def _started_result(plan: RunPlan, shared: Shared, run_id: str, probe: dict | None) -> Result:
-    return assemble.started(probe=probe,
-        run_id=run_id, entry=plan.entry, seed=plan.seed, smoke=plan.smoke, harness_digest=harness_digest(),
-        built=shared.built, staged=shared.staged, price=price_fields(plan.profile), hardware=shared.hardware,
-        nonconforming=shared.nonconforming, inspection=shared.inspection.summary() if shared.inspection else None,
-        hyperparameters=plan.hyperparameters, public_inputs=[p.record() for p in shared.public] or None,
+def _prepared(shared: Shared) -> assemble.Prepared:
+    """What the shared stages found, as a run's record keeps it before training."""
+    return assemble.Prepared(
+        harness_digest(), shared.built, shared.staged, shared.hardware, tuple(shared.nonconforming),
+        shared.inspection.summary() if shared.inspection else None, tuple(p.record() for p in shared.public),
     )
 
 
@@ -250,10 +249,7 @@ def train(plan: RunPlan, shared: Shared) -> TrainingRun:
 def score(plan: RunPlan, shared: Shared, run: TrainingRun):
     """The training section, TTA and its verdicts, from the runner's events and predictions
     (``runner.score.summary.TrainingSummary``)."""
-    summary = summarize_training(plan.entry.task, run.events, run.outcome.wall_seconds, run.notes,
-                                 run.final, plan.result_dir, shared.labels, LAUNCH_GAP_LIMIT_S,
-                                 run.sensitivity, plan.entry.inference.builder_seconds,
-                                 train_samples=shared.staged.counts.get("train"))
+    summary = summarize_training(plan, run, shared.labels, shared.staged.counts.get("train"))
     _keep_crossing_checkpoint(plan.result_dir, summary.training.crossing)
     return summary
 
@@ -284,16 +280,14 @@ def training_energy_section(run: TrainingRun, verdict, crossing: int | None, res
 def infer(plan: RunPlan, shared: Shared, result: Result) -> None:
     """Every evaluation item at batch 1 on each backend, gated on the threshold, and the
     checks that each timed the model that was scored."""
-    result_dir = plan.result_dir
     weights = plan.output_dir / plan.entry.final_weights
     if not (plan.options.infer and result.status == "complete" and weights.is_file()):
         return
     reporter().print(f"[bold]infer[/] {', '.join(plan.backends)} (batch 1, every eval item)")
-    inference = run_inference(
-        shared.engine, plan.entry, plan.image, result_dir, shared.staged, list(plan.backends),
-        plan.profile, labels=shared.labels, host=shared.fingerprint, with_loadgen=plan.options.loadgen,
-    )
-    assemble.inferred(result, inference, check_timed_model(result, inference, result_dir))
+    # The backends were checked against this host's fingerprint when the plan was resolved.
+    model = TrainedModel(plan.output_dir, shared.labels, whole_set=shared.staged.conforming)
+    inference = run_inference(shared.engine, plan, model)
+    assemble.inferred(result, inference, check_timed_model(result, inference, plan.result_dir))
 
 
 def run_once(plan: RunPlan, shared: Shared, seed: int, scratch: Path,
@@ -306,8 +300,7 @@ def run_once(plan: RunPlan, shared: Shared, seed: int, scratch: Path,
         probe_dir = make_probe_inputs(shared.staged.eval_dir, scratch / f"probe-{result_dir.name}", seed)
         plan = plan.for_run(seed, result_dir, scratch, probe_dir)
         plan.write(result_dir)
-        result = _started_result(plan, shared, result_dir.name,
-                                 probe_record(plan.entry.task, seed) if probe_dir else None)
+        result = assemble.started(plan, _prepared(shared), probe_record(plan.entry.task, seed) if probe_dir else None)
         assemble.planned(result, PLAN_FILE, sha256_file(result_dir / PLAN_FILE))
         result.write(result_dir)  # a crash from here on still leaves a record
         ownership.mark_running(result.run_id, result_dir)  # a SIGKILL from here on is recovered at next start
@@ -342,12 +335,7 @@ def run_once(plan: RunPlan, shared: Shared, seed: int, scratch: Path,
         reporter().print(f"[bold]mlperf[/] log {written}" + (f"; [yellow]{note}[/]" if note else ""))
     else:
         reporter().print(f"[yellow]no MLPerf log[/]: {note}")
-    started = time.monotonic()
-    assemble.timed(result, clock.to_dict())
-    result.write(result_dir)
-    clock.add("writing", time.monotonic() - started)
-    assemble.timed(result, clock.to_dict())
-    result.write(result_dir)
+    result.write_last(result_dir, clock)  # its timings end with "writing"
     return result_dir
 
 

@@ -255,19 +255,119 @@ def test_the_run_is_described_by_one_type():
     assert offenders == [], offenders
 
 
+# What each stage of a run is given: the plan, the engine, and the typed parts earlier stages
+# produced (``TrainingRun``, ``TrainedModel``, ``assemble.Prepared``), never the plan unpacked.
+STAGES = {("run/training.py", "run_training"), ("run/training.py", "training_spec"),
+          ("run/evaluator.py", "__init__"), ("run/node_agent.py", "__init__"),
+          ("score/summary.py", "summarize_training"), ("results/assemble.py", "started"),
+          ("inference/phase.py", "run_inference"), ("inference/phase.py", "inference_spec")}
+STAGE_PARAMETERS = 4  # the engine, the plan and at most two typed parts (``self`` not counted)
+
+
+def _parameters(node: ast.FunctionDef) -> list[ast.arg]:
+    args = node.args
+    every = args.posonlyargs + args.args + args.kwonlyargs
+    return [a for a in every if a.arg not in ("self", "cls")]
+
+
+def _takes_the_plan(node: ast.AST) -> bool:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+        a.annotation is not None and ast.unparse(a.annotation) == "RunPlan" for a in _parameters(node))
+
+
 def test_the_stages_receive_the_plan():
-    """The training stage, the evaluator and the node agents take a ``RunPlan``."""
-    wanted = {("run/training.py", "run_training"), ("run/training.py", "training_spec"),
-              ("run/evaluator.py", "__init__"), ("run/node_agent.py", "__init__")}
-    seen = set()
+    """The training, scoring and inference stages, their containers' specs, the record's start,
+    the evaluator and the node agents take a ``RunPlan``, and few parameters beside it."""
+    seen, long = set(), []
     for path, tree in _modules():
         inside = path.relative_to(PACKAGE).as_posix()
         for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef) and (inside, node.name) in wanted:
-                annotations = {ast.unparse(a.annotation) for a in node.args.args if a.annotation is not None}
-                if "RunPlan" in annotations:
-                    seen.add((inside, node.name))
-    assert seen == wanted, wanted - seen
+            if _takes_the_plan(node) and (inside, node.name) in STAGES:
+                seen.add((inside, node.name))
+                if len(_parameters(node)) > STAGE_PARAMETERS:
+                    long.append(f"{inside}:{node.name}({', '.join(a.arg for a in _parameters(node))})")
+    assert seen == STAGES, sorted(STAGES - seen)
+    assert long == [], long
+
+
+# The stages of one run: what they are given is that run's plan (``RunPlan.for_run``), complete.
+# (``runner.reproduce`` and the Slurm and verify packages take what completes a plan, or what
+# they hold it against, beside it.)
+STAGES_OF_A_RUN = ("run", "inference", "score", "results")
+# A name the plan carries that means something else here, by function: why.
+CARRIED_NAME_EXEMPT = {
+    "engine": "the plan names the engine's kind; a stage is given the engine itself",
+}
+CARRIED_EXEMPT = {
+    "run/node_agent.py:__init__ scratch": "the node's own staging folder; the plan's scratch is the runner host's",
+}
+LONG_SIGNATURE = 8  # more parameters than this: a group that belongs together wants a type
+
+
+def _carried_by_the_plan() -> set[str]:
+    """What ``runner/plan.py`` says a plan carries: the fields and properties of ``RunPlan``
+    and of its parts ``Limits`` and ``RunData``."""
+    tree = ast.parse((PACKAGE / "plan.py").read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name in ("RunPlan", "Limits", "RunData"):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    names.add(item.target.id)
+                elif isinstance(item, ast.FunctionDef) and any(
+                        ast.unparse(d) == "property" for d in item.decorator_list):
+                    names.add(item.name)
+    return names - set(CARRIED_NAME_EXEMPT)
+
+
+def _plan_and_what_it_carries(tree: ast.AST, carried: set[str]) -> list[tuple[str, str]]:
+    """(function, parameter) for each parameter of a function that takes a ``RunPlan`` and
+    beside it something the plan carries."""
+    return [(node.name, a.arg) for node in ast.walk(tree) if _takes_the_plan(node)
+            for a in _parameters(node) if a.arg in carried]
+
+
+def test_the_carried_check_finds_the_plan_unpacked():
+    carried = _carried_by_the_plan()
+    assert {"image", "result_dir", "backends", "profile", "train_dir", "cpus", "output_dir"} <= carried
+    assert "engine" not in carried
+    old = """
+def training_spec(plan: RunPlan, image: str | None = None, train_dir: Path | None = None) -> ContainerSpec: ...
+def run_inference(client, entry, image_id, result_dir, staged, backends, profile, *, threads=None): ...
+def infer(plan: RunPlan, shared: Shared, result: Result, *, backends: list[str]) -> None: ...
+"""
+    assert _plan_and_what_it_carries(ast.parse(old), carried) == [
+        ("training_spec", "image"), ("training_spec", "train_dir"), ("infer", "backends")]
+    new = "def run_inference(engine, plan: RunPlan, model: TrainedModel): ..."
+    assert _plan_and_what_it_carries(ast.parse(new), carried) == []
+
+
+def test_a_stage_given_the_plan_takes_nothing_the_plan_carries():
+    """A stage of one run that takes the plan reads the image, the data, the limits, the
+    backends and the folders from it: none of them travels beside it as a parameter."""
+    carried, offenders = _carried_by_the_plan(), []
+    for path, tree in _modules():
+        inside = path.relative_to(PACKAGE)
+        if inside.parts[0] not in STAGES_OF_A_RUN:
+            continue
+        offenders += [f"{inside.as_posix()}:{name} {arg}" for name, arg in _plan_and_what_it_carries(tree, carried)
+                      if f"{inside.as_posix()}:{name} {arg}" not in CARRIED_EXEMPT]
+    assert offenders == [], offenders
+
+
+def test_the_stages_take_typed_parts_not_long_signatures():
+    """No function of the pipeline (``runner.reproduce`` and the stages of one run) takes more
+    than ``LONG_SIGNATURE`` parameters: what belongs together travels as one typed part (the
+    plan, ``TrainingRun``, ``TrainedModel``, ``assemble.Prepared``)."""
+    offenders = []
+    for path, tree in _modules():
+        inside = path.relative_to(PACKAGE)
+        if inside.parts[0] not in STAGES_OF_A_RUN and inside.as_posix() != "reproduce.py":
+            continue
+        offenders += [f"{inside.as_posix()}:{node.name} ({len(_parameters(node))})" for node in ast.walk(tree)
+                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and len(_parameters(node)) > LONG_SIGNATURE]
+    assert offenders == [], offenders
 
 
 # -- a Result is changed in one module (runner/results/assemble.py) -----------------------------

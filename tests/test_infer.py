@@ -157,6 +157,41 @@ def test_harness_command_follows_the_manifest():
     assert cmd[cmd.index("--topk") + 1] == "5" and "--fp16" in cmd
 
 
+def test_the_inference_container_is_made_from_the_plan(tmp_path, monkeypatch):
+    """``inference_spec``: the plan's image, backends, limits, threads and LoadGen choice; the
+    trained model's folder read-only at /output (a re-inference reads the result's while its
+    plan's folder takes the new files); a writable /inference in the plan's folder."""
+    from runner.inference import TrainedModel, inference_spec, loadgen
+    from runner.options import ReproduceOptions
+    from runner.plan import RunData, make_plan
+
+    monkeypatch.setattr(loadgen, "site_dir", lambda: tmp_path / "site")
+
+    def plan_of(backends: list[str], with_loadgen: bool | str):
+        return make_plan(DEFAULT_ENTRY, ReproduceOptions(seed=1, loadgen=with_loadgen)).resolved(
+            gpus=0, backends=backends, image="sha256:img",
+            data=RunData(tmp_path / "train", tmp_path / "eval", "sha256:0"),
+        ).for_run(1, tmp_path / "work", tmp_path / "scratch")
+
+    plan = plan_of(["torch", "onnxruntime"], True)
+    model = TrainedModel(tmp_path / "result" / "output", LABELS)
+    spec = inference_spec(plan, model)
+    mounts = {m.container: (m.host, m.read_only) for m in spec.mounts}
+    threads = plan.entry.inference.threads
+    assert (spec.image, spec.label, spec.gpus, spec.workdir) == ("sha256:img", "infer", 0, "/entry")
+    assert mounts["/output"] == (model.output_dir, True) and mounts["/data/eval"] == (tmp_path / "eval", True)
+    assert mounts["/inference"] == (tmp_path / "work" / "inference", False)
+    assert (tmp_path / "work" / "inference").is_dir() and mounts[loadgen.SITE_MOUNT] == (tmp_path / "site", True)
+    assert (spec.cpus, spec.memory) == (plan.limits.cpus, plan.limits.memory) == (2, "8g")  # the profile's
+    assert spec.command == harness_command(plan.entry, ["torch", "onnxruntime"], threads, with_loadgen=True)
+    assert spec.env["RUNNER_THREADS"] == spec.env["OMP_NUM_THREADS"] == str(threads)
+    assert spec.env["PYTHONPATH"] == f"/opt/runner:{loadgen.SITE_MOUNT}"
+
+    spec = inference_spec(plan_of(["tensorrt"], False), model)
+    assert spec.gpus == 1 and "--loadgen" not in spec.command and spec.env["PYTHONPATH"] == "/opt/runner"
+    assert loadgen.SITE_MOUNT not in {m.container for m in spec.mounts}
+
+
 # --- the whole phase, in a real container -----------------------------------------------
 
 @pytest.fixture
@@ -176,7 +211,9 @@ def test_inference_phase_in_the_entry_image(engine, docker_client, shared_tmp):
     from conftest import make_entry
     from runner.entry_build import build_entry
     from runner.data.store import StagedData
-    from runner.inference import run_inference
+    from runner.inference import TrainedModel, run_inference
+    from runner.options import ReproduceOptions
+    from runner.plan import RunData, make_plan
     from runner.profiles import load_profile
     from bands_model import MODEL_SOURCE, trained_bands
 
@@ -215,8 +252,11 @@ def test_inference_phase_in_the_entry_image(engine, docker_client, shared_tmp):
     os.chmod(data_root / "eval" / "images.npy", 0o644)
 
     profile = load_profile(entry.hardware_profile)
-    records = run_inference(engine, entry, built.image_id, result_dir, staged,
-                            ["torch", "onnxruntime"], profile)
+    backends = ["torch", "onnxruntime"]
+    plan = make_plan(folder, ReproduceOptions(seed=1, backends=backends)).resolved(
+        gpus=0, backends=backends, image=built.image_id,
+        data=RunData(staged.train_dir, staged.eval_dir, staged.digest)).for_run(1, result_dir, shared_tmp / "scratch")
+    records = run_inference(engine, plan, TrainedModel(plan.output_dir, labels))
     log = (result_dir / "logs" / "infer.log").read_text()
     for backend in ("torch", "onnxruntime"):
         rec = records[backend]

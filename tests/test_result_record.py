@@ -41,6 +41,25 @@ def test_a_result_reads_back_to_the_same_json(folder):
     assert result.tta_seconds == raw["training"]["tta_seconds"]
 
 
+def test_the_last_write_is_one_write_whose_timings_end_with_it(folder, monkeypatch):
+    """``Result.write_last``: result.json written once, its timings ending in "writing" (the
+    record's rendering), the file and the record in memory alike."""
+    from runner.results import record
+    from runner.timings import Timings
+
+    writes = []
+    real = record.write_json
+    monkeypatch.setattr(record, "write_json", lambda path, data: (writes.append(path), real(path, data)))
+    result, clock = Result.read(folder), Timings()
+    clock.add("training", 2.0)
+    result.write_last(folder, clock)
+    assert writes == [folder / "result.json"]
+    timings = json.loads((folder / "result.json").read_text())["timings"]
+    assert [p["name"] for p in timings["phases"]] == ["training", "writing"] and timings == result.timings
+    assert timings["total_seconds"] == pytest.approx(sum(p["seconds"] for p in timings["phases"]), abs=1e-3)
+    assert Result.read(folder).to_dict() == result.to_dict()
+
+
 def test_a_malformed_result_is_a_value_error_not_a_crash():
     with pytest.raises(ValueError):
         Result.from_dict({"run_id": "x"})

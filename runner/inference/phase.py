@@ -14,7 +14,8 @@ from runner.engine.interface import Engine
 from runner.events import Event, parse_line, write_events
 from runner.inference import loadgen
 from runner.inference.measure import evaluate_backend
-from runner.inference.preflight import GPU_BACKENDS, check_backends_available
+from runner.inference.preflight import GPU_BACKENDS
+from runner.plan import RunPlan
 from runner.results.inference import BackendRun
 
 HARNESS_MOUNT = "/opt/runner/harness"
@@ -103,40 +104,31 @@ class Windows:
         return out
 
 
-def run_inference(
-    engine: Engine,
-    entry,
-    image_id: str,
-    result_dir: Path,
-    staged,
-    backends: list[str],
-    profile,
-    *,
-    threads: int | None = None,
-    work_dir: Path | None = None,
-    labels=None,
-    host: dict | None = None,
-    with_loadgen: bool | str = True,
-) -> dict[str, BackendRun]:
-    """Run the harness in ``image_id`` and return ``result.json``'s ``inference`` section,
-    a typed record per backend.
+@dataclass(frozen=True)
+class TrainedModel:
+    """What the inference phase takes beyond the plan: the folder training left the final
+    model in (the run's ``output/``, mounted read-only; a re-inference reads the result's while
+    its plan's folder takes the new files), and the host's side of the evaluation set, which no
+    container sees: its labels, and whether it is the task's whole set (staging checked its
+    size; a smoke run's synthetic stand-in is smaller, and the predictions must match the
+    labels' count instead)."""
 
-    Reads the trained model from ``result_dir/output`` (read-only). Writes
-    ``inference/`` and ``logs/infer.log`` under ``work_dir`` (default ``result_dir``), so a
-    re-run can stage its files elsewhere and swap them in only on success. Every backend
-    gets a record; one that failed says why in ``gate_reason`` (and ``error`` when the
-    harness or container failed rather than the gate). ``labels`` and ``host`` (the host
-    fingerprint) are what a reproduce already has; without them they are read afresh.
-    """
-    check_backends_available(backends, host if host is not None else engine)
-    work_dir = Path(work_dir or result_dir)
-    inference_dir = work_dir / "inference"
+    output_dir: Path
+    labels: object  # int64 array, or SQuAD's {id: answers}
+    whole_set: bool = True
+
+
+def inference_spec(plan: RunPlan, model: TrainedModel) -> ContainerSpec:
+    """The inference container: the harness on the trained model (read-only at /output), the
+    evaluation data, LoadGen's site folder when the plan asks for LoadGen, a writable
+    /inference in the plan's folder; the plan's CPU and memory limits, one GPU when a backend
+    needs it."""
+    entry, threads, with_loadgen = plan.entry, plan.entry.inference.threads, plan.options.loadgen
+    inference_dir = plan.result_dir / "inference"
     prepare_writable(inference_dir)
-    threads = threads or entry.inference.threads
-    limits = getattr(profile, "container_limits", None)
     mounts = [
-        Mount(Path(result_dir) / "output", "/output"),
-        Mount(Path(staged.eval_dir), "/data/eval"),
+        Mount(model.output_dir, "/output"),
+        Mount(plan.data.eval_dir, "/data/eval"),
         Mount(paths.harness_dir(), HARNESS_MOUNT),
         Mount(inference_dir, "/inference", read_only=False),
     ]
@@ -144,9 +136,9 @@ def run_inference(
     if with_loadgen:
         mounts.append(Mount(loadgen.site_dir(), loadgen.SITE_MOUNT))
         python_path += ":" + loadgen.SITE_MOUNT
-    spec = ContainerSpec(
-        image=image_id,
-        command=harness_command(entry, backends, threads, with_loadgen=with_loadgen),
+    return ContainerSpec(
+        image=plan.image,
+        command=harness_command(entry, list(plan.backends), threads, with_loadgen=with_loadgen),
         mounts=mounts,
         env={
             "PYTHONPATH": python_path,
@@ -157,17 +149,31 @@ def run_inference(
             "HOME": "/tmp",
         },
         workdir="/entry",
-        cpus=limits.cpus if limits else None,
-        memory=limits.memory if limits else None,
-        gpus=1 if any(b in GPU_BACKENDS for b in backends) else 0,
+        cpus=plan.limits.cpus,
+        memory=plan.limits.memory,
+        gpus=1 if any(b in GPU_BACKENDS for b in plan.backends) else 0,
         timeout_s=INFER_TIMEOUT_S,
         label="infer",
     )
+
+
+def run_inference(engine: Engine, plan: RunPlan, model: TrainedModel) -> dict[str, BackendRun]:
+    """Run the harness in the plan's image on each of its backends and return
+    ``result.json``'s ``inference`` section, a typed record per backend.
+
+    Writes ``inference/`` and ``logs/infer.log`` in the plan's folder (``plan.result_dir``:
+    a re-inference's work folder, whose files it swaps in only on success). Every backend
+    gets a record; one that failed says why in ``gate_reason`` (and ``error`` when the
+    harness or container failed rather than the gate). The backends were checked against
+    the host before (``check_backends_available``).
+    """
+    spec = inference_spec(plan, model)
+    inference_dir = plan.result_dir / "inference"
     windows = Windows()
     meter = EnergyMeter(list(range(spec.gpus))).start()
     origin: list[float] = []
     try:
-        outcome = run_container(engine, spec, windows.on_line, work_dir / "logs" / "infer.log",
+        outcome = run_container(engine, spec, windows.on_line, plan.log("infer.log"),
                                 on_started=lambda container, clock: origin.append(time.monotonic() - clock()))
     finally:
         series = meter.stop()
@@ -175,15 +181,15 @@ def run_inference(
     if outcome.interrupted:
         raise KeyboardInterrupt
 
-    labels = staged.load_eval_labels() if labels is None else labels
+    labels = model.labels
     # A conforming set has exactly the task's size (staging checks it); a smoke run's
     # synthetic stand-in is smaller, and its predictions must match it instead.
-    expected = None if getattr(staged, "conforming", True) else len(labels)
-    usd_per_hour = profile.price.usd_per_hour
+    expected = None if model.whole_set else len(labels)
+    usd_per_hour = plan.profile.price.usd_per_hour
     results: dict[str, BackendRun] = {}
-    for backend in backends:
+    for backend in plan.backends:
         record = BackendRun.from_dict(backend, evaluate_backend(
-            backend, inference_dir / backend, entry.task, labels, windows.window(backend), usd_per_hour,
+            backend, inference_dir / backend, plan.entry.task, labels, windows.window(backend), usd_per_hour,
             expected_count=expected, loadgen_windows=windows.loadgen_windows(backend),
         ))
         if record.error == "no info.json" and not outcome.ok:

@@ -11,7 +11,11 @@ is not silently lost. Reading a written result back is ``Result.read``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from runner import __version__
+from runner.plan import RunPlan
+from runner.profiles import price_fields
 from runner.results.record import Cost, DataInfo, EntryInfo, ImageInfo, Result, TaskInfo, Toolkit
 from runner.results.schema import RESULT_SCHEMA_VERSION
 
@@ -24,30 +28,46 @@ def _task_info(task) -> TaskInfo:
     return TaskInfo(task.id, task.metric, task.threshold, task.eval_size)
 
 
-def started(*, run_id: str, entry, seed: int, smoke: bool, harness_digest: str, built, staged,
-            price: dict, hardware: dict, nonconforming: list[str], inspection: dict | None,
-            hyperparameters: dict[str, str], public_inputs: list[dict] | None, probe: dict | None = None) -> Result:
-    """The record of a run about to train: status "running", every section known so far."""
+@dataclass(frozen=True)
+class Prepared:
+    """What the shared stages found before a run trains, as its record keeps it (the plan says
+    the rest): the harness, the image built, the data staged, the hardware record and the
+    reasons the run is non-conforming already, the image inspection's summary and the public
+    inputs mounted."""
+
+    harness_digest: str
+    built: object  # runner.entry_build.BuiltImage
+    staged: object  # runner.data.StagedData
+    hardware: dict
+    nonconforming: tuple[str, ...] = ()
+    inspection: dict | None = None
+    public_inputs: tuple[dict, ...] = ()
+
+
+def started(plan: RunPlan, prepared: Prepared, probe: dict | None = None) -> Result:
+    """The record of a run about to train (``plan``: its ``for_run`` plan): status "running",
+    every section known so far."""
+    entry, built, staged = plan.entry, prepared.built, prepared.staged
     tree = getattr(staged, "train_tree", None)
     return Result(
         schema_version=RESULT_SCHEMA_VERSION,
-        run_id=run_id,
-        toolkit=Toolkit("runner", __version__, harness_digest),
+        run_id=plan.result_dir.name,
+        toolkit=Toolkit("runner", __version__, prepared.harness_digest),
         entry=_entry_info(entry),
         task=_task_info(entry.task),
-        seed=seed,
-        smoke=smoke,
+        seed=plan.seed,
+        smoke=plan.smoke,
         status="running",
         incomplete_reason=None,
-        conforming=not nonconforming,
-        nonconforming_reasons=list(nonconforming),
+        conforming=not prepared.nonconforming,
+        nonconforming_reasons=list(prepared.nonconforming),
         image=ImageInfo(built.image_id, built.tag, built.base.id, built.base.tag),
         data=DataInfo(entry.task.id, staged.digest, staged.source, tree.digest if tree is not None else None),
-        cost=Cost(training_usd=None, **price),
-        hardware=hardware,
-        image_audit=inspection,  # its name in result.json since the format began
-        hyperparameters=dict(hyperparameters),
-        public_inputs=public_inputs,
+        cost=Cost(training_usd=None, **price_fields(plan.profile)),
+        hardware=prepared.hardware,
+        image_audit=prepared.inspection,  # its name in result.json since the format began
+        hyperparameters=dict(plan.hyperparameters),
+        public_inputs=list(prepared.public_inputs) or None,
         probe=probe,
     )
 

@@ -11,6 +11,7 @@ fields a backend adds of its own.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -178,6 +179,16 @@ class Result:
 
     def write(self, folder: Path) -> None:
         write_json(Path(folder) / RESULT_FILE, self.to_dict())
+
+    def write_last(self, folder: Path, clock) -> None:
+        """A run's last write, with its timings (``clock``: the run's ``runner.timings.Timings``)
+        ending in the phase "writing": the time to render the record for this one write (the
+        file's own write, a few milliseconds, cannot be timed inside it)."""
+        started = time.monotonic()
+        document = self.to_dict()
+        clock.add("writing", time.monotonic() - started)
+        self.timings = document["timings"] = clock.to_dict()
+        write_json(Path(folder) / RESULT_FILE, document)
 
     @classmethod
     def read(cls, folder: Path) -> Result:

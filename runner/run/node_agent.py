@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -69,8 +70,9 @@ class NodeAgent:
             image = build_entry(entry, engine).image_id
             self.log(f"built the entry's image here: {image}")
         network = cluster_network(engine, plan.network)
-        spec = training_spec(plan, image=image, train_dir=Path(staged.train_dir),
-                             public=tuple((p.folder, p.mount) for p in public))
+        here = replace(plan, image=image, data=replace(plan.data, train_dir=Path(staged.train_dir),
+                                                       public=tuple((p.folder, p.mount) for p in public)))
+        spec = training_spec(here)  # the plan as this node resolved it
         specs = [rank_spec(spec, plan.run_name, network, r, entry.world_size, plan.limits.gpus,
                            entry.processes_per_node) for r in self.ranks]
         self.peers = Peers(engine, specs, self.result_dir, self.rank_failed, ranks=self.ranks)

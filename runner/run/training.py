@@ -36,14 +36,10 @@ from runner.run.remote_nodes import NodeError, RemoteNodes
 from runner.events import Event, parse_line, runner_event, write_events
 from runner.run.progress import TrainingProgress
 from runner.score.evaluations import path_problem, primary_score, resolve_inside, score_file
-from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
+from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH, LAUNCH_GAP_LIMIT_S
 
 LAUNCHER_MOUNT = "/opt/runner/launch"
 LAUNCH_MARKER = ":::RUNNER launch"
-# Container start -> launch stamp: the image's /bin/sh runs the launcher, so anything an
-# image does before it (a doctored shell) shows up here. Honest launches take ~0.1-0.3 s;
-# past the limit the clock starts at the container's start instead.
-LAUNCH_GAP_LIMIT_S = 2.0
 EVAL_REQUEST = "eval_request"
 EVALUATOR_START = "evaluator_start"
 MAX_EVALUATIONS = 100  # each freezes the clock: an entry may not buy unlimited free time
@@ -435,21 +431,21 @@ def _train_across_nodes(engine: Engine, plan: RunPlan, labels, spec: ContainerSp
         remote.close()
 
 
-def training_spec(plan: RunPlan, image: str | None = None, train_dir: Path | None = None,
-                  public: tuple[tuple[Path, str], ...] | None = None) -> ContainerSpec:
+def training_spec(plan: RunPlan) -> ContainerSpec:
     """The run's training container (rank 0's, in a run of several processes): the launcher
     first, the training data (and the declared public inputs, read-only), a writable /output.
-    Another node passes the image, data and public inputs it found there."""
+    Another node passes its plan as it resolved there (the image, data and public inputs it
+    found)."""
     prepare_writable(plan.output_dir)
     return ContainerSpec(
-        image=image or plan.image,
+        image=plan.image,
         command=plan.entry.train.command,
         entrypoint=["/bin/sh", f"{LAUNCHER_MOUNT}/launch.sh"],
         mounts=[
-            Mount(train_dir or plan.data.train_dir, "/data/train"),
+            Mount(plan.data.train_dir, "/data/train"),
             Mount(paths.launcher_dir(), LAUNCHER_MOUNT),
             Mount(plan.output_dir, "/output", read_only=False),
-            *(Mount(Path(host), container) for host, container in (plan.data.public if public is None else public)),
+            *(Mount(Path(host), container) for host, container in plan.data.public),
         ],
         env=plan.train_env(),
         cpus=plan.limits.cpus,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.events import RUNNER, Event
+from runner.plan import RunPlan
 from runner.results.record import Training
 from runner.score.curve import write_curve
 from runner.score.evaluations import primary_score, probe_scores, score_file
@@ -16,7 +17,7 @@ from runner.score.model_origin import (
 from runner.score.probe import probe_problem
 from runner.score.training_evidence import training_evidence
 from runner.tasks.base import IMAGES
-from runner.score.tta import LAUNCH, EventStreamError, time_to_accuracy, timeline
+from runner.score.tta import LAUNCH, LAUNCH_GAP_LIMIT_S, EventStreamError, time_to_accuracy, timeline
 from runner.tasks import Task
 
 
@@ -89,11 +90,15 @@ def model_origin(task: Task, scored: list, crossing: int | None, final: dict | N
     return record, problems
 
 
-def summarize_training(task: Task, events: list[Event], wall_seconds: float, notes: list[str],
-                       final: dict | None, result_dir: Path, labels, launch_limit_s: float,
-                       sensitivity: list[dict] | None = None, builder_limit_s: float | None = None,
-                       train_samples: int | None = None) -> TrainingSummary:
-    training = Training(wall_seconds=round(wall_seconds, 6), notes=list(notes))
+def summarize_training(plan: RunPlan, run, labels, train_samples: int | None = None) -> TrainingSummary:
+    """The training section of one run (``plan``: its ``for_run`` plan) from what its training
+    stage returned (``run``: a ``runner.run.training.TrainingRun``: its events, the
+    container's outcome, notes, the final model's and the sensitivity evaluations), scored
+    against the host's ``labels``; ``train_samples``: the staged training set's size (the
+    evidence of training)."""
+    task, result_dir, events = plan.entry.task, plan.result_dir, run.events
+    builder_limit_s, final = plan.entry.inference.builder_seconds, run.final
+    training = Training(wall_seconds=round(run.outcome.wall_seconds, 6), notes=list(run.notes))
     try:
         line = timeline(events)
     except EventStreamError as exc:
@@ -117,12 +122,12 @@ def summarize_training(task: Task, events: list[Event], wall_seconds: float, not
     if any(not e.excluded for e in line.evaluations):
         training.notes.append("the engine could not freeze the entry: evaluation time counts toward TTA")
     summary = TrainingSummary(training)
-    if problem := _launch_problem(launch, launch_limit_s):
+    if problem := _launch_problem(launch, LAUNCH_GAP_LIMIT_S):
         summary.nonconforming.append(problem)
     if tta.crossing is not None and (problem := probe_problem(scored[tta.crossing].probe_gap, task)):
         summary.nonconforming.append(problem)
     training.model_origin, problems = model_origin(task, scored, tta.crossing, training.final_model,
-                                                   sensitivity or [], result_dir, labels, builder_limit_s)
+                                                   run.sensitivity or [], result_dir, labels, builder_limit_s)
     summary.nonconforming += problems
     training.evidence, problem = training_evidence(scored, tta.crossing, train_samples, len(labels),
                                                    judged=task.inputs == IMAGES)

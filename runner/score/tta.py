@@ -21,6 +21,10 @@ from itertools import pairwise
 from runner.events import RUNNER, Event
 
 LAUNCH, EVAL_FREEZE, EVAL_THAW, CONTAINER_EXIT = "launch", "eval_freeze", "eval_thaw", "container_exit"
+# Container start -> launch stamp (judged by ``runner.run.training``): the image's /bin/sh
+# runs the launcher, so anything an image does before it (a doctored shell) shows up here.
+# Honest launches take ~0.1-0.3 s; past the limit the clock starts at the container's start.
+LAUNCH_GAP_LIMIT_S = 2.0
 
 
 class EventStreamError(ValueError):
