@@ -20,6 +20,7 @@ from runner.harness.errors import HarnessError
 from runner.harness.frameworks import LOADERS, loader_for
 from runner.harness.frameworks.operators import unsupported_operator
 from runner.manifest import load_entry
+from runner.results.layout import entry_runs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -147,7 +148,7 @@ def test_each_twin_builds_and_its_smoke_run_is_evaluated_and_timed_in_its_framew
     entry = load_entry(REPO / "entries" / twin)
     assert entry.framework["name"] == framework
     assert main(["reproduce", str(entry.path), "--smoke"]) == 0
-    (folder,) = (results / twin).iterdir()
+    (folder,) = entry_runs(results, twin)
     result = json.loads((folder / "result.json").read_text())
     assert result["status"] == "complete" and result["smoke"] and not result["conforming"]
 

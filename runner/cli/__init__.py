@@ -23,6 +23,8 @@ COMMANDS = [
     "schema",
     "reproduce",
     "study",
+    "ls",
+    "show",
     "reinfer",
     "fingerprint",
     "profile",
