@@ -286,7 +286,7 @@ def test_every_command_that_reads_results_has_json():
     from runner.cli import parser
 
     commands = {"ls": [], "show": ["RUN"], "leaderboard": [], "compare": ["R"], "audit": ["B", "--replay"],
-                "verify": ["B"], "drift": [], "reproduce": ["E"]}
+                "verify": ["B"], "drift": [], "reproduce": ["E"], "reinfer": ["E"]}
     top = parser()
     for name, args in commands.items():
         assert top.parse_args([name, *args, "--json"]).json is True, name
