@@ -43,7 +43,7 @@ def result_folders(paths: list[Path]) -> list[Path]:
 def run(args) -> int:
     from runner.compare import figures, require_signed, summarise
     from runner.compare.plot import plot_comparison
-    from runner.compare.table import comparison_tables, tta_line
+    from runner.compare.table import comparison_tables, tta_line  # lazy: the comparison's modules, when it runs
 
     console = Console()
     folders = result_folders(args.results)

@@ -68,9 +68,9 @@ def run(args) -> int:
 
 def print_json(folders: list[Path]) -> int:
     """The runs as ``runner ls --json`` lists them (full run ids, folders), and their summary."""
-    import json
+    import json  # lazy: only for --json
 
-    from runner import paths
+    from runner import paths  # lazy: as above
     from runner.runs import read_result, row_of  # lazy: signature checks import verify's modules
     from runner.verify.trust import default_trusted_keys  # lazy: as above
 
