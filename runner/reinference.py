@@ -34,6 +34,7 @@ from runner.plan import RunData, make_plan
 from runner.results.inference import BackendRun
 from runner.results.record import Result
 from runner.results import assemble
+from runner.results.layout import entry_runs
 from runner.events import read_events, write_events
 from runner.score.timed_model import check_timed_model
 from runner.verify.custody import require_intact
@@ -60,7 +61,7 @@ def latest_result(entry_name: str) -> Path:
     """The entry's newest result that is not a smoke run (whose synthetic evaluation set was
     not kept, so it cannot be re-inferred)."""
     folder = paths.results_dir() / entry_name
-    runs = sorted(p.parent for p in folder.glob("*/result.json"))  # run ids start with a UTC stamp
+    runs = entry_runs(paths.results_dir(), entry_name)  # oldest first: run ids start with a UTC stamp
     if not runs:
         raise UserError(f"no results for {entry_name} in {folder}",
                         f"run `runner reproduce entries/{entry_name}` first, or pass --result")

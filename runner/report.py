@@ -2,8 +2,9 @@
 handed down through every call.
 
 The command line sets the reporter up (``reporting(Reporter(...))``); the stages below it
-say what they do through ``reporter()``: a line (``say``), a warning (``warn``), a spinner
-while something slow runs (``status``). Benchmarks and studies that run reproductions
+say what they do through ``reporter()``: a line (``say``), a warning (``warn``; ``warn_once``
+for one that every run of a ``--runs N`` would repeat), a spinner while something slow runs
+(``status``). Benchmarks and studies that run reproductions
 quietly install a reporter that prints nothing. Tables and records render themselves in
 the command line; the reporter is for progress, never for results.
 """
@@ -21,6 +22,7 @@ class Reporter:
     def __init__(self, console: Console | None = None, quiet: bool = False):
         self.quiet = quiet
         self.console = console or (Console(file=open(os.devnull, "w")) if quiet else Console())
+        self._warned: set[str] = set()
 
     def say(self, markup: str, **options) -> None:
         """One line of progress (rich markup)."""
@@ -28,6 +30,13 @@ class Reporter:
 
     def warn(self, text: str) -> None:
         self.console.print(f"[yellow]{text}[/]")
+
+    def warn_once(self, markup: str) -> None:
+        """A warning that would be the same for every run of a command (a setting not made):
+        said once per reporter, that is once per command, however many runs it makes."""
+        if markup not in self._warned:
+            self._warned.add(markup)
+            self.console.print(markup, highlight=False)
 
     def status(self, text: str):
         """A spinner while something slow runs (nothing when quiet)."""

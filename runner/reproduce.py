@@ -40,6 +40,7 @@ from runner.profiles import cost_usd, require_match
 from runner.results import new_run_id, summarize_runs, write_json
 from runner.results import assemble
 from runner.results.inference import BackendRun
+from runner.results.layout import entry_dir, short_id
 from runner.score.timed_model import check_timed_model
 from runner.results.record import Result
 from runner.run import ownership
@@ -226,7 +227,7 @@ def _keep_crossing_checkpoint(result_dir: Path, crossing: int | None) -> None:
 
 def open_result_folder(plan: RunPlan, shared: Shared, seed: int) -> Path:
     """A new run folder with what is known before training: the host, the image, the entry."""
-    result_dir = paths.results_dir() / plan.entry.name / new_run_id(seed)
+    result_dir = entry_dir(paths.results_dir(), plan.entry.name, plan.smoke) / new_run_id(seed)
     (result_dir / "logs").mkdir(parents=True)
     write_json(result_dir / "fingerprint.json", shared.fingerprint)
     write_json(result_dir / "sbom.json", shared.built.sbom)
@@ -332,7 +333,9 @@ def run_once(plan: RunPlan, shared: Shared, seed: int, scratch: Path,
     with clock.phase("mlperf log"):
         written, note = write_mlperf_log(result_dir)
     if written:
-        reporter().print(f"[bold]mlperf[/] log {written}" + (f"; [yellow]{note}[/]" if note else ""))
+        reporter().print(f"[bold]mlperf[/] log {written}")
+        if note:  # the same for every run (the settings not made): said once
+            reporter().warn_once(f"[yellow]MLPerf log[/]: {note}")
     else:
         reporter().print(f"[yellow]no MLPerf log[/]: {note}")
     result.write_last(result_dir, clock)  # its timings end with "writing"
@@ -415,7 +418,7 @@ def _reproduce_here(plan: RunPlan) -> list[Path]:
 
         for folder in folders:
             timings = Result.read(folder).timings or {}
-            reporter().print(render_timings(timings, f"where the time of {folder.name} went"))
+            reporter().print(render_timings(timings, f"where the time of {short_id(folder.name)} went"))
             if folder in signing:
                 reporter().print(f"  then signing: {signing[folder]:.2f} s (after result.json was final)")
     return folders
@@ -432,7 +435,7 @@ def mark_alike_runs(folders: list[Path], labels, plan: RunPlan) -> list[Path]:
     for folder, (record, reasons) in found.items():
         result = Result.read(folder)
         for reason in assemble.compared_across_seeds(result, record, reasons):
-            reporter().print(f"[yellow]non-conforming[/] {result.run_id}: {reason}")
+            reporter().print(f"[yellow]non-conforming[/] {short_id(result.run_id)}: {reason}")
         result.write(folder)
         changed.append(folder)
     if found:

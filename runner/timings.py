@@ -85,19 +85,30 @@ def training_parts(events, phase_seconds: float | None, before_start: float = 0.
     return parts
 
 
-def render_timings(timings: dict, title: str = "where the time went"):
-    """A rich table of a result's ``timings`` section (phases, then their parts indented)."""
-    from rich.table import Table
+MOMENT_SUFFIX = "_at_seconds"  # a part that is a moment on the entry's clock, not a duration
 
-    table = Table(title=title)
+
+def render_timings(timings: dict, title: str = "where the time went"):
+    """A rich table of a result's ``timings`` section (phases, then their parts indented). The
+    parts that are moments (``..._at_seconds``: when the evaluator was ready, on the entry's
+    clock) are not durations to add up: they go below the table, in its caption."""
+    from rich.table import Table  # lazy: rich is the terminal's, not the timings'
+
+    table = Table(title=title, title_justify="left", caption_justify="left")
     table.add_column("phase")
-    table.add_column("seconds", justify="right")
+    table.add_column("seconds", justify="right", no_wrap=True)
+    moments = []
     for phase in timings.get("phases") or []:
         table.add_row(phase["name"], f"{phase['seconds']:.2f}")
         parts = phase.get("parts") or {}
         for key, value in parts.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                table.add_row(f"  {key.removesuffix('_seconds').replace('_', ' ')}", f"{value:.2f}")
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            name = key.removesuffix("_seconds").replace("_", " ")
+            if key.endswith(MOMENT_SUFFIX):
+                moments.append(f"{name} {value:.2f} s on the entry's clock ({phase['name']})")
+            else:
+                table.add_row(f"  {name}", f"{value:.2f}")
         for item in parts.get("evaluations") or []:
             inner = ", ".join(f"{k.removesuffix('_seconds')} {v:.2f}" for k, v in item.items()
                               if k not in ("index", "frozen_seconds"))
@@ -105,4 +116,6 @@ def render_timings(timings: dict, title: str = "where the time went"):
             table.add_row(f"  evaluation {item['index']} window" + (f" (then {inner})" if inner else ""),
                           f"{item['frozen_seconds']:.2f}")
     table.add_row("[bold]total[/]", f"{timings.get('total_seconds', 0):.2f}")
+    if moments:
+        table.caption = "moments, not durations: " + "; ".join(moments)
     return table

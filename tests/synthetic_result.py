@@ -226,6 +226,33 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0, p
     return folder
 
 
+def edit_result(folder: Path, **changes) -> None:
+    """Change fields of ``folder/result.json`` by path (``entry__claimed=...``), as a test's
+    setting or a tamperer would (the folder must be signed again to verify)."""
+    path = folder / "result.json"
+    data = json.loads(path.read_text())
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        target = data
+        for p in parents:
+            target = target[p]
+        target[leaf] = value
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def new_signer(folder: Path):
+    """A fresh Ed25519 signer and its public key written to ``folder/trusted.pub.json`` (what a
+    test passes to ``--trusted-keys``)."""
+    from securesystemslib.signer import CryptoSigner
+
+    from runner.keys import public_key_dict
+
+    signer = CryptoSigner.generate_ed25519()
+    keys = folder / "trusted.pub.json"
+    keys.write_text(json.dumps(public_key_dict(signer.public_key)))
+    return signer, keys
+
+
 def honest_plan(folder: Path) -> dict:
     """The plan ``reproduce`` would have saved beside the result (``runner.plan.RunPlan.to_dict``'s form)."""
     r = json.loads((folder / "result.json").read_text())

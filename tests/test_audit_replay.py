@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from runner.cli import main
+from runner.results.layout import entry_runs
 
 pytestmark = pytest.mark.docker
 PROBE = Path(__file__).parent / "entries" / "cheat-clock"
@@ -30,7 +31,7 @@ def bundle(docker_client, cpu_base_image, tmp_path_factory):
         assert main(["reproduce", str(PROBE), "--smoke", "--no-loadgen"]) == 0
     finally:
         del os.environ["RUNNER_RESULTS"], os.environ[keys.ENV_VAR]
-    (folder,) = (results / "cheat-clock").iterdir()
+    (folder,) = entry_runs(results, "cheat-clock")
     return folder, pair.public
 
 

@@ -56,8 +56,17 @@ def test_compare_prints_the_table_and_writes_the_plot(signed_runs, tmp_path, cap
     plot = tmp_path / "cmp.png"
     assert main(["compare", *map(str, signed_runs), "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
-    assert "TTA s" in out and "p50 native ms" in out and "3 (3)" in out and "(torch)" in out
+    assert "TTA s" in out and "Batch-1 p50 ms" in out and "native" in out and "3 (3)" in out and "(torch)" in out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_json_has_every_entrys_figures(signed_runs, capsys):
+    assert main(["compare", *map(str, signed_runs), "--no-plot", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (entry,) = data["entries"]
+    assert data["runs"] == [str(f) for f in signed_runs] and data["plot"] is None
+    assert entry["runs"] == 3 and entry["tta_seconds"]["n"] == 3
+    assert entry["latency_p50_ms"]["torch"]["median"] is not None
 
 
 def test_an_altered_result_is_refused(signed_runs, tmp_path, capsys):

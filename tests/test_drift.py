@@ -10,6 +10,7 @@ import pytest
 from runner.cli import main
 from runner.drift import base_changes, check_drift, sbom_changes
 from runner.results.record import Result
+from runner.results.layout import entry_runs
 
 PROBE = Path(__file__).parent / "entries" / "contract-probe"
 ARCHIVE = sorted((Path(__file__).parent.parent / "results" / "archive").glob("*.tar.gz"))
@@ -35,7 +36,7 @@ def test_drift_of_a_fresh_result_is_none_and_an_edit_is_reported(docker_client, 
     entry = tmp_path / "contract-probe"
     shutil.copytree(PROBE, entry)
     assert main(["reproduce", str(entry), "--smoke", "--no-infer"]) == 0
-    (result,) = (tmp_path / "results" / "contract-probe").iterdir()
+    (result,) = entry_runs(tmp_path / "results", "contract-probe")
     fresh = check_drift(result, entry)
     assert fresh.changes == [] and "base image layers identical (same content digests)" in fresh.notes
     sbom = json.loads((result / "sbom.json").read_text())

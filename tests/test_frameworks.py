@@ -27,6 +27,7 @@ from runner.frameworks import FRAMEWORKS
 from runner.harness.frameworks import loader_for, loaders
 from runner.harness.frameworks.operators import unsupported_operator
 from runner.manifest import load_entry
+from runner.results.layout import entry_runs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -296,7 +297,7 @@ def test_each_twin_builds_and_its_smoke_run_is_evaluated_and_timed_in_its_framew
     entry = load_entry(REPO / "entries" / twin)
     assert entry.framework["name"] == framework
     assert main(["reproduce", str(entry.path), "--smoke"]) == 0
-    (folder,) = (results / twin).iterdir()
+    (folder,) = entry_runs(results, twin)
     result = json.loads((folder / "result.json").read_text())
     assert result["status"] == "complete" and result["smoke"] and not result["conforming"]
 

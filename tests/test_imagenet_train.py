@@ -17,6 +17,7 @@ from runner.cli import main
 from runner.data.checks import Expected
 from runner.tasks.imagenet.train_tree import TRAIN_TAR, check_tree
 from runner.errors import UserError
+from runner.results.layout import entry_runs
 
 pytest.importorskip("PIL")
 
@@ -196,7 +197,7 @@ def test_resnet50_imagenet_smoke_runs_signs_and_verifies(docker_client, tmp_path
     monkeypatch.delenv("RUNNER_HOME")  # the shared wheelhouse and base image
     entry = paths.repo_root() / "entries" / "resnet50-imagenet"
     assert main(["reproduce", str(entry), "--smoke", "--seed", "5"]) == 0
-    (folder,) = (tmp_path / "results" / "resnet50-imagenet").iterdir()
+    (folder,) = entry_runs(tmp_path / "results", "resnet50-imagenet")
     result = __import__("json").loads((folder / "result.json").read_text())
     assert result["status"] == "complete" and result["smoke"]
     # Non-conforming only because it is a smoke run; the host's mismatches with the profile's

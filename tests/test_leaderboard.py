@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 from securesystemslib.signer import CryptoSigner
-from synthetic_result import make_result_folder, stage_mnist_stand_in
+from synthetic_result import edit_result as _edit_result, make_result_folder, stage_mnist_stand_in
 
 from runner import paths
 from runner.bundle import Limits, make_bundle, open_bundle, pack
@@ -36,18 +36,6 @@ from runner.manifest import load_entry
 FIXTURES = Path(__file__).parent / "data" / "dawnbench"
 CHROMIUM = "/usr/bin/chromium"
 AUTHOR = "Jane Doe"
-
-
-def _edit_result(folder: Path, **changes) -> None:
-    path = folder / "result.json"
-    data = json.loads(path.read_text())
-    for dotted, value in changes.items():
-        *parents, leaf = dotted.split("__")
-        target = data
-        for p in parents:
-            target = target[p]
-        target[leaf] = value
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 @pytest.fixture(scope="module")

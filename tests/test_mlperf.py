@@ -21,6 +21,7 @@ from runner.mlperf.config import SubmissionConfig, load_submission, set_value
 from runner.mlperf.from_result import mlperf_run_from_result
 from runner.mlperf.run_log import write_mlperf_log
 from runner.mlperf.training_log import Epoch, Evaluation, MlperfRun, render_training_log
+from runner.results.layout import entry_runs
 
 SUBMISSION = {"org": "Test Lab", "platform": "cpu-2core-x86", "division": "open", "status": "onprem"}
 
@@ -208,7 +209,7 @@ def test_real_smoke_reproduces_give_logs_and_a_tree_mlperf_accepts(docker_client
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
     entry = paths.repo_root() / "entries" / "mnist-cnn-cpu"
     assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--runs", "5"]) == 0
-    folders = sorted(p for p in (tmp_path / "results" / "mnist-cnn-cpu").iterdir() if p.is_dir())
+    folders = entry_runs(tmp_path / "results", "mnist-cnn-cpu")
     assert len(folders) == 5
 
     # Without the submission keys the log is still written: it leaves them out, and says so.

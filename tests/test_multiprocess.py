@@ -14,6 +14,7 @@ from runner.cli import main
 from runner.manifest import load_entry
 from runner.engine.containers import MANAGED_LABEL, ContainerSpec
 from runner.run.multiprocess import rank_env, rank_spec
+from runner.results.layout import entry_runs
 
 pytestmark = pytest.mark.docker
 GLOO_PAIR = Path(__file__).parent / "entries" / "gloo-pair"
@@ -52,7 +53,7 @@ def test_two_gloo_processes_train_with_one_clock_and_rank_zeros_events(
 ):
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
     code = main(["reproduce", str(GLOO_PAIR), "--smoke", "--no-infer"])
-    (folder,) = (tmp_path / "results" / "gloo-pair").iterdir()
+    (folder,) = entry_runs(tmp_path / "results", "gloo-pair")
     logs = {p.name: p.read_text() for p in (folder / "logs").iterdir()}
     result = json.loads((folder / "result.json").read_text())
     assert code == 0 and result["status"] == "complete", (result["incomplete_reason"], logs)

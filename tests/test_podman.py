@@ -16,6 +16,7 @@ import pytest
 
 from runner import keys, paths
 from runner.cli import main
+from runner.results.layout import entry_runs
 from tests.test_reproduce import assert_the_builder_ran_only_after_the_entry, probe_entry
 
 pytestmark = pytest.mark.docker
@@ -55,7 +56,7 @@ def _run(entry: Path, results: Path, *options: str, engine: str | None = None) -
         if engine:
             patch.setenv("RUNNER_ENGINE", engine)
         assert main(["reproduce", str(entry), *options]) in (0, 1)
-    (folder,) = [p for p in (results / entry.name).iterdir() if p.is_dir()]
+    (folder,) = entry_runs(results, entry.name)
     result = json.loads((folder / "result.json").read_text())
     return result | {"_folder": str(folder)}
 

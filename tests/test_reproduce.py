@@ -18,6 +18,7 @@ import yaml
 
 from runner.cli import main
 from runner.results import RESULT_SCHEMA
+from runner.results.layout import SMOKE_DIR, entry_runs
 from runner.engine.containers import MANAGED_LABEL
 from runner.run.ownership import LABEL_RUN
 from runner.score.training_evidence import FRACTION
@@ -83,7 +84,7 @@ def assert_the_training_cpu_time_is_recorded_at_each_freeze(result: dict) -> Non
 
 def only_result(results: Path) -> dict:
     """The one result of the probe, checked against the published result.json schema."""
-    (folder,) = (results / "contract-probe").iterdir()
+    (folder,) = entry_runs(results, "contract-probe")
     result = json.loads((folder / "result.json").read_text())
     jsonschema.Draft202012Validator(RESULT_SCHEMA).validate(result)
     return result | {"_folder": str(folder)}
@@ -182,7 +183,7 @@ def test_a_run_killed_midway_keeps_an_incomplete_result_and_no_container(
     deadline = time.monotonic() + 300
     log = None
     while time.monotonic() < deadline:
-        logs = list(results.glob("contract-probe/*/logs/train.log"))
+        logs = list(results.glob("contract-probe/**/logs/train.log"))
         if logs and "epoch_start" in logs[0].read_text():
             log = logs[0]
             break
@@ -212,7 +213,7 @@ def test_gpu_entry_without_its_gpu_is_refused_with_the_fix(docker_client, result
 
 def test_gpu_entry_smoke_runs_on_cpu_and_is_non_conforming(docker_client, results):
     assert main(["reproduce", str(REPO / "entries" / "resnet9-v100"), "--smoke"]) == 0
-    (folder,) = (results / "resnet9-v100").iterdir()
+    (folder,) = entry_runs(results, "resnet9-v100")
     result = json.loads((folder / "result.json").read_text())
     assert result["status"] == "complete" and result["smoke"]
     assert not result["conforming"]
@@ -237,10 +238,11 @@ def test_a_timeout_keeps_an_incomplete_result_and_no_container(docker_client, tm
 def test_runs_repeat_with_successive_seeds_and_are_summarised(docker_client, tmp_path, results):
     entry = probe_entry(tmp_path, "sandbox")
     assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--runs", "2", "--seed", "7"]) == 0
-    folders = sorted(p for p in (results / "contract-probe").iterdir() if p.is_dir())
+    folders = entry_runs(results, "contract-probe")
     seeds = [json.loads((f / "result.json").read_text())["seed"] for f in folders]
     assert sorted(seeds) == [7, 8]
-    (summary,) = (results / "contract-probe").glob("runs-*.json")
+    assert {f.parent for f in folders} == {results / "contract-probe" / SMOKE_DIR}  # smoke runs kept apart
+    (summary,) = (results / "contract-probe" / SMOKE_DIR).glob("runs-*.json")
     data = json.loads(summary.read_text())
     assert (data["runs"], data["reached"], data["median_tta_seconds"]) == (2, 0, None)
     assert sorted(data["run_ids"]) == [f.name for f in folders]

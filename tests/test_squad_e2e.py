@@ -13,6 +13,7 @@ import pytest
 from runner import keys
 from runner.cli import main
 from runner.results import RESULT_SCHEMA
+from runner.results.layout import entry_runs
 
 pytestmark = pytest.mark.docker
 ENTRY = Path(__file__).parent / "entries" / "squad-reader"
@@ -24,7 +25,7 @@ def test_squad_entry_smoke_runs_scores_times_signs_and_verifies(docker_client, t
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
 
     assert main(["reproduce", str(ENTRY), "--smoke", "--seed", "11"]) == 0
-    (folder,) = (tmp_path / "results" / "squad-reader").iterdir()
+    (folder,) = entry_runs(tmp_path / "results", "squad-reader")
     result = json.loads((folder / "result.json").read_text())
     jsonschema.Draft202012Validator(RESULT_SCHEMA).validate(result)
     assert result["status"] == "complete" and result["smoke"]
@@ -68,7 +69,7 @@ def test_the_drqa_reference_entry_smoke_gets_its_declared_glove_and_verifies(doc
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
     monkeypatch.delenv("RUNNER_HOME", raising=False)  # the shared wheelhouse and base image
     assert main(["reproduce", str(paths.repo_root() / "entries" / "drqa-squad"), "--smoke", "--seed", "3"]) == 0
-    (folder,) = (tmp_path / "results" / "drqa-squad").iterdir()
+    (folder,) = entry_runs(tmp_path / "results", "drqa-squad")
     result = json.loads((folder / "result.json").read_text())
     jsonschema.Draft202012Validator(RESULT_SCHEMA).validate(result)
     assert result["status"] == "complete" and result["training"]["reached"]

@@ -20,6 +20,7 @@ from runner.cli import main
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.data.synthetic import SMOKE_SIZES
+from runner.results.layout import entry_runs
 
 ENTRIES = Path(__file__).parent / "entries"
 pytestmark = pytest.mark.docker
@@ -39,7 +40,7 @@ def _reproduce_smoke(entry: Path, results: Path, *options: str) -> dict:
             os.environ.pop("RUNNER_RESULTS")
         else:
             os.environ["RUNNER_RESULTS"] = old
-    (folder,) = list((results / entry.name).iterdir())
+    (folder,) = entry_runs(results, entry.name)
     result = json.loads((folder / "result.json").read_text())
     result["_folder"] = folder
     return result
@@ -367,9 +368,8 @@ def checkpoint_runs(docker_client, cpu_base_image, smoke_weights, tmp_path_facto
             os.environ.pop("RUNNER_RESULTS")
         else:
             os.environ["RUNNER_RESULTS"] = old
-    runs = [json.loads((f / "result.json").read_text())
-            for f in sorted((results / folder.name).iterdir()) if f.is_dir()]
-    summaries = [json.loads(p.read_text()) for p in (results / folder.name).glob("runs-*.json")]
+    runs = [json.loads((f / "result.json").read_text()) for f in entry_runs(results, folder.name)]
+    summaries = [json.loads(p.read_text()) for p in (results / folder.name).glob("**/runs-*.json")]
     return {"runs": runs, "summaries": summaries}
 
 

@@ -19,6 +19,7 @@ from rich.table import Table
 from runner.entry_build import build_entry
 from runner.engine import Engine, get_engine
 from runner.images import ensure_base
+from runner.terminal import yes_no
 from runner.manifest import load_entry
 
 WARM_TARGET_S = 5.0
@@ -45,11 +46,11 @@ def run(args) -> int:
         edit_s = _code_change_rebuild(entry, engine)
     table = Table(title=f"build benchmark: {entry.name}")
     for column in ("measure", "seconds", "note"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column == "seconds", justify="right" if column == "seconds" else "left")
     table.add_row("cold build", f"{cold_s:.1f}", f"no layer cache; image {cold.image_id[7:19]}")
     verdict = "[green]meets[/]" if warm_s < WARM_TARGET_S else "[red]misses[/]"
     table.add_row("warm rebuild", f"{warm_s:.2f}",
-                  f"best of {len(warm_times)}; cache hit: {warm.cached}; {verdict} the {WARM_TARGET_S:.0f} s target")
+                  f"best of {len(warm_times)}; cache hit: {yes_no(warm.cached)}; {verdict} the {WARM_TARGET_S:.0f} s target")
     table.add_row("code-change rebuild", f"{edit_s:.1f}",
                   "one entry file changed; dependency layers from the layer cache")
     console.print(table)

@@ -24,6 +24,7 @@ from runner.bench import DEFAULT_ENTRY
 from runner.errors import UserError
 from runner.harness.backends import CPU_BACKENDS, REGISTRY, backends_for
 from runner.manifest import Entry, load_entry
+from runner.results.layout import entry_runs
 
 BACKENDS = tuple(b for b in CPU_BACKENDS if b in backends_for("pytorch"))  # the default entry's
 TARGET_RATIO = 0.5
@@ -47,9 +48,9 @@ def _weights(entry: Entry, scratch: Path) -> tuple[Path, str]:
     """The latest result's trained weights, else the builder's untrained ones (batch-1
     latency does not depend on the weights' values)."""
     rel = entry.inference.weights.removeprefix("/output/")
-    trained = sorted((paths.results_dir() / entry.name).glob(f"*/output/{rel}"))
+    trained = [run for run in entry_runs(paths.results_dir(), entry.name) if (run / "output" / rel).is_file()]
     if trained:
-        return trained[-1], f"trained weights of {trained[-1].parents[len(Path(rel).parts)].name}"
+        return trained[-1] / "output" / rel, f"trained weights of {trained[-1].name}"
     import importlib
 
     import torch
@@ -123,9 +124,11 @@ def bench_infer(entry_path: str | Path = DEFAULT_ENTRY, *, items: int = 2000, wa
             row["ratio"] = row["onnxruntime"] / row["torch"]
             results[t] = row
 
-    table = Table(title=f"batch-1 latency, {entry.name}, harness on the host Python ({items} items, warm-up {warmup})")
-    for col in ("threads", "torch p50 ms", "onnxruntime p50 ms", "torch mean ms", "onnxruntime mean ms", "ratio ort/torch (p50)"):
-        table.add_column(col, justify="right")
+    table = Table(title=f"batch-1 latency (ms), {entry.name}, harness on the host Python ({items} items, "
+                        f"warm-up {warmup})")
+    # short headers (ms throughout; ort is onnxruntime): six figures fit 80 columns, none wrapped
+    for col in ("threads", "torch p50", "ort p50", "torch mean", "ort mean", "ort/torch p50"):
+        table.add_column(col, justify="right", no_wrap=True)
     for t, row in results.items():
         table.add_row(str(t), f"{row['torch']:.4f}", f"{row['onnxruntime']:.4f}", f"{row['torch_mean']:.4f}",
                       f"{row['onnxruntime_mean']:.4f}", f"{row['ratio']:.3f}")

@@ -112,7 +112,7 @@ def run(args) -> int:
     ratios = [r / p for _, r, p, _ in pairs]
     table = Table(title=f"runner bench overhead: {entry.name} (runner reproduce --no-infer vs plain {current().name} run)")
     for column in ("seed", "runner (s)", "plain (s)", "ratio", "runner TTA (s)"):
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", no_wrap=True)
     for (seed, r, p, tta), ratio in zip(pairs, ratios):
         table.add_row(str(seed), f"{r:.2f}", f"{p:.2f}", f"{ratio:.3f}", "--" if tta is None else f"{tta:.2f}")
     console.print(table)

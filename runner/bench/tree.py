@@ -123,7 +123,8 @@ def run(args) -> int:
     table = Table(title=f"training tree: {args.images:,} JPEGs of {args.size}x{args.size} px, {args.classes} classes, "
                         f"{size / 1e6:.1f} MB tar")
     for column in ("measure", "seconds", "per 1,000 files", "note"):
-        table.add_column(column)
+        number = column in ("seconds", "per 1,000 files")
+        table.add_column(column, no_wrap=number, justify="right" if number else "left")
 
     def row(name: str, seconds: float, note: str = "") -> None:
         table.add_row(name, f"{seconds:.2f}", f"{seconds / args.images * 1000:.3f}", note)

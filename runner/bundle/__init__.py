@@ -157,8 +157,8 @@ def sign_folder(result_dir: Path) -> Bundle:
 
     signer = load_signer()
     bundle = make_bundle(result_dir, signer)
-    if signer is None:
-        reporter().print(
+    if signer is None:  # the same for every run of the command: said once
+        reporter().warn_once(
             "[yellow]not signed[/]: no signing key is configured. "
             "Fix: run `runner keys generate`, then `runner reproduce` again"
         )

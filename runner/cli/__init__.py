@@ -44,6 +44,8 @@ SUBCOMMANDS = [
     Subcommand("study", "DAWNBench's studies of the metric: stability, threshold, batch size, roofline",
                "study", "study"),
     # "infer", its earlier name, still works.
+    Subcommand("ls", "list the runs: status, reached, TTA, conforming, verified, smoke", "ls", "ls"),
+    Subcommand("show", "one run: its summary, its curve in the terminal, where its files are", "show", "show"),
     Subcommand("reinfer", "re-run only the inference phase (batch-1 latency) on a result's trained model",
                "reinfer", "reinfer", ("infer",)),
     Subcommand("fingerprint", "describe this host's CPU, memory, OS, GPUs and Docker engine",

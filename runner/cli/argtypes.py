@@ -1,4 +1,5 @@
-"""argparse types that refuse nonsense before any work starts (one line, exit 2)."""
+"""argparse types that refuse nonsense before any work starts (one line, exit 2), and the
+flags the commands that read results share."""
 
 from __future__ import annotations
 
@@ -49,3 +50,10 @@ def backend(text: str) -> str:
     if text not in BACKENDS:
         raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(map(repr, BACKENDS))})")
     return text
+def results_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--results``, ``--trusted-keys`` and ``--json`` of a command that reads results
+    (``what``: what its JSON holds)."""
+    parser.add_argument("--results", metavar="DIR", help="the results folder (default: RUNNER_RESULTS or results/)")
+    parser.add_argument("--trusted-keys", metavar="PATH",
+                        help="a *.pub.json or a folder of them (default: your key and RESULTS/archive/keys/)")
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")

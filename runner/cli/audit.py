@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
@@ -22,12 +24,20 @@ def run(args) -> int:
     report = verify_bundle(Path(args.bundle), Auditor(trusted_keys=load_trusted_keys(
         Path(args.trusted_keys) if args.trusted_keys else None)))
     if not report.ok:
-        print_checks(console, [c for c in report.checks if not c.ok])
+        if args.json:
+            print(json.dumps({"bundle": str(args.bundle), "ok": False, "verify": report.to_dict(), "replay": None},
+                             indent=2))
+        else:
+            print_checks(console, [c for c in report.checks if not c.ok])
         raise UserError(f"{args.bundle} fails runner verify ({', '.join(report.failed)}): not replayed",
                         f"run `runner verify {args.bundle}` for every check; replay only a bundle that verifies")
     checks = replay(Path(args.bundle))
-    print_checks(console, checks)
     failed = [c.name for c in checks if not c.ok]
+    if args.json:
+        print(json.dumps({"bundle": str(args.bundle), "ok": not failed, "verify": report.to_dict(),
+                          "replay": [asdict(c) for c in checks]}, indent=2))
+        return 1 if failed else 0
+    print_checks(console, checks)
     if failed:
         console.print(f"[red bold]NOT replayed[/]: {', '.join(failed)}")
         return 1

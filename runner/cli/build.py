@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from runner.entry_build import build_entry, framework_versions, version_of
 from runner.engine import get_engine
 from runner.errors import UserError
 from runner.manifest import load_entry
+from runner.terminal import Column, compact_table
 
 
 def run(args) -> int:
@@ -32,11 +33,8 @@ def run(args) -> int:
     console.print(f"SBOM: {len(built.sbom['python'])} Python, {len(built.sbom['debian'])} Debian packages"
                   + (f"; {', '.join(f'{k} {v}' for k, v in shown.items())}" if shown else ""))
     if args.sbom:
-        table = Table(title=f"{entry.name} SBOM")
-        for column in ("kind", "name", "version"):
-            table.add_column(column)
-        for kind in ("python", "debian"):
-            for item in built.sbom[kind]:
-                table.add_row(kind, item["name"], item["version"])
-        console.print(table)
+        rows = [[kind, escape(item["name"]), escape(item["version"])]
+                for kind in ("python", "debian") for item in built.sbom[kind]]
+        console.print(compact_table(f"{entry.name} SBOM", [Column("kind"), Column("name", wrap=True),
+                                                           Column("version", wrap=True)], rows))
     return 0

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from contextlib import ExitStack
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
@@ -10,6 +12,7 @@ from rich.console import Console
 from runner.bundle.open import open_results
 from runner.cli.arguments.compare import PLOT_NAME
 from runner.errors import UserError
+from runner.results.layout import entry_runs
 
 
 def result_folders(paths: list[Path]) -> list[Path]:
@@ -18,7 +21,7 @@ def result_folders(paths: list[Path]) -> list[Path]:
     found = []
     for path in paths:
         if path.is_dir() and not (path / "result.json").is_file():
-            runs = sorted(p for p in path.iterdir() if (p / "result.json").is_file())
+            runs = entry_runs(path.parent, path.name)  # its real and smoke runs
             if not runs:
                 raise UserError(f"no result at {path}", "pass result folders such as results/ENTRY/RUN_ID, "
                                 "bundles' .tar.gz, or an entry's folder of runs")
@@ -31,20 +34,28 @@ def result_folders(paths: list[Path]) -> list[Path]:
 def run(args) -> int:
     from runner.compare import figures, require_signed, summarise  # lazy: matplotlib and the verifier
     from runner.compare.plot import plot_comparison  # lazy: matplotlib
-    from runner.compare.table import comparison_table, tta_line  # lazy: with runner.compare
+    from runner.compare.table import comparison_tables, tta_line  # lazy: with runner.compare
 
     console = Console()
+    given = result_folders(args.results)
     with ExitStack() as stack:
-        folders = open_results(result_folders(args.results), stack)
+        folders = open_results(given, stack)
         for folder in folders:
             require_signed(folder)
         summaries = summarise([figures(folder) for folder in folders])
-    console.print(comparison_table(summaries))
+    # -o/--out DIR holds comparison.png; --plot FILE, the flag before it, names the file.
+    plot_path = None if args.no_plot else (args.plot or args.out / PLOT_NAME)
+    if args.json:
+        plot = None if plot_path is None else str(plot_comparison(summaries, plot_path))
+        print(json.dumps({"runs": [str(f) for f in given], "entries": [asdict(s) for s in summaries],
+                          "plot": plot}, indent=2))
+        return 0
+    for table in comparison_tables(summaries):
+        console.print(table)
     for line in filter(None, map(tta_line, summaries)):
-        console.print(line, highlight=False, soft_wrap=True)
+        console.print(line, highlight=False)
     if any(s.smoke for s in summaries):
         console.print("[yellow]note[/]: smoke runs are pipeline checks on synthetic data, never benchmark figures")
-    if not args.no_plot:
-        # -o/--out DIR holds comparison.png; --plot FILE, the flag before it, names the file.
-        console.print(f"plot: {plot_comparison(summaries, args.plot or args.out / PLOT_NAME)}")
+    if plot_path is not None:
+        console.print(f"plot: {plot_comparison(summaries, plot_path)}")
     return 0

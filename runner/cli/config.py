@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+
+from runner.terminal import Column, compact_table
 
 from runner import paths
 from runner.mlperf import config
@@ -24,13 +25,13 @@ def unset_value(args) -> int:
 
 def show(args) -> int:
     values = config.load_settings()
-    table = Table(title=f"settings ({paths.config_path()})")
-    for col in ("key", "value", "what it is"):
-        table.add_column(col)
+    rows = []
     for key, (meaning, allowed) in config.KEYS.items():
         value = values.get(key)
         # The allowed values are plain text: "[open|closed]" would be read as rich markup and vanish.
-        table.add_row(f"{config.SECTION}.{key}", escape(value) if value else "[dim](not set)[/]",
-                      escape(meaning) + (f"; one of: {' | '.join(allowed)}" if allowed else ""))
-    Console().print(table)
+        rows.append([f"{config.SECTION}.{key}", escape(value) if value else "[dim](not set)[/]",
+                     escape(meaning) + (f"; one of: {' | '.join(allowed)}" if allowed else "")])
+    # the key is what `runner config set` takes: never cut short
+    Console().print(compact_table(f"settings ({paths.config_path()})", [
+        Column("key"), Column("value", wrap=True), Column("what it is", wrap=True)], rows, hide_empty=False))
     return 0

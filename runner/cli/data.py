@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from runner import data, paths
 from runner.cli.arguments.data import PUBLIC
 from runner.errors import UserError
 from runner.tasks import TASKS
+from runner.terminal import MISSING, Column, compact_table, yes_no
 
 
 def _report(staged: data.StagedData) -> None:
@@ -75,24 +76,24 @@ def _check(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     found = {s.task: s for s in data.list_staged()}
-    table = Table(title=f"Staged data sets ({paths.data_dir()})")
-    for column in ("task", "train", "eval", "conforming", "digest", "source"):
-        table.add_column(column, overflow="fold")
+    rows = []
     for task in TASKS:
         s = found.get(task)
         if s is None:
-            table.add_row(task, "-", "-", "-", "not staged", "-")
+            rows.append([task, MISSING, MISSING, MISSING, "not staged", MISSING])
             continue
-        table.add_row(
+        rows.append([
             task,
-            f"{s.counts['train']:,}" if "train" in s.counts else "-",
-            f"{s.counts['eval']:,}" if "eval" in s.counts else "-",
-            "yes" if s.conforming else "NO",
+            f"{s.counts['train']:,}" if "train" in s.counts else MISSING,
+            f"{s.counts['eval']:,}" if "eval" in s.counts else MISSING,
+            yes_no(s.conforming),
             s.digest[: len("sha256:") + 16],
-            s.source,
-        )
+            escape(str(s.source)),
+        ])
     console = Console()
-    console.print(table)
+    console.print(compact_table(f"Staged data sets ({paths.data_dir()})", [
+        Column("task"), Column("train", number=True), Column("eval", number=True), Column("conforming"),
+        Column("digest"), Column("source", wrap=True)], rows, hide_empty=False))
     for task in TASKS:
         if task not in found:
             console.print(f"to stage {task}: {data.HOW_TO_STAGE[task]}", highlight=False)

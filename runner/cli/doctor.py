@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from runner import paths
 from runner.engine import EngineError, connect_engine, free_bytes
 from runner.engine.kinds import current
+from runner.terminal import Column, compact_table
 
 PING_TIMEOUT_S = 5
 
@@ -162,11 +163,9 @@ def run(args) -> int:
         ("root", "yes" if os.geteuid() == 0 else "no", "root is needed to install or start the engine and to debootstrap"),
         ("host", "ok", f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} CPUs"),
     ]
-    table = Table(title="runner doctor", show_lines=False)
-    for column in ("check", "state", "detail"):
-        table.add_column(column)
     colours = {"ok": "green", "yes": "green", "missing": "red", "none": "yellow", "absent": "yellow", "no": "yellow"}
-    for check, state, detail in rows:
-        table.add_row(check, f"[{colours.get(state, 'white')}]{state}[/]", detail)
-    Console().print(table)
+    Console().print(compact_table("runner doctor", [Column("check", wrap=True), Column("state"),
+                                                    Column("detail", wrap=True)],
+                                  [[check, f"[{colours.get(state, 'white')}]{state}[/]", escape(detail)]
+                                   for check, state, detail in rows], hide_empty=False))
     return 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from contextlib import nullcontext
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
@@ -10,6 +13,7 @@ from runner.drift import archived_bundles, check_drift
 from runner.errors import UserError
 from runner.options import ReproduceOptions
 from runner.plan import LOCAL, SLURM, make_plan
+from runner.report import Reporter, reporting
 from runner.reproduce import launch
 from runner.slurm import options_from_args
 
@@ -31,11 +35,17 @@ def run(args) -> int:
     bundles = [Path(b) for b in args.bundles] or archived_bundles()
     if not bundles:
         raise UserError("no archived bundles to check", "pass a bundle, or archive one under results/archive/")
-    drifted = 0
+    drifted, found = 0, []
     for bundle in bundles:
-        drift = check_drift(bundle, Path(args.entry) if args.entry else None,
-                            rerun=_rerun(options_from_args(args)) if args.rerun else None,
-                            tolerance=args.tolerance)
+        # with --json, stdout is the JSON's alone: a rerun's progress goes to stderr
+        with reporting(Reporter(Console(stderr=True))) if args.json else nullcontext():
+            drift = check_drift(bundle, Path(args.entry) if args.entry else None,
+                                rerun=_rerun(options_from_args(args)) if args.rerun else None,
+                                tolerance=args.tolerance)
+        drifted += drift.drifted
+        if args.json:
+            found.append({**asdict(drift), "drifted": drift.drifted})
+            continue
         verdict = "[yellow]drift[/]" if drift.drifted else "[green]no drift[/]"
         console.print(f"{verdict} {drift.entry} ({bundle})")
         for change in drift.changes:
@@ -44,5 +54,6 @@ def run(args) -> int:
             console.print(f"  [dim]{note}[/]")
         if drift.tta_now is not None:
             console.print(f"  TTA now {drift.tta_now:.2f} s, archived {drift.tta_archived:.2f} s")
-        drifted += drift.drifted
+    if args.json:
+        print(json.dumps({"bundles": found}, indent=2))
     return 1 if drifted and args.fail_on_drift else 0

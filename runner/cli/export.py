@@ -5,6 +5,7 @@ by the function here that it names."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rich.console import Console
@@ -15,6 +16,9 @@ from runner.dawnbench import export_dawnbench
 
 def run_dawnbench(args) -> int:
     written = export_dawnbench(Path(args.result), Path(args.out), args.author, args.email, args.hardware)
+    if args.json:
+        print(json.dumps({"written": [str(p) for p in written]}, indent=2))
+        return 0
     console = Console(highlight=False)
     for path in written:
         console.print(f"wrote {escape(str(path))}")
@@ -29,6 +33,12 @@ def export_mlperf(args) -> int:
     exported = write_tree([Path(r) for r in args.results], Path(args.out), ruleset=args.ruleset,
                           submission=submission, allow_smoke=args.allow_smoke)
     out = exported.out
+    if args.json:
+        check = package_check(out, args.ruleset) if args.check else None
+        print(json.dumps({"out": str(out), "left_empty": list(exported.unset),
+                          "package_checker": None if check is None else {"ok": check.ok, "output": check.output}},
+                         indent=2))
+        return 0 if check is None or check.ok else 1
     console = Console(highlight=False)
     console.print(f"wrote the MLPerf training submission tree to {escape(str(out))}")
     for key in exported.unset:
@@ -49,7 +59,6 @@ def export_image(args) -> int:
     """The entry's image as a ``docker save`` archive named by its own SHA-256, beside a JSON
     record of the image id (what every result of the entry names) and the archive's digest."""
     import hashlib
-    import json
     import os
 
     from runner.entry_build import build_entry
@@ -78,6 +87,9 @@ def export_image(args) -> int:
               "archive": archive.name, "archive_sha256": digest.hexdigest(),
               "convert": f"apptainer build {entry.name}.sif docker-archive:{archive.name}"}
     (archive.with_suffix(".json")).write_text(json.dumps(record, indent=2) + "\n")
+    if args.json:
+        print(json.dumps({**record, "archive": str(archive)}, indent=2))
+        return 0
     console = Console(highlight=False)
     console.print(f"wrote {escape(str(archive))} (sha256 {digest.hexdigest()}), image {built.image_id}")
     console.print(f"an Apptainer site converts it with: {record['convert']}")

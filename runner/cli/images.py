@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from runner.engine import get_engine
+from runner.terminal import Column, compact_table
 from runner.images import available, ensure_base, find_base, load_recipe
 
 
 def list_images(args) -> int:
     engine = get_engine()
-    table = Table(title="base images")
-    table.add_column("name", no_wrap=True)
-    table.add_column("kind")
-    table.add_column("built", no_wrap=True)
-    table.add_column("tag or pinned reference", overflow="fold")
+    rows = []
     for name in available():
         recipe = load_recipe(name)
         found = find_base(name, engine)
         ref = recipe.tag if recipe.kind == "debootstrap" else recipe.reference
-        table.add_row(name, recipe.kind, found.id[7:19] if found else "[yellow]no[/]", ref)
-    Console().print(table)
+        rows.append([name, recipe.kind, found.id[7:19] if found else "[yellow]no[/]", ref])
+    Console().print(compact_table("base images", [
+        Column("name"), Column("kind"), Column("built"), Column("tag or pinned reference", wrap=True)], rows))
     return 0
 
 

@@ -3,37 +3,35 @@ and (``--html DIR``) as a static site with each reproduction's plots."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
 from runner import paths
-from runner.keys import load_trusted_keys
 from runner.leaderboard import build
 from runner.leaderboard.html import write_site
-from runner.leaderboard.reproductions import ARCHIVE_DIR
 from runner.leaderboard.terminal import print_tables
-
-ARCHIVE_KEYS = "keys"
-
-
-def trusted_keys(option: str | None, results: Path) -> list:
-    """--trusted-keys, else your own key plus the keys published beside the archive."""
-    if option:
-        return load_trusted_keys(Path(option))
-    keys = load_trusted_keys(None)
-    archive_keys = results / ARCHIVE_DIR / ARCHIVE_KEYS
-    if archive_keys.is_dir() and any(archive_keys.glob("*.pub.json")):
-        keys += load_trusted_keys(archive_keys)
-    return keys
+from runner.verify.trust import default_trusted_keys
 
 
 def run(args) -> int:
     results = Path(args.results) if args.results else paths.results_dir()
-    keys = trusted_keys(args.trusted_keys, results)
+    keys = default_trusted_keys(args.trusted_keys, results)
     board = build(results, keys)
     tables = [t for t in board.tables if not args.task or t.task.task_id in args.task]
+    if args.json:
+        from runner.leaderboard.as_json import board_dict  # lazy: only for --json
+
+        data = board_dict(board, tables)
+        if args.top:
+            for table in data["tables"]:
+                table["rows"] = table["rows"][:args.top]
+        if args.html:
+            data["site"] = str(write_site(Path(args.html), tables, board.claims, board.reproductions, keys))
+        print(json.dumps(data, indent=2))
+        return 0
     console = Console(highlight=False)
     for problem in board.skipped:
         console.print(f"[yellow]skipped[/]: {escape(problem)}")

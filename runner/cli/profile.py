@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
+from runner.terminal import Column, compact_table
 
 
 def _hardware(profile) -> str:
@@ -21,16 +21,15 @@ def _hardware(profile) -> str:
 def run_list(args) -> int:
     from runner.profiles import list_profiles, load_profile
 
-    table = Table(title="hardware profiles")
-    table.add_column("id", no_wrap=True)  # the thing a user types next: never cut short
-    for column in ("instance", "hardware", "USD/h", "priced in, on"):
-        table.add_column(column)
+    rows = []
     for pid in list_profiles():
         p = load_profile(pid)
-        table.add_row(
-            p.id, f"{p.cloud or '-'} {p.instance_type or ''}".strip(), _hardware(p),
-            f"{p.price.usd_per_hour:g}", f"{p.price.region}, {p.price.date}",
-        )
+        rows.append([p.id, f"{p.cloud or '-'} {p.instance_type or ''}".strip(), _hardware(p),
+                     f"{p.price.usd_per_hour:g}", f"{p.price.region}, {p.price.date}"])
+    # the id is the thing a user types next: never cut short
+    table = compact_table("hardware profiles", [
+        Column("id"), Column("instance", wrap=True), Column("hardware", wrap=True), Column("USD/h", number=True),
+        Column("priced in, on", wrap=True)], rows)
     Console().print(table)
     return 0
 

@@ -7,39 +7,26 @@ the backends' table.
 
 from __future__ import annotations
 
+import json
+
 from rich.console import Console
-from rich.table import Table
 
-from runner.cli.reproduce import loadgen_cells
+from runner.cli.records import print_inference
 from runner.reinference import reinfer
-from runner.results.inference import BackendRun
+from runner.report import Reporter, reporting
 
 
-def print_inference(console: Console, metric: str, inference: dict[str, BackendRun]) -> None:
-    table = Table(title="inference (batch 1, every evaluation item)")
-    for col in ("backend", "gate", metric, "mean ms", "p50", "p90", "p99", "max", "items/s", "$ / 10k",
-                "LoadGen p50", "LoadGen p90", "LoadGen offline /s"):
-        table.add_column(col)
-
-    def fmt(value, spec):
-        return "--" if value is None else format(value, spec)
-
-    for name, rec in inference.items():
-        lat = rec.latency_ms or {}
-        score = rec.score(metric)
-        table.add_row(
-            name,
-            "[green]pass[/]" if rec.passed_gate else f"[red]fail[/]: {rec.gate_reason}",
-            fmt(None if score is None else score * 100, ".2f"),
-            *(fmt(lat.get(k), ".4f") for k in ("mean", "p50", "p90", "p99", "max")),
-            fmt(rec.throughput_per_s, ".0f"), fmt(rec.cost_per_10k_usd, ".3g"),
-            *loadgen_cells(rec),
-        )
-    console.print(table)
 
 
 def run(args) -> int:
     console = Console()
+    if args.json:  # stdout is the JSON's alone: the progress goes to stderr
+        with reporting(Reporter(Console(stderr=True))):
+            outcome = reinfer(args.entry, result_dir=args.result, backends=args.backends, threads=args.threads)
+        print(json.dumps({"result": str(outcome.result_dir), "replaced": outcome.replaced, "kept": outcome.kept,
+                          "inference": {name: rec.to_dict() for name, rec in outcome.inference.items()}},
+                         indent=2))
+        return 0 if outcome.passed else 1
     outcome = reinfer(args.entry, result_dir=args.result, backends=args.backends, threads=args.threads,
                       on_timed=lambda metric, inference: print_inference(console, metric, inference))
     return 0 if outcome.passed else 1

@@ -2,61 +2,21 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
+from pathlib import Path
 
-from runner.inference.loadgen import MLPERF_PROFILE, claims_mlperf_minimums
+from rich.console import Console
+
+from runner.cli.records import print_results
+from runner.inference.loadgen import MLPERF_PROFILE
 from runner.options import ReproduceOptions
 from runner.plan import LOCAL, SLURM, make_plan, plan_of_task
+from runner.report import Reporter, reporting
 from runner.reproduce import launch
-from runner.results.inference import BackendRun
+from runner.results.layout import short_id
 from runner.results.record import Result
 from runner.results.runs import write_runs_summary
 from runner.slurm import options_from_args
-
-
-def _fmt(value, spec: str, missing: str = "--") -> str:
-    return missing if value is None else format(value, spec)
-
-
-def loadgen_cells(run: BackendRun) -> tuple[str, str, str]:
-    """LoadGen SingleStream p50/p90 (ms) and Offline samples/s, '--' where it did not run."""
-    lg = run.loadgen or {}
-    single = lg.get("single_stream") or {}
-    offline = lg.get("offline") or {}
-    return (_fmt(single.get("p50_ms"), ".3f"), _fmt(single.get("p90_ms"), ".3f"),
-            _fmt(offline.get("samples_per_s"), ".0f"))
-
-
-def loadgen_problems(run: BackendRun) -> list[str]:
-    lg = run.loadgen or {}
-    if lg.get("error"):
-        return [lg["error"]]
-    return [f"{scenario}: {(lg.get(scenario) or {}).get('problem')}" for scenario in ("single_stream", "offline")
-            if (lg.get(scenario) or {}).get("problem")]
-
-
-def loadgen_settings_line(run: BackendRun) -> str | None:
-    """The LoadGen settings a backend ran with, in one line (None when LoadGen did not run)."""
-    settings = (run.loadgen or {}).get("settings")
-    if not isinstance(settings, dict):
-        return None
-
-    def seconds(ms):
-        return f"{ms / 1000:g} s"
-
-    def cap(ms):
-        return f"at most {seconds(ms)}" if ms else "no maximum"
-
-    mlperf = ("MLPerf's minimums" if claims_mlperf_minimums(run.loadgen)
-              else "below MLPerf's minimums (--loadgen-mlperf restores them)")
-    return (f"{settings.get('profile', 'dawnbench (before profiles)')}: SingleStream at least "
-            f"{settings.get('single_stream_min_query_count')} queries and "
-            f"{seconds(settings.get('single_stream_min_duration_ms'))}, "
-            f"{cap(settings.get('single_stream_max_duration_ms'))}; Offline at least "
-            + (f"{samples} samples and " if (samples := settings.get("offline_min_query_count", 1)) > 1 else "")
-            + f"{seconds(settings.get('offline_min_duration_ms'))}, "
-            f"{cap(settings.get('offline_max_duration_ms'))}; {mlperf}")
+from runner.terminal import fmt
 
 
 def loadgen_option(args) -> bool | str:
@@ -65,94 +25,6 @@ def loadgen_option(args) -> bool | str:
     if getattr(args, "no_loadgen", False):
         return False
     return MLPERF_PROFILE if getattr(args, "loadgen_mlperf", False) else True
-
-
-def _energy_cell(energy: dict | None) -> str:
-    """Joules-to-accuracy, or "not measured" (the reasons are in result.json's energy)."""
-    training = (energy or {}).get("training") or {}
-    value = training.get("joules_to_accuracy")
-    if isinstance(value, (int, float)):
-        return f"{value:.1f}"
-    return "not measured" if not ((training.get("window") or {}).get("measured")) else "-"
-
-
-def claim_line(folder, result: Result, claimed: dict, tta: float) -> str:
-    """The measurement beside the claim, compared only on a host of the claim's profile
-    (``runner.claims.result_claim``: the rule the leaderboard and compare use too)."""
-    from runner.claims import Comparison, result_claim
-
-    applies = result_claim(folder) or Comparison((result.hardware or {}).get("profile") or "", False,
-                                                 ("the run has no fingerprint",), claimed.get("tta_seconds"))
-    return applies.line(None, tta, result.run_id) + _resolution(result.training)
-
-
-def evidence_line(r) -> str | None:
-    """The work to the crossing against one forward pass over the training set (class 4f)."""
-    e = r.training.evidence if r.training else None
-    if not isinstance(e, dict) or e.get("ratio") is None:
-        return None
-    return (f"evidence of training {r.run_id}: {e['cpu_seconds']:.2f} CPU-s to the crossing, "
-            f"{e['ratio']:.2f}x one forward pass over {e['train_items']} training items "
-            f"({e['forward_pass_cpu_seconds']:.2f} CPU-s; floor {e['fraction']:g}x)")
-
-
-def _resolution(training) -> str:
-    """Beside the TTA: the step the entry's evaluations time it in (runner.score.tta)."""
-    step = training.tta_resolution_seconds if training and training.reached else None
-    return "" if step is None else f" (resolution {step:.1f} s)"
-
-
-def print_results(console: Console, folders) -> None:
-    results = [Result.read(folder) for folder in folders]
-    table = Table(title="runs")
-    table.add_column("run", no_wrap=True)
-    for col in ("status", "reached", "TTA s", "cost $", "J to accuracy", "launch s", "conforming"):
-        table.add_column(col)
-    for r in results:
-        t = r.training
-        table.add_row(
-            r.run_id, r.status, str(bool(t and t.reached)),
-            _fmt(t and t.tta_seconds, ".2f") + _resolution(t), _fmt(r.cost and r.cost.training_usd, ".6f"),
-            _energy_cell(r.energy), _fmt(t and t.launch_seconds, ".2f"), "yes" if r.conforming else "no",
-        )
-    console.print(table)
-    last = results[-1]
-    if last.inference:
-        inf = Table(title="inference (batch 1, every evaluation item)")
-        for col in ("backend", "gate", "score %", "mean ms", "p50", "p90", "p99", "$ / 10k", "J / 10k",
-                    "LoadGen p50", "LoadGen p90", "LoadGen offline /s"):
-            inf.add_column(col)
-        for name, b in last.inference.items():
-            lat = b.latency_ms or {}
-            score = b.score(last.task.metric)
-            inf.add_row(
-                name, "pass" if b.passed_gate else "fail",
-                _fmt(score * 100 if score is not None else None, ".2f"),
-                _fmt(lat.get("mean"), ".3f"), _fmt(lat.get("p50"), ".3f"),
-                _fmt(lat.get("p90"), ".3f"), _fmt(lat.get("p99"), ".3f"),
-                _fmt(b.cost_per_10k_usd, ".6f"),
-                _fmt(b.joules_per_10k, ".1f"), *loadgen_cells(b),
-            )
-        console.print(inf)
-        for name, b in last.inference.items():
-            if not b.passed_gate:
-                console.print(f"[yellow]no latency claim[/] for {name}: {b.gate_reason}")
-            for problem in loadgen_problems(b):
-                console.print(f"[yellow]LoadGen[/] {name}: {problem}")
-        shown = {line for b in last.inference.values() if (line := loadgen_settings_line(b))}
-        for line in sorted(shown):
-            console.print(f"LoadGen settings {line}")
-    claimed = last.entry.claimed or {}
-    for folder, r in zip(folders, results):
-        tta = r.training.tta_seconds if r.training else None
-        if claimed.get("tta_seconds") and tta is not None and not r.smoke:
-            console.print(claim_line(folder, r, claimed, tta), highlight=False)
-        if line := evidence_line(r):
-            console.print(line, highlight=False)
-        if not r.conforming:
-            console.print(f"[yellow]non-conforming[/] {r.run_id}: " + "; ".join(r.nonconforming_reasons))
-        if r.incomplete_reason:
-            console.print(f"[red]{r.status}[/] {r.run_id}: {r.incomplete_reason}")
 
 
 def run(args) -> int:
@@ -169,15 +41,39 @@ def run(args) -> int:
         plan = plan_of_task(args.plan, args.seed)
     else:
         plan = make_plan(args.entry, opts, SLURM if slurm else LOCAL)
-    folders = launch(plan, slurm)
+    # This command's own reporter: a warning every run would repeat is said once; with --json
+    # stdout is the JSON's alone and the progress goes to stderr.
+    with reporting(Reporter(Console(stderr=True) if args.json else None)):
+        folders = launch(plan, slurm)
+    if args.json:
+        return print_json(folders)
     print_results(console, folders)
     if len(folders) > 1:
         s, summary = write_runs_summary(folders)
         console.print(
             f"{s.reached}/{s.runs} runs reached the threshold; median TTA "
-            f"{_fmt(s.median, '.2f')} s; coefficient of variation {_fmt(s.cv, '.3f')}"
+            f"{fmt(s.median, '.2f')} s; coefficient of variation {fmt(s.cv, '.3f')}"
         )
-        console.print(f"summary of the runs: {summary}")
+        console.print(f"summary of the runs: {summary}", highlight=False)
     statuses = [Result.read(f).status for f in folders]
-    console.print(f"results: {', '.join(str(f) for f in folders)}")
+    for parent in dict.fromkeys(f.parent for f in folders):
+        names = ", ".join(short_id(f.name) for f in folders if f.parent == parent)
+        console.print(f"results in {parent}/: {names} (`runner show {short_id(folders[-1].name)}` for one)",
+                      highlight=False)
     return 0 if all(s == "complete" for s in statuses) else 1
+
+
+def print_json(folders: list[Path]) -> int:
+    """The runs as ``runner ls --json`` lists them (full run ids, folders), and their summary."""
+    import json  # lazy: only for --json
+
+    from runner import paths  # lazy: as above
+    from runner.runs import read_result, row_of  # lazy: signature checks import verify's modules
+    from runner.verify.trust import default_trusted_keys  # lazy: as above
+
+    keys = default_trusted_keys(None, paths.results_dir())
+    rows = [row_of(f, read_result(f), keys) for f in folders]
+    summary = write_runs_summary(folders)[1] if len(folders) > 1 else None
+    print(json.dumps({"runs": [r.to_dict() for r in rows], "summary": None if summary is None else str(summary)},
+                     indent=2))
+    return 0 if all(r.status == "complete" for r in rows) else 1

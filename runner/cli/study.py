@@ -6,11 +6,13 @@ renders the study's tables."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table as RichTable
+from rich.markup import escape
 
 from runner.options import ReproduceOptions
+from runner.results.layout import short_id
 from runner.slurm import options_from_args
 from runner.study.dispatch import StudyRequest, run_study
+from runner.terminal import Column, compact_table
 
 
 def run(args) -> int:
@@ -28,12 +30,11 @@ def run(args) -> int:
     ))
     out = outcome.output
     for table in out.tables:
-        shown = RichTable(title=table.title)
-        for header in table.headers:
-            shown.add_column(header)
-        for row in table.rows:
-            shown.add_row(*row)
-        console.print(shown)
+        # the terminal's short run ids (the report and summary.json keep the full ones)
+        rows = [[short_id(cell) if header == "run" else escape(cell) for header, cell in zip(table.headers, row)]
+                for row in table.rows]
+        console.print(compact_table(table.title, [Column(h, wrap=h != "run") for h in table.headers], rows,
+                                    hide_empty=False))
     for note in out.notes:
         console.print(f"[dim]{note}[/]")
     console.print(f"study: {out.folder}\nreport: {outcome.report}")

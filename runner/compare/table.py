@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from runner.compare.summary import EntrySummary, Stat
 from runner.harness.backends import REGISTRY
+from runner.terminal import MISSING, Column, compact_table
 
 
 def fmt(stat: Stat, digits: int = 1, unit: str = "") -> str:
     if stat.median is None:
-        return "-"
+        return MISSING
     text = f"{stat.median:.{digits}f}{unit}"
     if stat.cv is not None:
         text += f" ±{100 * stat.cv:.0f}%"
@@ -40,22 +42,32 @@ def native_backend(summary: EntrySummary) -> str | None:
     return next((b for b in summary.latency_p50_ms if REGISTRY.get(b) and REGISTRY[b].framework), None)
 
 
-def comparison_table(summaries: list[EntrySummary]) -> Table:
-    others = sorted({b for s in summaries for b in s.latency_p50_ms if b != native_backend(s)})
-    table = Table(title="Side by side (median over the conforming runs, ±CV)", title_justify="left")
-    for column in ("entry", "framework", "runs (reached)", "TTA s", "epochs to threshold", "s / epoch",
-                   "p50 native ms", *(f"p50 {b} ms" for b in others), "cost $"):
-        table.add_column(column, justify="left" if column in ("entry", "framework") else "right")
+def _entry_cell(s: EntrySummary) -> str:
+    return "\n".join(escape(x) for x in (s.entry, s.profile, s.framework) if x)
+
+
+def comparison_tables(summaries: list[EntrySummary]) -> list[Table]:
+    """Training (runs, TTA, epochs, s / epoch, cost) and, apart, batch-1 p50 per backend: two
+    tables, so that neither is wider than a terminal of 80 columns."""
+    training = []
     for s in summaries:
-        native = native_backend(s)
         runs = f"{s.runs} ({s.reached})" + (f", {s.smoke} smoke" if s.smoke else "")
         runs += f", {s.runs - s.counted} left out" if s.counted < s.runs else ""
-        table.add_row(
-            f"{s.entry}\n{s.profile}" if s.profile else s.entry, s.framework, runs, fmt(s.tta_seconds, 2),
-            fmt(s.epochs_to_threshold, 0),
-            fmt(s.seconds_per_epoch, 2),
-            f"{fmt(s.latency_p50_ms[native], 3)} ({native})" if native else "-",
-            *(fmt(s.latency_p50_ms[b], 3) if b in s.latency_p50_ms else "-" for b in others),
-            fmt(s.cost_usd, 4),
-        )
-    return table
+        training.append([_entry_cell(s), runs, fmt(s.tta_seconds, 2), fmt(s.epochs_to_threshold, 0),
+                         fmt(s.seconds_per_epoch, 2), fmt(s.cost_usd, 4)])
+    tables = [compact_table("Side by side (median over the conforming runs, ±CV)", [
+        Column("entry", wrap=True), Column("runs (reached)", wrap=True),
+        Column("TTA s", number=True), Column("epochs", number=True), Column("s / epoch", number=True),
+        Column("cost $", number=True)], training, show_lines=len(summaries) > 1)]
+    others = sorted({b for s in summaries for b in s.latency_p50_ms if b != native_backend(s)})
+    if any(s.latency_p50_ms for s in summaries):
+        latency = []
+        for s in summaries:
+            native = native_backend(s)
+            latency.append([escape(s.entry) + (f"\n{escape(s.profile)}" if s.profile else ""),
+                            f"{fmt(s.latency_p50_ms[native], 3)}\n({native})" if native else MISSING,
+                            *(fmt(s.latency_p50_ms[b], 3) if b in s.latency_p50_ms else MISSING for b in others)])
+        tables.append(compact_table("Batch-1 p50 ms", [
+            Column("entry", wrap=True), Column("native", number=True),
+            *(Column(b, number=True) for b in others)], latency, show_lines=len(summaries) > 1))
+    return tables

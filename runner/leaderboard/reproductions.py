@@ -17,24 +17,17 @@ from securesystemslib.signer import SSlibKey
 from runner.bundle.filelist import MANIFEST
 from runner.bundle.open import Limits, UnsafeBundleError, open_bundle
 from runner.claims import Comparison, cross_seed_problem, result_claim
-from runner.dawnbench.claims import CLAIMS_DIR, CurvePoint
+from runner.dawnbench.claims import CurvePoint
 from runner.dawnbench.tasks import format_task
 from runner.dawnbench.tsv import FormatError, read_curve
 from runner.errors import UserError
 from runner.events import bounded_json
-from runner.results.record import RESULT_FILE
+from runner.results.layout import all_runs
 from runner.results.view import ResultRecord, read_record
-from runner.verify.evidence import Auditor, Evidence, Unavailable
-from runner.verify import CHECKS
+from runner.verify.trust import signature_verdict
 
 ARCHIVE_DIR = "archive"
 FINGERPRINT_FILE = "fingerprint.json"
-# What "signed" means here: the bundle's own integrity, no data or hardware needed.
-# verify's checks that say "signed by a trusted key, intact, and the claim is result.json's".
-SIGNATURE_CHECKS = [
-    (name, check) for name, check in CHECKS
-    if name in ("signature", "trusted-key", "payload-type", "file-digests", "statement-matches-result")
-]
 
 
 @dataclass
@@ -59,27 +52,6 @@ class Reproduction:
     @property
     def verdict(self) -> str:
         return "verified" if self.verified else self.problems[0]
-
-
-def signature_problem(folder: Path, trusted_keys: list[SSlibKey]) -> str | None:
-    """None when the bundle is signed by a trusted key and intact, else what fails."""
-    return _signature(folder, trusted_keys)[0]
-
-
-def _signature(folder: Path, trusted_keys: list[SSlibKey]) -> tuple[str | None, str | None]:
-    """(what fails, None), or (None, the trusted key id that signed it)."""
-    evidence = Evidence(folder, Auditor(trusted_keys=trusted_keys), folder)
-    for name, check in SIGNATURE_CHECKS:
-        try:
-            result = check(evidence)
-        except Unavailable as err:
-            return f"unsigned ({err})", None
-        except (ValueError, TypeError, KeyError, OSError) as err:
-            return f"unsigned ({type(err).__name__}: {err})", None
-        if not result.ok:
-            return f"signature check {name} fails", None
-    trusted = {k.keyid for k in trusted_keys}
-    return None, next((k for k in sorted(evidence.envelope.signatures) if k in trusted), None)
 
 
 def _read_bytes(path: Path) -> bytes | None:
@@ -116,7 +88,7 @@ def _problems(record: ResultRecord, signature: str | None) -> list[str]:
 def read_reproduction(folder: Path, trusted_keys: list[SSlibKey], origin: str | None = None,
                       archive: Path | None = None) -> Reproduction:
     record = read_record(folder)
-    signature, keyid = _signature(folder, trusted_keys)
+    signature, keyid = signature_verdict(folder, trusted_keys)
     repro = Reproduction(record, origin or str(folder), signature is None, _problems(record, signature),
                          claim=result_claim(folder), archive=archive, bundled=(folder / MANIFEST).is_file(),
                          signer_keyid=keyid, curve_tsv=_read_bytes(record.curve_path()),
@@ -144,11 +116,9 @@ def _read_archive(path: Path, trusted_keys: list[SSlibKey]) -> Reproduction:
 
 
 def find_result_folders(results: Path) -> list[Path]:
-    """``results/<entry>/<run_id>/`` folders that hold a result.json (claims/ and archive/ aside)."""
-    return sorted(
-        p.parent for p in results.glob(f"*/*/{RESULT_FILE}")
-        if p.parent.parent.name not in (CLAIMS_DIR, ARCHIVE_DIR)
-    )
+    """``results/<entry>/<run_id>/`` and ``results/<entry>/smoke/<run_id>/`` folders that hold
+    a result.json (claims/ and archive/ aside; ``runner.results.layout``)."""
+    return sorted(all_runs(results))
 
 
 def load_reproductions(results: Path, trusted_keys: list[SSlibKey]) -> tuple[list[Reproduction], list[str]]:

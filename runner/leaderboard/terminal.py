@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.markup import escape
-from rich.table import Table as RichTable
+from rich.text import Text
 
 from runner.leaderboard import formats
 from runner.leaderboard.tables import Row, Table
+from runner.terminal import Column, compact_table
+
+
+def spread_lines(table: Table, spread) -> list[str]:
+    """The verified runs behind a median, in short lines ("median of 3 runs", "5.91–6.40 s",
+    "CoV 4.1%", "resolution 4.9 s"): a narrow column, never a wrapped figure."""
+    if spread.runs == 1:
+        lines = ["1 run"]
+    else:
+        lines = [f"median of {spread.runs} runs",
+                 f"{table.show_reproduced(spread.low)}–{table.show_reproduced(spread.high)}"]
+    if spread.cv is not None:
+        lines.append(f"CoV {100 * spread.cv:.1f}%")
+    if spread.resolution is not None:
+        lines.append(f"resolution {spread.resolution:.1f} s")
+    return lines
 
 
 def reproduction_cell(table: Table, row: Row) -> str:
@@ -16,10 +32,17 @@ def reproduction_cell(table: Table, row: Row) -> str:
         return "[dim]not reproduced[/]"
     value = escape(table.show_reproduced(row.reproduced))
     if repro.verified and row.spread:
-        return f"[green]{value}[/] ✓\n[dim]{escape(table.show_spread(row.spread))}[/]"
+        return f"[green]{value}[/] ✓\n[dim]" + escape("\n".join(spread_lines(table, row.spread))) + "[/]"
     if repro.verified:
         return f"[green]{value}[/] ✓"
-    return f"{value} [red]({escape(repro.verdict)})[/]"
+    return f"{value}\n[red]({escape(repro.verdict)})[/]"
+
+
+def submission_cell(row: Row) -> str:
+    """Model, team, hardware (and why the runs are not held against the claim), framework."""
+    hardware = row.hardware + (f" ({row.not_compared})" if row.not_compared else "")
+    lines = [f"[bold]{escape(row.model)}[/]"] + [escape(x) for x in (row.team, hardware, row.framework) if x]
+    return "\n".join(lines)
 
 
 def energy_cell(table: Table, row: Row) -> str:
@@ -36,24 +59,20 @@ def energy_cell(table: Table, row: Row) -> str:
     return "—" if value is None else f"{value:,.1f} {unit}"
 
 
-def render(table: Table, top: int | None = None) -> RichTable:
-    out = RichTable(title=f"{table.title}: {table.column} ({table.criterion})", title_justify="left", expand=False)
-    out.add_column("Rank", justify="right", no_wrap=True)
-    for name in ("Claimed", "Reproduced", "Ratio"):
-        out.add_column(name, justify="right", no_wrap=True)
-    for name in ("Model", "Team", "Hardware", "Framework"):
-        out.add_column(name, overflow="fold")
-    out.add_column("Date", no_wrap=True)
-    out.add_column("Energy", justify="right", no_wrap=True)
+def render(table: Table, top: int | None = None) -> Group:
+    """The table readable at 80 columns: the submission's model, team, hardware and framework
+    in one column that wraps, the figures in columns that never do, Energy only when some row
+    has it."""
+    rows = []
     for row in table.rows[:top] if top else table.rows:
         ratio = formats.ratio(row.ratio) if row.reproduction is not None and row.reproduction.verified else "—"
-        out.add_row(
-            str(row.rank), escape(table.show(row.claimed)), reproduction_cell(table, row), ratio,
-            escape(row.model), escape(row.team), escape(row.hardware + (f" ({row.not_compared})" if row.not_compared else "")),
-            escape(row.framework), formats.month(row.date),
-            energy_cell(table, row),
-        )
-    return out
+        rows.append([str(row.rank), escape(table.show(row.claimed)), reproduction_cell(table, row), ratio,
+                     submission_cell(row), formats.month(row.date), energy_cell(table, row)])
+    columns = [Column("Rank", number=True), Column("Claimed", number=True),
+               Column("Reproduced", wrap=True, min_width=16), Column("Ratio", number=True),
+               Column("Submission", wrap=True), Column("Date"), Column("Energy", number=True)]
+    title = Text.assemble((table.title, "bold"), f": {table.column} ({table.criterion})")
+    return Group(title, compact_table(None, columns, rows, show_lines=True))
 
 
 def print_tables(tables: list[Table], console: Console, top: int | None = None) -> None:

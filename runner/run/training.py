@@ -34,7 +34,7 @@ from runner.run.gpu_freeze import GpuFreeze, GpuWorkMeter
 from runner.run.multiprocess import Peers, rank_spec
 from runner.run.remote_nodes import NodeError, RemoteNodes
 from runner.events import Event, parse_line, runner_event, write_events
-from runner.run.progress import TrainingProgress
+from runner.run.progress import EPOCH_COUNT, TrainingProgress, earlier_run
 from runner.score.evaluations import path_problem, primary_score, resolve_inside, score_file
 from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH, LAUNCH_GAP_LIMIT_S
 
@@ -223,6 +223,8 @@ class _TrainingSession:
             self.evaluate_request(ev)
         elif ev.key == "epoch_start" and isinstance(ev.metadata.get("epoch_num"), int):
             self.progress.update(epoch=ev.metadata["epoch_num"], elapsed=t)
+        elif ev.key == EPOCH_COUNT and isinstance(ev.value, int) and not isinstance(ev.value, bool) and ev.value > 0:
+            self.progress.update(epochs=ev.value, elapsed=t)  # MLPerf's key: the estimate of the rest uses it
         else:
             self.progress.update(elapsed=t)
 
@@ -340,7 +342,7 @@ class _TrainingSession:
             if meets and not self.crossed:
                 self.crossing_checkpoint = (job.index, job.name)
             self.crossed = self.crossed or meets
-            self.progress.update(score=score)
+            self.progress.update(score=score, scored=True)
         self.pending = []
 
     def evaluate_checkpoint(self, index: int, name: str) -> tuple[dict, float | None, bool]:
@@ -459,7 +461,8 @@ def training_spec(plan: RunPlan) -> ContainerSpec:
 def _train(engine: Engine, plan: RunPlan, labels, spec: ContainerSpec, peers: list) -> TrainingRun:
     """``peers``: the other ranks' groups (``Peers``, ``RemoteNodes``), started with rank 0."""
     lines: queue.Queue = queue.Queue()
-    with TrainingProgress(plan.entry.task, "train") as progress:
+    expected = earlier_run(paths.results_dir(), plan.entry.name, plan.smoke)  # the estimate of the rest
+    with TrainingProgress(plan.entry.task, "train", expected=expected, timeout_s=plan.limits.timeout_s) as progress:
         session = _TrainingSession(engine, plan, labels, progress)
         for group in peers:
             group.on_failure = session.peer_failed
@@ -508,6 +511,7 @@ def _train(engine: Engine, plan: RunPlan, labels, spec: ContainerSpec, peers: li
             if not session.seen_output:
                 session.ours(0.0, LAUNCH, stamp="container-start", first_line=None)
             session.ours(exit_t, CONTAINER_EXIT, exit_code=outcome.exit_code)
+            progress.exited(exit_t)  # the checkpoints are scored now
             session.evaluator.stay_awake()  # every rank is gone: no clock runs any more
             session.evaluate_pending(interrupted=outcome.interrupted)
             final = session.evaluate_final() if outcome.ok else None

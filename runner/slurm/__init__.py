@@ -20,6 +20,7 @@ from runner.slurm.commands import require_tools
 from runner.slurm.follow import follow, node_of
 from runner.slurm.gather import complete_runs, gather, run_folders
 from runner.plan import RunPlan
+from runner.results.layout import entry_dir as runs_dir
 from runner.slurm.submit import JobArray, SlurmOptions, submit
 from runner.report import reporter
 
@@ -35,7 +36,7 @@ def reproduce_on_slurm(plan: RunPlan, options: SlurmOptions, resume: bool = True
     load_signer()  # a misconfigured key fails here, before any job is submitted
     # The submitter's plan drew the seeds (never the entry); pass --seed to resubmit the same runs.
     seeds = list(plan.seeds)
-    entry_dir = paths.results_dir() / entry.name
+    entry_dir = runs_dir(paths.results_dir(), entry.name, plan.smoke)  # smoke runs apart
     folders = complete_runs(entry_dir, seeds, plan.smoke) if resume else {}
     if folders:
         reporter().print(f"already complete, not submitted again: seed(s) "

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from runner.cli import main
+from runner.results.layout import entry_runs
 
 TESTS = Path(__file__).resolve().parent.parent
 PROBE = TESTS / "entries" / "contract-probe"
@@ -62,7 +63,7 @@ def edit_manifest(folder: Path, **fields) -> Path:
 
 
 def result_of(results: Path, entry: str = "contract-probe") -> dict:
-    (folder,) = [p for p in (results / entry).iterdir() if p.is_dir()]
+    (folder,) = entry_runs(results, entry)
     return json.loads((folder / "result.json").read_text()) | {"_folder": str(folder)}
 
 

@@ -87,7 +87,7 @@ def test_the_leaderboard_prints_no_ratio_against_a_claim_this_host_does_not_meet
 
 def test_reproduce_and_the_leaderboard_use_the_same_rule(runs):
     from runner.claims import result_claim
-    from runner.cli.reproduce import claim_line
+    from runner.cli.records import claim_line
     from runner.results.record import Result
 
     folders, _ = runs

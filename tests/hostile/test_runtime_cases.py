@@ -323,7 +323,7 @@ def test_sigkilled_runner_is_recovered_at_next_start(docker_client, tmp_path, ca
         [sys.executable, "-m", "runner", "reproduce", str(probe_entry(tmp_path / "a", "sleep")), "--smoke",
          "--no-infer"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    _wait_for("contract-probe/*/logs/train.log", first_results, "epoch_start", killed)
+    _wait_for("contract-probe/**/logs/train.log", first_results, "epoch_start", killed)
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=30)
     orphan = result_of(first_results)
@@ -348,7 +348,7 @@ def test_concurrent_runs_queue_for_cores_and_never_kill_each_other(docker_client
         [sys.executable, "-m", "runner", "reproduce", str(probe_entry(tmp_path / "a", "sleep")), "--smoke",
          "--no-infer"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    _wait_for("contract-probe/*/logs/train.log", first_results, "epoch_start", first)
+    _wait_for("contract-probe/**/logs/train.log", first_results, "epoch_start", first)
     first_run = Path(result_of(first_results)["_folder"]).name
     second_results = tmp_path / "second"
     second = subprocess.Popen(
@@ -587,7 +587,7 @@ def test_a_sigkilled_runners_scratch_folder_is_swept_at_next_start(docker_client
         env={**os.environ, "RUNNER_RESULTS": str(first_results)}, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True,
     )
-    _wait_for("contract-probe/*/logs/train.log", first_results, "epoch_start", killed)
+    _wait_for("contract-probe/**/logs/train.log", first_results, "epoch_start", killed)
     (scratch,) = _scratch_of(killed.pid)
     size = sum(p.stat().st_size for p in scratch.rglob("*") if p.is_file())
     assert size > 1 << 20  # the smoke data and the probe inputs

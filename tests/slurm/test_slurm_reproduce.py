@@ -26,6 +26,7 @@ from runner.cli import main
 from runner.digests import sha256_file
 from runner.keys import generate
 from runner.results import RESULT_SCHEMA
+from runner.results.layout import SMOKE_DIR, entry_runs
 from runner.engine.containers import MANAGED_LABEL
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
@@ -58,7 +59,7 @@ def probe_entry(tmp_path: Path, mode: str) -> Path:
 
 def run_folders(results: Path) -> dict[int, Path]:
     """Seed -> run folder (result folders only: not the job files, not the runs summary)."""
-    folders = [p for p in (results / "contract-probe").iterdir() if (p / "result.json").exists()]
+    folders = entry_runs(results, "contract-probe")
     return {json.loads((p / "result.json").read_text())["seed"]: p for p in folders}
 
 
@@ -101,7 +102,7 @@ def test_a_job_array_of_smoke_runs_is_gathered_summarised_and_signed_on_the_subm
         digest = read_manifest(folders[seed])["result.json"]
         assert digest.removeprefix("sha256:") == sha256_file(folders[seed] / "result.json")
     # The same summary as a local --runs 2.
-    (summary,) = (results / "contract-probe").glob("runs-*.json")
+    (summary,) = (results / "contract-probe" / SMOKE_DIR).glob("runs-*.json")  # smoke runs: apart
     assert json.loads(summary.read_text())["runs"] == 2
     assert "0/2 runs reached the threshold" in out
 
@@ -151,7 +152,7 @@ def test_a_cancelled_job_leaves_an_incomplete_result_naming_the_job_and_its_stat
                       "the submission", proc)
     subprocess.run(["scontrol", "release", f"{job_id}_0"], check=True, capture_output=True)
     wait_for(lambda: any("epoch_start" in log.read_text()
-                         for log in results.glob("contract-probe/*/logs/train.log")),
+                         for log in results.glob("contract-probe/**/logs/train.log")),
              "seed 0 to start training", proc,
              task_logs=[next(results.glob(".slurm/*/*/job_id")).with_name("task-0.out")])
     subprocess.run(["scancel", job_id], check=True, capture_output=True)
@@ -192,8 +193,7 @@ def test_drift_rerun_runs_as_a_slurm_job_even_when_the_seed_is_complete(
     capsys.readouterr()
     assert main(["drift", str(archived), "--entry", str(entry), "--rerun", "--slurm"]) == 0
     assert "no drift" in capsys.readouterr().out
-    reruns = [p for p in (results / "contract-probe").iterdir()
-              if (p / "result.json").exists() and p != archived]
+    reruns = [p for p in entry_runs(results, "contract-probe") if p != archived]
     (rerun,) = reruns  # a drift rerun measures again: a complete seed is not skipped
     result = result_of(rerun)
     assert result["seed"] == 0 and result["slurm"]["state"] == "COMPLETED"

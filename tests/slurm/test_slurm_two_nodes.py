@@ -28,6 +28,7 @@ from runner.cli import main
 from runner.fingerprint import load_fingerprint
 from runner.keys import generate
 from runner.results import RESULT_SCHEMA
+from runner.results.layout import entry_runs
 from runner.run.allocation import NETWORK_ENV
 from runner.engine.containers import MANAGED_LABEL
 from runner.run.ownership import LABEL_RUN
@@ -68,7 +69,7 @@ def two_node_run(docker_client, cpu_base_image, local_slurm, cluster_network, tm
         code = main(["reproduce", str(entry), "--smoke", "--no-infer", "--seed", "5", "--slurm",
                      "--partition", local_slurm.pair_partition])
         wall = time.monotonic() - started
-    folders = [p for p in (tmp / "results" / "gloo-pair").iterdir() if (p / "result.json").exists()]
+    folders = entry_runs(tmp / "results", "gloo-pair")
     assert len(folders) == 1, out.getvalue()
     return code, folders[0], out.getvalue(), wall
 
@@ -168,7 +169,7 @@ def test_two_nodes_whose_engine_is_podman_train_one_run(cpu_base_image, local_sl
     code = main(["reproduce", str(entry), "--smoke", "--no-infer", "--seed", "5", "--slurm",
                  "--partition", local_slurm.pair_partition])
     out = capsys.readouterr().out
-    (folder,) = [p for p in (tmp_path / "results" / "gloo-pair").iterdir() if (p / "result.json").exists()]
+    (folder,) = entry_runs(tmp_path / "results", "gloo-pair")
     result = json.loads((folder / "result.json").read_text())
     logs = {p.name: p.read_text() for p in (folder / "logs").iterdir()}
     assert code == 0 and result["status"] == "complete", (result["incomplete_reason"], out, logs)

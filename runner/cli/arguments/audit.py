@@ -12,3 +12,4 @@ def register(parser) -> None:
     parser.add_argument("--trusted-keys", metavar="PATH",
                         help="a *.pub.json file or a folder of them, as for `runner verify` "
                         "(default: your own public key)")
+    parser.add_argument("--json", action="store_true", help="print verify's report and the replay's checks as JSON")

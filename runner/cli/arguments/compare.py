@@ -21,3 +21,4 @@ def register(p) -> None:
     # Before -o/--out, --plot named the PNG itself: old scripts' --plot FILE still writes FILE.
     out.add_argument("--plot", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--no-plot", action="store_true", help="print the table only")
+    p.add_argument("--json", action="store_true", help="print each entry's figures (median, CV, min, max, n) as JSON")

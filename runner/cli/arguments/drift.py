@@ -15,3 +15,4 @@ def register(p) -> None:
                    help="relative TTA change that counts as drift (default 0.25)")
     slurm.add_arguments(p)
     p.add_argument("--fail-on-drift", action="store_true", help="exit 1 when anything drifted")
+    p.add_argument("--json", action="store_true", help="print each bundle's changes as JSON (progress to stderr)")

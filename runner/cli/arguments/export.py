@@ -51,3 +51,5 @@ def register(p) -> None:
     formats = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
     for add in FORMATS:
         add(formats)
+    for sub in formats.choices.values():  # every exporter says what it wrote as JSON on request
+        sub.add_argument("--json", action="store_true", help="print what was written as JSON")

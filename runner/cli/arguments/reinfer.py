@@ -17,3 +17,5 @@ def register(p) -> None:
                    help="backend to time (repeatable; default: the manifest's inference.backends)")
     p.add_argument("--result", type=Path, help="result folder (default: the entry's latest result)")
     p.add_argument("--threads", type=int, help="intra-op threads (default: the manifest's inference.threads)")
+    p.add_argument("--json", action="store_true",
+                   help="print the result folder and each backend's new record as JSON (progress to stderr)")

@@ -36,6 +36,8 @@ def register(p) -> None:
                               "needs (default: about a second per scenario beside the DAWNBench per-item figure)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print where each run's time went (its result's timings section)")
+    p.add_argument("--json", action="store_true",
+                   help="print the runs as JSON at the end (full run ids, folders); progress goes to stderr")
     p.add_argument("--no-sign", action="store_true",
                    help="leave the result unsigned (Slurm tasks: the submit host signs)")
     slurm.add_arguments(p)

@@ -1,0 +1,37 @@
+"""``runner ls [ENTRY]``: the runs under the results folder, one row each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from runner import paths
+
+
+def run(args) -> int:
+    from runner.runs import list_runs  # lazy: signature checks import verify's modules
+    from runner.runs.terminal import ls_renderables  # lazy: as above
+    from runner.verify.trust import default_trusted_keys  # lazy: as above
+
+    results = Path(args.results) if args.results else paths.results_dir()
+    entry = Path(args.entry).name if args.entry else None
+    rows, skipped = list_runs(results, entry, default_trusted_keys(args.trusted_keys, results))
+    if args.json:
+        print(json.dumps({"results": str(results), "runs": [r.to_dict() for r in rows], "skipped": skipped},
+                         indent=2))
+        return 0
+    console = Console(highlight=False)
+    for problem in skipped:
+        console.print(f"[yellow]skipped[/]: {escape(problem)}")
+    if not rows:
+        where = f"of {entry} " if entry else ""
+        console.print(f"no runs {where}under {escape(str(results))} (`runner reproduce ENTRY` makes one)")
+        return 0
+    for i, renderable in enumerate(ls_renderables(rows, console.width)):
+        if i:
+            console.print()
+        console.print(renderable)
+    return 0

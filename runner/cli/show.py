@@ -1,0 +1,36 @@
+"""``runner show RUN``: one run's summary, its curve drawn in the terminal, where its files are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from runner import paths
+
+
+def run(args) -> int:
+    from runner.bundle.open import Limits, open_bundle  # lazy: only a bundle's .tar.gz is opened
+    from runner.runs import find_run, read_result, row_of  # lazy: signature checks import verify's modules
+    from runner.runs.show import view_run  # lazy: as above
+    from runner.runs.terminal import show_renderable  # lazy: as above
+    from runner.verify.trust import default_trusted_keys  # lazy: as above
+
+    results = Path(args.results) if args.results else paths.results_dir()
+    keys = default_trusted_keys(args.trusted_keys, results)
+    ref = Path(args.run)
+    if ref.is_file():  # a bundle's .tar.gz, opened safely into a temporary folder
+        with open_bundle(ref, Limits()) as opened:
+            result = read_result(opened.root)
+            view = view_run(opened.root, result, row_of(opened.root, result, keys), str(ref), bundle=True)
+    else:
+        folder = find_run(args.run, results)
+        result = read_result(folder)
+        view = view_run(folder, result, row_of(folder, result, keys), str(folder), bundle=False)
+    if args.json:
+        print(json.dumps(view.to_dict(), indent=2))
+        return 0
+    console = Console(highlight=False)
+    console.print(show_renderable(view, console.width))
+    return 0

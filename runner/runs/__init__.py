@@ -1,0 +1,119 @@
+"""The runs under a results folder, as ``runner ls`` lists them and ``runner show`` finds one.
+
+One row per run folder (``runner.results.layout``: real runs and, apart, smoke runs, of
+either layout): its short id, status, whether it reached the threshold, its TTA, whether it
+is conforming, whether it is *verified* (signed by a trusted key with every file intact:
+``runner.verify.trust``; ``runner verify`` recomputes every figure besides) and whether it
+is a smoke run. ``find_run`` turns what a user typed (a folder, a run id, its short form,
+``ENTRY/SHORT``) into one run folder, or says which runs it could mean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from securesystemslib.signer import SSlibKey
+
+from runner.errors import UserError
+from runner.results.layout import all_runs, entry_of, entry_runs, short_id
+from runner.results.record import RESULT_FILE, Result
+from runner.verify.trust import signature_problem
+
+# What makes a result.json unreadable as a Result (``Result.read``): never a traceback.
+UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    folder: Path
+    run_id: str
+    entry: str
+    seed: int | None
+    status: str
+    reached: bool
+    tta_seconds: float | None
+    tta_resolution_seconds: float | None
+    conforming: bool
+    verified: bool
+    verified_problem: str | None  # why it is not verified (unsigned, a file changed, an unknown key)
+    smoke: bool
+
+    @property
+    def short_id(self) -> str:
+        return short_id(self.run_id)
+
+    @property
+    def date(self) -> str:
+        """``2026-11-23 01:02`` (UTC) from the run id's stamp; "" for an id without one."""
+        stamp = self.run_id[:16]
+        if self.short_id == self.run_id:
+            return ""
+        return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}"
+
+    def to_dict(self) -> dict:
+        return {
+            "run_id": self.run_id, "short_id": self.short_id, "entry": self.entry, "folder": str(self.folder),
+            "seed": self.seed, "status": self.status, "reached": self.reached, "tta_seconds": self.tta_seconds,
+            "tta_resolution_seconds": self.tta_resolution_seconds, "conforming": self.conforming,
+            "verified": self.verified, "verified_problem": self.verified_problem, "smoke": self.smoke,
+        }
+
+
+def row_of(folder: Path, result: Result, trusted_keys: list[SSlibKey]) -> RunRow:
+    """A run's row from its result; ``folder`` holds its bundle (a result folder or an opened bundle)."""
+    training = result.training
+    problem = signature_problem(folder, trusted_keys)
+    return RunRow(
+        folder=Path(folder), run_id=result.run_id, entry=result.entry.name, seed=result.seed,
+        status=result.status, reached=bool(training and training.reached), tta_seconds=result.tta_seconds,
+        tta_resolution_seconds=training.tta_resolution_seconds if training and training.reached else None,
+        conforming=result.conforming is True, verified=problem is None, verified_problem=problem,
+        smoke=bool(result.smoke),
+    )
+
+
+def read_result(folder: Path) -> Result:
+    """``folder/result.json``; a missing or malformed one is a UserError naming it."""
+    try:
+        return Result.read(folder)
+    except UNREADABLE as err:
+        raise UserError(f"{Path(folder) / RESULT_FILE}: not a readable result ({type(err).__name__}: {err})",
+                        "pass a run folder written by `runner reproduce`") from None
+
+
+def list_runs(results: Path, entry: str | None, trusted_keys: list[SSlibKey]) -> tuple[list[RunRow], list[str]]:
+    """Every run under ``results`` (or ``entry``'s), entry by entry, real runs before smoke
+    runs, oldest first; and the folders that could not be read, with why."""
+    folders = entry_runs(results, entry) if entry else all_runs(results)
+    rows, skipped = [], []
+    for folder in folders:
+        try:
+            rows.append(row_of(folder, read_result(folder), trusted_keys))
+        except UserError as err:
+            skipped.append(err.problem)
+    rows.sort(key=lambda r: (r.entry, r.smoke, r.run_id))
+    return rows, skipped
+
+
+def find_run(ref: str, results: Path) -> Path:
+    """The run folder ``ref`` names: a folder holding a result.json, or a run of ``results``
+    by its id, its short id (``s5-c0997d``), ``ENTRY/SHORT`` or a unique start of its id."""
+    path = Path(ref)
+    if path.is_dir():
+        if (path / RESULT_FILE).is_file():
+            return path
+        raise UserError(f"{ref} is a folder without a {RESULT_FILE}",
+                        "pass a run folder, a bundle's .tar.gz or a run id that `runner ls` lists")
+    entry, _, name = ref.rpartition("/") if "/" in ref else ("", "", ref)
+    runs = entry_runs(results, entry) if entry else all_runs(results)
+    exact = [r for r in runs if name in (r.name, short_id(r.name))]
+    found = exact or [r for r in runs if r.name.startswith(name) or short_id(r.name).startswith(name)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise UserError(f"no run {ref!r} under {results}",
+                        "`runner ls` lists the runs (pass a run id, its short form, a folder or a bundle)")
+    names = ", ".join(f"{entry_of(r)}/{short_id(r.name)}" for r in found[:8])
+    raise UserError(f"{ref!r} could be any of {len(found)} runs ({names}{', ...' if len(found) > 8 else ''})",
+                    "pass the full run id or ENTRY/SHORT_ID")

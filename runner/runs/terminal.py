@@ -1,0 +1,105 @@
+"""``runner ls`` and ``runner show`` in a terminal: a table of runs per entry, and one run's
+summary, curve and files. Short run ids here; the full ids are in the files and ``--json``."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.markup import escape
+from rich.text import Text
+
+from runner.runs import RunRow
+from runner.runs.curve import draw_curve
+from runner.runs.show import RunView
+from runner.terminal import MISSING, Column, compact_table, fmt, key_values, yes_no
+
+WIDE = 100  # from this width on, ls shows each run's date too
+
+
+def _verified(row: RunRow) -> str:
+    return yes_no(row.verified) if row.verified or not row.verified_problem.startswith("unsigned") else "unsigned"
+
+
+def runs_table(entry: str, rows: list[RunRow], width: int):
+    """One entry's runs, real runs before smoke runs."""
+    wide = width >= WIDE
+    columns = [Column("run"), *([Column("started (UTC)")] if wide else []), Column("status"), Column("reached"),
+               Column("TTA s", number=True), Column("conforming"), Column("verified"), Column("smoke")]
+    cells = [[row.short_id, *([row.date] if wide else []), row.status, yes_no(row.reached),
+              fmt(row.tta_seconds, ".2f"), yes_no(row.conforming), _verified(row), yes_no(row.smoke)]
+             for row in rows]
+    runs = f"{len(rows)} run{'s' if len(rows) != 1 else ''}"
+    # every column of ls says something, even "no" or "--" in every row
+    return compact_table(f"[bold]{escape(entry)}[/] ({runs})", columns, cells, hide_empty=False)
+
+
+def ls_renderables(rows: list[RunRow], width: int) -> list:
+    out = []
+    for entry in dict.fromkeys(r.entry for r in rows):
+        out.append(runs_table(entry, [r for r in rows if r.entry == entry], width))
+    return out
+
+
+def _percent(value: float | None, percent: bool) -> str:
+    if value is None:
+        return MISSING
+    return f"{value * 100:.2f}%" if percent else f"{value:.4f}"
+
+
+def summary_rows(view: RunView) -> list[tuple[str, str]]:
+    r, row = view.result, view.row
+    training = r.training
+    threshold = _percent(r.task.threshold, view.percent)
+    rows = [("status", escape(r.status + (f": {r.incomplete_reason}" if r.incomplete_reason else ""))),
+            ("task", f"{escape(r.task.id)}, {escape(r.task.metric)} ≥ {threshold}"),
+            ("seed", str(r.seed)), ("smoke", yes_no(r.smoke) + (" (synthetic data: never a figure)" if r.smoke else ""))]
+    crossing = view.crossing()
+    if training and training.reached:
+        at = "" if crossing is None else (
+            (f", at epoch {crossing['epoch']}" if crossing.get("epoch") is not None
+             else f", at evaluation {crossing.get('index')}")
+            + f": {r.task.metric} {_percent((crossing.get('scores') or {}).get(r.task.metric), view.percent)}")
+        rows.append(("reached", "yes" + at))
+        step = training.tta_resolution_seconds
+        rows.append(("TTA", f"{training.tta_seconds:.2f} s" + ("" if step is None else f" (resolution {step:.1f} s)")))
+    else:
+        rows.append(("reached", "no"))
+    if r.cost is not None:
+        rows.append(("cost", (f"${r.cost.training_usd:.6f}" if r.cost.training_usd is not None else MISSING)
+                     + f" on {escape(r.cost.profile)} at ${r.cost.usd_per_hour:g}/h"))
+    conforming = yes_no(r.conforming)
+    if not r.conforming and r.nonconforming_reasons:
+        conforming += ": " + escape("; ".join(r.nonconforming_reasons))
+    rows.append(("conforming", conforming))
+    verified = "yes: signed by a trusted key, every file intact" if row.verified else f"no: {escape(row.verified_problem)}"
+    rows.append(("verified", verified))
+    for name, b in r.inference.items():
+        lat = b.latency_ms or {}
+        gate = "gate pass" if b.passed_gate else f"gate fail ({escape(b.gate_reason or b.error or '?')})"
+        rows.append((f"{escape(name)}", f"p50 {fmt(lat.get('p50'), '.3f')} ms, mean {fmt(lat.get('mean'), '.3f')} "
+                                         f"ms, {gate}"))
+    return rows
+
+
+def file_rows(view: RunView) -> list[tuple[str, str]]:
+    if view.bundle:
+        inside = ", ".join(view.files.values())
+        return [("bundle", escape(view.location)), ("inside", escape(inside))]
+    rows = [("folder", escape(view.location))]
+    rows += [(name, escape(rel + ("/" if name in ("logs", "model", "inference", "bundle") else "")))
+             for name, rel in view.files.items()]
+    rows.append(("check it", escape(f"runner verify {view.location}")))
+    return rows
+
+
+def show_renderable(view: RunView, width: int) -> Group:
+    row = view.row
+    title = Text.assemble((row.entry, "bold"), " ", (row.short_id, "bold cyan"), f"  run {row.run_id}")
+    parts = [title, key_values(summary_rows(view)), Text("")]
+    if view.curve:
+        unit = "%" if view.percent else ""
+        lines = draw_curve([(p.seconds, p.score) for p in view.curve], view.threshold, unit, width=width)
+        parts += [Text("time to accuracy", style="bold"), Text("\n".join(lines), no_wrap=True, overflow="crop")]
+    else:
+        parts.append(Text(f"no curve: {view.curve_problem}", style="dim"))
+    parts += [Text(""), Text("files", style="bold"), key_values(file_rows(view))]
+    return Group(*parts)

@@ -1,0 +1,71 @@
+"""How the runner's tables look in a terminal, readable at 80 columns.
+
+One yes/no style for every boolean, ``--`` for a figure that is not there, numbers that never
+wrap (a number split over two lines reads as two numbers), no vertical rules (they cost three
+columns each), and a column that is empty in every row left out (an Energy column with
+nothing measured tells nothing). Long text (paths, reasons) wraps instead, or goes below the
+table as lines of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+MISSING = "--"
+# Cells that say nothing: a column made only of these is left out.
+EMPTY = frozenset({"", MISSING, "—", "-", "not measured"})
+
+
+def yes_no(value: bool | None) -> str:
+    return MISSING if value is None else ("yes" if value else "no")
+
+
+def fmt(value: float | int | None, spec: str, missing: str = MISSING) -> str:
+    return missing if value is None else format(value, spec)
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    number: bool = False  # right-aligned and never wrapped
+    wrap: bool = False  # long text that may wrap (otherwise kept on one line)
+    keep_empty: bool = False  # shown even when every cell is empty
+    min_width: int | None = None  # a wrapping column never narrower (its figure stays whole)
+
+    def add_to(self, table: Table) -> None:
+        table.add_column(self.header, justify="right" if self.number else "left", min_width=self.min_width,
+                         no_wrap=not self.wrap, overflow="fold" if self.wrap else "ellipsis")
+
+
+def _plain(cell: object) -> str:
+    if isinstance(cell, Text):
+        return cell.plain.strip()
+    return Text.from_markup(str(cell)).plain.strip()
+
+
+def compact_table(title: str | None, columns: list[Column], rows: list[list], hide_empty: bool = True,
+                  **options) -> Table:
+    """A table without vertical rules; with ``hide_empty``, its all-empty columns are left out."""
+    keep = [i for i, c in enumerate(columns)
+            if c.keep_empty or not hide_empty or not rows or any(_plain(row[i]) not in EMPTY for row in rows)]
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False, collapse_padding=True, **options)
+    for i in keep:
+        columns[i].add_to(table)
+    for row in rows:
+        table.add_row(*(row[i] for i in keep))
+    return table
+
+
+def key_values(rows: list[tuple[str, str]]) -> Table:
+    """Two columns, a name and its value (which may wrap), without a header."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column(overflow="fold")
+    for key, value in rows:
+        table.add_row(key, value)
+    return table

@@ -1,0 +1,56 @@
+"""Whether a result counts as signed, without recomputing its figures: the checks of
+``verify`` that say "signed by a trusted key, every file intact, and the signed claim is
+result.json's" (no data, labels or hardware needed). The leaderboard and ``runner ls`` /
+``runner show`` judge a run by them; ``runner verify`` runs every check.
+
+The keys trusted by default are your own and those published beside the archive
+(``<results>/archive/keys/``), as the leaderboard has always read them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from securesystemslib.signer import SSlibKey
+
+from runner.keys import load_trusted_keys
+from runner.verify import CHECKS
+from runner.verify.evidence import Auditor, Evidence, Unavailable
+
+ARCHIVE_KEYS = Path("archive") / "keys"  # under the results folder
+SIGNATURE_CHECKS = [
+    (name, check) for name, check in CHECKS
+    if name in ("signature", "trusted-key", "payload-type", "file-digests", "statement-matches-result")
+]
+
+
+def signature_problem(folder: Path, trusted_keys: list[SSlibKey]) -> str | None:
+    """None when the bundle is signed by a trusted key and intact, else what fails."""
+    return signature_verdict(folder, trusted_keys)[0]
+
+
+def signature_verdict(folder: Path, trusted_keys: list[SSlibKey]) -> tuple[str | None, str | None]:
+    """(what fails, None), or (None, the id of the trusted key that signed it)."""
+    evidence = Evidence(folder, Auditor(trusted_keys=trusted_keys), folder)
+    for name, check in SIGNATURE_CHECKS:
+        try:
+            result = check(evidence)
+        except Unavailable as err:
+            return f"unsigned ({err})", None
+        except (ValueError, TypeError, KeyError, OSError) as err:
+            return f"unsigned ({type(err).__name__}: {err})", None
+        if not result.ok:
+            return f"signature check {name} fails", None
+    trusted = {k.keyid for k in trusted_keys}
+    return None, next((k for k in sorted(evidence.envelope.signatures) if k in trusted), None)
+
+
+def default_trusted_keys(option: str | None, results: Path) -> list[SSlibKey]:
+    """``--trusted-keys``, else your own key plus the keys published beside the archive."""
+    if option:
+        return load_trusted_keys(Path(option))
+    keys = load_trusted_keys(None)
+    archive_keys = Path(results) / ARCHIVE_KEYS
+    if archive_keys.is_dir() and any(archive_keys.glob("*.pub.json")):
+        keys += load_trusted_keys(archive_keys)
+    return keys
