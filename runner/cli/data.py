@@ -12,6 +12,7 @@ from runner.errors import UserError
 from runner.tasks import TASKS
 
 PUBLIC = sorted({i.name for t in TASKS.values() for i in t.public_inputs})  # declared public inputs
+EXTRA = [i.name for t in TASKS.values() for i in t.extra_sets]  # second test sets (runner study generalization)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,11 +39,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "or the folder it unpacks to (the training set, kept as a read-only tree of JPEGs; "
         "--devkit then names the 1000 classes it must hold). squad-v1.1: dev-v1.1.json (or a folder with it "
         "and train-v1.1.json). glove.840B.300d, glove.6B (public inputs SQuAD entries may declare): "
-        "the official zip or the text files it unpacks to. Files are checked against their published "
-        "checksums and counts.",
+        "the official zip or the text files it unpacks to. Second test sets (runner study generalization): "
+        "qmnist: the folder holding qmnist-test-images-idx3-ubyte.gz and qmnist-test-labels-idx2-int.gz; "
+        "cifar10.1: the folder holding cifar10.1_v6_data.npy and cifar10.1_v6_labels.npy; imagenetv2: "
+        "imagenetv2-matched-frequency.tar.gz. Files are checked against their published checksums and counts.",
     )
-    imp.add_argument("task", choices=[*data.IMPORTABLE, *PUBLIC], help="data set (or public input) to stage")
-    imp.add_argument("path", help="the official archive or file")
+    imp.add_argument("task", choices=[*data.IMPORTABLE, *PUBLIC, *EXTRA],
+                     help="data set (or public input, or second test set) to stage")
+    imp.add_argument("path", help="the official archive or file (or the folder holding the official files)")
     imp.add_argument("--devkit", help="imagenet: ILSVRC2012_devkit_t12.tar.gz (validation labels, class list)")
     imp.add_argument("--train", help="squad-v1.1: train-v1.1.json, staged for training")
     imp.add_argument(
@@ -93,6 +97,17 @@ def _import(args: argparse.Namespace) -> int:
             print(f"imported {args.task}: {file}, {facts['bytes']:,} bytes, sha1 {facts['sha1']} (the published "
                   f"digest), sha256 {facts['sha256']}")
         print(f"  at {staged.folder} (mounted read-only at /data/public/{args.task} for entries that declare it)")
+        return 0
+    if args.task in EXTRA:
+        from runner.data.extra_sets import import_extra
+
+        staged = import_extra(args.task, args.path, unofficial=args.unofficial)
+        print(f"imported second test set {args.task}: {staged.counts['eval']:,} items; digest {staged.digest}")
+        for name, digest in sorted(staged.details.get("files", {}).items()):
+            print(f"  {name}: sha256 {digest} ({staged.details.get('digests')})")
+        print(f"  at {staged.root} (labels kept on the host in {staged.labels})")
+        if not staged.conforming:
+            print("  UNOFFICIAL: studies on this set say so")
         return 0
     if args.task in data.TREE_TASKS and data.SOURCES[args.task].load_tree().is_train_source(
             Path(args.path).expanduser()):
@@ -152,8 +167,17 @@ def _list(args: argparse.Namespace) -> int:
     for task in TASKS:
         if task not in found:
             console.print(f"to stage {task}: {data.HOW_TO_STAGE[task]}", highlight=False)
+    from runner.data.extra_sets import staged_extra
     from runner.data.public_inputs import staged_input
 
+    for name in EXTRA:
+        try:
+            item = staged_extra(name)
+            official = "official" if item.conforming else "UNOFFICIAL"
+            console.print(f"second test set {name}: {item.counts.get('eval', 0):,} items ({official}) at {item.root}",
+                          highlight=False)
+        except UserError as exc:
+            console.print(f"second test set {name}: not imported ({exc.fix})", highlight=False)
     for name in PUBLIC:
         try:
             item = staged_input(name)

@@ -8,10 +8,13 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from runner.cli.argtypes import item_count
 from runner.manifest.schema import BACKENDS
 from runner.options import ReproduceOptions
 from runner.slurm import add_arguments as add_slurm_arguments, options_from_args
 from runner.study.dispatch import StudyRequest, run_study
+from runner.study.generalization import TRANSFER_TRAIN_ITEMS, Choices
+from runner.tasks import TASKS
 
 
 def run(args) -> int:
@@ -21,6 +24,10 @@ def run(args) -> int:
         from_runs=getattr(args, "from_runs", None), thresholds=getattr(args, "thresholds", None),
         values=getattr(args, "values", None), batch_size=getattr(args, "batch_size", None),
         include_nonconforming=getattr(args, "include_non_conforming", False),
+        generalization=Choices(
+            extra_set=getattr(args, "extra_set", None), references=tuple(getattr(args, "reference", None) or ()),
+            transfer=not getattr(args, "no_transfer", False), transfer_task=getattr(args, "transfer_task", None),
+            transfer_items=getattr(args, "transfer_items", TRANSFER_TRAIN_ITEMS)),
         options=ReproduceOptions(
             smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch, backends=args.backend,
             timeout_minutes=args.timeout_minutes, infer=not getattr(args, "no_infer", False),
@@ -38,12 +45,17 @@ def run(args) -> int:
     for note in out.notes:
         console.print(f"[dim]{note}[/]")
     console.print(f"study: {out.folder}\nreport: {outcome.report}")
+    code = 0
     if outcome.failed:
         # The study is written either way; the exit status says not every run completed.
         console.print(f"[yellow]{len(outcome.failed)} of {outcome.runs} runs did not complete[/]: "
                       f"{', '.join(outcome.failed)}")
-        return 1
-    return 0
+        code = 1
+    if outcome.unstudied:
+        console.print(f"[yellow]{len(outcome.unstudied)} of {outcome.runs} runs could not be studied[/] "
+                      f"(the report says why): {', '.join(outcome.unstudied)}")
+        code = 1
+    return code
 
 
 def _common(p, runs_default: int | None = None) -> None:
@@ -61,7 +73,7 @@ def _common(p, runs_default: int | None = None) -> None:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "study", help="DAWNBench's studies of the metric: stability, threshold, batch size, roofline",
+        "study", help="DAWNBench's studies of the metric: stability, threshold, batch size, roofline, generalization",
         description="Run an entry for a study of the metric and write results/<entry>/studies/<kind>-<stamp>/ "
         "with its signed runs, summary.json, PNG plots and report.html.",
     )
@@ -85,4 +97,21 @@ def register(subparsers) -> None:
     _common(r)
     r.add_argument("--from-runs", nargs="+", metavar="RUN", help="an existing run folder instead of a new run")
     r.add_argument("--batch-size", type=int, help="the run's global batch size (default: the manifest's)")
+    g = kinds.add_parser("generalization",
+                         help="final models on a second test set (the gap, with its interval) and a linear head "
+                              "on their features for another task")
+    _common(g, runs_default=1)
+    g.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
+    g.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
+    g.add_argument("--extra-set", metavar="NAME", help="the second test set (default: the task's first; "
+                   "`runner data import NAME` stages it)")
+    g.add_argument("--reference", action="append", metavar="NAME=ORIG,NEW|RUN",
+                   help="a reference model: its accuracies in percent on the original and the new set, or a run "
+                        "folder (of any entry of the task) whose final model is evaluated the same way; repeatable")
+    g.add_argument("--transfer-task", choices=sorted(TASKS), metavar="TASK",
+                   help="the task the linear head is trained for (default: the task's declared one, else a staged "
+                        "task of the same input shape)")
+    g.add_argument("--transfer-items", type=item_count, default=TRANSFER_TRAIN_ITEMS,
+                   help=f"training items of that task the head is fitted on (default {TRANSFER_TRAIN_ITEMS:,})")
+    g.add_argument("--no-transfer", action="store_true", help="skip the transfer measure")
     p.set_defaults(func=run)
