@@ -9,6 +9,7 @@ import math
 MAX_RUNS = 1000
 MAX_TIMEOUT_MINUTES = 7 * 24 * 60
 MAX_SEED = 2**31 - 1
+MAX_ITEMS = 10**7
 
 
 def _int(text: str) -> int:
@@ -22,6 +23,13 @@ def run_count(text: str) -> int:
     value = _int(text)
     if not 1 <= value <= MAX_RUNS:
         raise argparse.ArgumentTypeError(f"{value} runs: give 1 to {MAX_RUNS}")
+    return value
+
+
+def item_count(text: str) -> int:
+    value = _int(text)
+    if not 1 <= value <= MAX_ITEMS:
+        raise argparse.ArgumentTypeError(f"{value} items: give 1 to {MAX_ITEMS}")
     return value
 
 

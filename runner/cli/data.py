@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from runner import data, paths
-from runner.cli.arguments.data import PUBLIC
+from runner.cli.arguments.data import EXTRA, PUBLIC
 from runner.errors import UserError
 from runner.tasks import TASKS
 from runner.terminal import MISSING, Column, compact_table, yes_no
@@ -38,6 +38,17 @@ def _import(args: argparse.Namespace) -> int:
             print(f"imported {args.task}: {file}, {facts['bytes']:,} bytes, sha1 {facts['sha1']} (the published "
                   f"digest), sha256 {facts['sha256']}")
         print(f"  at {staged.folder} (mounted read-only at /data/public/{args.task} for entries that declare it)")
+        return 0
+    if args.task in EXTRA:
+        from runner.data.extra_sets import import_extra
+
+        staged = import_extra(args.task, args.path, unofficial=args.unofficial)
+        print(f"imported second test set {args.task}: {staged.counts['eval']:,} items; digest {staged.digest}")
+        for name, digest in sorted(staged.details.get("files", {}).items()):
+            print(f"  {name}: sha256 {digest} ({staged.details.get('digests')})")
+        print(f"  at {staged.root} (labels kept on the host in {staged.labels})")
+        if not staged.conforming:
+            print("  UNOFFICIAL: studies on this set say so")
         return 0
     if args.task in data.TREE_TASKS and data.SOURCES[args.task].load_tree().is_train_source(
             Path(args.path).expanduser()):
@@ -97,8 +108,17 @@ def _list(args: argparse.Namespace) -> int:
     for task in TASKS:
         if task not in found:
             console.print(f"to stage {task}: {data.HOW_TO_STAGE[task]}", highlight=False)
+    from runner.data.extra_sets import staged_extra
     from runner.data.public_inputs import staged_input
 
+    for name in EXTRA:
+        try:
+            item = staged_extra(name)
+            official = "official" if item.conforming else "UNOFFICIAL"
+            console.print(f"second test set {name}: {item.counts.get('eval', 0):,} items ({official}) at {item.root}",
+                          highlight=False)
+        except UserError as exc:
+            console.print(f"second test set {name}: not imported ({exc.fix})", highlight=False)
     for name in PUBLIC:
         try:
             item = staged_input(name)

@@ -12,6 +12,7 @@ from runner.options import ReproduceOptions
 from runner.results.layout import short_id
 from runner.slurm import options_from_args
 from runner.study.dispatch import StudyRequest, run_study
+from runner.study.generalization import TRANSFER_TRAIN_ITEMS, Choices
 from runner.terminal import Column, compact_table
 
 
@@ -22,6 +23,10 @@ def run(args) -> int:
         from_runs=getattr(args, "from_runs", None), thresholds=getattr(args, "thresholds", None),
         values=getattr(args, "values", None), batch_size=getattr(args, "batch_size", None),
         include_nonconforming=getattr(args, "include_non_conforming", False),
+        generalization=Choices(
+            extra_set=getattr(args, "extra_set", None), references=tuple(getattr(args, "reference", None) or ()),
+            transfer=not getattr(args, "no_transfer", False), transfer_task=getattr(args, "transfer_task", None),
+            transfer_items=getattr(args, "transfer_items", None) or TRANSFER_TRAIN_ITEMS),
         options=ReproduceOptions(
             smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch, backends=args.backend,
             timeout_minutes=args.timeout_minutes, infer=not getattr(args, "no_infer", False),
@@ -38,9 +43,14 @@ def run(args) -> int:
     for note in out.notes:
         console.print(f"[dim]{note}[/]")
     console.print(f"study: {out.folder}\nreport: {outcome.report}")
+    code = 0
     if outcome.failed:
         # The study is written either way; the exit status says not every run completed.
         console.print(f"[yellow]{len(outcome.failed)} of {outcome.runs} runs did not complete[/]: "
                       f"{', '.join(outcome.failed)}")
-        return 1
-    return 0
+        code = 1
+    if outcome.unstudied:
+        console.print(f"[yellow]{len(outcome.unstudied)} of {outcome.runs} runs could not be studied[/] "
+                      f"(the report says why): {', '.join(outcome.unstudied)}")
+        code = 1
+    return code

@@ -45,6 +45,7 @@ class StagedData:
     counts: dict[str, int] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # relpath -> sha256
     train_tree: TrainTree | None = None  # the task's DataSource.tree_module
+    details: dict = field(default_factory=dict)  # staged.json's details (preprocessing, a second test set's files)
 
     def load_eval_labels(self) -> np.ndarray | dict[str, list[str]]:
         """The int64 evaluation labels, or for SQuAD ``{question_id: [answers...]}``."""
@@ -101,6 +102,7 @@ def load(root: Path) -> StagedData:
         conforming=bool(record.get("conforming", False)),
         counts=dict(record.get("counts", {})),
         files=dict(files),
+        details=dict(record.get("details") or {}),
     )
 
 

@@ -225,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
             from .flops import main as flops
 
             return flops(argv[1:])
+        if argv[:1] == ["features"]:  # the generalization study's transfer, in the entry's image
+            from .features import main as features
+
+            return features(argv[1:])
         return run(parse_args(argv))
     except HarnessError as err:
         print(f"harness: error: {err}", file=sys.stderr, flush=True)

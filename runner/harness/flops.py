@@ -64,11 +64,16 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError("--batch, --num-classes and --threads must be >= 1")
     loader.configure_threads(args.threads)
     counted = loader.count_flops(args.entry_dir, args.builder, args.input_shape, args.num_classes, args.batch)
-    args.out.mkdir(parents=True, exist_ok=True)
-    tmp = args.out / (RESULT_FILE + ".tmp")
-    tmp.write_text(json.dumps(counted, sort_keys=True) + "\n")
-    os.replace(tmp, args.out / RESULT_FILE)
+    write_result(args.out, RESULT_FILE, counted)
     return 0
+
+
+def write_result(folder: Path, name: str, data: dict) -> None:
+    """``folder/name`` as JSON, whole or not at all (renamed into place once written)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / (name + ".tmp")
+    tmp.write_text(json.dumps(data, sort_keys=True) + "\n")
+    os.replace(tmp, folder / name)
 
 
 def main(argv: list[str]) -> int:

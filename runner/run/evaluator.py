@@ -37,6 +37,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from runner import paths
 from runner.run.cpu_usage import ContainerCpu
@@ -94,12 +95,19 @@ class Answer:
     weights: dict | None = None  # the checkpoint's tensors, when asked (runner.score.weights_dump)
 
 
+EXTRA_MOUNT = "/data/extra"  # a study's second test sets, each at <mount>/<name>/images.npy
+
+
 class Evaluator:
-    def __init__(self, engine: Engine, plan: RunPlan):
+    def __init__(self, engine: Engine, plan: RunPlan, extra_inputs: dict[str, Path] | None = None):
         """``plan``: one run's plan (``RunPlan.for_run``): its image, builder, evaluation data,
-        probe inputs, limits and folders."""
+        probe inputs, limits and folders. ``extra_inputs``: more input sets by name (a study's
+        second test sets, ``runner study generalization``), each a folder holding the set's
+        ``images.npy``, predicted with the clean set at every request that is not a
+        sensitivity check."""
         self.engine = engine
         self.plan = plan
+        self.extra_inputs = dict(extra_inputs or {})
         self.builder_limit_s = plan.entry.inference.builder_seconds
         self._changed = threading.Condition()
         self._ready = False
@@ -137,6 +145,9 @@ class Evaluator:
         if plan.probe_dir is not None:
             mounts.append(Mount(plan.probe_dir, "/data/probe"))
             input_sets.append("probe=/data/probe")
+        for name, folder in sorted(self.extra_inputs.items()):
+            mounts.append(Mount(folder, f"{EXTRA_MOUNT}/{name}"))
+            input_sets.append(f"{name}={EXTRA_MOUNT}/{name}")
         return ContainerSpec(
             image=plan.image,
             command=[
@@ -387,6 +398,7 @@ class Evaluator:
         if failure is not None:
             raise EvaluatorError(failure)
         names = ["clean"] + (["probe"] if self.plan.probe_dir is not None and shuffle_seed is None else [])
+        names += sorted(self.extra_inputs) if shuffle_seed is None else []
         seconds = round(built[0] - asked, 6) if built is not None else None
         predict = round(self._done_at[index] - built[0], 6) if built is not None and index in self._done_at else None
         notes = {k: v for k, v in (built[1] if built else {}).items() if k == "shuffled_tensors" and isinstance(v, int)}

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -173,3 +177,37 @@ def crossing_epoch(result: Result) -> int | None:
 
 def fmt(value, spec: str, missing: str = "--") -> str:
     return missing if value is None else format(value, spec)
+
+
+def custody_problem(folder: Path) -> str | None:
+    """None when ``folder`` is signed and every file is as signed (``runner verify``'s own
+    integrity checks: the signature under the bundled key, every file's digest, the signed
+    claim against result.json, the plan); else why it is not. Whose key signed is not judged
+    here (a study may read another signer's runs)."""
+    from runner.bundle.filelist import ENVELOPE  # lazy: verify's checks, for the studies that mark runs
+    from runner.verify import run_check  # lazy: as above
+    from runner.verify.custody import SIGNED  # lazy: as above
+    from runner.verify.evidence import Auditor, Evidence  # lazy: as above
+
+    if not (Path(folder) / ENVELOPE).is_file():
+        return "unsigned (no signed bundle)"
+    with tempfile.TemporaryDirectory(prefix="runner-study-custody-") as scratch:
+        evidence = Evidence(Path(folder), Auditor(), Path(scratch))
+        failed = [c for c in (run_check(name, check, evidence) for name, check in SIGNED) if not c.ok]
+    if failed:
+        return "not what was signed (" + "; ".join(f"{c.name}: {c.detail}" for c in failed) + ")"
+    return None
+
+
+@contextmanager
+def run_entry_copy(folder: Path, entry_name: str) -> Iterator[Path]:
+    """The entry files a run used (its signed ``entry/``), copied to a folder named as the
+    entry (``load_entry`` wants that, and refuses links): read, never imported on the host."""
+    files = Path(folder) / "entry"
+    if not (files / "entry.yaml").is_file():
+        raise UserError(f"{folder} holds no entry files (entry/entry.yaml)",
+                        "pass a run folder made by `runner reproduce`")
+    with tempfile.TemporaryDirectory(prefix="runner-study-entry-") as tmp:
+        copy = Path(tmp) / entry_name
+        shutil.copytree(files, copy, symlinks=True)
+        yield copy

@@ -7,7 +7,7 @@ runs already made (``--from-runs``), and whether every run of the study complete
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 
@@ -15,7 +15,7 @@ from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.options import ReproduceOptions
 from runner.results.record import Result
-from runner.study import KINDS, batch_size, roofline, stability, threshold
+from runner.study import KINDS, batch_size, generalization, roofline, stability, threshold
 from runner.study.common import RUNS_DIR, StudyOutput, check_run_folders
 from runner.study.report import write_report
 
@@ -34,6 +34,7 @@ class StudyRequest:
     options: ReproduceOptions = ReproduceOptions()  # each new run's (the study sets runs, seeds, curves)
     slurm: object = None  # runner.slurm.SlurmOptions: the runs as one Slurm job array each
     include_nonconforming: bool = False  # stability: count non-conforming runs in the median and CV
+    generalization: generalization.Choices = generalization.Choices()  # the second test set, references, transfer
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class StudyOutcome:
     report: Path
     runs: int
     failed: list[str]  # run ids
+    unstudied: list[str] = field(default_factory=list)  # run ids the study could not measure (its summary says why)
 
 
 def options(request: StudyRequest) -> ReproduceOptions:
@@ -72,6 +74,10 @@ def _study(request: StudyRequest) -> StudyOutput:
         ladder = threshold.parse_thresholds(request.thresholds)
         return (threshold.study(_given_runs(request), ladder) if request.from_runs
                 else threshold.run(request.entry, request.runs, opts, ladder, slurm=request.slurm))
+    if request.kind == "generalization":
+        return (generalization.study(_given_runs(request), request.generalization) if request.from_runs
+                else generalization.run(request.entry, request.runs or 1, opts, request.generalization,
+                                        slurm=request.slurm))
     if request.kind == "batch-size":
         return batch_size.run(request.entry, batch_size.parse_values(request.values), opts, slurm=request.slurm)
     if request.kind != "roofline":
@@ -87,4 +93,5 @@ def run_study(request: StudyRequest) -> StudyOutcome:
     out = _study(request)
     report = write_report(out)
     runs = [Result.read(link) for link in sorted((out.folder / RUNS_DIR).iterdir())]
-    return StudyOutcome(out, report, len(runs), [r.run_id for r in runs if r.status != "complete"])
+    unstudied = [r["run_id"] for r in out.summary.get("runs", []) if isinstance(r, dict) and r.get("problem")]
+    return StudyOutcome(out, report, len(runs), [r.run_id for r in runs if r.status != "complete"], unstudied)

@@ -22,19 +22,16 @@ import re
 import shutil
 import stat
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner import paths
+from runner.engine.containers import Mount, prepare_writable
+from runner.engine.interface import Engine
 from runner.errors import UserError
 from runner.frameworks import FRAMEWORKS
-from runner.engine.containers import ContainerSpec, Mount, prepare_writable, run_container
-from runner.engine.interface import Engine
 from runner.report import reporter
-from runner.run.output_quota import OutputQuota
+from runner.study.sandbox import run_harness, threads_of
 
-HARNESS_MOUNT = "/opt/runner/harness"
 OUT_MOUNT = "/flops"
 RESULT_FILE = "flops.json"  # as runner/harness/flops.py writes it
 COUNT_TIMEOUT_S = 600
@@ -168,50 +165,19 @@ def count_in_container(engine: Engine, image: CountImage, *, builder: str, frame
         raise UserError(f"the roofline study counts FLOPs with {' or '.join(f.flop_counter for f in counting)}; "
                         f"this entry's framework is {framework}",
                         f"run it on a {' or '.join(f.label for f in counting)} entry")
-    threads = int(cpus) if cpus and float(cpus).is_integer() else 1
+    threads = threads_of(cpus)
     with tempfile.TemporaryDirectory(prefix="runner-flops-") as tmp:
         out = Path(tmp) / "out"
         prepare_writable(out)
-        spec = ContainerSpec(
-            image=image.id,
-            entrypoint=["python3"],  # the harness, whatever ENTRYPOINT the image names
-            command=["-m", "harness", "flops", "--entry-dir", "/entry", "--builder", builder,
-                     "--framework", framework, "--input-shape", ",".join(str(int(d)) for d in input_shape),
-                     "--num-classes", str(int(num_classes)), "--batch", str(int(batch)),
-                     "--threads", str(threads), "--out", OUT_MOUNT],
-            mounts=[Mount(paths.harness_dir(), HARNESS_MOUNT), Mount(out, OUT_MOUNT, read_only=False)],
-            env={"PYTHONPATH": "/opt/runner", "PYTHONDONTWRITEBYTECODE": "1",
-                 "OMP_NUM_THREADS": str(threads), "HOME": "/tmp"},
-            workdir="/entry",
-            cpus=cpus,
-            memory=memory,
-            timeout_s=COUNT_TIMEOUT_S,
-            label="flops",
+        run_harness(
+            engine, image.id,
+            ["flops", "--entry-dir", "/entry", "--builder", builder, "--framework", framework,
+             "--input-shape", ",".join(str(int(d)) for d in input_shape), "--num-classes", str(int(num_classes)),
+             "--batch", str(int(batch)), "--threads", str(threads), "--out", OUT_MOUNT],
+            mounts=[Mount(out, OUT_MOUNT, read_only=False)], out=out, quota_bytes=OUT_QUOTA_BYTES,
+            threads=threads, cpus=cpus, memory=memory, timeout_s=COUNT_TIMEOUT_S, label="flops", log_path=log_path,
+            what=f"counting the FLOPs of {builder}", fix="check that the builder builds its model in the image",
         )
-        errors: list[str] = []
-
-        def on_line(line: str, _t: float) -> None:
-            if line.startswith("harness: error:") and len(errors) < 5:
-                # The entry's output: shown to the user, so printable characters only.
-                said = line.removeprefix("harness: error:").strip()[:500]
-                errors.append("".join(c if c.isprintable() else "?" for c in said))
-
-        cancel = threading.Event()
-        quota = OutputQuota(out, cancel.set, limit_bytes=OUT_QUOTA_BYTES).start()
-        try:
-            outcome = run_container(engine, spec, on_line, log_path or Path(tmp) / "flops.log", cancel=cancel)
-        finally:
-            over = quota.stop()
-        if over:
-            raise UserError(f"counting the FLOPs in the entry's image {image.id[:19]} was stopped: "
-                            f"it wrote over {OUT_QUOTA_BYTES} bytes where one small JSON file belongs",
-                            "the count is the entry's own code's answer; check its builder")
-        if outcome.interrupted:
-            raise KeyboardInterrupt
-        if not outcome.ok:
-            why = "; ".join(errors) or outcome.reason() or "unknown"
-            raise UserError(f"counting the FLOPs of {builder} in the entry's image {image.id[:19]} failed: {why}",
-                            f"see {log_path}" if log_path else "check that the builder builds its model in the image")
         try:
             counted = parse_count(read_result(out), batch)
         except CountError as err:

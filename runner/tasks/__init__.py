@@ -14,10 +14,10 @@ import pkgutil
 from collections.abc import Iterable
 
 from runner.errors import UserError
-from runner.tasks.base import IMAGES, QUESTIONS, DataSource, DawnbenchFormat, PublicInput, Task
+from runner.tasks.base import IMAGES, QUESTIONS, DataSource, DawnbenchFormat, ExtraSet, PublicInput, Task
 
-__all__ = ["TASKS", "Task", "PublicInput", "DataSource", "DawnbenchFormat", "IMAGES", "QUESTIONS",
-           "get_task", "public_input", "discover"]
+__all__ = ["TASKS", "Task", "PublicInput", "DataSource", "DawnbenchFormat", "ExtraSet", "IMAGES", "QUESTIONS",
+           "get_task", "public_input", "extra_set", "discover"]
 
 
 def discover(path: Iterable[str], prefix: str) -> dict[str, Task]:
@@ -47,6 +47,16 @@ def public_input(name: str) -> PublicInput:
                 return item
     known = sorted({i.name for t in TASKS.values() for i in t.public_inputs})
     raise UserError(f"no public input named {name!r}", f"use one of: {', '.join(known)}")
+
+
+def extra_set(name: str) -> tuple[Task, ExtraSet]:
+    """A declared second test set by name, with the task that declares it."""
+    for task in TASKS.values():
+        for item in task.extra_sets:
+            if item.name == name:
+                return task, item
+    known = sorted(i.name for t in TASKS.values() for i in t.extra_sets)
+    raise UserError(f"no second test set named {name!r}", f"use one of: {', '.join(known)}")
 
 
 def get_task(task_id: str) -> Task:

@@ -45,6 +45,29 @@ class PublicInput:
 
 
 @dataclass(frozen=True)
+class ExtraSet:
+    """A second test set of the task, collected after the first by the same protocol (QMNIST's
+    lost MNIST digits, CIFAR-10.1, ImageNetV2): ``runner study generalization`` scores a run's
+    final model on it. Imported from the user's copy of its official files (``runner data
+    import NAME PATH``), each pinned by its published SHA-256, and staged like an evaluation
+    set (``eval/images.npy``; the labels stay on the host) under the data folder's
+    ``extra/<name>/``. ``module`` names the module that reads the official files
+    (``import_files(path, target, *, expected)``, ``OFFICIAL``) and writes a stand-in in the
+    same format (``write_standin(folder, images, labels)``) for tests and smoke studies."""
+
+    name: str
+    description: str
+    files: tuple[tuple[str, str], ...]  # (official file name, its published sha256)
+    count: int  # the items it stages
+    module: str  # dotted name of the module that imports it
+    url: str
+    digest_source: str  # where the pinned digests come from
+
+    def load(self) -> ModuleType:
+        return resolve(self.module)
+
+
+@dataclass(frozen=True)
 class DataSource:
     """Where a task's data comes from and how a user stages it.
 
@@ -147,6 +170,12 @@ class Task:
     # with public inputs made of words (GloVe) gets synthetic vectors for exactly these.
     smoke_words: str | None = None
     cross_seed: CrossSeedLimits = CrossSeedLimits()  # runs that must be independent (runner.score.across_runs)
+    # Second test sets (runner study generalization): the first is the study's default.
+    extra_sets: tuple[ExtraSet, ...] = ()
+    # Tasks a linear head is trained on over the final model's penultimate features (runner
+    # study generalization's transfer), in order of preference; none declared: any staged
+    # task with the same input shape.
+    transfer_tasks: tuple[str, ...] = ()
 
     @property
     def topk(self) -> int:

@@ -10,6 +10,7 @@ PREPARABLE = tuple(t for t, s in _SOURCES.items() if not s.imported)  # runner.d
 IMPORTABLE = tuple(t for t, s in _SOURCES.items() if s.imported)  # runner.data.IMPORTABLE
 TREE_TASKS = tuple(t for t, s in _SOURCES.items() if s.tree)  # runner.data.TREE_TASKS
 PUBLIC = sorted({i.name for t in TASKS.values() for i in t.public_inputs})  # declared public inputs
+EXTRA = [i.name for t in TASKS.values() for i in t.extra_sets]  # second test sets (runner study generalization)
 
 DESCRIPTION = ("Stage data sets into the runner's cache. Training inputs are mounted "
                "read-only into runs; evaluation labels never leave the host.")
@@ -35,11 +36,14 @@ def register(parser) -> None:
         "or the folder it unpacks to (the training set, kept as a read-only tree of JPEGs; "
         "--devkit then names the 1000 classes it must hold). squad-v1.1: dev-v1.1.json (or a folder with it "
         "and train-v1.1.json). glove.840B.300d, glove.6B (public inputs SQuAD entries may declare): "
-        "the official zip or the text files it unpacks to. Files are checked against their published "
-        "checksums and counts.",
+        "the official zip or the text files it unpacks to. Second test sets (runner study generalization): "
+        "qmnist: the folder holding qmnist-test-images-idx3-ubyte.gz and qmnist-test-labels-idx2-int.gz; "
+        "cifar10.1: the folder holding cifar10.1_v6_data.npy and cifar10.1_v6_labels.npy; imagenetv2: "
+        "imagenetv2-matched-frequency.tar.gz. Files are checked against their published checksums and counts.",
     )
-    imp.add_argument("task", choices=[*IMPORTABLE, *PUBLIC], help="data set (or public input) to stage")
-    imp.add_argument("path", help="the official archive or file")
+    imp.add_argument("task", choices=[*IMPORTABLE, *PUBLIC, *EXTRA],
+                     help="data set (or public input, or second test set) to stage")
+    imp.add_argument("path", help="the official archive or file (or the folder holding the official files)")
     imp.add_argument("--devkit", help="imagenet: ILSVRC2012_devkit_t12.tar.gz (validation labels, class list)")
     imp.add_argument("--train", help="squad-v1.1: train-v1.1.json, staged for training")
     imp.add_argument(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from runner.cli import argtypes
 from runner.cli.arguments import slurm
+from runner.tasks import TASKS
 
 DESCRIPTION = ("Run an entry for a study of the metric and write results/<entry>/studies/<kind>-<stamp>/ "
                "with its signed runs, summary.json, PNG plots and report.html.")
@@ -52,3 +53,25 @@ def register(p) -> None:
     _common(r)
     r.add_argument("--from-runs", nargs="+", metavar="RUN", help="an existing run folder instead of a new run")
     r.add_argument("--batch-size", type=int, help="the run's global batch size (default: the manifest's)")
+    g = kinds.add_parser("generalization",
+                         help="final models on a second test set (the gap, with its interval) and a linear head "
+                              "on their features for another task",
+                         description="Score each run's final model on the task's second test set (QMNIST, "
+                         "CIFAR-10.1, ImageNetV2) with the runner's evaluator, the gap with its interval, and a "
+                         "linear head on the model's penultimate features for another task against the same "
+                         "head on a randomly initialised copy.")
+    _common(g, runs_default=1)
+    g.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
+    g.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
+    g.add_argument("--extra-set", metavar="NAME", help="the second test set (default: the task's first; "
+                   "`runner data import NAME` stages it)")
+    g.add_argument("--reference", action="append", metavar="NAME=ORIG,NEW|RUN",
+                   help="a reference model: its accuracies in percent on the original and the new set, or a run "
+                        "folder (of any entry of the task) whose final model is evaluated the same way; repeatable")
+    g.add_argument("--transfer-task", choices=sorted(TASKS), metavar="TASK",
+                   help="the task the linear head is trained for (default: the task's declared one, else a staged "
+                        "task of the same input shape)")
+    # default: runner.study.generalization.TRANSFER_TRAIN_ITEMS (not imported here: numpy, for --help)
+    g.add_argument("--transfer-items", type=argtypes.item_count,
+                   help="training items of that task the head is fitted on (default 10,000)")
+    g.add_argument("--no-transfer", action="store_true", help="skip the transfer measure")

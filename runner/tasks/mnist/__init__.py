@@ -1,7 +1,17 @@
 """MNIST, the runner's first offline task: not DAWNBench's, written in its format so that one
 leaderboard holds it. Its data comes from a pinned PyPI wheel (``source.py``)."""
 
-from runner.tasks.base import CrossSeedLimits, DataSource, DawnbenchFormat, Task
+from runner.tasks.base import CrossSeedLimits, DataSource, DawnbenchFormat, ExtraSet, Task
+
+# QMNIST's test split (qmnist.py): its rows 10,000..59,999, the 50,000 MNIST test digits never
+# released, rebuilt from NIST SD19. SHA-256 as torchvision's QMNIST dataset pins them.
+QMNIST = ExtraSet(
+    "qmnist", "QMNIST's 50,000 extra test digits (rows 10,000..59,999 of its test split)",
+    files=(("qmnist-test-images-idx3-ubyte.gz", "43fc22bf7498b8fc98de98369d72f752d0deabc280a43a7bcc364ab19e57b375"),
+           ("qmnist-test-labels-idx2-int.gz", "9fbcbe594c3766fdf4f0b15c5165dc0d1e57ac604e01422608bb72c906030d06")),
+    count=50_000, module=f"{__name__}.qmnist", url="https://github.com/facebookresearch/qmnist",
+    digest_source="torchvision's QMNIST._CHECKSUMS, torchvision/prototype/datasets/_builtin/mnist.py",
+)
 
 TASK = Task(
     "mnist", "top1", 0.993, 10_000, 10, (1, 28, 28), ("top1Accuracy",),
@@ -15,4 +25,6 @@ TASK = Task(
     # honest pairs of the default entry: mistakes 0.19-0.41, aligned weights 0.13 overall and
     # 0.20 in a layer at the most; a shared start 0.95 (calibration.md)
     cross_seed=CrossSeedLimits(mistakes=0.45, weights=0.4, evidence="calibration.md"),
+    extra_sets=(QMNIST,),
+    transfer_tasks=("fashion-mnist",),
 )

@@ -1,0 +1,162 @@
+"""Second test sets: a task's items collected after its evaluation set by the same protocol
+(``Task.extra_sets``: QMNIST's 50,000 lost MNIST test digits, CIFAR-10.1, ImageNetV2), on
+which ``runner study generalization`` scores a run's final model.
+
+They cannot be fetched here: the user imports a copy of the official files (``runner data
+import NAME PATH``), each checked against the SHA-256 the set declares (published by the
+sources its ``digest_source`` names) and read in its official format by the set's module in
+its task's folder. The set is staged like an evaluation set, atomically
+(``runner.data.staging.Stage``): ``eval/images.npy`` for the runner's evaluator, the labels
+host-only under ``labels/``, under the data folder's ``extra/<name>/``. ``--unofficial``
+accepts other files (a stand-in, a newer release): their digests are recorded at import and
+the set, and every figure on it, is marked unofficial. A wrong digest, a truncated file or
+one of another format is refused in one line, and nothing of it is kept.
+
+Each set's module also writes a stand-in in the official format (``write_standin``): the
+tests import it like the real files, and a smoke study (``--smoke``) scores its synthetic
+model on the task's synthetic items drawn with another seed, written and imported that way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from runner import paths
+from runner.data.checks import UNCHECKED, Expected, file_digest
+from runner.data.store import StagedData, load
+from runner.data.synthetic import SMOKE_SIZES, synthetic
+from runner.errors import UserError
+from runner.tasks import TASKS, ExtraSet, Task, extra_set
+
+EXTRA_DIR = "extra"
+SMOKE_SEED = 1  # the smoke run's own items are seed 0's (runner.data.synthetic.smoke_data)
+
+NAMES = tuple(i.name for t in TASKS.values() for i in t.extra_sets)
+
+
+def root(name: str) -> Path:
+    return paths.data_dir() / EXTRA_DIR / name
+
+
+def how_to_import(item: ExtraSet) -> str:
+    files = " and ".join(name for name, _ in item.files)
+    if len(item.files) == 1:
+        return f"download {files} ({item.url}) and run `runner data import {item.name} PATH/{files}`"
+    return f"download {files} ({item.url}) and run `runner data import {item.name} FOLDER`, FOLDER holding them"
+
+
+def official(item: ExtraSet) -> Expected:
+    """The published SHA-256 of every file and the count the set must stage."""
+    return Expected(digests={name: ("sha256", digest) for name, digest in item.files}, counts={"eval": item.count})
+
+
+def find_files(path: Path, item: ExtraSet) -> dict[str, Path]:
+    """The set's official files: ``path`` is one of them (the others beside it) or the folder
+    holding them."""
+    path = Path(path).expanduser()
+    folder = path if path.is_dir() else path.parent
+    if not path.exists():
+        raise UserError(f"no file or folder at {path}", how_to_import(item))
+    found = {}
+    for name, _ in item.files:
+        candidate = path if path.is_file() and path.name == name else folder / name
+        if not candidate.is_file():
+            raise UserError(f"{folder} holds no {name}", how_to_import(item))
+        found[name] = candidate
+    return found
+
+
+def check_digests(files: dict[str, Path], expected: Expected, item: ExtraSet) -> dict[str, str]:
+    """Each file's SHA-256, held to the published one where ``expected`` has it: a wrong
+    digest is a one-line refusal naming the file (corrupted, truncated, or not the release)."""
+    seen = {}
+    for name, path in files.items():
+        digest = file_digest(path, "sha256", show=True)
+        want = expected.digests.get(name)
+        if want is not None and digest != want[1]:
+            raise UserError(
+                f"{path} is not the official {name}: its sha256 is {digest}, the published one {want[1]} "
+                "(a corrupted or incomplete download, or another release?)",
+                f"{how_to_import(item)}; `--unofficial` stages other files, marked unofficial")
+        seen[name] = digest
+    return seen
+
+
+def source_digest(digests: dict[str, str]) -> str:
+    """One digest over the files as found (sha256 of ``<sha256>  <name>`` lines)."""
+    lines = "".join(f"{digests[n]}  {n}\n" for n in sorted(digests))
+    return "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
+
+
+def stage_details(item: ExtraSet, digests: dict[str, str], expected: Expected, **more) -> dict:
+    """What ``staged.json`` says of where the set came from."""
+    pinned = all(name in expected.digests for name in digests)
+    return {"extra_set": item.name, "files": dict(sorted(digests.items())),
+            "digests": (f"the published sha256 ({item.digest_source})" if pinned and expected.official
+                        else "recorded at import, not checked against the published ones"), **more}
+
+
+def check_labels(labels: np.ndarray, classes: int, what: str, item: ExtraSet) -> np.ndarray:
+    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+        raise UserError(f"{what} has labels outside 0..{classes - 1}", how_to_import(item))
+    return labels.astype(np.int64)
+
+
+def import_extra(name: str, path: str | Path, *, unofficial: bool = False,
+                 expected: Expected | None = None, target: Path | None = None) -> StagedData:
+    """Stage the user's copy of the second test set ``name``. ``expected`` replaces the
+    published numbers (tests, smoke studies), ``target`` the data folder's place for it."""
+    task, item = extra_set(name)
+    want = expected if expected is not None else (UNCHECKED if unofficial else official(item))
+    files = find_files(Path(path), item)
+    where = Path(target) if target is not None else root(name)
+    item.load().import_files(files, where, expected=want, task=task, item=item)
+    return load(where)
+
+
+def staged_extra(name: str) -> StagedData:
+    """The imported second test set ``name``."""
+    _, item = extra_set(name)
+    folder = root(name)
+    if not (folder / "staged.json").is_file():
+        raise UserError(f"the second test set {name} is not imported", how_to_import(item))
+    return load(folder)
+
+
+def default_extra(task: Task) -> ExtraSet:
+    if not task.extra_sets:
+        raise UserError(f"task {task.id} declares no second test set",
+                        "a task declares them in its folder (Task.extra_sets, docs/tasks.md)")
+    return task.extra_sets[0]
+
+
+def smoke_extra(task: Task, item: ExtraSet, work: Path) -> StagedData:
+    """A smoke study's second test set: the task's synthetic items drawn with another seed
+    than the smoke run's, written in the set's official format and imported by its own code
+    (marked unofficial)."""
+    drawn = synthetic(task.id, work / "drawn", n_train=0, n_eval=SMOKE_SIZES["n_eval"], seed=SMOKE_SEED)
+    images = np.load(drawn.eval_dir / "images.npy")
+    files = work / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    item.load().write_standin(files, images, drawn.load_eval_labels())
+    return import_extra(item.name, files, expected=Expected(official=False), target=work / item.name)
+
+
+def shifted_items(images: np.ndarray, labels: np.ndarray, count: int, seed: int,
+                  max_shift: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """A stand-in for new test items where the real ones cannot be had: ``count`` items drawn
+    (with replacement, by ``seed``) from ``images`` (N x C x H x W uint8) and their labels,
+    each moved by up to ``max_shift`` pixels in each direction (zeros fill in): a shift of
+    known kind and size, never the real set."""
+    rng = np.random.default_rng(seed)
+    chosen = rng.integers(0, len(images), count)
+    moves = rng.integers(-max_shift, max_shift + 1, (count, 2))
+    out = np.zeros((count, *images.shape[1:]), dtype=np.uint8)
+    height, width = images.shape[2:]
+    for i, (k, (dy, dx)) in enumerate(zip(chosen, moves)):
+        src = images[k][:, max(0, -dy):height - max(0, dy), max(0, -dx):width - max(0, dx)]
+        out[i, :, max(0, dy):max(0, dy) + src.shape[1], max(0, dx):max(0, dx) + src.shape[2]] = src
+    return out, np.asarray(labels)[chosen].astype(np.int64)
