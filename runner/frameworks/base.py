@@ -42,6 +42,9 @@ class Framework:
     gpu_device: str | None = None
     # What counts its FLOPs for the roofline study (its loader's ``count_flops``); None: none.
     flop_counter: str | None = None
+    # What reads a model's penultimate features for the generalization study's transfer measure
+    # (``python3 -m harness features``, which asks its loader for ``FEATURE_READER``); None: none.
+    feature_reader: str | None = None
     # Its saved weights keep Keras' ``[..., in, out]`` order (flatten puts the channel last):
     # the cross-seed weight comparison turns them into PyTorch's ``[out, in, ...]``.
     channel_last_weights: bool = False

@@ -30,7 +30,7 @@ import numpy as np
 
 from .errors import HarnessError
 from .flops import write_result
-from .frameworks import import_builder
+from .frameworks import import_builder, loader_for
 
 RESULT_FILE = "features.json"
 BATCH = 500
@@ -131,9 +131,9 @@ def _inputs(specs: list[str]) -> dict[str, np.ndarray]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.framework != "pytorch":
-        raise HarnessError(f"features are read with a PyTorch forward hook; this entry's framework is "
-                           f"'{args.framework}'")
+    if not getattr(loader_for(args.framework), "FEATURE_READER", None):
+        raise HarnessError(f"features are read with a PyTorch forward hook; the harness has no feature reader "
+                           f"for this entry's framework '{args.framework}'")
     if args.threads < 1:
         raise HarnessError("--threads must be >= 1")
     import torch
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     sets = _inputs(args.inputs)
-    trained = load_model(args.entry_dir, args.builder, args.weights, "pytorch").native.eval()
+    trained = load_model(args.entry_dir, args.builder, args.weights, args.framework).native.eval()
     models = {"trained": trained, "random": random_copy(args.entry_dir, args.builder, args.random_seed)}
     first = next(iter(sets.values()))
     sample = torch.from_numpy(np.ascontiguousarray(first[:2], dtype=np.float32))

@@ -25,6 +25,7 @@ import numpy as np
 
 from runner.engine.containers import Mount, prepare_writable
 from runner.errors import UserError
+from runner.frameworks import FRAMEWORKS
 from runner.score.safe_npy import load_npy
 from runner.study.intervals import paired, wilson
 from runner.study.linear_head import train_head
@@ -101,9 +102,11 @@ def extract(engine, image, *, builder: str, framework: str, weights: Path, input
     """Features of the trained model (``weights``) and of the random copy (``seed``) for each
     input set, computed in ``image`` (a ``runner.study.flops.CountImage``): ``{"record": ...,
     "features": {(model, set): array}}``."""
-    if framework != "pytorch":
-        raise UserError(f"the transfer reads features with a PyTorch forward hook; this entry's framework is {framework}",
-                        "pass --no-transfer for this entry")
+    declared = FRAMEWORKS.get(framework)
+    if declared is None or declared.feature_reader is None:
+        readers = [f.label for f in FRAMEWORKS.values() if f.feature_reader]
+        raise UserError(f"the transfer reads features of {' or '.join(readers)} models; this entry's framework is "
+                        f"{framework}", "pass --no-transfer for this entry")
     threads = threads_of(cpus)
     with tempfile.TemporaryDirectory(prefix="runner-features-") as tmp:
         out = Path(tmp) / "out"

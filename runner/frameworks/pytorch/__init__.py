@@ -37,4 +37,5 @@ FRAMEWORK = Framework(
     ),
     gpu_device="cuda",
     flop_counter="torch.utils.flop_counter",
+    feature_reader="a forward pre-hook on the last layer",
 )

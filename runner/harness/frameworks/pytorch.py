@@ -21,6 +21,9 @@ from . import LoadedModel, export_failure, import_builder, require_file
 INPUT_NAME, OUTPUT_NAME = "input", "scores"
 
 
+# ``python3 -m harness features`` reads this framework's models (runner/harness/features.py).
+FEATURE_READER = "a forward pre-hook on the last layer"
+
 def configure_threads(threads: int) -> None:
     """Thread pools must be sized before torch does any parallel work."""
     import torch
