@@ -26,7 +26,6 @@ from runner.profiles import Profile
 LOCAL, SLURM = "local", "slurm"
 PLAN_FILE = "plan.json"
 EVALUATIONS_DIR, CHECKPOINTS_DIR = "evaluations", "checkpoints"
-PUBLIC_MOUNT = "/data/public"
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from data_samples import make_devkit, md5
 
 from runner import data
 from runner.cli import main
-from runner.data.checks import Expected
-from runner.tasks.imagenet.train_tree import TRAIN_TAR, check_tree
 from runner.errors import UserError
+from runner.staging.checks import Expected
+from runner.tasks.imagenet.train_tree import TRAIN_TAR, check_tree
 
 pytest.importorskip("PIL")
 

@@ -89,8 +89,8 @@ def _timed(fn):
 
 
 def run(args) -> int:
-    from runner.data.checks import Expected
     from runner.errors import UserError
+    from runner.staging.checks import Expected
     from runner.tasks.imagenet import train_tree
 
     console = Console()

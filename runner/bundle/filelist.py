@@ -15,8 +15,8 @@ from pathlib import Path
 
 from runner.bundle.open import Limits
 from runner.digests import sha256_file
+from runner.entry_outputs import kind_of
 from runner.errors import UserError
-from runner.run.entry_files import kind_of
 
 BUNDLE_DIR = "bundle"
 MANIFEST = f"{BUNDLE_DIR}/manifest.json"

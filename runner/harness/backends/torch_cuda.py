@@ -20,6 +20,7 @@ import copy
 import numpy as np
 
 from ..errors import HarnessError
+from . import check_framework
 from .base import Backend, ModelFiles
 
 GRAPH_WARMUP = 3  # eager passes on a side stream before capture (cuDNN picks its kernels)
@@ -53,7 +54,7 @@ class TorchCuda(Backend):
     def prepare(self, files: ModelFiles) -> None:
         import torch
 
-        self.check_framework(files)
+        check_framework(self.name, files)
         self.torch, self.files, self.topk = torch, files, files.topk
         self.device = torch.device("cuda", 0)
         torch.backends.cudnn.benchmark = True

@@ -13,6 +13,7 @@ import copy
 import numpy as np
 
 from ..errors import HarnessError
+from . import check_framework
 from .base import Backend, ModelFiles
 
 
@@ -30,7 +31,7 @@ class TorchEager(Backend):
     def prepare(self, files: ModelFiles) -> None:
         import torch
 
-        self.check_framework(files)
+        check_framework(self.name, files)
         self.torch = torch
         torch.set_num_threads(files.threads)
         self.channels_last = len(files.input_shape) == 4

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.data import progress
-from runner.data.checks import Expected, check_count, check_file, file_digest, readable_tar
-from runner.data.staging import Stage
 from runner.errors import UserError
+from runner.staging import progress
+from runner.staging.checks import Expected, check_count, check_file, file_digest, readable_tar
+from runner.staging.stage import Stage
 
 VAL_TAR = "ILSVRC2012_img_val.tar"
 DEVKIT = "ILSVRC2012_devkit_t12.tar.gz"
