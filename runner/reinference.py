@@ -35,6 +35,14 @@ from runner.events import read_events, write_events
 from runner.score.timed_model import check_timed_model
 from runner.verify.custody import require_intact
 from runner.report import reporter
+from runner.bundle import sign_folder
+from runner.engine import get_client
+from runner.plan import EVALUATIONS_DIR, RunData, RunPlan
+from runner.profiles import load_profile
+from runner.run.final_model import DeferredError, evaluate_deferred, probe_subset
+from runner.score.evaluations import ScoredEvaluation
+from runner.score.probe import make_probe_inputs
+from runner.score.summary import final_record, model_origin
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,7 @@ def _read_result(result_dir: Path, entry: Entry) -> Result:
 
 def _image(client, result: Result, entry: Entry) -> str:
     """The image that trained the result: by id, else by its content-addressed tag."""
-    import docker.errors
+    import docker.errors  # lazy: heavy (docker)
 
     for ref in (result.image.id, result.image.tag):
         if not ref:
@@ -126,12 +134,6 @@ def _evaluate_final(client, entry: Entry, result: Result, result_dir: Path, stag
     ``evaluations/`` and the result (in memory) gets the scored record and the model-origin
     checks recomputed with it. Returns the folders added to ``evaluations/`` (for the caller to
     take back should the re-run fail). Nothing to do for a result whose final model was evaluated."""
-    from runner.plan import EVALUATIONS_DIR, RunData, RunPlan
-    from runner.run.final_model import DeferredError, evaluate_deferred, probe_subset
-    from runner.score.evaluations import ScoredEvaluation
-    from runner.score.probe import make_probe_inputs
-    from runner.score.summary import final_record, model_origin
-
     t = result.training
     record = t.final_model if t is not None else None
     if not (isinstance(record, dict) and record.get("deferred")):
@@ -218,10 +220,6 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     latest result), rewrite its inference section and re-sign it. ``on_timed(metric,
     inference)`` sees the new records as soon as the harness ran, before they are judged:
     a failed backend raises ``UserError`` after it, keeping the previous inference."""
-    from runner.bundle import sign_folder
-    from runner.engine import get_client
-    from runner.profiles import load_profile
-
     entry = load_entry(entry_path)
     backends = backends or list(entry.inference.backends)
     check_backends_available(backends)  # before any work: GPU backends need a GPU host

@@ -8,6 +8,7 @@ settings are swept (1 and 2 intra-op threads) and the manifest's setting is the 
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from runner import paths
+from runner import data, paths
 from runner.errors import UserError
 from runner.harness.backends import CPU_BACKENDS, backends_for
 from runner.manifest import Entry, load_entry
@@ -36,9 +37,8 @@ def _weights(entry: Entry, scratch: Path) -> tuple[Path, str]:
     trained = sorted((paths.results_dir() / entry.name).glob(f"*/output/{rel}"))
     if trained:
         return trained[-1], f"trained weights of {trained[-1].parents[len(Path(rel).parts)].name}"
-    import importlib
 
-    import torch
+    import torch  # lazy: heavy (torch)
 
     module_name, _, function = entry.inference.builder.partition(":")
     sys.path.insert(0, str(entry.path))
@@ -56,8 +56,6 @@ def _weights(entry: Entry, scratch: Path) -> tuple[Path, str]:
 
 def _eval_images(entry: Entry, scratch: Path, items: int) -> tuple[Path, str]:
     try:
-        from runner import data
-
         return data.staged(entry.task.id).eval_dir, f"staged {entry.task.id} evaluation images"
     except (UserError, ImportError):
         shape = entry.task.input_shape

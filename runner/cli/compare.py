@@ -37,9 +37,9 @@ def result_folders(paths: list[Path]) -> list[Path]:
 
 
 def run(args) -> int:
-    from runner.compare import figures, require_signed, summarise
-    from runner.compare.plot import plot_comparison
-    from runner.compare.table import comparison_table, tta_line
+    from runner.compare import figures, require_signed, summarise  # lazy: start-up (runner --help)
+    from runner.compare.plot import plot_comparison  # lazy: start-up (runner --help)
+    from runner.compare.table import comparison_table, tta_line  # lazy: start-up (runner --help)
 
     console = Console()
     folders = result_folders(args.results)

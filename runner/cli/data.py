@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from runner import data, paths
+from runner.data.public_inputs import check_input, import_input, staged_input
 from runner.errors import UserError
 from runner.tasks import TASKS
 
@@ -83,11 +85,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     if args.task in PUBLIC:
-        from runner.data.public_inputs import import_input
-
         staged = import_input(args.task, args.path)
         for file, facts in sorted(staged.files.items()):
             print(f"imported {args.task}: {file}, {facts['bytes']:,} bytes, sha1 {facts['sha1']} (the published "
@@ -111,11 +109,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from runner.errors import UserError
-
     if args.task in PUBLIC:
-        from runner.data.public_inputs import check_input
-
         staged = check_input(args.task)
         print(f"{args.task} intact: {', '.join(sorted(staged.files))} re-hashed against the published digests")
         return 0
@@ -152,7 +146,6 @@ def _list(args: argparse.Namespace) -> int:
     for task in TASKS:
         if task not in found:
             console.print(f"to stage {task}: {data.HOW_TO_STAGE[task]}", highlight=False)
-    from runner.data.public_inputs import staged_input
 
     for name in PUBLIC:
         try:

@@ -12,7 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import paths
+from runner.energy import NotMeasured, RaplEnergy
 from runner.engine import free_bytes, ping
+from runner.engine.client import connect
+from runner.engine.gpus import HOOK_TOOLS, gpu_containers_possible
+from runner.engine.kinds import current
 
 
 def register(subparsers) -> None:
@@ -26,8 +30,6 @@ def _engine() -> tuple[str, str, dict]:
     if not ping():
         hint = "installed, not running" if shutil.which("dockerd") else "not installed"
         return "missing", f"{hint}: run `sudo runner setup`", {}
-    from runner.engine.client import connect
-    from runner.engine.kinds import current
 
     client = connect(10)
     try:
@@ -50,7 +52,7 @@ def _debootstrap() -> tuple[str, str]:
 
 def _gpus() -> tuple[str, str]:
     try:
-        import pynvml
+        import pynvml  # lazy: optional (pynvml: no package or no driver, no GPU)
     except ImportError:
         return "none", "nvidia-ml-py is not installed"
     try:
@@ -75,8 +77,6 @@ def _nvidia_runtime(info: dict) -> tuple[str, str]:
 
 
 def _container_toolkit(info: dict) -> tuple[str, str]:
-    from runner.engine.gpus import HOOK_TOOLS, gpu_containers_possible
-
     if gpu_containers_possible({"docker": {"nvidia_runtime": "nvidia" in (info.get("Runtimes") or {})}}):
         return "ok", "Docker's --gpus works (nvidia runtime registered, or its prestart hook installed)"
     return "absent", (f"neither the nvidia runtime nor {', '.join(HOOK_TOOLS)}: install nvidia-container-toolkit, "
@@ -90,7 +90,7 @@ def gpu_host_checks(nvml=None) -> list[tuple[str, str, str]]:
     the energy counter or power (energy)."""
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml as nvml  # lazy: optional (pynvml: no package or no driver, no GPU)
         except ImportError:
             return [("GPU checks", "none", "nvidia-ml-py is not installed")]
     try:
@@ -131,8 +131,6 @@ def gpu_host_checks(nvml=None) -> list[tuple[str, str, str]]:
 
 
 def _rapl() -> tuple[str, str]:
-    from runner.energy import NotMeasured, RaplEnergy
-
     try:
         return "ok", RaplEnergy().method
     except NotMeasured as exc:

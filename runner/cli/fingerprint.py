@@ -8,7 +8,13 @@ from pathlib import Path
 
 from rich.console import Console
 
+from runner.engine.client import get_client
+from runner.entry_build import build_entry
 from runner.errors import UserError
+from runner.fingerprint import capture_host, capture_image
+from runner.manifest import load_entry
+from runner.mlperf.config import load_settings, set_command
+from runner.mlperf.system import submission_description
 
 
 def register(subparsers) -> None:
@@ -34,9 +40,6 @@ def register(subparsers) -> None:
 def _image_ref(client, value: str) -> str:
     folder = Path(value)
     if (folder / "entry.yaml").is_file():
-        from runner.entry_build import build_entry  # builds (or finds the cached build of) the entry
-        from runner.manifest import load_entry
-
         return build_entry(load_entry(folder), client).image_id
     return value
 
@@ -44,9 +47,6 @@ def _image_ref(client, value: str) -> str:
 def _mlperf_description(fingerprint: dict, benchmark: str) -> dict:
     """The fingerprint's fields plus the user's ``runner config`` settings; every setting
     the benchmark's checker needs and that is not set is named on stderr, never guessed."""
-    from runner.mlperf.system import submission_description
-    from runner.mlperf.config import load_settings, set_command
-
     fields, missing = submission_description(fingerprint, load_settings(), benchmark)
     for key in missing:
         fix = set_command(key.removeprefix("mlperf.")) if key.startswith("mlperf.") else "not in the fingerprint"
@@ -55,13 +55,10 @@ def _mlperf_description(fingerprint: dict, benchmark: str) -> dict:
 
 
 def run(args) -> int:
-    from runner.fingerprint import capture_host, capture_image
-    from runner.fingerprint.table import render
+    from runner.fingerprint.table import render  # lazy: start-up (runner --help)
 
     client = None
     if args.image:
-        from runner.engine.client import get_client
-
         client = get_client()
     fingerprint = capture_host(client)
     if args.image:

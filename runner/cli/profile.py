@@ -5,6 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from runner.fingerprint import capture_host, load_fingerprint
+from runner.profiles import list_profiles, load_profile, match
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -33,8 +36,6 @@ def _hardware(profile) -> str:
 
 
 def run_list(args) -> int:
-    from runner.profiles import list_profiles, load_profile
-
     table = Table(title="hardware profiles")
     table.add_column("id", no_wrap=True)  # the thing a user types next: never cut short
     for column in ("instance", "hardware", "USD/h", "priced in, on"):
@@ -50,8 +51,6 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    from runner.profiles import load_profile
-
     p = load_profile(args.id)
     console = Console()
     console.print(f"[bold]{p.id}[/]  {p.description}")
@@ -87,9 +86,6 @@ def run_show(args) -> int:
 
 
 def run_match(args) -> int:
-    from runner.fingerprint import capture_host, load_fingerprint
-    from runner.profiles import load_profile, match
-
     profile = load_profile(args.id)
     fingerprint = load_fingerprint(args.fingerprint) if args.fingerprint else capture_host()
     where = args.fingerprint or "this host"

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from runner.claims import Comparison, result_claim
 from runner.cli import argtypes
 from runner.inference.loadgen import MLPERF_PROFILE, claims_mlperf_minimums
 from runner.manifest.schema import BACKENDS
@@ -84,8 +85,6 @@ def _energy_cell(energy: dict | None) -> str:
 def claim_line(folder, result: Result, claimed: dict, tta: float) -> str:
     """The measurement beside the claim, compared only on a host of the claim's profile
     (``runner.claims.result_claim``: the rule the leaderboard and compare use too)."""
-    from runner.claims import Comparison, result_claim
-
     applies = result_claim(folder) or Comparison((result.hardware or {}).get("profile") or "", False,
                                                  ("the run has no fingerprint",), claimed.get("tta_seconds"))
     return applies.line(None, tta, result.run_id) + _resolution(result.training)

@@ -13,6 +13,7 @@ from rich.console import Console
 from runner import keys, paths
 from runner.engine import engine_version, ensure_engine
 from runner.engine.daemon import apt_install
+from runner.engine.kinds import choose, current
 from runner.images import ensure_base
 
 DEFAULT_BASE = "python3.11-bookworm"
@@ -33,7 +34,6 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     console = Console()
-    from runner.engine.kinds import choose, current
 
     if args.engine:
         choose(args.engine)

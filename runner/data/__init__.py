@@ -12,8 +12,10 @@ finds them: ``store`` reads a staged set back, ``sources`` looks up each task's 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+from runner import paths
 from runner.data.sources import IMPORTABLE, PREPARABLE, SOURCES
 from runner.data.store import HOW_TO_STAGE, TREE_TASKS, StagedData, list_staged, staged, task_root, train_tree
 from runner.data.synthetic import smoke_data, synthetic
@@ -95,10 +97,6 @@ def import_train_tree(
     """Import a training set kept as a tree of files (ImageNet's ``ILSVRC2012_img_train.tar``
     or the folder it unpacks to); return its tree module's ``TrainTree``. ``devkit`` names
     the classes every tree must hold; ``expected`` replaces the official numbers (tests)."""
-    from dataclasses import replace
-
-    from runner import paths
-
     get_task(task_id)
     if task_id not in TREE_TASKS:
         raise UserError(f"data set {task_id} has no training tree to import", HOW_TO_STAGE[task_id])

@@ -7,6 +7,7 @@ import shutil
 import docker
 import docker.errors
 
+from runner.engine.kinds import chosen, current
 from runner.errors import UserError
 
 ENGINE_WAIT_S = 60
@@ -16,8 +17,6 @@ REQUEST_TIMEOUT_S = 900
 
 def connect(timeout: float) -> docker.DockerClient:
     """A client of the engine in use (``runner.engine.kinds``): its socket, else DOCKER_HOST."""
-    from runner.engine.kinds import current
-
     engine = current()
     if engine.base_url:
         return docker.DockerClient(base_url=engine.base_url, timeout=timeout)
@@ -37,8 +36,6 @@ def ping(timeout: float = 5) -> bool:
 
 def get_client() -> docker.DockerClient:
     """A client for the engine (DOCKER_HOST or the local socket); UserError if none answers."""
-    from runner.engine.kinds import current
-
     engine = current()
     try:
         client = connect(REQUEST_TIMEOUT_S)
@@ -61,8 +58,6 @@ def get_client() -> docker.DockerClient:
 def _podman_unreachable(engine, reason: str) -> tuple[str, str]:
     """Podman chosen, and its API service does not answer: the problem and the fix, naming
     what chose Podman (the user may not remember setting it)."""
-    from runner.engine.kinds import chosen
-
     where = f"Podman (chosen by {chosen()[1]})"
     if shutil.which(engine.daemon) is None:
         return (f"{where} is not installed",

@@ -19,7 +19,7 @@ import docker
 from docker.types import DeviceRequest
 
 from runner.engine import labels as ownership
-from runner.engine.kinds import create_options
+from runner.engine.kinds import create_options, current
 
 # Every container the runner starts carries this label, so an orphan left by a killed
 # runner can be found and removed by the next run.
@@ -142,8 +142,6 @@ def cpu_limits(cpus: float | None) -> dict:
 
 
 def _create(client: docker.DockerClient, spec: ContainerSpec):
-    from runner.engine.kinds import current
-
     cdi = current().name == "podman"  # Podman takes GPUs as CDI devices, not device requests
     devices = None
     if cdi and (spec.gpu_ids or spec.gpus):

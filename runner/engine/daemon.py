@@ -15,6 +15,7 @@ import docker
 
 from runner import paths
 from runner.engine.client import ENGINE_WAIT_S, get_client, ping
+from runner.engine.kinds import current
 from runner.errors import UserError
 
 APT_TIMEOUT_S = 15 * 60
@@ -111,8 +112,6 @@ def start_podman_service(base_url: str, wait_s: float = ENGINE_WAIT_S) -> Path:
 def ensure_engine(install: bool = True) -> docker.DockerClient:
     """A client for a running engine; with ``install``, install ``docker.io`` and start
     ``dockerd`` first when needed (Debian-like, root). Otherwise the one-line error."""
-    from runner.engine.kinds import current
-
     if ping():
         return get_client()
     engine = current()

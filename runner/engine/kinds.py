@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from runner import paths
 from runner.errors import UserError
 
 ENV_VAR = "RUNNER_ENGINE"
@@ -56,8 +57,6 @@ ENGINES: dict[str, Engine] = {
 
 
 def _chosen_file():
-    from runner import paths
-
     return paths.home() / "engine"
 
 
@@ -116,7 +115,7 @@ def refusal(client) -> str | None:
 
 def create_options() -> dict:
     """What the engine in use adds to ``containers.create``."""
-    from docker.types import Ulimit
+    from docker.types import Ulimit  # lazy: heavy (docker)
 
     engine = current()
     options: dict = {"runtime": engine.runtime} if engine.runtime else {}

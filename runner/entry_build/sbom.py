@@ -14,6 +14,8 @@ import docker.errors
 from runner.errors import UserError
 from runner.engine.containers import owned_labels
 from runner.engine.kinds import create_options
+from runner.entry_build.image_inspection import base_file_index
+from runner.images import LABEL_DEBIAN_RELEASE
 
 # Runs inside the image with its own Python (the entry's venv, first on PATH).
 _PROBE = r"""
@@ -49,9 +51,6 @@ def read_base_content(client: docker.DockerClient, base) -> dict:
     sha256 of each layer's uncompressed tar: equal for two reproducible builds, while the
     image id differs), a sha256 over every regular file's path, size and sha256 (equal when
     only the tar's metadata differs), and the Debian Release its packages came from."""
-    from runner.entry_build.image_inspection import base_file_index
-    from runner.images import LABEL_DEBIAN_RELEASE
-
     attrs = client.images.get(base.id).attrs
     labels = (attrs.get("Config") or {}).get("Labels") or {}
     index = base_file_index(client, base.id)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.engine.client import connect
+from runner.engine.kinds import current
+
 
 def capture_docker(client: Any | None = None) -> dict:
     """Engine facts from ``client.version()`` and ``client.info()``.
@@ -11,12 +14,10 @@ def capture_docker(client: Any | None = None) -> dict:
     An unreachable engine is a fact about the host, not a failure of fingerprinting:
     the fields are null and ``note`` says why.
     """
-    from docker.errors import DockerException
+    from docker.errors import DockerException  # lazy: heavy (docker)
 
     try:
         if client is None:
-            from runner.engine.client import connect
-
             client = connect(10)
         version = client.version()
         info = client.info()
@@ -26,7 +27,6 @@ def capture_docker(client: Any | None = None) -> dict:
             "nvidia_runtime": None, "note": f"Docker engine unreachable: {err}",
         }
     runtimes = sorted(info.get("Runtimes") or {})
-    from runner.engine.kinds import current
 
     components = {c.get("Name"): c.get("Version") for c in version.get("Components") or [] if isinstance(c, dict)}
     return {

@@ -84,8 +84,8 @@ def parse_probe_output(stdout: str) -> dict:
 
 def capture_image(client: Any, image_ref: str) -> dict:
     """Run the probe in ``image_ref`` (a tag or image id) and return what it reports."""
-    from docker.errors import APIError, ImageNotFound
-    from requests.exceptions import RequestException
+    from docker.errors import APIError, ImageNotFound  # lazy: heavy (docker)
+    from requests.exceptions import RequestException  # lazy: heavy (requests, as docker)
 
     try:
         image = client.images.get(image_ref)

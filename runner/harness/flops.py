@@ -54,9 +54,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def _bytes_counter():
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
+    import torch  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils._python_dispatch import TorchDispatchMode  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils._pytree import tree_flatten  # lazy: optional (torch: only in images with PyTorch)
 
     class BytesTouched(TorchDispatchMode):
         def __init__(self):
@@ -73,9 +73,9 @@ def _bytes_counter():
 
 
 def count(entry_dir: Path, builder: str, input_shape: list[int], num_classes: int, batch: int) -> dict:
-    import torch
-    import torch.nn.functional as F
-    from torch.utils.flop_counter import FlopCounterMode
+    import torch  # lazy: optional (torch: only in images with PyTorch)
+    import torch.nn.functional as F  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils.flop_counter import FlopCounterMode  # lazy: optional (torch: only in images with PyTorch)
 
     BytesTouched = _bytes_counter()
     build = import_builder(entry_dir, builder)
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
                            f"this entry's framework is '{args.framework}'")
     if args.batch < 1 or args.num_classes < 1 or args.threads < 1:
         raise HarnessError("--batch, --num-classes and --threads must be >= 1")
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     torch.set_num_threads(args.threads)
     counted = count(args.entry_dir, args.builder, args.input_shape, args.num_classes, args.batch)

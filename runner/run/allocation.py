@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import docker
 
 from runner.errors import UserError
+from runner.profiles import match
 
 NETWORK_ENV = "RUNNER_CLUSTER_NETWORK"
 
@@ -93,8 +94,6 @@ class NodesVerdict:
 def judge_nodes(plan, ready: dict[int, dict]) -> NodesVerdict:
     """Each other node's hardware against the plan's profile, and the image each will run
     (``ready``: node -> its agent's ready message)."""
-    from runner.profiles import match
-
     opts = plan.options
     mismatches = [str(m) for node in sorted(ready)
                   for m in match(plan.profile, ready[node].get("fingerprint") or {}, plan.entry.nodes, node)]

@@ -46,6 +46,7 @@ from runner.run.gpu_freeze import run_gpu_indices
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.events import parse_line
 from runner.plan import RunPlan
+from runner.entry_outputs import UnsafeEntryFile, copy_limited, open_regular
 
 HARNESS_MOUNT = "/opt/runner/harness"
 READY_TIMEOUT_S = 300.0
@@ -395,7 +396,7 @@ class Evaluator:
                         self._predict_cpu(index))
         self._seal(answer)
         if weights:
-            from runner.score.weights_dump import copy_dump
+            from runner.score.weights_dump import copy_dump  # lazy: start-up (runner --help)
 
             answer.weights = copy_dump(self.plan.evaluator_outbox, self.plan.evaluations_dir, index)
         return answer
@@ -410,8 +411,6 @@ class Evaluator:
         container writes: what is scored later is what the evaluator answered now. The
         names are the runner's; each must be a regular file under the size limit (not a
         link the evaluator made). A missing provenance record is left for its check."""
-        from runner.entry_outputs import UnsafeEntryFile, copy_limited, open_regular
-
         for relative in [*answer.files.values(), *([answer.provenance] if answer.provenance else [])]:
             source, target = self.plan.evaluator_outbox / relative, self.plan.evaluations_dir / relative
             if relative == answer.provenance and not os.path.lexists(source):

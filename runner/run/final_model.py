@@ -17,6 +17,7 @@ from pathlib import Path
 from runner.plan import EVALUATIONS_DIR, RunPlan
 from runner.run.checkpoints import CheckpointError, copy_checkpoint
 from runner.run.evaluator import Answer, Evaluator, EvaluatorError
+from runner.score.probe import PROBE_ITEMS
 
 # The permuted-checkpoint check predicts this many evaluation items, drawn by the run's seed:
 # a permuted model keeps its accuracy or falls to chance, and 2,000 items tell the two apart
@@ -45,8 +46,6 @@ def answer_fields(answer: Answer, probe_subset: tuple[int, int] | None) -> dict:
 def probe_subset(task, labels, seed: int) -> tuple[int, int] | None:
     """(items, seed) of the probe's images a request predicts (a smaller set: all of them);
     None: every item (questions)."""
-    from runner.score.probe import PROBE_ITEMS
-
     if task.inputs != "images":
         return None
     return min(PROBE_ITEMS, len(labels)), seed

@@ -9,7 +9,7 @@ from pathlib import Path
 from runner.events import RUNNER, Event
 from runner.results.record import Training
 from runner.score.curve import write_curve
-from runner.score.evaluations import primary_score, probe_scores, score_file
+from runner.score.evaluations import primary_score, probe_scores, score_evaluations, score_file
 from runner.score.model_origin import (
     judge_sensitivity, provenance_problem, read_provenance, sensitivity_problem,
 )
@@ -98,7 +98,6 @@ def summarize_training(task: Task, events: list[Event], wall_seconds: float, not
         line = timeline(events)
     except EventStreamError as exc:
         return TrainingSummary(training, invalid=f"event stream: {exc}")
-    from runner.score.evaluations import score_evaluations
 
     scored = score_evaluations(task, line, result_dir, labels)
     tta = time_to_accuracy(line, [s.meets for s in scored])

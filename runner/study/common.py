@@ -13,6 +13,8 @@ from runner import data, paths
 from runner.data.synthetic import SMOKE_SIZES
 from runner.errors import UserError
 from runner.events import ENTRY, RUNNER, read_events
+from runner.plan import LOCAL, SLURM, make_plan
+from runner.reproduce import launch
 from runner.results import write_json
 from runner.results.record import Result
 from runner.score.tta import EVAL_FREEZE, EVAL_THAW
@@ -77,9 +79,6 @@ def save_study(kind: str, folders: list[Path], summary: dict) -> Path:
 def run_entry(entry_path: str, opts, slurm=None) -> list[Path]:
     """Signed runs of the entry, made by ``runner reproduce``'s own code path: on this host,
     or with ``slurm`` (``runner.slurm.SlurmOptions``) as one Slurm job array."""
-    from runner.plan import LOCAL, SLURM, make_plan
-    from runner.reproduce import launch
-
     return launch(make_plan(entry_path, opts, SLURM if slurm is not None else LOCAL), slurm)
 
 

@@ -33,6 +33,8 @@ from runner.errors import UserError
 from runner.engine.containers import ContainerSpec, Mount, prepare_writable, run_container
 from runner.report import reporter
 from runner.run.output_quota import OutputQuota
+from runner.entry_build import build_entry
+from runner.manifest import load_entry
 
 HARNESS_MOUNT = "/opt/runner/harness"
 OUT_MOUNT = "/flops"
@@ -148,8 +150,6 @@ def run_image(client: docker.DockerClient, run_folder: Path, entry_name: str, im
         raise UserError(f"the run's image {image_id[:19]} is gone from the engine and {run_folder} holds no entry "
                         "files to rebuild it from",
                         f"rebuild it with `runner build entries/{entry_name}` (the entry as the run used it)")
-    from runner.entry_build import build_entry
-    from runner.manifest import load_entry
 
     reporter().print(f"the run's image {image_id[:19]} is gone from the engine: rebuilding it from the run's entry files")
     with tempfile.TemporaryDirectory(prefix="runner-flops-build-") as tmp:

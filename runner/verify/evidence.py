@@ -16,7 +16,7 @@ import numpy as np
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 
-from runner import paths
+from runner import data, paths
 from runner.bundle import PROFILE_FILE
 from runner.fingerprint.host import node_file
 from runner.bundle.filelist import (
@@ -37,9 +37,10 @@ from runner.results.record import Result
 from runner.keys import key_from_dict
 from runner.profiles import Profile, profile_from_dict
 from runner.events import Event, read_events
-from runner.score.evaluations import ScoredEvaluation, score_evaluations
+from runner.score.evaluations import ScoredEvaluation, load_predictions, score_evaluations
 from runner.score.tta import Evaluation, EventStreamError, Timeline, timeline
 from runner.tasks import Task, get_task
+from runner.data.synthetic import smoke_data
 
 
 class Unavailable(Exception):
@@ -47,15 +48,11 @@ class Unavailable(Exception):
 
 
 def _staged_default(task_id: str):
-    from runner import data
-
     return data.staged(task_id)
 
 
 def _synthetic_default(task_id: str, folder: Path):
     """The smoke run's synthetic data, regenerated exactly as ``reproduce --smoke`` makes it."""
-    from runner.data.synthetic import smoke_data
-
     return smoke_data(task_id, folder)
 
 
@@ -323,8 +320,6 @@ class Evidence:
         path = self.root / "inference" / backend / name
         try:
             if path.suffix == ".json":  # a question task's {id: answer}, read within limits
-                from runner.score.evaluations import load_predictions
-
                 return load_predictions(path)
             return load_npy(path)  # bounded header, no pickle
         except FileNotFoundError:

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 
 
-
 @dataclass
 class ModelFiles:
     """Everything a backend may start from; a backend uses what it needs."""

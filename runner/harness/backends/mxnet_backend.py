@@ -24,12 +24,12 @@ class MXNetBackend(Backend):
     @classmethod
     def check_available(cls) -> None:
         try:
-            import mxnet  # noqa: F401
+            import mxnet  # noqa: F401  # lazy: optional (mxnet: only in images with MXNet)
         except ImportError:
             raise HarnessError("the mxnet backend needs MXNet in the image; add mxnet to the entry's lock") from None
 
     def prepare(self, files: ModelFiles) -> None:
-        import mxnet as mx
+        import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
 
         check_framework(self.name, files)
         self.mx = mx

@@ -22,14 +22,14 @@ class TensorFlowBackend(Backend):
     @classmethod
     def check_available(cls) -> None:
         try:
-            import tensorflow  # noqa: F401
+            import tensorflow  # noqa: F401  # lazy: optional (tensorflow: only in images with TensorFlow)
         except ImportError:
             raise HarnessError(
                 "the tensorflow backend needs TensorFlow in the image; add tensorflow-cpu to the entry's lock"
             ) from None
 
     def prepare(self, files: ModelFiles) -> None:
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: optional (tensorflow: only in images with TensorFlow)
 
         check_framework(self.name, files)
         self.tf = tf

@@ -45,14 +45,14 @@ class TorchCuda(Backend):
     @classmethod
     def check_available(cls) -> None:
         try:
-            import torch
+            import torch  # lazy: optional (torch: only in images with PyTorch)
         except ImportError:
             raise HarnessError("the torch-cuda backend needs PyTorch in the image; add torch to the entry's lock") from None
         if problem := cuda_refusal(torch):
             raise HarnessError(problem)
 
     def prepare(self, files: ModelFiles) -> None:
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         check_framework(self.name, files)
         self.torch, self.files, self.topk = torch, files, files.topk

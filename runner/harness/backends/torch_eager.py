@@ -24,12 +24,12 @@ class TorchEager(Backend):
     @classmethod
     def check_available(cls) -> None:
         try:
-            import torch  # noqa: F401
+            import torch  # noqa: F401  # lazy: optional (torch: only in images with PyTorch)
         except ImportError:
             raise HarnessError("the torch backend needs PyTorch in the image; add torch to the entry's lock") from None
 
     def prepare(self, files: ModelFiles) -> None:
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         check_framework(self.name, files)
         self.torch = torch

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import HarnessError
+from ..provenance import walk_held
 from . import LoadedModel, export_failure, import_builder, require_file
 
 INPUT_NAME, OUTPUT_NAME = "input", "scores"
@@ -23,7 +24,7 @@ INPUT_NAME, OUTPUT_NAME = "input", "scores"
 
 def configure_threads(threads: int) -> None:
     """Thread pools must be sized before torch does any parallel work."""
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     torch.set_num_threads(threads)
     try:
@@ -41,8 +42,8 @@ _NOTHING_COMPILED = False
 def warm_up() -> None:
     """One pass of the runner's own op under a dispatch mode like the ledger's, so the first
     recorded pass pays no one-time cost. No code of the entry runs here."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
+    import torch  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils._python_dispatch import TorchDispatchMode  # lazy: optional (torch: only in images with PyTorch)
 
     class Quiet(TorchDispatchMode):
         @classmethod
@@ -57,7 +58,7 @@ def warm_up() -> None:
 
 
 def _normalise(value, precision: str | None) -> np.ndarray:
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     t = torch.from_numpy(np.asarray(value)) if isinstance(value, np.ndarray) else value.detach()
     if t.is_complex():
@@ -71,9 +72,9 @@ def _normalise(value, precision: str | None) -> np.ndarray:
 
 def _uses_mode(model, ledger):
     """A dispatch mode noting every tensor an operator reads that the pass did not produce."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
+    import torch  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils._python_dispatch import TorchDispatchMode  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils._pytree import tree_flatten  # lazy: optional (torch: only in images with PyTorch)
 
     names = {}
     for name, t in list(model.named_parameters(remove_duplicate=False)) + list(model.named_buffers(remove_duplicate=False)):
@@ -137,7 +138,7 @@ class TorchModel(LoadedModel):
     def to_device(self, device: str) -> None:
         """The evaluator of a run with GPUs predicts on the GPU, in fp32 without TF32, so its
         answers are the CPU's up to rounding (tests/gpu checks them against the CPU's)."""
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         if device == "cpu":
             return
@@ -152,7 +153,7 @@ class TorchModel(LoadedModel):
         self.device = "cuda"
 
     def predict_batch(self, images: np.ndarray) -> np.ndarray:
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         x = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
         if self.device != "cpu":
@@ -174,7 +175,7 @@ class TorchModel(LoadedModel):
         texts into integer tensors (its tokens and each token's character span in its
         context, ``offsets``); its forward pass, recorded for provenance like an image
         batch, gives start and end scores per token. Returns (offsets, start, end) as numpy."""
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         encode = getattr(self.native, "encode", None)
         if not callable(encode):
@@ -212,9 +213,7 @@ class TorchModel(LoadedModel):
 
     def record_uses(self, ledger) -> None:
         """From now on, note in ``ledger`` what the forward passes read; and what the model holds."""
-        import torch
-
-        from ..provenance import walk_held
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         for where, t in walk_held(self.native, lambda o: isinstance(o, torch.Tensor)):
             value = t if isinstance(t, torch.Tensor) else torch.from_numpy(np.asarray(t))
@@ -228,7 +227,7 @@ class TorchModel(LoadedModel):
 
     def shuffle_weights(self, seed: int) -> int:
         """Permute the elements of every tensor the checkpoint loaded; return how many."""
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         g = torch.Generator().manual_seed(seed)
         shuffled = 0
@@ -243,7 +242,7 @@ class TorchModel(LoadedModel):
     def export_onnx(self, input_shape: tuple[int, ...], path: Path, opset: int) -> dict:
         # The TorchScript-based exporter (dynamo=False) needs no extra package and gives a
         # static graph that every backend accepts.
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         dummy = torch.zeros(input_shape, dtype=torch.float32)
         try:
@@ -265,7 +264,7 @@ def _names(keys, limit: int = 8) -> str:
 
 
 def load(entry_dir: Path, builder: str, weights: Path) -> TorchModel:
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     build = import_builder(entry_dir, builder)
     digest = require_file(weights)

@@ -14,7 +14,7 @@ SMOKE_SHAPE = (3, 64, 64)  # C, H, W of the smoke tree's images
 
 
 def stage_tree(stage: Stage, rng: np.random.Generator, task, n_train: int, n_eval: int) -> None:
-    from PIL import Image  # a dependency of matplotlib, so always installed with the runner
+    from PIL import Image  # lazy: heavy (pillow; a dependency of matplotlib, so always installed)
 
     classes = GRID * GRID
     # The order of the draws fixes what a seed gives; keep it.
