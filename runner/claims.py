@@ -9,9 +9,11 @@ measurement with the claim only on a host that meets the claim's profile, and sa
 otherwise.
 
 A claim may also carry its evidence: ``claimed.bundles``, signed result bundles archived in
-the repository (``results/archive/``). ``check_evidence`` opens and verifies each one, and
-checks that they are the entry's conforming runs on the claim's profile and that their
-median TTA (and its coefficient of variation) is the figure claimed.
+the repository (``results/archive/``). ``runner.verify.claim_evidence.check_evidence`` opens
+and verifies each one, and checks that they are the entry's conforming runs on the claim's
+profile and that their median TTA (and its coefficient of variation) is the figure claimed.
+This module stays below the manifest (which checks a claim's profile at load) and the
+scorer: it imports only the profiles.
 
 One recipe measured on hosts of several speed classes carries one claim per class: the main
 one, and ``claimed.other_profiles`` (each its profile, figure and bundles). A host is
@@ -26,7 +28,6 @@ against a claim that another says does not apply.
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,65 +157,3 @@ def cross_seed_problem(record) -> str | None:
     if record.get("checked") is not True:
         return f"cross-seed checks not passed: {record.get('why_not') or 'not recorded'}"
     return None
-
-
-def check_evidence(entry, root: Path, trusted_keys: Path, claimed: dict | None = None) -> list[str]:
-    """Every problem with a claim's archived bundles (``claimed``: one of ``claims_of``; by
-    default the main one); [] when they bear it out."""
-    from runner.bundle.open import open_bundle
-    from runner.keys import load_trusted_keys
-    from runner.verify import verify_bundle
-    from runner.verify.evidence import Auditor
-
-    if claimed is None:
-        claimed = (claims_of(entry.claimed, entry.hardware_profile) or [{}])[0]
-    bundles = claimed.get("bundles") or []
-    if not bundles:
-        return ["the claim names no bundles (claimed.bundles)"]
-    profile_id = claimed.get("profile") or claim_profile_id(entry)
-    profile = load_profile(profile_id)
-    auditor = Auditor(trusted_keys=load_trusted_keys(trusted_keys))
-    problems, ttas, seeds = [], [], set()
-    if len(bundles) < REQUIRED_RUNS:
-        problems.append(f"the claim has {len(bundles)} bundles: a claim needs {REQUIRED_RUNS} runs with different "
-                        "seeds, compared across seeds (runner reproduce --runs 3)")
-    for name in bundles:
-        path = root / name
-        if not path.is_file():
-            problems.append(f"{name}: no such bundle")
-            continue
-        report = verify_bundle(path, auditor)
-        if not report.ok:
-            problems.append(f"{name}: does not verify ({', '.join(report.failed)})")
-            continue
-        with open_bundle(path) as opened:
-            result = json.loads((opened.root / "result.json").read_text())
-            fingerprint = json.loads((opened.root / "fingerprint.json").read_text())
-        if (result.get("entry") or {}).get("name") != entry.name:
-            problems.append(f"{name}: a run of {(result.get('entry') or {}).get('name')!r}, not {entry.name}")
-        if not result.get("conforming") or result.get("smoke") or result.get("status") != "complete":
-            problems.append(f"{name}: not a complete, conforming run")
-        applies = applicable_claim(entry.claimed, entry.hardware_profile, fingerprint)
-        if not (applies.comparable and applies.profile == profile_id):
-            if mismatches := [str(m) for m in match(profile, fingerprint)]:
-                problems.append(f"{name}: its host does not meet {profile_id}: {'; '.join(mismatches)}")
-            else:
-                problems.append(f"{name}: its host is compared with the claim on {applies.profile}, not {profile_id}")
-        training = result.get("training") or {}
-        if problem := cross_seed_problem(training.get("cross_seed")):
-            problems.append(f"{name}: {problem}")
-        seeds.add(result.get("seed"))
-        if training.get("reached") and isinstance(training.get("tta_seconds"), (int, float)):
-            ttas.append(training["tta_seconds"])
-        else:
-            problems.append(f"{name}: did not reach the threshold")
-    if len(seeds) < len(bundles):
-        problems.append("the claim's bundles do not all have different seeds")
-    if ttas and len(ttas) == len(bundles):
-        median = statistics.median(ttas)
-        if round(median, 2) != round(float(claimed.get("tta_seconds", -1)), 2):
-            problems.append(f"the bundles' median TTA is {median:.2f} s, the claim {claimed.get('tta_seconds')} s")
-        cv = statistics.stdev(ttas) / statistics.mean(ttas) if len(ttas) > 1 else 0.0
-        if "cv" in claimed and round(cv, 3) != round(float(claimed["cv"]), 3):
-            problems.append(f"the bundles' coefficient of variation is {cv:.3f}, the claim {claimed['cv']}")
-    return problems

@@ -38,6 +38,8 @@ from runner.engine import get_engine
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.results.record import Result
+from runner.entry_build.context import entry_files
+from runner.manifest.untrusted_yaml import load_untrusted_yaml
 
 
 @dataclass
@@ -116,8 +118,6 @@ def base_changes(archived: dict, current: dict, archived_tag: str | None = None,
 
 def _archived_manifest(path: Path) -> dict | None:
     """The manifest the archived run was made from (its copy in the bundle), or None."""
-    from runner.manifest.untrusted_yaml import load_untrusted_yaml
-
     try:
         data = load_untrusted_yaml(path)
     except (UserError, OSError):
@@ -134,8 +134,6 @@ def entry_file_changes(archived: dict[str, str], folder: Path, skip: set[str]) -
     """The entry's files (its code: what the image holds besides the packages) that changed,
     were added or removed since the run whose copies are ``archived`` ({path: sha256});
     ``skip``: files compared on their own (manifest, Dockerfile, lock)."""
-    from runner.entry_build.context import entry_files
-
     now = _file_digests(folder, entry_files(folder))
     moved = [f"{name} {how}" for name, how in _moved(archived, now) if name not in skip]
     return [f"the entry's files changed since the archived run: {', '.join(moved)}"] if moved else []

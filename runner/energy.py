@@ -20,6 +20,7 @@ excluded (the GPU tail after each pause counts, as it does for time).
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ class NvmlEnergy:
             raise NotMeasured("the run has no GPUs")
         if nvml is None:
             try:
-                import pynvml as nvml
+                import pynvml as nvml  # lazy: optional (pynvml: no package or no driver, no GPU)
             except ImportError:
                 raise NotMeasured("nvidia-ml-py (pynvml) is not installed") from None
         self.nvml = nvml
@@ -178,7 +179,6 @@ class EnergySeries:
         values, times = self.joules.get(kind), self.times
         if not values or len(times) < 2 or t < times[0] - 1e-9 or t > times[-1] + 1e-9:
             return None
-        import bisect
 
         i = max(1, min(len(times) - 1, bisect.bisect_left(times, t)))
         t0, t1, v0, v1 = times[i - 1], times[i], values[i - 1], values[i]

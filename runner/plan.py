@@ -19,14 +19,15 @@ import secrets
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from runner.manifest import Entry
+from runner.engine.kinds import current
+from runner.errors import UserError
+from runner.manifest import Entry, load_entry
 from runner.options import ReproduceOptions
-from runner.profiles import Profile
+from runner.profiles import Profile, load_profile
 
 LOCAL, SLURM = "local", "slurm"
 PLAN_FILE = "plan.json"
 EVALUATIONS_DIR, CHECKPOINTS_DIR = "evaluations", "checkpoints"
-PUBLIC_MOUNT = "/data/public"
 
 
 @dataclass(frozen=True)
@@ -176,9 +177,6 @@ class RunPlan:
     def from_dict(cls, d: dict, entry_path: Path | None = None, scratch: Path | None = None) -> RunPlan:
         """A plan sent by the runner (a node agent) or saved with a result (a replay, whose
         ``entry_path`` is the bundle's own copy of the entry)."""
-        from runner.manifest import load_entry
-        from runner.profiles import load_profile
-
         known = {f.name for f in fields(ReproduceOptions)}
         options = ReproduceOptions(**{k: v for k, v in d["options"].items() if k in known})
         entry = load_entry(entry_path or d["entry"])
@@ -208,10 +206,6 @@ class RunPlan:
 
 def make_plan(entry_path: str | Path, opts: ReproduceOptions, placement: str = LOCAL) -> RunPlan:
     """The plan of a reproduction, from the entry folder and the user's flags."""
-    from runner.engine.kinds import current
-    from runner.manifest import load_entry
-    from runner.profiles import load_profile
-
     entry = load_entry(entry_path)
     if opts.smoke:
         entry = entry.for_smoke()
@@ -235,9 +229,6 @@ def make_plan(entry_path: str | Path, opts: ReproduceOptions, placement: str = L
 def plan_of_task(plan_file: Path, seed: int) -> RunPlan:
     """One Slurm array task's plan: the submitter's plan (``plan.json`` beside the job script)
     for one of its seeds, run on this node with this node's engine; the submit host signs."""
-    from runner.engine.kinds import current
-    from runner.errors import UserError
-
     try:
         plan = RunPlan.from_dict(json.loads(Path(plan_file).read_text()))
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -7,9 +7,9 @@ from __future__ import annotations
 def pyplot():
     """``matplotlib.pyplot`` with the Agg backend. Imported on first use: pyplot costs half a
     second of every ``runner`` command's start."""
-    import matplotlib
+    import matplotlib  # lazy: heavy (matplotlib)
 
     matplotlib.use("Agg")  # set before pyplot is imported
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: heavy (matplotlib)
 
     return plt

@@ -39,6 +39,13 @@ from runner.events import read_events, write_events
 from runner.score.timed_model import check_timed_model
 from runner.verify.custody import require_intact
 from runner.report import reporter
+from runner.bundle import sign_folder
+from runner.engine import get_engine
+from runner.plan import EVALUATIONS_DIR, RunPlan
+from runner.run.final_model import DeferredError, evaluate_deferred, probe_subset
+from runner.score.evaluations import ScoredEvaluation
+from runner.score.probe import make_probe_inputs
+from runner.score.summary import final_record, model_origin
 
 
 @dataclass(frozen=True)
@@ -124,12 +131,6 @@ def _evaluate_final(engine: Engine, entry: Entry, result: Result, result_dir: Pa
     ``evaluations/`` and the result (in memory) gets the scored record and the model-origin
     checks recomputed with it. Returns the folders added to ``evaluations/`` (for the caller to
     take back should the re-run fail). Nothing to do for a result whose final model was evaluated."""
-    from runner.plan import EVALUATIONS_DIR, RunData, RunPlan
-    from runner.run.final_model import DeferredError, evaluate_deferred, probe_subset
-    from runner.score.evaluations import ScoredEvaluation
-    from runner.score.probe import make_probe_inputs
-    from runner.score.summary import final_record, model_origin
-
     t = result.training
     record = t.final_model if t is not None else None
     if not (isinstance(record, dict) and record.get("deferred")):
@@ -216,9 +217,6 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     latest result), rewrite its inference section and re-sign it. ``on_timed(metric,
     inference)`` sees the new records as soon as the harness ran, before they are judged:
     a failed backend raises ``UserError`` after it, keeping the previous inference."""
-    from runner.bundle import sign_folder
-    from runner.engine import get_engine
-
     entry = load_entry(entry_path)
     backends = backends or list(entry.inference.backends)
     check_backends_available(backends)  # before any work: GPU backends need a GPU host

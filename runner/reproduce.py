@@ -52,8 +52,12 @@ from runner.plan import CHECKPOINTS_DIR
 from runner.run.training import TrainingRun, run_training
 from runner.score.probe import make_probe_inputs, probe_record
 from runner.score.summary import summarize_training
-from runner.timings import Timings, training_parts
+from runner.timings import Timings, render_timings, training_parts
 from runner.report import reporter
+from runner.energy import training_energy
+from runner.score.tta import EventStreamError, timeline
+from runner.slurm import reproduce_on_slurm
+from runner.slurm.submit import runner_command
 
 # The crossing checkpoint is kept in the bundle up to this size (its sha256 always).
 KEEP_CHECKPOINT_BYTES = 256 * 2**20
@@ -183,8 +187,6 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
         reasons.append(problem)
     runner = None
     if entry.nodes > 1:
-        from runner.slurm.submit import runner_command
-
         runner = runner_command()
     plan = plan.resolved(
         gpus=gpus, backends=backends, image=built.image_id, network=network, runner=runner,
@@ -258,9 +260,6 @@ def score(plan: RunPlan, shared: Shared, run: TrainingRun):
 def training_energy_section(run: TrainingRun, verdict, crossing: int | None, result_dir: Path) -> dict | None:
     """result.json's ``energy``: the training window and joules-to-accuracy (None when nothing
     was sampled); the sampled series is kept as ``energy.tsv`` (training clock)."""
-    from runner.energy import training_energy
-    from runner.score.tta import EventStreamError, timeline
-
     series = verdict.energy
     if series is None:
         return None
@@ -364,8 +363,6 @@ def launch(plan: RunPlan, slurm=None, resume: bool = True) -> list[Path]:
     its sbatch options, ``resume`` skips seeds already complete). Returns the run folders
     in seed order."""
     if plan.placement == SLURM:
-        from runner.slurm import reproduce_on_slurm
-
         folders = reproduce_on_slurm(plan, slurm, resume)
         for folder in mark_alike_runs(folders, _labels_here(plan), plan):
             sign_folder(folder)  # gathered runs are signed here: its result changed, signed again
@@ -414,8 +411,6 @@ def _reproduce_here(plan: RunPlan) -> list[Path]:
             if opts.sign:  # its result changed: its bundle is signed again
                 sign_folder(folder)
     if opts.verbose:
-        from runner.timings import render_timings
-
         for folder in folders:
             timings = Result.read(folder).timings or {}
             reporter().print(render_timings(timings, f"where the time of {short_id(folder.name)} went"))
@@ -428,7 +423,7 @@ def mark_alike_runs(folders: list[Path], labels, plan: RunPlan) -> list[Path]:
     """Each run's cross-seed record (``training.cross_seed``); runs whose crossing models are
     not independent across seeds are non-conforming (``runner.score.across_runs``). Returns
     the folders whose result changed."""
-    from runner.score.across_runs import across_runs
+    from runner.score.across_runs import across_runs  # lazy: start-up (runner --help)
 
     changed = []
     found = across_runs(folders, labels, plan.entry.task, plan.entry.framework["name"], plan.options.seed is None)
@@ -439,7 +434,7 @@ def mark_alike_runs(folders: list[Path], labels, plan: RunPlan) -> list[Path]:
         result.write(folder)
         changed.append(folder)
     if found:
-        from runner.score.across_runs import summary_line
+        from runner.score.across_runs import summary_line  # lazy: start-up (runner --help)
 
         reporter().print(summary_line([record for record, _ in found.values()]))
     return changed

@@ -17,6 +17,11 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from rich.table import Table
+
+from runner.events import RUNNER
+from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
+
 
 @dataclass
 class Timings:
@@ -52,10 +57,6 @@ def training_parts(events, phase_seconds: float | None, before_start: float = 0.
     frozen window (with the evaluator's builder and prediction seconds, spent after the
     container exited), when the evaluator was ready (on the entry's clock) and, after the
     container exited, the evaluations, the final model's and the sensitivity checks."""
-    from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
-
-    from runner.events import RUNNER
-
     ours = [e for e in events if e.origin == RUNNER]
     launch = next((e.t for e in ours if e.key == LAUNCH), None)
     exit_t = next((e.t for e in ours if e.key == CONTAINER_EXIT), None)
@@ -92,8 +93,6 @@ def render_timings(timings: dict, title: str = "where the time went"):
     """A rich table of a result's ``timings`` section (phases, then their parts indented). The
     parts that are moments (``..._at_seconds``: when the evaluator was ready, on the entry's
     clock) are not durations to add up: they go below the table, in its caption."""
-    from rich.table import Table  # lazy: rich is the terminal's, not the timings'
-
     table = Table(title=title, title_justify="left", caption_justify="left")
     table.add_column("phase")
     table.add_column("seconds", justify="right", no_wrap=True)

@@ -1,9 +1,13 @@
 """How a run flows, held by reading the source tree: only the command line, studies and
-benchmarks drive the pipeline module, and a ``Result`` is made in one module."""
+benchmarks drive the pipeline module, a ``Result`` is made in one module, and the imports
+between modules and packages form no loop."""
 
 from __future__ import annotations
 
 import ast
+import functools
+import os
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "runner"
@@ -566,3 +570,204 @@ def test_only_the_engine_package_imports_docker():
             continue
         offenders += [f"{inside}:{line}" for line in _docker_imports(tree)]
     assert offenders == [], f"these modules import docker (take an Engine instead): {offenders}"
+
+
+# -- no hidden loops: the import graph, imports inside functions counted ----------------------
+# Every import is an arrow, wherever it stands: at the top, inside a function, under
+# ``if TYPE_CHECKING``. ``from a import b`` where ``a.b`` is a module is an arrow to ``a.b``;
+# relative imports are resolved; an import of a package's submodule is not counted as an
+# import of the package (its ``__init__``). Registries that load a module by a name they hold
+# (``importlib.import_module``: task folders, backends, CLI commands) draw no arrow.
+# A unit of the package graph is ``runner/<package>``, or a module at the top of runner/.
+#
+# Package arrows that may close a cycle, each with its reason; the goal is none, and any
+# arrow that closes a new cycle fails the test.
+PACKAGE_CYCLE_ALLOWED: dict[tuple[str, str], str] = {}
+# An import inside a function says why it is not at the top, on its own line(s), in one of
+# three forms: ``# lazy: heavy (torch)``, a library slow to import; ``# lazy: optional (mxnet:
+# only in images with MXNet)``, one that may be missing (the harness runs in entry images that
+# carry only their own framework); ``# lazy: start-up (runner --help)``, a module of the
+# runner that would load with the command line and slow its start.
+LAZY_REASON = re.compile(r"#\s*lazy:\s*(heavy|optional|start-up)\s+\([^)]+\)")
+
+
+def _module_name(path: Path, package: Path) -> str:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _in_function(tree: ast.AST):
+    """Each import statement in ``tree`` with whether it stands inside a function."""
+    def walk(node: ast.AST, inside: bool):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, inside
+            yield from walk(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+    yield from walk(tree, False)
+
+
+@functools.cache
+def _import_graph(package: Path = PACKAGE) -> dict[str, dict[str, list[str]]]:
+    """module -> {imported module of the same tree -> ["path:line", ...]}."""
+    files = {_module_name(p, package): p for p in sorted(package.rglob("*.py")) if "__pycache__" not in p.parts}
+    graph: dict[str, dict[str, list[str]]] = {}
+    for name, path in files.items():
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        arrows = graph.setdefault(name, {})
+        for node, _ in _in_function(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = ".".join((here[:len(here) - node.level + 1] if node.level else []) + [node.module or ""]).strip(".")
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else base for alias in node.names]
+            for target in targets:
+                while target and target not in files:  # ``import a.b.c`` of a name inside a module
+                    target = target.rpartition(".")[0]
+                where = f"{path.relative_to(package.parent)}:{node.lineno}"
+                if target and target != name and where not in arrows.setdefault(target, []):
+                    arrows[target].append(where)
+    return graph
+
+
+def _unit(module: str, package: Path = PACKAGE) -> str:
+    """The package-graph unit of a module: ``runner/data``, or ``runner/plan.py`` at the top."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return f"{parts[0]}/__init__.py"
+    if len(parts) == 2 and not (package / parts[1]).is_dir():
+        return "/".join(parts) + ".py"
+    return "/".join(parts[:2])
+
+
+def _package_graph(graph: dict[str, dict[str, list[str]]], package: Path = PACKAGE) -> dict[str, dict[str, list[str]]]:
+    units: dict[str, dict[str, list[str]]] = {}
+    for module, arrows in graph.items():
+        for target, where in arrows.items():
+            if (a := _unit(module, package)) != (b := _unit(target, package)):
+                units.setdefault(a, {}).setdefault(b, []).extend(where)
+    return units
+
+
+def _cycles(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node (Tarjan, iterative)."""
+    nodes = sorted(set(graph) | {t for arrows in graph.values() for t in arrows})
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups = []
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, {}))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, {})))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return sorted(groups)
+
+
+def _describe(groups: list[list[str]], graph: dict[str, dict[str, list[str]]]) -> list[str]:
+    """Each group with its arrows and where they are imported, for the failure message."""
+    lines = []
+    for group in groups:
+        lines.append(" <-> ".join(group))
+        lines += [f"    {a} -> {b}: {', '.join(graph[a][b][:3])}" for a in group for b in sorted(graph.get(a, {}))
+                  if b in group]
+    return lines
+
+
+def _imports_without_reason(path: Path, package: Path = PACKAGE) -> list[str]:
+    """``path:line`` of each import inside a function whose lines carry no ``# lazy: <reason>``."""
+    text = path.read_text()
+    lines = text.splitlines()
+    return [f"{path.relative_to(package)}:{node.lineno}" for node, inside in _in_function(ast.parse(text, str(path)))
+            if inside and not any(LAZY_REASON.search(line) for line in lines[node.lineno - 1:node.end_lineno])]
+
+
+def test_the_loop_check_finds_a_loop_closed_inside_a_function(tmp_path):
+    package = tmp_path / "runner"
+    for name, text in {
+        "__init__.py": "",
+        "low/__init__.py": "",
+        "low/tables.py": "from runner.high import entry\n",  # a submodule named in ``from ... import``
+        "high/__init__.py": "",
+        "high/entry.py": "def load():\n    from ..low import tables  # lazy: start-up\n",
+        "plan.py": "import runner.low\n",
+    }.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text)
+    graph = _import_graph(package)
+    assert graph["runner.low.tables"] == {"runner.high.entry": [f"runner{os.sep}low{os.sep}tables.py:1"]}
+    assert graph["runner.high.entry"] == {"runner.low.tables": [f"runner{os.sep}high{os.sep}entry.py:2"]}
+    assert graph["runner.plan"] == {"runner.low": [f"runner{os.sep}plan.py:1"]}
+    assert _cycles(graph) == [["runner.high.entry", "runner.low.tables"]]
+    assert _cycles(_package_graph(graph, package)) == [["runner/high", "runner/low"]]
+    assert _cycles({"a": {"b": []}, "b": {"c": []}, "c": {"a": []}, "d": {"a": []}}) == [["a", "b", "c"]]
+    assert _unit("runner.plan") == "runner/plan.py" and _unit("runner.data.store") == "runner/data"
+    assert _unit("runner.tasks.imagenet.train_tree") == "runner/tasks" and _unit("runner.data") == "runner/data"
+
+
+def test_no_cycle_between_modules():
+    """No module reaches itself through its imports, those inside functions included: a
+    helper two modules share lives below both."""
+    graph = _import_graph()
+    groups = _cycles(graph)
+    assert groups == [], "modules that import each other:\n" + "\n".join(_describe(groups, graph))
+
+
+def test_no_cycle_between_packages():
+    """The packages (and the modules at the top of runner/) form layers: none reaches back
+    into a package that imports it, through any chain of imports, inside functions included.
+    A name another package needs is public and lives in the lower one."""
+    units = _package_graph(_import_graph())
+    allowed = set(PACKAGE_CYCLE_ALLOWED)
+    assert allowed <= {(a, b) for a, arrows in units.items() for b in arrows}, "an allowed arrow is gone: drop it"
+    kept = {a: {b: where for b, where in arrows.items() if (a, b) not in allowed} for a, arrows in units.items()}
+    groups = _cycles(kept)
+    assert groups == [], "packages that import each other:\n" + "\n".join(_describe(groups, kept))
+
+
+def test_the_reason_check_finds_an_import_inside_a_function_without_one(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("import json\n\n\ndef f():\n    import torch  # lazy: heavy (torch)\n    import numpy\n"
+                      "    from runner.data import (  # lazy: start-up (runner --help)\n        store,\n    )\n"
+                      "    from runner import plan  # lazy:\n    import os  # noqa: F401\n"
+                      "    import mxnet  # noqa: F401  # lazy: optional (mxnet: only in images with MXNet)\n"
+                      "    import yaml  # lazy: it is nicer here\n")
+    name = module.relative_to(tmp_path)
+    assert _imports_without_reason(module, tmp_path) == [f"{name}:6", f"{name}:10", f"{name}:11", f"{name}:13"]
+
+
+def test_every_import_inside_a_function_says_why():
+    """An import stays inside a function only with its reason on its line (``LAZY_REASON``).
+    Anything else belongs at the top of the module, where a reader sees what the module
+    depends on."""
+    offenders = []
+    for path, _ in _modules():
+        offenders += _imports_without_reason(path)
+    assert offenders == [], f"imports inside functions without '# lazy: <reason>': {offenders}"

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.claims import check_evidence, claims_of, applicable_claim, pins_speed_class
+from runner.claims import applicable_claim, claims_of, pins_speed_class
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.profiles import load_profile, match
+from runner.verify.claim_evidence import check_evidence
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "entries" / "mnist-cnn-cpu"

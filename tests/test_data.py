@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from runner import data, paths
-from runner.data.staging import Stage, data_digest
 from runner.data.store import load
 from runner.errors import UserError
+from runner.staging.stage import Stage, data_digest
 
 
 @pytest.fixture(autouse=True)
@@ -82,7 +82,7 @@ def test_killed_staging_never_looks_staged_and_is_cleaned_up_later():
     script = (
         "import os, numpy as np\n"
         "from runner import paths\n"
-        "from runner.data.staging import Stage\n"
+        "from runner.staging.stage import Stage\n"
         "target = paths.data_dir() / 'mnist'\n"
         "with Stage('mnist', target, source='t', source_digest=None, conforming=False) as s:\n"
         "    s.save_array('train/images.npy', np.zeros((4, 1, 28, 28)), 'uint8')\n"

@@ -20,8 +20,8 @@ from data_samples import (
 
 from runner import data
 from runner.cli import main
-from runner.data.checks import Expected
 from runner.errors import UserError
+from runner.staging.checks import Expected
 from runner.tasks.cifar10 import source as cifar10
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from runner.cli import main
 from runner.data import extra_sets
-from runner.data.checks import Expected
+from runner.staging.checks import Expected
 from runner.errors import UserError
 from runner.study import transfer
 from runner.study.generalization import parse_reference

@@ -24,14 +24,13 @@ from runner.fingerprint import (
     capture_host,
     capture_image,
     load_fingerprint,
-    system_description,
 )
 from runner.fingerprint.cpu import capture_cpu
 from runner.fingerprint.docker_engine import capture_docker
 from runner.fingerprint.gpu import capture_gpu
 from runner.fingerprint.image_software import PROBE, parse_probe_output
 from runner.fingerprint.memory import capture_memory
-from runner.mlperf.system import INFERENCE_FIELDS, TRAINING_FIELDS
+from runner.mlperf.system import INFERENCE_FIELDS, TRAINING_FIELDS, system_description
 from runner.fingerprint.operating_system import capture_os
 
 RECORDED = Path(__file__).parent / "data" / "fingerprints"

@@ -22,7 +22,7 @@ from runner.cli import main
 from runner.data.extra_sets import shifted_items
 from runner.errors import UserError
 from runner.results.record import Result
-from runner.score.safe_npy import load_npy
+from runner.safe_npy import load_npy
 from runner.study.intervals import newcombe, wilson
 from runner.tasks.mnist import qmnist
 

@@ -14,8 +14,6 @@ from data_samples import make_devkit, md5
 
 from runner import data
 from runner.cli import main
-from runner.data.checks import Expected
-from runner.tasks.imagenet.train_tree import TRAIN_TAR, check_tree
 from runner.errors import UserError
 from runner.results.layout import entry_runs
 

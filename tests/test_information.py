@@ -84,12 +84,12 @@ def test_a_network_written_as_words_is_over_the_budget_with_its_file_lines_and_s
 def test_the_budget_is_the_tasks_when_it_declares_one(monkeypatch):
     import dataclasses
 
-    import runner.tasks
+    import runner.entry_build.information
     from runner.tasks import get_task
 
     assert budget_for("mnist") == (DEFAULT_BUDGET_BYTES, "default")
     own = dataclasses.replace(get_task("mnist"), information_budget=1000)
-    monkeypatch.setattr(runner.tasks, "get_task", lambda task_id: own)
+    monkeypatch.setattr(runner.entry_build.information, "get_task", lambda task_id: own)
     assert budget_for("mnist") == (1000, "task mnist")
 
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from runner import data
-from runner.data.checks import Expected
 from runner.errors import UserError
 from runner.score.model_origin import chance, sensitivity_limit, timed_disagreement
 from runner.score.probe import DISTRACTORS, make_probe_inputs, probe_record
+from runner.staging.checks import Expected
 from runner.tasks import get_task
 from runner.tasks.squad.scoring import exact_match, f1, score_squad
 

@@ -197,7 +197,7 @@ TASK = Task(
     "toy-blocks", "top1", 0.9, 64, 4, (1, 8, 8), ("top1Accuracy",),
     listed=99,
     source=DataSource(f"{__name__}.source", imported=False, how_to_stage="run `runner data prepare toy-blocks`"),
-    synthetic="runner.data.blocks:stage_arrays",
+    synthetic="runner.staging.blocks:stage_arrays",
     dawnbench_format=DawnbenchFormat("ToyBlocks", "top1Accuracy", percent=True),
     mlperf_training="resnet",
     public_train_size=256,

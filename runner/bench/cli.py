@@ -71,7 +71,7 @@ def modules_loaded(*argv: str, tree: str | None = None) -> list[str]:
 
 def heavy_modules() -> tuple[str, ...]:
     """HEAVY and every framework's module (runner.frameworks: torch, tensorflow, mxnet)."""
-    from runner.frameworks import FRAMEWORKS  # lazy: the registry imports the harness's backend table
+    from runner.frameworks import FRAMEWORKS  # lazy: start-up (the registry imports the harness's backend table)
 
     return (*HEAVY, *(framework.module for framework in FRAMEWORKS.values()))
 

@@ -19,7 +19,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from runner import paths
+from runner import data, paths
 from runner.bench import DEFAULT_ENTRY
 from runner.errors import UserError
 from runner.harness.backends import CPU_BACKENDS, REGISTRY, backends_for
@@ -51,9 +51,8 @@ def _weights(entry: Entry, scratch: Path) -> tuple[Path, str]:
     trained = [run for run in entry_runs(paths.results_dir(), entry.name) if (run / "output" / rel).is_file()]
     if trained:
         return trained[-1] / "output" / rel, f"trained weights of {trained[-1].name}"
-    import importlib
 
-    import torch
+    import torch  # lazy: heavy (torch)
 
     module_name, _, function = entry.inference.builder.partition(":")
     sys.path.insert(0, str(entry.path))
@@ -71,8 +70,6 @@ def _weights(entry: Entry, scratch: Path) -> tuple[Path, str]:
 
 def _eval_images(entry: Entry, scratch: Path, items: int) -> tuple[Path, str]:
     try:
-        from runner import data
-
         return data.staged(entry.task.id).eval_dir, f"staged {entry.task.id} evaluation images"
     except (UserError, ImportError):
         shape = entry.task.input_shape

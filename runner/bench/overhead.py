@@ -41,6 +41,7 @@ from runner.engine.kinds import current
 from runner.plan import make_plan
 from runner.report import quietly
 from runner.reproduce import reproduce
+from runner.timings import render_timings
 
 RATIO_TARGET = 1.15
 
@@ -123,7 +124,5 @@ def run(args) -> int:
     if last is not None:
         timings = json.loads((last / "result.json").read_text()).get("timings")
         if timings:
-            from runner.timings import render_timings
-
             console.print(render_timings(timings, title=f"where the last runner run's time went ({last.name})"))
     return 0

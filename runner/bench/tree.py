@@ -28,15 +28,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
+
+from runner.errors import UserError
+from runner.staging.checks import Expected
 
 
 def make_train_tar(path: Path, images: int, classes: int, side: int) -> int:
     """Write a tar of ``classes`` per-class tars (``n0000000k.tar``) holding ``images`` JPEGs
     in all; return the bytes written."""
-    import numpy as np
-    from PIL import Image
+    from PIL import Image  # lazy: optional (pillow: the imagenet extra)
 
     rng = np.random.default_rng(0)
     per_class = [images // classes + (1 if k < images % classes else 0) for k in range(classes)]
@@ -81,9 +84,7 @@ def _timed(fn):
 
 
 def run(args) -> int:
-    from runner.data.checks import Expected
-    from runner.errors import UserError
-    from runner.tasks.imagenet import train_tree
+    from runner.tasks.imagenet import train_tree  # lazy: start-up (runner --help)
 
     console = Console()
     if args.images < args.classes or args.classes < 1:

@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -41,8 +42,8 @@ CONTAINER_SPEED_TARGET = 0.97
 
 def _evaluate_on_host(entry, checkpoint: Path, images, labels) -> bool:
     """The evaluator's work, in this process: does ``checkpoint`` meet the threshold?"""
-    from runner.harness.evaluate import predict
-    from runner.harness.model import load_model
+    from runner.harness.evaluate import predict  # lazy: start-up (runner --help)
+    from runner.harness.model import load_model  # lazy: start-up (runner --help)
 
     loaded = load_model(entry.path, entry.inference.builder, checkpoint, entry.framework["name"])
     preds = predict(loaded, images, entry.task.topk)
@@ -53,8 +54,6 @@ def _evaluate_on_host(entry, checkpoint: Path, images, labels) -> bool:
 
 def host_tta(entry, staged, seed: int, threads: int) -> float | None:
     """Run the entry's train command on the host under the runner's clock rules."""
-    import numpy as np
-
     images = np.load(Path(staged.eval_dir) / "images.npy", mmap_mode="r")
     labels = staged.load_eval_labels()
     with tempfile.TemporaryDirectory(prefix="runner-bench-") as out:

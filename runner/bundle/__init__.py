@@ -32,7 +32,7 @@ from runner.bundle.signing import PAYLOAD_TYPE, sign_statement, write_envelope
 from runner.bundle.statement import build_statement
 from runner.bundle.tarball import pack_folder
 from runner.errors import UserError
-from runner.keys import public_key_dict
+from runner.keys import load_signer, public_key_dict
 from runner.report import reporter
 
 
@@ -153,8 +153,6 @@ def make_bundle(result_dir: Path, signer: Signer | None = None) -> Bundle:
 
 def sign_folder(result_dir: Path) -> Bundle:
     """Bundle a result folder with the configured key, saying so when there is none."""
-    from runner.keys import load_signer
-
     signer = load_signer()
     bundle = make_bundle(result_dir, signer)
     if signer is None:  # the same for every run of the command: said once

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from runner.bundle.open import Limits
 from runner.digests import sha256_file
+from runner.entry_outputs import kind_of
 from runner.errors import UserError
-from runner.run.entry_files import kind_of
+from runner.manifest.untrusted_yaml import load_untrusted_yaml
 
 BUNDLE_DIR = "bundle"
 MANIFEST = f"{BUNDLE_DIR}/manifest.json"
@@ -98,8 +99,6 @@ def unverifiable(root: Path, limits: Limits | None = None) -> list[Refused]:
 
 def _yaml_problem(path: Path) -> str | None:
     """Why verify's loader of untrusted YAML would refuse ``path`` (it reads every *.yaml)."""
-    from runner.manifest.untrusted_yaml import load_untrusted_yaml
-
     try:
         load_untrusted_yaml(path, path.name)
     except UserError as err:

@@ -137,10 +137,10 @@ def one_line(text: str, limit: int = 2000) -> str:
 
 def describe_os_error(err: OSError) -> str:
     """What the file system refused, where, and the fix."""
-    import requests
+    import requests  # lazy: start-up (import runner.cli loads no engine)
 
-    from runner import paths
-    from runner.engine.disk import mount_point, out_of_space
+    from runner import paths  # lazy: start-up (import runner.cli loads no engine)
+    from runner.engine.disk import mount_point, out_of_space  # lazy: start-up (import runner.cli loads no engine)
 
     if isinstance(err, requests.exceptions.RequestException):  # the engine's HTTP API (docker-py)
         return (f"the Docker engine refused a request: {err}. Fix: retry; if it persists, "

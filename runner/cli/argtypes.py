@@ -53,7 +53,7 @@ def timeout_minutes(text: str) -> float:
 def backend(text: str) -> str:
     """An inference backend of the harness' table. A type rather than ``choices``: the table is
     imported (with numpy) only when the option is given, never to print the help."""
-    from runner.manifest.schema import BACKENDS  # lazy: the backend table imports numpy; --help must not
+    from runner.manifest.schema import BACKENDS  # lazy: heavy (the backend table imports numpy; --help must not)
 
     if text not in BACKENDS:
         raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(map(repr, BACKENDS))})")

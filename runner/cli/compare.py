@@ -32,9 +32,9 @@ def result_folders(paths: list[Path]) -> list[Path]:
 
 
 def run(args) -> int:
-    from runner.compare import figures, require_signed, summarise  # lazy: matplotlib and the verifier
-    from runner.compare.plot import plot_comparison  # lazy: matplotlib
-    from runner.compare.table import comparison_tables, tta_line  # lazy: with runner.compare
+    from runner.compare import figures, require_signed, summarise  # lazy: heavy (matplotlib and the verifier)
+    from runner.compare.plot import plot_comparison  # lazy: heavy (matplotlib)
+    from runner.compare.table import comparison_tables, tta_line  # lazy: start-up (with runner.compare)
 
     console = Console()
     given = result_folders(args.results)

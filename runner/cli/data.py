@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
 from runner import data, paths
 from runner.cli.arguments.data import EXTRA, PUBLIC
+from runner.data.public_inputs import check_input, import_input, staged_input
 from runner.errors import UserError
 from runner.tasks import TASKS
 from runner.terminal import MISSING, Column, compact_table, yes_no
@@ -28,11 +30,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     if args.task in PUBLIC:
-        from runner.data.public_inputs import import_input
-
         staged = import_input(args.task, args.path)
         for file, facts in sorted(staged.files.items()):
             print(f"imported {args.task}: {file}, {facts['bytes']:,} bytes, sha1 {facts['sha1']} (the published "
@@ -40,7 +38,7 @@ def _import(args: argparse.Namespace) -> int:
         print(f"  at {staged.folder} (mounted read-only at /data/public/{args.task} for entries that declare it)")
         return 0
     if args.task in EXTRA:
-        from runner.data.extra_sets import import_extra
+        from runner.data.extra_sets import import_extra  # lazy: start-up (the command's own modules, when it runs)
 
         staged = import_extra(args.task, args.path, unofficial=args.unofficial)
         print(f"imported second test set {args.task}: {staged.counts['eval']:,} items; digest {staged.digest}")
@@ -67,11 +65,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from runner.errors import UserError
-
     if args.task in PUBLIC:
-        from runner.data.public_inputs import check_input
-
         staged = check_input(args.task)
         print(f"{args.task} intact: {', '.join(sorted(staged.files))} re-hashed against the published digests")
         return 0
@@ -108,8 +102,7 @@ def _list(args: argparse.Namespace) -> int:
     for task in TASKS:
         if task not in found:
             console.print(f"to stage {task}: {data.HOW_TO_STAGE[task]}", highlight=False)
-    from runner.data.extra_sets import staged_extra
-    from runner.data.public_inputs import staged_input
+    from runner.data.extra_sets import staged_extra  # lazy: start-up (the command's own modules, when it runs)
 
     for name in EXTRA:
         try:

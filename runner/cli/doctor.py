@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from runner import paths
+from runner.energy import NotMeasured, RaplEnergy
 from runner.engine import EngineError, connect_engine, free_bytes
+from runner.engine.gpus import HOOK_TOOLS, gpu_containers_possible
 from runner.engine.kinds import current
 from runner.terminal import Column, compact_table
 
@@ -54,7 +56,7 @@ def _debootstrap() -> tuple[str, str]:
 
 def _gpus() -> tuple[str, str]:
     try:
-        import pynvml
+        import pynvml  # lazy: optional (pynvml: no package or no driver, no GPU)
     except ImportError:
         return "none", "nvidia-ml-py is not installed"
     try:
@@ -79,8 +81,6 @@ def _nvidia_runtime(facts: dict) -> tuple[str, str]:
 
 
 def _container_toolkit(facts: dict) -> tuple[str, str]:
-    from runner.engine.gpus import HOOK_TOOLS, gpu_containers_possible
-
     if gpu_containers_possible({"docker": {"nvidia_runtime": "nvidia" in (facts.get("runtimes") or [])}}):
         return "ok", "Docker's --gpus works (nvidia runtime registered, or its prestart hook installed)"
     return "absent", (f"neither the nvidia runtime nor {', '.join(HOOK_TOOLS)}: install nvidia-container-toolkit, "
@@ -94,7 +94,7 @@ def gpu_host_checks(nvml=None) -> list[tuple[str, str, str]]:
     the energy counter or power (energy)."""
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml as nvml  # lazy: optional (pynvml: no package or no driver, no GPU)
         except ImportError:
             return [("GPU checks", "none", "nvidia-ml-py is not installed")]
     try:
@@ -135,8 +135,6 @@ def gpu_host_checks(nvml=None) -> list[tuple[str, str, str]]:
 
 
 def _rapl() -> tuple[str, str]:
-    from runner.energy import NotMeasured, RaplEnergy
-
     try:
         return "ok", RaplEnergy().method
     except NotMeasured as exc:

@@ -5,13 +5,19 @@ by the function here that it names."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
 from runner.dawnbench import export_dawnbench
+from runner.engine import get_engine
+from runner.entry_build import build_entry
+from runner.manifest import load_entry
+from runner.mlperf.config import load_submission, set_command
 
 
 def run_dawnbench(args) -> int:
@@ -26,8 +32,7 @@ def run_dawnbench(args) -> int:
 
 
 def export_mlperf(args) -> int:
-    from runner.mlperf.config import load_submission, set_command
-    from runner.mlperf.export import export_mlperf as write_tree, package_check
+    from runner.mlperf.export import export_mlperf as write_tree, package_check  # lazy: start-up (runner --help)
 
     submission = load_submission()
     exported = write_tree([Path(r) for r in args.results], Path(args.out), ruleset=args.ruleset,
@@ -58,13 +63,6 @@ def export_mlperf(args) -> int:
 def export_image(args) -> int:
     """The entry's image as a ``docker save`` archive named by its own SHA-256, beside a JSON
     record of the image id (what every result of the entry names) and the archive's digest."""
-    import hashlib
-    import os
-
-    from runner.entry_build import build_entry
-    from runner.engine import get_engine
-    from runner.manifest import load_entry
-
     entry = load_entry(args.entry)
     if args.smoke:
         entry = entry.for_smoke()

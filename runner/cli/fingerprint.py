@@ -10,7 +10,13 @@ from pathlib import Path
 from rich.console import Console
 
 from runner.cli.arguments.fingerprint import FILE_NAMES
+from runner.engine import get_engine
+from runner.entry_build import build_entry  # builds (or finds the cached build of) the entry
 from runner.errors import UserError
+from runner.fingerprint import capture_host, capture_image
+from runner.manifest import load_entry
+from runner.mlperf.config import load_settings, set_command
+from runner.mlperf.system import submission_description
 
 
 def _target(args) -> Path | None:
@@ -29,9 +35,6 @@ def _target(args) -> Path | None:
 def _image_ref(engine, value: str) -> str:
     folder = Path(value)
     if (folder / "entry.yaml").is_file():
-        from runner.entry_build import build_entry  # builds (or finds the cached build of) the entry
-        from runner.manifest import load_entry
-
         return build_entry(load_entry(folder), engine).image_id
     return value
 
@@ -39,9 +42,6 @@ def _image_ref(engine, value: str) -> str:
 def _mlperf_description(fingerprint: dict, benchmark: str) -> dict:
     """The fingerprint's fields plus the user's ``runner config`` settings; every setting
     the benchmark's checker needs and that is not set is named on stderr, never guessed."""
-    from runner.mlperf.system import submission_description
-    from runner.mlperf.config import load_settings, set_command
-
     fields, missing = submission_description(fingerprint, load_settings(), benchmark)
     for key in missing:
         fix = set_command(key.removeprefix("mlperf.")) if key.startswith("mlperf.") else "not in the fingerprint"
@@ -50,14 +50,11 @@ def _mlperf_description(fingerprint: dict, benchmark: str) -> dict:
 
 
 def run(args) -> int:
-    from runner.fingerprint import capture_host, capture_image
-    from runner.fingerprint.table import render
+    from runner.fingerprint.table import render  # lazy: start-up (runner --help)
 
     target = _target(args)  # before any work: a bad --out fails at once
     engine = None
     if args.image:
-        from runner.engine import get_engine
-
         engine = get_engine()
     fingerprint = capture_host(engine)
     if args.image:

@@ -22,7 +22,7 @@ def run(args) -> int:
     board = build(results, keys)
     tables = [t for t in board.tables if not args.task or t.task.task_id in args.task]
     if args.json:
-        from runner.leaderboard.as_json import board_dict  # lazy: only for --json
+        from runner.leaderboard.as_json import board_dict  # lazy: start-up (only for --json)
 
         data = board_dict(board, tables)
         if args.top:

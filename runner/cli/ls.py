@@ -12,9 +12,9 @@ from runner import paths
 
 
 def run(args) -> int:
-    from runner.runs import list_runs  # lazy: signature checks import verify's modules
-    from runner.runs.terminal import ls_renderables  # lazy: as above
-    from runner.verify.trust import default_trusted_keys  # lazy: as above
+    from runner.runs import list_runs  # lazy: start-up (signature checks import verify's modules)
+    from runner.runs.terminal import ls_renderables  # lazy: start-up (signature checks import verify's modules)
+    from runner.verify.trust import default_trusted_keys  # lazy: start-up (signature checks import verify's modules)
 
     results = Path(args.results) if args.results else paths.results_dir()
     entry = Path(args.entry).name if args.entry else None

@@ -10,7 +10,7 @@ from runner.run.control import TOKEN_ENV
 
 
 def run(args) -> int:
-    from runner.run.node_agent import run_agent
+    from runner.run.node_agent import run_agent  # lazy: start-up (runner --help)
 
     token = os.environ.get(TOKEN_ENV)
     node = args.node if args.node is not None else int(os.environ.get("SLURM_PROCID", "-1")) + 1

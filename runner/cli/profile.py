@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from rich.console import Console
+
+from runner.fingerprint import capture_host, load_fingerprint
+from runner.profiles import describe_pattern, list_profiles, load_profile, match
 from runner.terminal import Column, compact_table
 
 
 def _hardware(profile) -> str:
     """What the profile's rules ask for, in words (its patterns as ``match`` applies them)."""
-    from runner.profiles import describe_pattern  # lazy: with the profiles, only when one is listed
-
     if profile.gpu:
         g = profile.gpu
         return f"{g.count}x GPU whose name {describe_pattern(g.name_pattern)}, {g.memory_gib:g} GiB"
@@ -19,8 +20,6 @@ def _hardware(profile) -> str:
 
 
 def run_list(args) -> int:
-    from runner.profiles import list_profiles, load_profile
-
     rows = []
     for pid in list_profiles():
         p = load_profile(pid)
@@ -35,8 +34,6 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    from runner.profiles import describe_pattern, load_profile
-
     p = load_profile(args.id)
     console = Console()
     console.print(f"[bold]{p.id}[/]  {p.description}")
@@ -74,9 +71,6 @@ def run_show(args) -> int:
 
 
 def run_match(args) -> int:
-    from runner.fingerprint import capture_host, load_fingerprint
-    from runner.profiles import load_profile, match
-
     profile = load_profile(args.id)
     fingerprint = load_fingerprint(args.fingerprint) if args.fingerprint else capture_host()
     where = args.fingerprint or "this host"

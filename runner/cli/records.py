@@ -69,7 +69,7 @@ def energy_cell(energy: dict | None) -> str:
 def claim_line(folder, result: Result, claimed: dict, tta: float) -> str:
     """The measurement beside the claim, compared only on a host of the claim's profile
     (``runner.claims.result_claim``: the rule the leaderboard and compare use too)."""
-    from runner.claims import Comparison, result_claim  # lazy: profiles are read only for a claim
+    from runner.claims import Comparison, result_claim  # lazy: start-up (profiles are read only for a claim)
 
     applies = result_claim(folder) or Comparison((result.hardware or {}).get("profile") or "", False,
                                                  ("the run has no fingerprint",), claimed.get("tta_seconds"))

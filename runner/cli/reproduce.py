@@ -65,11 +65,11 @@ def run(args) -> int:
 
 def print_json(folders: list[Path]) -> int:
     """The runs as ``runner ls --json`` lists them (full run ids, folders), and their summary."""
-    import json  # lazy: only for --json
+    import json  # lazy: start-up (only for --json)
 
-    from runner import paths  # lazy: as above
-    from runner.runs import read_result, row_of  # lazy: signature checks import verify's modules
-    from runner.verify.trust import default_trusted_keys  # lazy: as above
+    from runner import paths  # lazy: start-up (only for --json)
+    from runner.runs import read_result, row_of  # lazy: start-up (signature checks import verify's modules)
+    from runner.verify.trust import default_trusted_keys  # lazy: start-up (signature checks import verify's modules)
 
     keys = default_trusted_keys(None, paths.results_dir())
     rows = [row_of(f, read_result(f), keys) for f in folders]

@@ -13,12 +13,12 @@ from rich.console import Console
 from runner import keys, paths
 from runner.engine import ensure_engine
 from runner.engine.daemon import apt_install
+from runner.engine.kinds import choose, current
 from runner.images import ensure_base
 
 
 def run(args) -> int:
     console = Console()
-    from runner.engine.kinds import choose, current
 
     if args.engine:
         choose(args.engine)

@@ -11,11 +11,11 @@ from runner import paths
 
 
 def run(args) -> int:
-    from runner.bundle.open import Limits, open_bundle  # lazy: only a bundle's .tar.gz is opened
-    from runner.runs import find_run, read_result, row_of  # lazy: signature checks import verify's modules
-    from runner.runs.show import view_run  # lazy: as above
-    from runner.runs.terminal import show_renderable  # lazy: as above
-    from runner.verify.trust import default_trusted_keys  # lazy: as above
+    from runner.bundle.open import Limits, open_bundle  # lazy: start-up (only a bundle's .tar.gz is opened)
+    from runner.runs import find_run, read_result, row_of  # lazy: start-up (signature checks import verify's modules)
+    from runner.runs.show import view_run  # lazy: start-up (signature checks import verify's modules)
+    from runner.runs.terminal import show_renderable  # lazy: start-up (signature checks import verify's modules)
+    from runner.verify.trust import default_trusted_keys  # lazy: start-up (signature checks import verify's modules)
 
     results = Path(args.results) if args.results else paths.results_dir()
     keys = default_trusted_keys(args.trusted_keys, results)

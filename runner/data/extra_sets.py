@@ -6,7 +6,7 @@ They cannot be fetched here: the user imports a copy of the official files (``ru
 import NAME PATH``), each checked against the SHA-256 the set declares (published by the
 sources its ``digest_source`` names) and read in its official format by the set's module in
 its task's folder. The set is staged like an evaluation set, atomically
-(``runner.data.staging.Stage``): ``eval/images.npy`` for the runner's evaluator, the labels
+(``runner.staging.stage.Stage``): ``eval/images.npy`` for the runner's evaluator, the labels
 host-only under ``labels/``, under the data folder's ``extra/<name>/``. ``--unofficial``
 accepts other files (a stand-in, a newer release): their digests are recorded at import and
 the set, and every figure on it, is marked unofficial. A wrong digest, a truncated file or
@@ -19,13 +19,13 @@ model on the task's synthetic items drawn with another seed, written and importe
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 
 from runner import paths
-from runner.data.checks import UNCHECKED, Expected, file_digest
+from runner.staging.checks import UNCHECKED, Expected
+from runner.staging.extra import find_files, how_to_import, official
 from runner.data.store import StagedData, load
 from runner.data.synthetic import SMOKE_SIZES, synthetic
 from runner.errors import UserError
@@ -39,70 +39,6 @@ NAMES = tuple(i.name for t in TASKS.values() for i in t.extra_sets)
 
 def root(name: str) -> Path:
     return paths.data_dir() / EXTRA_DIR / name
-
-
-def how_to_import(item: ExtraSet) -> str:
-    files = " and ".join(name for name, _ in item.files)
-    if len(item.files) == 1:
-        return f"download {files} ({item.url}) and run `runner data import {item.name} PATH/{files}`"
-    return f"download {files} ({item.url}) and run `runner data import {item.name} FOLDER`, FOLDER holding them"
-
-
-def official(item: ExtraSet) -> Expected:
-    """The published SHA-256 of every file and the count the set must stage."""
-    return Expected(digests={name: ("sha256", digest) for name, digest in item.files}, counts={"eval": item.count})
-
-
-def find_files(path: Path, item: ExtraSet) -> dict[str, Path]:
-    """The set's official files: ``path`` is one of them (the others beside it) or the folder
-    holding them."""
-    path = Path(path).expanduser()
-    folder = path if path.is_dir() else path.parent
-    if not path.exists():
-        raise UserError(f"no file or folder at {path}", how_to_import(item))
-    found = {}
-    for name, _ in item.files:
-        candidate = path if path.is_file() and path.name == name else folder / name
-        if not candidate.is_file():
-            raise UserError(f"{folder} holds no {name}", how_to_import(item))
-        found[name] = candidate
-    return found
-
-
-def check_digests(files: dict[str, Path], expected: Expected, item: ExtraSet) -> dict[str, str]:
-    """Each file's SHA-256, held to the published one where ``expected`` has it: a wrong
-    digest is a one-line refusal naming the file (corrupted, truncated, or not the release)."""
-    seen = {}
-    for name, path in files.items():
-        digest = file_digest(path, "sha256", show=True)
-        want = expected.digests.get(name)
-        if want is not None and digest != want[1]:
-            raise UserError(
-                f"{path} is not the official {name}: its sha256 is {digest}, the published one {want[1]} "
-                "(a corrupted or incomplete download, or another release?)",
-                f"{how_to_import(item)}; `--unofficial` stages other files, marked unofficial")
-        seen[name] = digest
-    return seen
-
-
-def source_digest(digests: dict[str, str]) -> str:
-    """One digest over the files as found (sha256 of ``<sha256>  <name>`` lines)."""
-    lines = "".join(f"{digests[n]}  {n}\n" for n in sorted(digests))
-    return "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
-
-
-def stage_details(item: ExtraSet, digests: dict[str, str], expected: Expected, **more) -> dict:
-    """What ``staged.json`` says of where the set came from."""
-    pinned = all(name in expected.digests for name in digests)
-    return {"extra_set": item.name, "files": dict(sorted(digests.items())),
-            "digests": (f"the published sha256 ({item.digest_source})" if pinned and expected.official
-                        else "recorded at import, not checked against the published ones"), **more}
-
-
-def check_labels(labels: np.ndarray, classes: int, what: str, item: ExtraSet) -> np.ndarray:
-    if labels.size and (labels.min() < 0 or labels.max() >= classes):
-        raise UserError(f"{what} has labels outside 0..{classes - 1}", how_to_import(item))
-    return labels.astype(np.int64)
 
 
 def import_extra(name: str, path: str | Path, *, unofficial: bool = False,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shutil
 import time
 import zipfile
@@ -32,6 +33,7 @@ from runner.tasks import PublicInput, Task, public_input
 
 MANIFEST = "public.json"
 CHUNK = 1 << 20
+PUBLIC_MOUNT = "/data/public"  # where the run's containers see each input, read-only
 
 
 def root(name: str) -> Path:
@@ -50,8 +52,6 @@ class StagedInput:
     @property
     def mount(self) -> str:
         """Where the run's containers see it (read-only)."""
-        from runner.plan import PUBLIC_MOUNT
-
         return f"{PUBLIC_MOUNT}/{self.name}"
 
     def record(self) -> dict:
@@ -185,8 +185,6 @@ def for_run(task: Task, declared: list[str], smoke: bool, scratch: Path, words: 
 def synthetic_input(item: PublicInput, folder: Path, words: list[str], seed: int = 0) -> StagedInput:
     """A stand-in in the official text format (a word, then its vector), for smoke runs: one
     random vector per word of the synthetic data, the dimension the file's name says."""
-    import random
-
     rng = random.Random(f"{item.name}:{seed}")
     target = folder / item.name
     target.mkdir(parents=True, exist_ok=True)

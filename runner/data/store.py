@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runner import paths
-from runner.data.checks import file_digest
-from runner.data.staging import STAGED_JSON, data_digest
 from runner.errors import UserError
+from runner.staging.checks import file_digest
+from runner.staging.stage import STAGED_JSON, data_digest
 from runner.tasks import TASKS, get_task
 
 if TYPE_CHECKING:  # the one tree kind so far; a task's tree_module defines its own TrainTree

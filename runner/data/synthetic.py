@@ -2,7 +2,7 @@
 
 A run on them checks that an entry starts, trains, is evaluated and scored, in seconds;
 its result is never conforming (``staged.json`` says so). Each task declares the maker of
-its stand-in (``Task.synthetic``: image tasks use ``runner.data.blocks``); this module gives
+its stand-in (``Task.synthetic``: image tasks use ``runner.staging.blocks``); this module gives
 every maker the same staging and the one random generator a seed decides."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.data.staging import Stage
 from runner.data.store import StagedData, load
+from runner.staging.stage import Stage
 from runner.tasks import get_task
 
 # The smoke run's data set, regenerated exactly so by verify and replay.

@@ -8,6 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
+from runner import paths
 from runner.errors import UserError
 
 # How writers say a disk is full: the errno, or numpy's message (its OSError has no errno).
@@ -47,8 +48,6 @@ def _size(n: int) -> str:
 
 def disk_full(path: Path, doing: str, err: BaseException | None = None) -> UserError:
     """The error for a full disk under ``path``: which disk, how full, and how to free it."""
-    from runner import paths
-
     where = mount_point(path)
     usage = shutil.disk_usage(_existing(path))
     detail = f" ({' '.join(str(err).split())[:200]})" if err is not None else ""

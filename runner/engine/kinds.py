@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import os
 
+from runner import paths
 from runner.engine.interface import DOCKER_API, Engine, EngineKind
 from runner.errors import UserError
 
@@ -38,8 +39,6 @@ ENGINES: dict[str, EngineKind] = {
 
 
 def _chosen_file():
-    from runner import paths
-
     return paths.home() / "engine"
 
 

@@ -44,6 +44,9 @@ from pathlib import Path
 
 import zstandard
 
+from runner.entry_build.context import entry_files
+from runner.tasks import get_task
+
 # Nearly twice the largest honest entry with its image's share (about 18 KB): see above.
 DEFAULT_BUDGET_BYTES = 32 * 1024
 # The largest contributors a finding and result.json name.
@@ -73,8 +76,6 @@ def compressed_size(data: bytes) -> int:
 
 def budget_for(task_id: str) -> tuple[int, str]:
     """The information budget of an entry of ``task_id``, and where it comes from."""
-    from runner.tasks import get_task
-
     declared = get_task(task_id).information_budget
     return (declared, f"task {task_id}") if declared else (DEFAULT_BUDGET_BYTES, "default")
 
@@ -268,8 +269,6 @@ def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None) 
 
 def _main(argv: list[str]) -> int:
     """Print each entry folder's information: ``python -m runner.entry_build.information FOLDER...``."""
-    from runner.entry_build.context import entry_files
-
     for name in argv:
         folder = Path(name)
         if not (folder / "entry.yaml").is_file():

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.data.sources import data_packages
 from runner.errors import UserError
 
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
@@ -110,8 +111,6 @@ def parse_lock(path: Path) -> list[Pin]:
 def refuse_data_packages(pins: list[Pin], task: str, path: Path) -> None:
     """A lock may not pin a package the runner itself takes ``task``'s data from: it carries
     the evaluation set, labels included, into the image (threat-model class 4)."""
-    from runner.data.sources import data_packages
-
     carried = {normalise_name(name) for name in data_packages(task)}
     for pin in pins:
         if pin.key in carried:

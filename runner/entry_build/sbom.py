@@ -10,7 +10,9 @@ import json
 
 from runner.errors import UserError
 from runner.engine.interface import AS_BUILT, ContainerSpec, Engine, TimedOut
+from runner.entry_build.image_inspection import base_file_index
 from runner.frameworks import FRAMEWORKS
+from runner.images import LABEL_DEBIAN_RELEASE
 
 SBOM_TIMEOUT_S = 900
 # Runs inside the image with its own Python (the entry's venv, first on PATH), as the image's user.
@@ -49,9 +51,6 @@ def read_base_content(engine: Engine, base) -> dict:
     sha256 of each layer's uncompressed tar: equal for two reproducible builds, while the
     image id differs), a sha256 over every regular file's path, size and sha256 (equal when
     only the tar's metadata differs), and the Debian Release its packages came from."""
-    from runner.entry_build.image_inspection import base_file_index
-    from runner.images import LABEL_DEBIAN_RELEASE
-
     image = engine.image(base.id)
     index = base_file_index(engine, base.id)
     return {

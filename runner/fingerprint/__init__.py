@@ -2,11 +2,11 @@
 
 One module per concern: ``cpu``, ``memory``, ``operating_system``, ``gpu`` (NVML),
 ``docker_engine``, ``image_software`` (versions inside an entry's image); ``host``
-assembles them; ``mlperf`` and ``table`` present them.
+assembles them; ``table`` presents them (``runner.mlperf.system`` describes them in MLPerf's
+terms, above this package).
 """
 
 from runner.fingerprint.host import SCHEMA_VERSION, capture_host, load_fingerprint, node_file
 from runner.fingerprint.image_software import capture_image
-from runner.mlperf.system import system_description
 
-__all__ = ["SCHEMA_VERSION", "capture_host", "capture_image", "load_fingerprint", "node_file", "system_description"]
+__all__ = ["SCHEMA_VERSION", "capture_host", "capture_image", "load_fingerprint", "node_file"]

@@ -20,9 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from . import mllog
+from . import loadgen, mllog
 from .backends import QUESTION_BACKENDS, ModelFiles, backend_class
 from .errors import HarnessError
+from .export import export_onnx
+from .frameworks import loader_for
+from .loadgen import PROFILES, run_loadgen
+from .model import load_model
+from .questions import read_examples, timed_pass as timed_questions, write_answers
 from .timing import CLOCK, timed_pass
 
 
@@ -68,8 +73,6 @@ def _load_images(eval_dir: Path, limit: int | None) -> np.ndarray:
 def _loadgen_pass(backend, images: np.ndarray, work_dir: Path, latencies_ns: np.ndarray,
                   profile: str = "dawnbench") -> dict:
     """LoadGen's scenarios for one backend; a failure here keeps the per-item figures."""
-    from .loadgen import PROFILES, run_loadgen
-
     try:
         return run_loadgen(backend.predict, images, work_dir / "loadgen", backend=backend.name,
                            expected_latency_s=float(np.mean(latencies_ns)) / 1e9,
@@ -88,12 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.warmup < 0 or args.threads < 1 or args.topk < 1:
         raise HarnessError("--warmup must be >= 0, --threads >= 1, --topk >= 1")
     if args.loadgen:
-        from . import loadgen
-
         loadgen.check_available()
-
-    from .frameworks import loader_for
-    from .model import load_model
 
     loader_for(args.framework).configure_threads(args.threads)  # before the framework does any work
 
@@ -106,8 +104,6 @@ def run(args: argparse.Namespace) -> int:
 
     onnx_path = onnx_info = None
     if any(cls.needs_onnx for cls in classes):
-        from .export import export_onnx
-
         onnx_path = args.out / "model.onnx"
         onnx_info = export_onnx(loaded, input_shape, onnx_path, args.opset)
         _write_json(args.out / "export.json", onnx_info)
@@ -168,9 +164,6 @@ def _backend_failed(name: str, work_dir: Path, exc: Exception, partials: tuple[s
 
 def run_questions(args: argparse.Namespace, classes) -> int:
     """Batch-1 answers for a question task: every question, one at a time (questions.py)."""
-    from .model import load_model
-    from .questions import read_examples, timed_pass as timed_questions, write_answers
-
     for cls in classes:
         if cls.name not in QUESTION_BACKENDS:
             raise HarnessError(f"the {cls.name} backend cannot time question answering; "
@@ -184,7 +177,7 @@ def run_questions(args: argparse.Namespace, classes) -> int:
         work_dir = args.out / cls.name
         work_dir.mkdir(parents=True, exist_ok=True)
         try:
-            import torch
+            import torch  # lazy: optional (torch: only in images with PyTorch)
 
             torch.set_num_threads(args.threads)
             with torch.inference_mode():
@@ -218,15 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv[:1] == ["evaluate"]:  # the runner's evaluator, during training
-            from .evaluate import parse_args as evaluate_args, serve
+            from .evaluate import parse_args as evaluate_args, serve  # lazy: start-up (python -m harness: each subcommand loads its own)
 
             return serve(evaluate_args(argv[1:]))
         if argv[:1] == ["flops"]:  # the roofline study's count, in the entry's image
-            from .flops import main as flops
+            from .flops import main as flops  # lazy: start-up (python -m harness: each subcommand loads its own)
 
             return flops(argv[1:])
         if argv[:1] == ["features"]:  # the generalization study's transfer, in the entry's image
-            from .features import main as features
+            from .features import main as features  # lazy: start-up (python -m harness: each subcommand loads its own)
 
             return features(argv[1:])
         return run(parse_args(argv))

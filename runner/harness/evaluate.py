@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import time
 from pathlib import Path
 
@@ -33,14 +34,17 @@ import numpy as np
 
 from . import mllog
 from .errors import HarnessError
+from .frameworks import loader_for
+from .model import load_model
+from .provenance import Ledger
+from .questions import answer, read_examples, write_answers
+from .weights import dump
 
 POLL_SECONDS = 0.005
 BATCH = 500
 
 
 def _drawn(n: int, key: str, size: int) -> list[int]:
-    import random
-
     if size >= n:
         return list(range(n))
     return sorted(random.Random(key).sample(range(n), size))
@@ -83,8 +87,6 @@ def _input_sets(specs: list[str], kind: str = "images") -> dict:
     for spec in specs:
         name, _, folder = spec.partition("=")
         if kind == "questions":
-            from .questions import read_examples
-
             sets[name] = read_examples(Path(folder))
             continue
         path = Path(folder) / "images.npy"
@@ -119,9 +121,6 @@ def _wanted(sets: dict, request: dict, kind: str) -> dict:
 
 
 def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
-    from .model import load_model
-    from .provenance import Ledger
-
     started = time.monotonic()
     loaded = load_model(args.entry_dir, args.builder, Path(request["checkpoint"]), args.framework)
     shuffle_seed = request.get("shuffle_seed")
@@ -140,8 +139,6 @@ def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
     folder = args.out / str(n)
     folder.mkdir(parents=True, exist_ok=True)
     if request.get("weights") is True:  # as loaded (a permutation changes the model's, not these)
-        from .weights import dump
-
         dump(loaded.checkpoint_tensors(), folder)
     ledger = None
     if shuffle_seed is None:
@@ -149,8 +146,6 @@ def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
         loaded.record_uses(ledger)
     for name, inputs in sets.items():
         if getattr(args, "kind", "images") == "questions":
-            from .questions import answer, write_answers
-
             write_answers(folder / f"{name}.json", answer(loaded, inputs))
         else:
             np.save(folder / f"{name}.npy", predict(loaded, inputs, args.topk))
@@ -160,8 +155,6 @@ def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from .frameworks import loader_for
-
     loader = loader_for(args.framework)
     loader.configure_threads(args.threads)
     sets = _input_sets(args.inputs, args.kind)

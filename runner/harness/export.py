@@ -17,7 +17,7 @@ from .errors import HarnessError
 def _unknown_operators(model) -> list[str]:
     """Default-domain nodes ONNX does not define: tf2onnx, for one, only logs an operator it
     cannot convert and leaves the TensorFlow op in the graph."""
-    import onnx
+    import onnx  # lazy: optional (onnx: only in images that export to ONNX)
 
     return sorted({n.op_type for n in model.graph.node
                    if n.domain in ("", "ai.onnx") and not onnx.defs.has(n.op_type)})
@@ -26,7 +26,7 @@ def _unknown_operators(model) -> list[str]:
 def _read_graph(path: Path, framework: str, opset: int) -> tuple[int | None, str | None, str | None]:
     """(default-domain opset, input name, output name), when the ``onnx`` package is present."""
     try:
-        import onnx
+        import onnx  # lazy: optional (onnx: only in images that export to ONNX)
     except ImportError:
         return None, None, None
     model = onnx.load(str(path), load_external_data=False)

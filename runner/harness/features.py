@@ -54,7 +54,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def last_layer(model, sample) -> str:
     """The name of the last module holding parameters of its own that ``model``'s forward
     pass calls (on ``sample``)."""
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     called: list[str] = []
     hooks = [module.register_forward_pre_hook(lambda m, args, name=name: called.append(name))
@@ -72,7 +72,7 @@ def last_layer(model, sample) -> str:
 
 def features(model, layer: str, images: np.ndarray) -> np.ndarray:
     """Each item's input to ``layer``, flattened (float32, items x features)."""
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     seen: list = []
     module = dict(model.named_modules())[layer]
@@ -99,9 +99,9 @@ def features(model, layer: str, images: np.ndarray) -> np.ndarray:
 
 def random_copy(entry_dir: Path, builder: str, seed: int):
     """The builder's untrained model, initialised from ``seed``."""
-    import random
+    import random  # lazy: optional (with torch, for the random copy)
 
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     build = import_builder(entry_dir, builder)
     random.seed(seed)
@@ -136,9 +136,9 @@ def run(args: argparse.Namespace) -> int:
                            f"for this entry's framework '{args.framework}'")
     if args.threads < 1:
         raise HarnessError("--threads must be >= 1")
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
-    from .model import load_model
+    from .model import load_model  # lazy: start-up (only when it is used)
 
     torch.set_num_threads(args.threads)
     sets = _inputs(args.inputs)

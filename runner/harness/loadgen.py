@@ -22,6 +22,7 @@ MLPerf compliance. The settings used are recorded with the figures.
 from __future__ import annotations
 
 import gc
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -111,13 +112,13 @@ PROFILES = {"dawnbench": DAWNBENCH, "mlperf": MLPERF}
 def check_available() -> str:
     """LoadGen's module version, or a HarnessError before any work."""
     try:
-        import mlperf_loadgen  # noqa: F401
+        import mlperf_loadgen  # noqa: F401  # lazy: optional (mlperf_loadgen: mounted only for --loadgen)
     except ImportError as exc:
         raise HarnessError(
             f"--loadgen needs mlperf_loadgen, which this Python cannot import ({exc}); "
             "the runner mounts it at /opt/runner/site"
         ) from None
-    from importlib import metadata
+    from importlib import metadata  # lazy: start-up (importlib.metadata, for --loadgen only)
 
     try:
         return metadata.version("mlcommons-loadgen")
@@ -203,7 +204,7 @@ def _run_scenario(lg, scenario: str, predict: Callable, images: np.ndarray, out_
 def run_loadgen(predict: Callable, images: np.ndarray, out_dir: Path, *, backend: str,
                 expected_latency_s: float, settings: LoadgenSettings = DAWNBENCH) -> dict:
     """Run both scenarios; returns what info.json records under ``loadgen``."""
-    import mlperf_loadgen as lg
+    import mlperf_loadgen as lg  # lazy: optional (mlperf_loadgen: mounted only for --loadgen)
 
     record: dict = {"version": check_available(), "settings": settings.record(),
                     "audit_config": NO_AUDIT_CONFIG, "scenarios": {}}
@@ -217,8 +218,6 @@ def run_loadgen(predict: Callable, images: np.ndarray, out_dir: Path, *, backend
 
 def _measured_latency_s(folder: Path) -> float | None:
     """1 / SingleStream's queries per second (with LoadGen's overhead), from its detail log."""
-    import json
-
     try:
         lines = (folder / "mlperf_log_detail.txt").read_text(errors="replace").splitlines()
     except OSError:

@@ -32,7 +32,7 @@ def _native(value) -> tuple[np.ndarray, str, list[int] | None] | None:
     """(the tensor in its storage's order, its dtype's name, that order's axes when they are
     channels-last); None for what is not a float tensor."""
     if hasattr(value, "detach"):  # torch
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         t = value.detach().cpu()
         if not t.is_floating_point() or t.dim() < 1:
@@ -52,7 +52,7 @@ def _native(value) -> tuple[np.ndarray, str, list[int] | None] | None:
 
 
 def _memory_format(ndim: int):
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     return torch.channels_last if ndim == 4 else torch.channels_last_3d
 

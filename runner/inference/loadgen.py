@@ -45,7 +45,7 @@ def claims_mlperf_minimums(record: dict | None) -> bool:
     """Whether a result's ``inference.<backend>.loadgen`` ran with MLPerf's minimums, read
     from the recorded numbers (not the profile's name); records made before the profiles
     existed (5 s / 2 s minimums) never did."""
-    from runner.harness.loadgen import meets_mlperf_minimums
+    from runner.harness.loadgen import meets_mlperf_minimums  # lazy: start-up (runner --help)
 
     return bool(record) and meets_mlperf_minimums((record or {}).get("settings"))
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from runner.inference.loadgen import loadgen_record
+from runner.score.evaluations import load_predictions
 from runner.tasks import Task
 
 # The host stamps infer_start/infer_stop as their lines arrive; the lines travel through
@@ -48,8 +49,6 @@ def _load_array(path: Path) -> np.ndarray | None:
 
 def _load_answers(path: Path) -> dict | None:
     """A question task's ``{id: answer}``, read within limits; None when unreadable."""
-    from runner.score.evaluations import load_predictions
-
     try:
         answers = load_predictions(path)
     except (OSError, ValueError):

@@ -9,6 +9,8 @@ from runner.errors import UserError
 from runner.manifest.schema import BACKENDS
 
 from runner.harness.backends import GPU_BACKENDS
+from runner.fingerprint.docker_engine import capture_docker
+from runner.fingerprint.gpu import capture_gpu
 
 
 def _gpu_facts(host: Any) -> tuple[int, bool]:
@@ -17,9 +19,6 @@ def _gpu_facts(host: Any) -> tuple[int, bool]:
     if isinstance(host, dict):
         gpu, engine = host.get("gpu") or {}, host.get("docker") or {}
     else:
-        from runner.fingerprint.docker_engine import capture_docker
-        from runner.fingerprint.gpu import capture_gpu
-
         gpu, engine = capture_gpu(), capture_docker(host)
     return len(gpu.get("gpus") or []), gpu_containers_possible({"docker": engine})
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import jsonschema
 
+from runner.claims import check_claim_profile
 from runner.errors import UserError
+from runner.harness.backends import backends_for
 from runner.manifest.entry_folder import inside_entry, plain_files, relative_problem
 from runner.manifest.schema import ENTRY_SCHEMA
 from runner.manifest.untrusted_yaml import load_untrusted_yaml
@@ -167,8 +169,6 @@ def _hyperparameters(section: dict | None) -> Hyperparameters | None:
 def _check_backends_fit(data: dict, manifest: Path) -> None:
     """A native backend runs only its own framework's model (the torch backend cannot time a
     Keras model): caught here, before any build or training."""
-    from runner.harness.backends import backends_for
-
     framework = data["framework"]["name"]
     fits = backends_for(framework)
     for backend in data["inference"].get("backends", ["torch"]):
@@ -242,7 +242,5 @@ def load_entry(path: str | Path) -> Entry:
             f"use only {', '.join(sorted(allowed))}" if allowed else
             f"remove 'public_inputs': task {entry.task.id} allows none (its entries start from nothing public)",
         )
-    from runner.claims import check_claim_profile
-
     check_claim_profile(entry, str(manifest))
     return entry

@@ -192,7 +192,7 @@ class PackageCheck:
 def package_check(out: Path, ruleset: str) -> PackageCheck:
     """MLPerf's own package checker on the tree (``mlperf_logging.package_checker``)."""
     try:
-        import mlperf_logging  # noqa: F401 - only whether it is installed
+        import mlperf_logging  # noqa: F401  # lazy: optional (mlperf-logging, the mlperf extra: is it installed?)
     except ImportError:
         raise UserError("--check needs MLPerf's checker (mlperf-logging), which is not installed",
                         "pip install -e '.[mlperf]'") from None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from runner.engine.interface import Engine, NotFound
 from runner.errors import UserError
+from runner.profiles import match
 
 NETWORK_ENV = "RUNNER_CLUSTER_NETWORK"
 
@@ -92,8 +93,6 @@ class NodesVerdict:
 def judge_nodes(plan, ready: dict[int, dict]) -> NodesVerdict:
     """Each other node's hardware against the plan's profile, and the image each will run
     (``ready``: node -> its agent's ready message)."""
-    from runner.profiles import match
-
     opts = plan.options
     mismatches = [str(m) for node in sorted(ready)
                   for m in match(plan.profile, ready[node].get("fingerprint") or {}, plan.entry.nodes, node)]

@@ -20,6 +20,7 @@ already gone) is ``None``: the run records the CPU time as not measured, never a
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -114,8 +115,6 @@ class Sampler:
     request is handled (the last reading is at most that old)."""
 
     def __init__(self, counters: dict[int, "ContainerCpu"]):
-        import threading
-
         self.counters = counters
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="runner-cpu-sampler", daemon=True)

@@ -47,6 +47,7 @@ from runner.engine.interface import Container, Engine, EngineError
 from runner.events import parse_line
 from runner.frameworks import get_framework
 from runner.plan import RunPlan
+from runner.entry_outputs import UnsafeEntryFile, copy_limited, open_regular
 
 HARNESS_MOUNT = "/opt/runner/harness"
 READY_TIMEOUT_S = 300.0
@@ -408,7 +409,7 @@ class Evaluator:
                         self._predict_cpu(index))
         self._seal(answer)
         if weights:
-            from runner.score.weights_dump import copy_dump
+            from runner.score.weights_dump import copy_dump  # lazy: start-up (runner --help)
 
             answer.weights = copy_dump(self.plan.evaluator_outbox, self.plan.evaluations_dir, index)
         return answer
@@ -423,8 +424,6 @@ class Evaluator:
         container writes: what is scored later is what the evaluator answered now. The
         names are the runner's; each must be a regular file under the size limit (not a
         link the evaluator made). A missing provenance record is left for its check."""
-        from runner.run.entry_files import UnsafeEntryFile, copy_limited, open_regular
-
         for relative in [*answer.files.values(), *([answer.provenance] if answer.provenance else [])]:
             source, target = self.plan.evaluator_outbox / relative, self.plan.evaluations_dir / relative
             if relative == answer.provenance and not os.path.lexists(source):

@@ -16,7 +16,9 @@ from pathlib import Path
 
 from runner.engine.interface import Engine
 from runner.plan import EVALUATIONS_DIR, RunPlan
+from runner.run.checkpoints import CheckpointError, copy_checkpoint
 from runner.run.evaluator import Answer, Evaluator, EvaluatorError
+from runner.score.probe import PROBE_ITEMS
 
 # The permuted-checkpoint check predicts this many evaluation items, drawn by the run's seed:
 # a permuted model keeps its accuracy or falls to chance, and 2,000 items tell the two apart
@@ -45,8 +47,6 @@ def answer_fields(answer: Answer, probe_subset: tuple[int, int] | None) -> dict:
 def probe_subset(task, labels, seed: int) -> tuple[int, int] | None:
     """(items, seed) of the probe's images a request predicts (a smaller set: all of them);
     None: every item (questions)."""
-    from runner.score.probe import PROBE_ITEMS
-
     if task.inputs != "images":
         return None
     return min(PROBE_ITEMS, len(labels)), seed
@@ -62,8 +62,6 @@ def evaluate_final(evaluator: Evaluator, plan: RunPlan, index: int, probe_subset
     """(the final model's record, the runner's copy when it was evaluated). The entry's
     final weights are copied and hashed; with ``evaluate``, the copy is predicted (the clean
     set and the probe in one request). None: the entry left no final weights."""
-    from runner.run.training import CheckpointError, copy_checkpoint
-
     weights = plan.entry.final_weights
     if not (plan.output_dir / weights).is_file():
         return None, None
@@ -115,8 +113,6 @@ def evaluate_deferred(engine: Engine, plan: RunPlan, source_output: Path, record
     copied into ``plan``'s folders, evaluated at the index the run reserved for it, and its
     sensitivity check. Returns (the final model's record, its sensitivity record); raises
     ``DeferredError`` when the model is not the one the run produced or cannot be evaluated."""
-    from runner.run.training import CheckpointError, copy_checkpoint
-
     name = final_copy_name(record["weights"])
     plan.checkpoints_dir.mkdir(parents=True, exist_ok=True)
     try:

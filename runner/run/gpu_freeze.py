@@ -122,7 +122,7 @@ class NvmlGpuReader:
 
     def __init__(self, nvml=None):
         if nvml is None:
-            import pynvml as nvml
+            import pynvml as nvml  # lazy: optional (pynvml: no package or no driver, no GPU)
         self.nvml = nvml
         nvml.nvmlInit()
         self._last_ts: dict[int, int] = {}

@@ -58,7 +58,7 @@ def reasons(mask: int) -> tuple[str, ...]:
 class NvmlTenancyReader:
     def __init__(self, nvml=None):
         if nvml is None:
-            import pynvml as nvml
+            import pynvml as nvml  # lazy: optional (pynvml: no package or no driver, no GPU)
         self.nvml = nvml
         nvml.nvmlInit()
 

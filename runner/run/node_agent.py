@@ -33,6 +33,7 @@ from runner.run.multiprocess import Peers, rank_spec
 from runner.plan import RunPlan
 from runner.report import Reporter, reporting
 from runner.run.training import training_spec
+from runner.data.for_run import stage_data, stage_public_inputs
 
 
 class NodeAgent:
@@ -56,7 +57,6 @@ class NodeAgent:
         ownership.set_run(self.result_dir.name)  # the run's containers carry its id
         fingerprint = capture_host(engine)
         write_json(self.result_dir / node_file(self.node), fingerprint)
-        from runner.data.for_run import stage_data, stage_public_inputs  # the same staging as node 0's
 
         entry = plan.entry
         with reporting(Reporter(Console(stderr=True))):  # the agent's stdout is its channel's log

@@ -42,7 +42,7 @@ class Expected:
 def earlier_run(results: Path, entry: str, smoke: bool) -> Expected | None:
     """The newest complete run of ``entry`` of the same kind, as its events tell it; None when
     there is none (or none that can be read)."""
-    import json  # lazy: only when looking for an earlier run
+    import json  # lazy: start-up (only when looking for an earlier run)
 
     for folder in reversed(entry_runs(results, entry)):
         try:

@@ -14,7 +14,6 @@ CPU weight and waits frozen (``evaluator.py``).
 
 from __future__ import annotations
 
-import hashlib
 import queue
 import shutil
 import threading
@@ -27,6 +26,7 @@ from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, pre
 from runner.engine.interface import Engine, EngineError, NotFound
 from runner.plan import EVALUATIONS_DIR, RunPlan
 from runner.run import final_model
+from runner.run.checkpoints import CheckpointError, copy_checkpoint
 from runner.run.evaluator import Evaluator, EvaluatorError
 from runner.run.allocation import NodesVerdict, judge_nodes
 from runner.run.cpu_usage import ContainerCpu, Sampler
@@ -35,7 +35,7 @@ from runner.run.multiprocess import Peers, rank_spec
 from runner.run.remote_nodes import NodeError, RemoteNodes
 from runner.events import Event, parse_line, runner_event, write_events
 from runner.run.progress import EPOCH_COUNT, TrainingProgress, earlier_run
-from runner.score.evaluations import path_problem, primary_score, resolve_inside, score_file
+from runner.score.evaluations import primary_score, score_file
 from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH, LAUNCH_GAP_LIMIT_S
 
 LAUNCHER_MOUNT = "/opt/runner/launch"
@@ -43,7 +43,6 @@ LAUNCH_MARKER = ":::RUNNER launch"
 EVAL_REQUEST = "eval_request"
 EVALUATOR_START = "evaluator_start"
 MAX_EVALUATIONS = 100  # each freezes the clock: an entry may not buy unlimited free time
-MAX_CHECKPOINT_BYTES = 16 * 2**30
 
 
 @dataclass
@@ -67,37 +66,6 @@ class _Pending:
     name: str  # the runner's copy under checkpoints/
     freeze: Event
     thaw: Event  # completed with the evaluation's fields
-
-
-class CheckpointError(Exception):
-    """A requested checkpoint the runner will not evaluate; the message says why."""
-
-
-def copy_checkpoint(output_dir: Path, relative: object, target: Path) -> str:
-    """Copy the entry's checkpoint to a runner-owned file; return its sha256.
-
-    The entry chose what the name is: its type and apparent size are checked before it is
-    opened (a FIFO would block the runner forever, a sparse file claims any size), and it
-    may be no larger than the output quota (a larger one would have stopped the run)."""
-    from runner.run.entry_files import UnsafeEntryFile, copy_limited, open_regular
-    from runner.run.output_quota import quota_bytes
-
-    if problem := path_problem(relative):
-        raise CheckpointError(problem.replace("predictions path", "checkpoint path"))
-    source = resolve_inside(output_dir, relative)
-    if source is None:
-        raise CheckpointError(f"checkpoint {relative!r} leaves /output")
-    quota = quota_bytes()
-    limit, name = (quota, "the output quota, RUNNER_OUTPUT_QUOTA_GIB") if quota < MAX_CHECKPOINT_BYTES \
-        else (MAX_CHECKPOINT_BYTES, "the largest checkpoint the runner copies")
-    try:
-        src, size = open_regular(source, limit, f"checkpoint {relative}", name)
-    except UnsafeEntryFile as exc:
-        raise CheckpointError(str(exc)) from None
-    digest = hashlib.sha256()
-    with src:
-        copy_limited(src, size, target, digest.update)
-    return digest.hexdigest()
 
 
 class _TrainingSession:

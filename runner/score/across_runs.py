@@ -35,8 +35,13 @@ from pathlib import Path
 import numpy as np
 
 from runner.claims import REQUIRED_RUNS
+from runner.digests import sha256_file
+from runner.results.record import Result
+from runner.score.aligned_weights import compare
 from runner.score.model_origin import CLASS4
-from runner.score.safe_npy import load_npy
+from runner.score.probe import probe_subset
+from runner.safe_npy import load_npy
+from runner.score.weights_dump import FORGED, read_checked
 
 MIN_MISTAKES = 20
 Z = 2.33  # one-sided 1 %: a pair or set is over the limit only when its lower bound is
@@ -56,9 +61,6 @@ class Crossing:
 
 
 def _crossing_weights(folder: Path, result, index: int, sha256: str | None) -> tuple[list | None, str | None]:
-    from runner.digests import sha256_file
-    from runner.score.weights_dump import read_checked
-
     sensitivity = ((result.training.model_origin or {}).get("sensitivity") or [])
     record = next((r.get("weights") for r in sensitivity if isinstance(r, dict) and r.get("of") == "crossing"), None)
     kept = sorted((folder / "checkpoints").glob(f"{index}.*")) + sorted((folder / "checkpoints").glob(f"{index}"))
@@ -93,7 +95,6 @@ def mistakes(c: Crossing, labels) -> set[tuple[str, int, int]] | None:
     if truth is None or truth.dtype.kind not in "iu" or c.clean is None:
         return None
     found: set[tuple[str, int, int]] = set()
-    from runner.score.probe import probe_subset
 
     for name, preds in (("clean", c.clean), ("probe", c.probe)):
         if preds is None:
@@ -145,8 +146,6 @@ def _names(p: Pair) -> str:
 
 def judge_pair(a: Crossing, b: Crossing, labels, limits, framework: str) -> Pair:
     """Both checks of one pair of runs with different seeds."""
-    from runner.score.aligned_weights import compare
-
     pair = Pair(a, b)
     if a.seed == b.seed:
         return pair  # an auditor's repeat of one seed may well give the same network
@@ -192,8 +191,6 @@ def judge_set(pairs: list[Pair], limits) -> str | None:
 
 def forged(c: Crossing) -> bool:
     """The run's copy of its crossing tensors is not its checkpoint's bytes."""
-    from runner.score.weights_dump import FORGED
-
     return bool(c.weights_problem and c.weights_problem.startswith(FORGED))
 
 
@@ -230,8 +227,6 @@ def summary_line(records: list[dict]) -> str:
 
 def across_runs(folders: list[Path], labels, task, framework: str, seeds_drawn: bool) -> dict[Path, tuple[dict, list[str]]]:
     """For each run folder: (its ``training.cross_seed`` record, its class 4 reasons)."""
-    from runner.results.record import Result
-
     crossings = []
     for folder in folders:
         try:

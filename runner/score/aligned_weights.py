@@ -117,7 +117,7 @@ def _row_correlations(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def match_units(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``perm`` such that ``b[perm]`` puts b's units in the order of a's best matches."""
-    from scipy.optimize import linear_sum_assignment
+    from scipy.optimize import linear_sum_assignment  # lazy: heavy (scipy)
 
     rows, cols = linear_sum_assignment(_row_correlations(a, b), maximize=True)
     return cols[np.argsort(rows)]

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from runner.events import bounded_json
-from runner.score.safe_npy import load_npy
+from runner.score.probe import probe_subset
+from runner.safe_npy import load_npy
 from runner.score.tta import Timeline
 from runner.tasks import Task
 
@@ -129,8 +130,6 @@ def probe_scores(task: Task, root: Path, clean: str, probe: str, labels, items=N
     items; None where either cannot be scored). A probe of ``items`` drawn by ``seed``
     (``score.probe.probe_subset``) is scored against those items' labels, and so is the clean
     set for its side of the gap."""
-    from runner.score.probe import probe_subset
-
     rows = probe_subset(len(labels), items, seed) if labels is not None else None
     if rows is None:
         _, clean_scores, clean_problem = score_file(task, root, clean, labels)

@@ -28,8 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from runner.events import bounded_json
 from runner.score.evaluations import primary_score, resolve_inside, score_file
+from runner.score.training_evidence import predicted_items
 from runner.tasks import Task
 
 CLASS4 = "class 4 (a model trained before the run): "
@@ -47,7 +50,6 @@ def chance(task: Task, labels) -> float | None:
     stated ``chance_score`` (None when it states none)."""
     if not task.num_classes:
         return getattr(task, "chance_score", None)
-    import numpy as np
 
     counts = np.bincount(np.asarray(labels, dtype=np.int64).reshape(-1), minlength=task.num_classes)
     frequent = float(np.sort(counts)[::-1][:task.topk].sum() / max(1, counts.sum()))
@@ -142,7 +144,7 @@ def judge_sensitivity(task: Task, result_dir: Path, record: dict, own_score: flo
     if out["problem"] is None:
         items, seed = record.get("items"), record.get("shuffle_seed")
         if isinstance(items, int) and not isinstance(items, bool) and items > 0 and isinstance(seed, int):
-            from runner.harness.evaluate import sensitivity_items
+            from runner.harness.evaluate import sensitivity_items  # lazy: start-up (runner --help)
 
             labels = labels[sensitivity_items(len(labels), seed, items)]  # what the evaluator predicted
         _, scores, problem = score_file(task, result_dir, str(record.get("predictions")), labels)
@@ -185,8 +187,6 @@ MAX_TIMED_DISAGREEMENT = 0.01
 def timed_disagreement(backend_predictions, final_predictions) -> float | None:
     """The fraction of items whose best class (or, for questions, whose answer) differs;
     None when the shapes do not fit."""
-    import numpy as np
-
     if isinstance(backend_predictions, dict) or isinstance(final_predictions, dict):
         a, b = backend_predictions, final_predictions
         if not (isinstance(a, dict) and isinstance(b, dict)) or set(a) != set(b) or not a:
@@ -237,8 +237,6 @@ def predict_allowance(inference: dict, items: int) -> tuple[float | None, str | 
 def predict_time_problems(scored: list, crossing: int | None, inference: dict, eval_size: int) -> tuple[dict, list[str]]:
     """The evaluations up to the crossing whose prediction took longer than the model's own
     forward passes: (record, class 2 reasons)."""
-    from runner.score.training_evidence import predicted_items
-
     problems = []
     checked = []
     last = crossing if crossing is not None else len(scored) - 1

@@ -15,6 +15,7 @@ recalled by the exact context text collapse; a reader loses little. Same limit: 
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -67,8 +68,6 @@ def probe_distractor(seed: int) -> str:
 
 def with_distractor(eval_dir: Path, target: Path, seed: int) -> None:
     """``examples.jsonl`` with the seed's distractor sentence appended to every context."""
-    import json
-
     sentence = probe_distractor(seed)
     lines = []
     for line in (Path(eval_dir) / "examples.jsonl").read_text(encoding="utf-8").splitlines():
@@ -105,7 +104,7 @@ def probe_subset(n: int, items: object, seed: object):
     """The item indices a probe predicted (``items`` of ``n`` drawn by ``seed``), or None when
     it predicted every item (no subset recorded: questions, and results from before subsets)."""
     if isinstance(items, int) and not isinstance(items, bool) and items > 0 and isinstance(seed, int):
-        from runner.harness.evaluate import probe_items
+        from runner.harness.evaluate import probe_items  # lazy: start-up (runner --help)
 
         return probe_items(n, seed, items)
     return None

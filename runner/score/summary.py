@@ -10,7 +10,7 @@ from runner.events import RUNNER, Event
 from runner.plan import RunPlan
 from runner.results.record import Training
 from runner.score.curve import write_curve
-from runner.score.evaluations import primary_score, probe_scores, score_file
+from runner.score.evaluations import primary_score, probe_scores, score_evaluations, score_file
 from runner.score.model_origin import (
     judge_sensitivity, provenance_problem, read_provenance, sensitivity_problem,
 )
@@ -103,7 +103,6 @@ def summarize_training(plan: RunPlan, run, labels, train_samples: int | None = N
         line = timeline(events)
     except EventStreamError as exc:
         return TrainingSummary(training, invalid=f"event stream: {exc}")
-    from runner.score.evaluations import score_evaluations
 
     scored = score_evaluations(task, line, result_dir, labels)
     tta = time_to_accuracy(line, [s.meets for s in scored])

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.results.inference import BackendRun, as_dicts
+from runner.score.evaluations import ScoredEvaluation, backend_predictions_name, load_predictions
+from runner.score.model_origin import predict_time_problems, timed_disagreement, timed_model_problem
+from runner.tasks import get_task
 
 if TYPE_CHECKING:
     from runner.results.record import Result
@@ -33,10 +36,6 @@ def check_timed_model(result: Result, inference: dict[str, BackendRun], result_d
     """Each backend timed the model the evaluator scored as the final model (class 5), and
     no evaluation up to the crossing took longer to predict than that model's own batch-1
     pass over the same items (class 2: work in evaluation time, off the clock). Reads only."""
-    from runner.score.evaluations import ScoredEvaluation, backend_predictions_name, load_predictions
-    from runner.score.model_origin import predict_time_problems, timed_disagreement, timed_model_problem
-    from runner.tasks import get_task
-
     check = TimedModelCheck()
     t = result.training
     if t is not None and t.model_origin is not None and t.evaluations:

@@ -27,9 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+from runner.entry_outputs import UnsafeEntryFile, copy_limited, open_regular
 from runner.harness.weights import channels_last
 from runner.plan import EVALUATIONS_DIR
-from runner.score.safe_npy import load_npy
+from runner.safe_npy import load_npy
 
 MAX_INDEX_BYTES = 1 << 20
 MAX_TENSORS = 4096
@@ -48,8 +49,6 @@ def copy_dump(outbox: Path, evaluations_dir: Path, index: int) -> dict:
     """Copy answer ``index``'s dump out of the evaluator's outbox (the runner's names, each a
     regular file under the limits); its record: ``{"index": ...}`` relative to the result,
     or ``{"too_large": bytes}``, or ``{"problem": why}``."""
-    from runner.run.entry_files import UnsafeEntryFile, copy_limited, open_regular
-
     def copy(relative: str, limit: int) -> Path:
         src, size = open_regular(outbox / relative, limit, f"the evaluator's {relative}")
         target = evaluations_dir / relative

@@ -17,6 +17,8 @@ from runner import data, paths
 from runner.data.synthetic import SMOKE_SIZES
 from runner.errors import UserError
 from runner.events import ENTRY, RUNNER, read_events
+from runner.plan import LOCAL, SLURM, make_plan
+from runner.reproduce import launch
 from runner.results import write_json
 from runner.results.record import Result
 from runner.score.tta import EVAL_FREEZE, EVAL_THAW
@@ -81,9 +83,6 @@ def save_study(kind: str, folders: list[Path], summary: dict) -> Path:
 def run_entry(entry_path: str, opts, slurm=None) -> list[Path]:
     """Signed runs of the entry, made by ``runner reproduce``'s own code path: on this host,
     or with ``slurm`` (``runner.slurm.SlurmOptions``) as one Slurm job array."""
-    from runner.plan import LOCAL, SLURM, make_plan
-    from runner.reproduce import launch
-
     return launch(make_plan(entry_path, opts, SLURM if slurm is not None else LOCAL), slurm)
 
 
@@ -184,10 +183,10 @@ def custody_problem(folder: Path) -> str | None:
     integrity checks: the signature under the bundled key, every file's digest, the signed
     claim against result.json, the plan); else why it is not. Whose key signed is not judged
     here (a study may read another signer's runs)."""
-    from runner.bundle.filelist import ENVELOPE  # lazy: verify's checks, for the studies that mark runs
-    from runner.verify import run_check  # lazy: as above
-    from runner.verify.custody import SIGNED  # lazy: as above
-    from runner.verify.evidence import Auditor, Evidence  # lazy: as above
+    from runner.bundle.filelist import ENVELOPE  # lazy: start-up (verify's checks, for the studies that mark runs)
+    from runner.verify import run_check  # lazy: start-up (verify's checks, for the studies that mark runs)
+    from runner.verify.custody import SIGNED  # lazy: start-up (verify's checks, for the studies that mark runs)
+    from runner.verify.evidence import Auditor, Evidence  # lazy: start-up (verify's checks, for the studies that mark runs)
 
     if not (Path(folder) / ENVELOPE).is_file():
         return "unsigned (no signed bundle)"

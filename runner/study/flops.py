@@ -30,6 +30,8 @@ from runner.engine.interface import Engine
 from runner.errors import UserError
 from runner.frameworks import FRAMEWORKS
 from runner.report import reporter
+from runner.entry_build import build_entry
+from runner.manifest import load_entry
 from runner.study.sandbox import run_harness, threads_of
 
 OUT_MOUNT = "/flops"
@@ -140,8 +142,6 @@ def run_image(engine: Engine, run_folder: Path, entry_name: str, image_id: str, 
         raise UserError(f"the run's image {image_id[:19]} is gone from the engine and {run_folder} holds no entry "
                         "files to rebuild it from",
                         f"rebuild it with `runner build entries/{entry_name}` (the entry as the run used it)")
-    from runner.entry_build import build_entry
-    from runner.manifest import load_entry
 
     reporter().print(f"the run's image {image_id[:19]} is gone from the engine: rebuilding it from the run's entry files")
     with tempfile.TemporaryDirectory(prefix="runner-flops-build-") as tmp:

@@ -40,7 +40,7 @@ from runner.data.synthetic import smoke_data
 from runner.errors import UserError
 from runner.report import reporter
 from runner.results.record import Result
-from runner.score.safe_npy import load_npy
+from runner.safe_npy import load_npy
 from runner.study import transfer
 from runner.study.common import (
     StudyOutput, Table, custody_problem, fmt, run_entry, run_entry_copy, save_study, with_runs,
@@ -179,11 +179,11 @@ def _score(task: Task, predictions_file: Path, labels) -> dict:
 
 def evaluate_run(engine, folder: Path, task: Task, sets: dict, work: Path, transfer_with: dict | None) -> dict:
     """The run's final model scored on both sets by the runner's evaluator, and its transfer."""
-    from runner.plan import RunData, RunPlan  # lazy: the plan and the evaluator, only for a study that evaluates
-    from runner.run.evaluator import Evaluator, EvaluatorError  # lazy: as above
-    from runner.run.final_model import final_copy_name  # lazy: as above
-    from runner.run.training import CheckpointError, copy_checkpoint  # lazy: as above
-    from runner.study.flops import run_image  # lazy: as above
+    from runner.plan import RunData, RunPlan  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
+    from runner.run.evaluator import Evaluator, EvaluatorError  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
+    from runner.run.final_model import final_copy_name  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
+    from runner.run.training import CheckpointError, copy_checkpoint  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
+    from runner.study.flops import run_image  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
 
     result = Result.read(folder)
     if result.task.id != task.id:
@@ -251,7 +251,7 @@ def _transfer(engine, image, builder: str, framework: str, weights: Path, limits
 
 
 def _engine():
-    from runner.engine import get_engine  # lazy: the engine, only when a study evaluates
+    from runner.engine import get_engine  # lazy: start-up (the engine, only when a study evaluates)
 
     return get_engine()
 
@@ -513,7 +513,7 @@ def study(folders: list[Path], choices: Choices = Choices()) -> StudyOutput:
 
 
 def _copy_tree(source: Path, target: Path) -> None:
-    import shutil  # lazy: only when the study keeps its answers
+    import shutil  # lazy: start-up (only when the study keeps its answers)
 
     shutil.copytree(source, target, dirs_exist_ok=True)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from runner import paths
@@ -102,8 +103,6 @@ def analyse(folder: Path, batch_override: int | None = None) -> dict:
 
 
 def plot(summary: dict, path: Path) -> str:
-    import numpy as np
-
     fig, (ax,) = figure(width=8)  # room for the legend beside the plot
     bandwidth = summary["peak"]["memory_bandwidth_bytes_per_second"]
     intensities = [p["arithmetic_intensity"] for p in summary["points"]]

@@ -9,15 +9,20 @@ runs are never conforming and are studied as the pipeline checks they are."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 
+from runner import data
+from runner.data.synthetic import smoke_data
+from runner.errors import UserError
 from runner.results import summarize_runs
 from runner.results.record import Result
 from runner.study.common import (
     StudyOutput, Table, fmt, read_curve, run_entry, save_study, with_runs,
 )
 from runner.study.plots import figure, save
+from runner.tasks import get_task
 
 KIND = "stability"
 
@@ -25,12 +30,6 @@ KIND = "stability"
 def _labels(result: Result):
     """The labels the runs were scored against (staged, or the smoke data made again);
     None when this host does not have the same data."""
-    import tempfile
-
-    from runner import data
-    from runner.data.synthetic import smoke_data
-    from runner.errors import UserError
-
     try:
         if result.smoke:
             with tempfile.TemporaryDirectory(prefix="runner-study-") as tmp:
@@ -54,11 +53,10 @@ def left_out(results: list[Result], folders: list[Path], alike: dict) -> list[di
 
 
 def analyse(folders: list[Path], include_nonconforming: bool = False) -> dict:
-    from runner.score.across_runs import alike_runs
+    from runner.score.across_runs import alike_runs  # lazy: start-up (runner --help)
 
     results = [Result.read(f) for f in folders]
     labels = _labels(results[0])
-    from runner.tasks import get_task
 
     framework = (results[0].entry.framework or {}).get("name", "pytorch")
     alike = alike_runs(folders, labels, get_task(results[0].task.id), framework) if labels is not None else {}

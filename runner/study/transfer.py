@@ -26,7 +26,7 @@ import numpy as np
 from runner.engine.containers import Mount, prepare_writable
 from runner.errors import UserError
 from runner.frameworks import FRAMEWORKS
-from runner.score.safe_npy import load_npy
+from runner.safe_npy import load_npy
 from runner.study.intervals import paired, wilson
 from runner.study.linear_head import train_head
 from runner.study.sandbox import run_harness, threads_of

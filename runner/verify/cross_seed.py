@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from runner.score.across_runs import not_checked
 from runner.score.model_origin import CLASS4
+from runner.score.weights_dump import read_checked
 
 
 def cross_seed_problems(ev) -> list[str]:
@@ -38,8 +39,6 @@ def cross_seed_problems(ev) -> list[str]:
 
 def _own_weights_problem(ev) -> str | None:
     """The evaluator's copy of the crossing checkpoint, checked against the bundle's copy."""
-    from runner.score.weights_dump import read_checked
-
     crossing = ev.claim("training", "crossing")
     sensitivity = ev.claim("training", "model_origin", "sensitivity") or []
     record = next((r.get("weights") for r in sensitivity if isinstance(r, dict) and r.get("of") == "crossing"), None)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from runner.bundle.filelist import ENVELOPE, MANIFEST
 from runner.errors import UserError
+from runner.keys import load_signer
 from runner.verify import run_check
 from runner.verify.evidence import Auditor, Evidence, Unavailable
 from runner.verify.integrity import check_file_digests, check_signature, check_statement_matches_result
@@ -52,8 +53,6 @@ def require_intact(folder: Path, action: str, *, unbundled_ok: bool = False) -> 
 
 
 def _require_own_key(folder: Path, evidence: Evidence, action: str) -> None:
-    from runner.keys import load_signer
-
     signer = load_signer()
     try:
         theirs = evidence.signer_key.keyid

@@ -16,7 +16,7 @@ import numpy as np
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 
-from runner import paths
+from runner import data, paths
 from runner.bundle import PROFILE_FILE
 from runner.fingerprint.host import node_file
 from runner.bundle.filelist import (
@@ -32,14 +32,15 @@ from runner.bundle.signing import read_envelope
 from runner.errors import UserError
 from runner.events import bounded_json
 from runner.manifest.untrusted_yaml import load_untrusted_yaml
-from runner.score.safe_npy import load_npy
+from runner.safe_npy import load_npy
 from runner.results.record import Result
 from runner.keys import key_from_dict
 from runner.profiles import Profile, profile_from_dict
 from runner.events import Event, read_events
-from runner.score.evaluations import ScoredEvaluation, score_evaluations
+from runner.score.evaluations import ScoredEvaluation, load_predictions, score_evaluations
 from runner.score.tta import Evaluation, EventStreamError, Timeline, timeline
 from runner.tasks import Task, get_task
+from runner.data.synthetic import smoke_data
 
 
 class Unavailable(Exception):
@@ -47,15 +48,11 @@ class Unavailable(Exception):
 
 
 def _staged_default(task_id: str):
-    from runner import data
-
     return data.staged(task_id)
 
 
 def _synthetic_default(task_id: str, folder: Path):
     """The smoke run's synthetic data, regenerated exactly as ``reproduce --smoke`` makes it."""
-    from runner.data.synthetic import smoke_data
-
     return smoke_data(task_id, folder)
 
 
@@ -327,8 +324,6 @@ class Evidence:
         path = self.root / "inference" / backend / name
         try:
             if path.suffix == ".json":  # a question task's {id: answer}, read within limits
-                from runner.score.evaluations import load_predictions
-
                 return load_predictions(path)
             return load_npy(path)  # bounded header, no pickle
         except FileNotFoundError:

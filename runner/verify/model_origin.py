@@ -11,8 +11,11 @@ while any of these finds a class 4 problem fails.
 from __future__ import annotations
 
 from runner.manifest.schema import ENTRY_SCHEMA
-from runner.score.evaluations import primary_score, score_file
+from runner.score.evaluations import backend_predictions_name, load_predictions, primary_score, score_file
+from runner.score.model_origin import predict_time_problems, timed_disagreement, timed_model_problem
 from runner.score.summary import model_origin
+from runner.score.training_evidence import training_evidence
+from runner.tasks.base import IMAGES
 from runner.verify.evidence import Evidence
 from runner.verify.report import Verdict
 from runner.verify.tolerance import SCORE, close, shown
@@ -22,9 +25,6 @@ BUILDER_CAP_S = ENTRY_SCHEMA["properties"]["inference"]["properties"]["builder_s
 
 def _timed_model_problems(ev: Evidence, final: dict) -> list[str]:
     """Each timed backend's answers against the evaluator's predictions of the final model."""
-    from runner.score.evaluations import backend_predictions_name, load_predictions
-    from runner.score.model_origin import timed_disagreement, timed_model_problem
-
     try:
         evaluated = load_predictions(ev.root / final["predictions"])
     except (OSError, ValueError):
@@ -46,12 +46,9 @@ def _training_evidence(ev: Evidence, scored: list, crossing: int | None) -> tupl
     """Evidence of training (class 4f) recomputed from the runner's events and the training
     set's size: (mismatches with result.json, class 4 findings, a few words for the verdict).
     A result from before the check records none: "not recorded"."""
-    from runner.score.training_evidence import training_evidence
-
     claimed = ev.claim("training", "evidence")
     if claimed is None:
         return [], [], "evidence of training not recorded (the result predates it)"
-    from runner.tasks.base import IMAGES
 
     mine, problem = training_evidence(scored, crossing, ev.claim("training", "train_samples"), ev.eval_size,
                                       judged=ev.task.inputs == IMAGES)
@@ -118,7 +115,6 @@ def check_model_origin(ev: Evidence) -> Verdict:
         problems.append(f"no sensitivity record for the {', '.join(sorted(missing))} model")
     if final is not None:
         found += _timed_model_problems(ev, final)
-    from runner.score.model_origin import predict_time_problems
 
     inference = ev.claim("inference") or {}
     if isinstance(inference, dict):
@@ -128,7 +124,7 @@ def check_model_origin(ev: Evidence) -> Verdict:
     found += unevidenced
     if found and ev.claim("conforming"):
         problems.append("claims conforming, but " + "; ".join(found))
-    from runner.verify.cross_seed import cross_seed_problems
+    from runner.verify.cross_seed import cross_seed_problems  # lazy: start-up (runner --help)
 
     problems += cross_seed_problems(ev)
     if problems:

@@ -17,8 +17,9 @@ import json
 import math
 from pathlib import PurePosixPath
 
+from runner.data.public_inputs import PUBLIC_MOUNT
 from runner.digests import sha256_file
-from runner.plan import PLAN_FILE, PUBLIC_MOUNT
+from runner.plan import PLAN_FILE
 from runner.profiles import Profile
 from runner.verify.evidence import Evidence, Unavailable
 from runner.verify.report import Verdict

@@ -30,6 +30,7 @@ from runner.score.probe import make_probe_inputs
 from runner.verify.evidence import Auditor, Evidence
 from runner.verify.plan import check_plan
 from runner.report import reporter
+from runner.score.evaluations import load_predictions
 
 GPU_TOLERANCE = 0.001  # fraction of items whose class may differ between GPU replays
 
@@ -51,8 +52,6 @@ def _compare(name: str, replayed: Path, recorded: Path, tolerance: float) -> Rep
     if not recorded.is_file():
         return ReplayCheck(name, False, f"the bundle has no {recorded.name} to compare with")
     if recorded.suffix == ".json":  # a question task's {id: answer}
-        from runner.score.evaluations import load_predictions
-
         x, y = load_predictions(replayed), load_predictions(recorded)
         if not isinstance(x, dict) or not isinstance(y, dict) or set(x) != set(y):
             return ReplayCheck(name, False, "replayed and recorded answers are not for the same questions")

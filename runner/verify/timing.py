@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from runner.digests import sha256_file
 from runner.score.curve import curve_rows
+from runner.score.probe import PROBE_ITEMS, probe_problem
 from runner.score.tta import time_to_accuracy
 from runner.verify.evidence import Evidence, Unavailable
 from runner.verify.report import Verdict
@@ -153,8 +154,6 @@ def check_checkpoints(ev: Evidence) -> Verdict:
 def _probe_too_small(crossing, seed: object) -> str | None:
     """Why the crossing's probe does not count: none at all, fewer items than the runner
     probes, or items drawn by another seed than the run's."""
-    from runner.score.probe import PROBE_ITEMS
-
     if crossing.probe_predictions is None or crossing.probe_gap is None:
         return "has no score: a crossing is probed"
     if crossing.probe_items is not None:
@@ -168,8 +167,6 @@ def _probe_too_small(crossing, seed: object) -> str | None:
 def check_probe(ev: Evidence) -> Verdict:
     """The generalization probe's scores, recomputed; a crossing far worse on the probe
     must be marked non-conforming."""
-    from runner.score.probe import probe_problem
-
     scored = ev.scored_from_events
     claimed = ev.claimed_evaluations
     for s, c in zip(scored, claimed):

@@ -146,7 +146,7 @@ def test_truncated_archive(signed, bundle, tmp_path, capsys):
 
 
 def test_safe_npy_loads_what_numpy_saves(tmp_path):
-    from runner.score.safe_npy import load_npy
+    from runner.safe_npy import load_npy
 
     for array in (np.arange(12, dtype=np.int64).reshape(3, 4), np.asfortranarray(np.ones((2, 5))),
                   np.array([], dtype=np.float32), np.array(True)):

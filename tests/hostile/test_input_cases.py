@@ -1,7 +1,7 @@
 """Hostile inputs to the importers and the command line (issue 37, "Imports and inputs"):
 every one is a one-line error or a quiet end, never a traceback, and never a NaN on the
 leaderboard. The JSON importers share one bounded reader (``runner.events.bounded_json``),
-the tar readers one handling of late tar faults (``runner.data.checks.readable_tar``)."""
+the tar readers one handling of late tar faults (``runner.staging.checks.readable_tar``)."""
 
 from __future__ import annotations
 

@@ -55,6 +55,17 @@ def backends_for(framework: str) -> tuple[str, ...]:
     return tuple(name for name, spec in REGISTRY.items() if spec.framework in (None, framework))
 
 
+def check_framework(name: str, files: ModelFiles) -> None:
+    """A native backend runs only its own framework's models: say so before any work."""
+    own = REGISTRY[name].framework
+    framework = files.model.framework
+    if own is not None and framework != own:
+        raise HarnessError(
+            f"the {name} backend runs {own} models, but this entry's framework is {framework}; "
+            f"choose from {', '.join(backends_for(framework))} in inference.backends"
+        )
+
+
 def backend_class(name: str) -> type[Backend]:
     try:
         spec = REGISTRY[name]
@@ -63,4 +74,4 @@ def backend_class(name: str) -> type[Backend]:
     return getattr(importlib.import_module(f"{__name__}.{spec.module}"), spec.cls)
 
 
-__all__ = ["backends_for", "CPU_BACKENDS", "GPU_BACKENDS", "QUESTION_BACKENDS", "REGISTRY", "Backend", "BackendSpec", "ModelFiles", "backend_class"]
+__all__ = ["backends_for", "check_framework", "CPU_BACKENDS", "GPU_BACKENDS", "QUESTION_BACKENDS", "REGISTRY", "Backend", "BackendSpec", "ModelFiles", "backend_class"]

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import HarnessError
-
 
 @dataclass
 class ModelFiles:
@@ -43,18 +41,6 @@ class Backend:
 
     name: str = ""
     needs_onnx: bool = False
-
-    def check_framework(self, files: ModelFiles) -> None:
-        """A native backend runs only its own framework's models: say so before any work."""
-        from . import REGISTRY, backends_for
-
-        own = REGISTRY[self.name].framework
-        framework = files.model.framework
-        if own is not None and framework != own:
-            raise HarnessError(
-                f"the {self.name} backend runs {own} models, but this entry's framework is {framework}; "
-                f"choose from {', '.join(backends_for(framework))} in inference.backends"
-            )
 
     @staticmethod
     def model_record(files: ModelFiles, layout: str) -> dict:

@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from ..errors import HarnessError
+from . import check_framework
 from .base import Backend, ModelFiles
 
 
@@ -23,14 +24,14 @@ class MXNetBackend(Backend):
     @classmethod
     def check_available(cls) -> None:
         try:
-            import mxnet  # noqa: F401
+            import mxnet  # noqa: F401  # lazy: optional (mxnet: only in images with MXNet)
         except ImportError:
             raise HarnessError("the mxnet backend needs MXNet in the image; add mxnet to the entry's lock") from None
 
     def prepare(self, files: ModelFiles) -> None:
-        import mxnet as mx
+        import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
 
-        self.check_framework(files)
+        check_framework(self.name, files)
         self.mx = mx
         self.files = files
         self.topk = files.topk

@@ -29,7 +29,7 @@ class OnnxRuntimeBackend(Backend):
     @classmethod
     def check_available(cls) -> None:
         try:
-            import onnxruntime as ort
+            import onnxruntime as ort  # lazy: optional (onnxruntime: only in images with ONNX Runtime)
         except ImportError:
             raise HarnessError(
                 f"the {cls.name} backend needs ONNX Runtime in the image; add onnxruntime "
@@ -46,7 +46,7 @@ class OnnxRuntimeBackend(Backend):
         return {}
 
     def session_options(self, files: ModelFiles):
-        import onnxruntime as ort
+        import onnxruntime as ort  # lazy: optional (onnxruntime: only in images with ONNX Runtime)
 
         opts = ort.SessionOptions()
         # Batch-1 latency: one request at a time, nothing to gain from inter-op parallelism.
@@ -57,7 +57,7 @@ class OnnxRuntimeBackend(Backend):
         return opts
 
     def prepare(self, files: ModelFiles) -> None:
-        import onnxruntime as ort
+        import onnxruntime as ort  # lazy: optional (onnxruntime: only in images with ONNX Runtime)
 
         if files.onnx is None:
             raise HarnessError(f"the {self.name} backend needs the ONNX export, which is missing", 1)

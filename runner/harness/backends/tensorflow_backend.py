@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import HarnessError
+from . import check_framework
 from .base import Backend, ModelFiles
 
 
@@ -21,16 +22,16 @@ class TensorFlowBackend(Backend):
     @classmethod
     def check_available(cls) -> None:
         try:
-            import tensorflow  # noqa: F401
+            import tensorflow  # noqa: F401  # lazy: optional (tensorflow: only in images with TensorFlow)
         except ImportError:
             raise HarnessError(
                 "the tensorflow backend needs TensorFlow in the image; add tensorflow-cpu to the entry's lock"
             ) from None
 
     def prepare(self, files: ModelFiles) -> None:
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: optional (tensorflow: only in images with TensorFlow)
 
-        self.check_framework(files)
+        check_framework(self.name, files)
         self.tf = tf
         self.files = files
         self.topk = files.topk

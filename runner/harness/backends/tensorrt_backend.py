@@ -24,14 +24,14 @@ class TensorRTBackend(Backend):
     @classmethod
     def check_available(cls) -> None:
         try:
-            import tensorrt  # noqa: F401
+            import tensorrt  # noqa: F401  # lazy: optional (tensorrt: only in images with TensorRT)
         except ImportError:
             raise HarnessError(
                 "the tensorrt backend needs the tensorrt Python package in the image; add "
                 "tensorrt to the entry's lock and run on a host with an NVIDIA GPU"
             ) from None
         try:
-            import torch
+            import torch  # lazy: optional (torch: only in images with PyTorch)
         except ImportError:
             raise HarnessError("the tensorrt backend needs torch (CUDA build) for its device buffers") from None
         if not torch.cuda.is_available():
@@ -60,8 +60,8 @@ class TensorRTBackend(Backend):
         return bytes(serialized)
 
     def prepare(self, files: ModelFiles) -> None:
-        import tensorrt as trt
-        import torch
+        import tensorrt as trt  # lazy: optional (tensorrt: only in images with TensorRT)
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         if files.onnx is None:
             raise HarnessError("the tensorrt backend needs the ONNX export, which is missing", 1)

@@ -20,6 +20,7 @@ import copy
 import numpy as np
 
 from ..errors import HarnessError
+from . import check_framework
 from .base import Backend, ModelFiles
 
 GRAPH_WARMUP = 3  # eager passes on a side stream before capture (cuDNN picks its kernels)
@@ -44,16 +45,16 @@ class TorchCuda(Backend):
     @classmethod
     def check_available(cls) -> None:
         try:
-            import torch
+            import torch  # lazy: optional (torch: only in images with PyTorch)
         except ImportError:
             raise HarnessError("the torch-cuda backend needs PyTorch in the image; add torch to the entry's lock") from None
         if problem := cuda_refusal(torch):
             raise HarnessError(problem)
 
     def prepare(self, files: ModelFiles) -> None:
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
-        self.check_framework(files)
+        check_framework(self.name, files)
         self.torch, self.files, self.topk = torch, files, files.topk
         self.device = torch.device("cuda", 0)
         torch.backends.cudnn.benchmark = True

@@ -13,6 +13,7 @@ import copy
 import numpy as np
 
 from ..errors import HarnessError
+from . import check_framework
 from .base import Backend, ModelFiles
 
 
@@ -23,14 +24,14 @@ class TorchEager(Backend):
     @classmethod
     def check_available(cls) -> None:
         try:
-            import torch  # noqa: F401
+            import torch  # noqa: F401  # lazy: optional (torch: only in images with PyTorch)
         except ImportError:
             raise HarnessError("the torch backend needs PyTorch in the image; add torch to the entry's lock") from None
 
     def prepare(self, files: ModelFiles) -> None:
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
-        self.check_framework(files)
+        check_framework(self.name, files)
         self.torch = torch
         torch.set_num_threads(files.threads)
         self.channels_last = len(files.input_shape) == 4

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..digest import sha256_file
 from ..errors import HarnessError
+from .operators import unsupported_operator
 
 
 
@@ -117,8 +118,6 @@ def require_file(weights: Path) -> str:
 
 def export_failure(framework: str, opset: int, exc: BaseException) -> HarnessError:
     """An export error that names the operator the exporter could not convert, when it says."""
-    from .operators import unsupported_operator
-
     message = str(exc).strip()
     op = unsupported_operator(message)
     if op:

@@ -13,6 +13,7 @@ only other place a symbol can hold numbers) are counted as constants.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import HarnessError
+from ..provenance import normalise_array, note_array, walk_held
 from . import LoadedModel, export_failure, import_builder, require_file
 
 NODE_ATTRIBUTE_BYTES = 256
@@ -33,7 +35,7 @@ def configure_threads(threads: int) -> None:
 
 class GluonModel(LoadedModel):
     def predict_batch(self, images: np.ndarray) -> np.ndarray:
-        import mxnet as mx
+        import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
 
         x = mx.nd.array(images, dtype=np.float32)
         ledger = getattr(self, "_ledger", None)
@@ -45,19 +47,15 @@ class GluonModel(LoadedModel):
 
     # -- provenance and sensitivity (the evaluator) ----------------------------------------
     def checkpoint_tensors(self) -> dict:
-        import mxnet as mx
+        import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
 
         return {name.split(":", 1)[-1]: value.asnumpy() for name, value in mx.nd.load(str(self.weights)).items()}
 
     @staticmethod
     def normalise(value, precision: str | None) -> np.ndarray:
-        from ..provenance import normalise_array
-
         return normalise_array(np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value), precision)
 
     def record_uses(self, ledger) -> None:
-        from ..provenance import walk_held
-
         for where, v in walk_held(self.native, lambda o: type(o).__name__ == "NDArray"):
             _note(ledger, v, where)
         self._ledger = ledger  # the graph is exported and noted at the first batch
@@ -66,7 +64,7 @@ class GluonModel(LoadedModel):
         self._graph = None
 
     def shuffle_weights(self, seed: int) -> int:
-        import mxnet as mx
+        import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
 
         rng = np.random.default_rng(seed)
         shuffled = 0
@@ -78,7 +76,7 @@ class GluonModel(LoadedModel):
         return shuffled
 
     def export_onnx(self, input_shape: tuple[int, ...], path: Path, opset: int) -> dict:
-        import mxnet as mx
+        import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
 
         # MXNet 1.9's exporter takes no opset: it writes the installed onnx package's newest
         # and converts each operator with its newest converter at or below it. The opset in
@@ -100,17 +98,13 @@ class GluonModel(LoadedModel):
 
 
 def _note(ledger, value, where: str) -> None:
-    from ..provenance import note_array
-
     note_array(ledger, np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value), where)
 
 
 def _exported_graph(net, x, ledger):
     """The block's traced graph, exported and imported back as a SymbolBlock, its
     parameters and node attributes noted in ``ledger``."""
-    import json
-
-    import mxnet as mx
+    import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
 
     with tempfile.TemporaryDirectory() as tmp:
         prefix = os.path.join(tmp, "model")
@@ -134,7 +128,7 @@ def _exported_graph(net, x, ledger):
 def _weights_as_constants(path: Path) -> None:
     """mx2onnx lists every weight as a graph input too, which keeps ONNX Runtime from
     folding constants (it warns per weight); the weights are fixed here, so drop them."""
-    import onnx
+    import onnx  # lazy: optional (onnx: only in images that export to ONNX)
 
     model = onnx.load(str(path))
     weights = {t.name for t in model.graph.initializer}
@@ -146,14 +140,14 @@ def _weights_as_constants(path: Path) -> None:
 
 def _onnx_opset() -> int | None:
     try:
-        from onnx.defs import onnx_opset_version
+        from onnx.defs import onnx_opset_version  # lazy: optional (onnx: only in images that export to ONNX)
     except ImportError:
         return None
     return onnx_opset_version()
 
 
 def load(entry_dir: Path, builder: str, weights: Path) -> GluonModel:
-    import mxnet as mx
+    import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
 
     build = import_builder(entry_dir, builder)
     digest = require_file(weights)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import HarnessError
+from ..provenance import walk_held
 from . import LoadedModel, export_failure, import_builder, require_file
 
 INPUT_NAME, OUTPUT_NAME = "input", "scores"
@@ -26,7 +27,7 @@ FEATURE_READER = "a forward pre-hook on the last layer"
 
 def configure_threads(threads: int) -> None:
     """Thread pools must be sized before torch does any parallel work."""
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     torch.set_num_threads(threads)
     try:
@@ -44,8 +45,8 @@ _NOTHING_COMPILED = False
 def warm_up() -> None:
     """One pass of the runner's own op under a dispatch mode like the ledger's, so the first
     recorded pass pays no one-time cost. No code of the entry runs here."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
+    import torch  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils._python_dispatch import TorchDispatchMode  # lazy: optional (torch: only in images with PyTorch)
 
     class Quiet(TorchDispatchMode):
         @classmethod
@@ -60,7 +61,7 @@ def warm_up() -> None:
 
 
 def _normalise(value, precision: str | None) -> np.ndarray:
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     t = torch.from_numpy(np.asarray(value)) if isinstance(value, np.ndarray) else value.detach()
     if t.is_complex():
@@ -74,9 +75,9 @@ def _normalise(value, precision: str | None) -> np.ndarray:
 
 def _uses_mode(model, ledger):
     """A dispatch mode noting every tensor an operator reads that the pass did not produce."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
+    import torch  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils._python_dispatch import TorchDispatchMode  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils._pytree import tree_flatten  # lazy: optional (torch: only in images with PyTorch)
 
     names = {}
     for name, t in list(model.named_parameters(remove_duplicate=False)) + list(model.named_buffers(remove_duplicate=False)):
@@ -140,7 +141,7 @@ class TorchModel(LoadedModel):
     def to_device(self, device: str) -> None:
         """The evaluator of a run with GPUs predicts on the GPU, in fp32 without TF32, so its
         answers are the CPU's up to rounding (tests/gpu checks them against the CPU's)."""
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         if device == "cpu":
             return
@@ -155,7 +156,7 @@ class TorchModel(LoadedModel):
         self.device = "cuda"
 
     def predict_batch(self, images: np.ndarray) -> np.ndarray:
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         x = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
         if self.device != "cpu":
@@ -177,7 +178,7 @@ class TorchModel(LoadedModel):
         texts into integer tensors (its tokens and each token's character span in its
         context, ``offsets``); its forward pass, recorded for provenance like an image
         batch, gives start and end scores per token. Returns (offsets, start, end) as numpy."""
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         encode = getattr(self.native, "encode", None)
         if not callable(encode):
@@ -215,9 +216,7 @@ class TorchModel(LoadedModel):
 
     def record_uses(self, ledger) -> None:
         """From now on, note in ``ledger`` what the forward passes read; and what the model holds."""
-        import torch
-
-        from ..provenance import walk_held
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         for where, t in walk_held(self.native, lambda o: isinstance(o, torch.Tensor)):
             value = t if isinstance(t, torch.Tensor) else torch.from_numpy(np.asarray(t))
@@ -231,7 +230,7 @@ class TorchModel(LoadedModel):
 
     def shuffle_weights(self, seed: int) -> int:
         """Permute the elements of every tensor the checkpoint loaded; return how many."""
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         g = torch.Generator().manual_seed(seed)
         shuffled = 0
@@ -246,7 +245,7 @@ class TorchModel(LoadedModel):
     def export_onnx(self, input_shape: tuple[int, ...], path: Path, opset: int) -> dict:
         # The TorchScript-based exporter (dynamo=False) needs no extra package and gives a
         # static graph that every backend accepts.
-        import torch
+        import torch  # lazy: optional (torch: only in images with PyTorch)
 
         dummy = torch.zeros(input_shape, dtype=torch.float32)
         try:
@@ -268,7 +267,7 @@ def _names(keys, limit: int = 8) -> str:
 
 
 def load(entry_dir: Path, builder: str, weights: Path) -> TorchModel:
-    import torch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     build = import_builder(entry_dir, builder)
     digest = require_file(weights)
@@ -299,9 +298,9 @@ def load(entry_dir: Path, builder: str, weights: Path) -> TorchModel:
 
 # -- its FLOP counter (``python3 -m harness flops``, harness/flops.py) ---------------------------
 def _bytes_counter():
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
+    import torch  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils._python_dispatch import TorchDispatchMode  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils._pytree import tree_flatten  # lazy: optional (torch: only in images with PyTorch)
 
     class BytesTouched(TorchDispatchMode):
         def __init__(self):
@@ -320,9 +319,9 @@ def _bytes_counter():
 def count_flops(entry_dir: Path, builder: str, input_shape: list[int], num_classes: int, batch: int) -> dict:
     """One training step's and one batch-1 inference's FLOPs and bytes touched, counted with
     ``torch.utils.flop_counter.FlopCounterMode`` on the untrained model the builder returns."""
-    import torch
-    import torch.nn.functional as F
-    from torch.utils.flop_counter import FlopCounterMode
+    import torch  # lazy: optional (torch: only in images with PyTorch)
+    import torch.nn.functional as F  # lazy: optional (torch: only in images with PyTorch)
+    from torch.utils.flop_counter import FlopCounterMode  # lazy: optional (torch: only in images with PyTorch)
 
     BytesTouched = _bytes_counter()
     build = import_builder(entry_dir, builder)

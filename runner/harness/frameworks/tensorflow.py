@@ -14,11 +14,14 @@ function library included), each compared with the arrays of the file's
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import HarnessError
+from ..provenance import normalise_array, note_array, walk_held
 from . import LoadedModel, export_failure, import_builder, require_file
 
 INPUT_NAME = "input"
@@ -27,7 +30,7 @@ NCHW_TO_NHWC = (0, 2, 3, 1)
 
 def configure_threads(threads: int) -> None:
     """Must run before TensorFlow starts its runtime (the first op)."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: optional (tensorflow: only in images with TensorFlow)
 
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -39,7 +42,7 @@ def configure_threads(threads: int) -> None:
 class KerasModel(LoadedModel):
     def nchw_function(self, shape: tuple):
         """A ``tf.function`` taking NCHW float32 of ``shape`` (``None`` batch allowed)."""
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: optional (tensorflow: only in images with TensorFlow)
 
         model = self.native
 
@@ -64,13 +67,9 @@ class KerasModel(LoadedModel):
 
     @staticmethod
     def normalise(value, precision: str | None) -> np.ndarray:
-        from ..provenance import normalise_array
-
         return normalise_array(np.asarray(value.numpy() if hasattr(value, "numpy") else value), precision)
 
     def record_uses(self, ledger) -> None:
-        from ..provenance import walk_held
-
         for where, v in walk_held(self.native, lambda o: hasattr(o, "numpy") and hasattr(o, "dtype") and hasattr(o, "shape")):
             _note(ledger, v, where)
         self._ledger = ledger  # the graph is noted when it is traced, at the first batch
@@ -86,10 +85,10 @@ class KerasModel(LoadedModel):
         return shuffled
 
     def export_onnx(self, input_shape: tuple[int, ...], path: Path, opset: int) -> dict:
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: optional (tensorflow: only in images with TensorFlow)
 
         try:
-            import tf2onnx
+            import tf2onnx  # lazy: optional (tf2onnx: only in images with TensorFlow)
         except ImportError:
             raise HarnessError(
                 "exporting a TensorFlow model to ONNX needs tf2onnx in the image; add tf2onnx to the entry's lock"
@@ -107,14 +106,12 @@ class KerasModel(LoadedModel):
 
 
 def _note(ledger, value, where: str) -> None:
-    from ..provenance import note_array
-
     note_array(ledger, np.asarray(value.numpy() if hasattr(value, "numpy") else value), where)
 
 
 def _note_graph(concrete, ledger) -> None:
     """Every variable and captured tensor the traced graph reads, and every constant in it."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: optional (tensorflow: only in images with TensorFlow)
 
     for v in concrete.variables:
         _note(ledger, v, f"variable {v.name}")
@@ -131,10 +128,7 @@ def _note_graph(concrete, ledger) -> None:
 
 def _weights_h5(path: Path) -> dict:
     """The arrays of a ``.keras`` file's ``model.weights.h5``, by their path in it."""
-    import io
-    import zipfile
-
-    import h5py
+    import h5py  # lazy: optional (h5py: only in images with Keras)
 
     found = {}
     with zipfile.ZipFile(path) as archive:
@@ -148,8 +142,8 @@ def _weights_h5(path: Path) -> dict:
 
 
 def load(entry_dir: Path, builder: str, weights: Path) -> KerasModel:
-    import keras
-    import tensorflow as tf
+    import keras  # lazy: optional (keras: only in images with TensorFlow)
+    import tensorflow as tf  # lazy: optional (tensorflow: only in images with TensorFlow)
 
     import_builder(entry_dir, builder)  # registers the entry's custom layers, if any
     digest = require_file(weights)

@@ -19,7 +19,7 @@ TASK = Task(
     listed=30,
     source=DataSource(f"{__name__}.source", imported=True,
                       how_to_stage="run `runner data import cifar10 PATH/cifar-10-python.tar.gz`"),
-    synthetic="runner.data.blocks:stage_arrays",
+    synthetic="runner.staging.blocks:stage_arrays",
     dawnbench_format=DawnbenchFormat("CIFAR10", "top1Accuracy", percent=True),
     mlperf_training="resnet",
     public_train_size=50_000,

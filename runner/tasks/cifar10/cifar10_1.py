@@ -7,7 +7,7 @@ The official files (the repository's ``datasets/``): ``cifar10.1_v6_data.npy``, 
 2000 x 32 x 32 x 3 (height, width, RGB), and ``cifar10.1_v6_labels.npy``, 2,000 integer
 classes in CIFAR-10's order. Their SHA-256 are pinned (the task's ``ExtraSet``) as
 TensorFlow Datasets lists them (``tensorflow_datasets/url_checksums/cifar10_1.txt``). The
-arrays are read without trusting their headers (``runner.score.safe_npy``: no pickle, the
+arrays are read without trusting their headers (``runner.safe_npy``: no pickle, the
 byte count must match the file) and staged C x H x W, as CIFAR-10's own evaluation set.
 """
 
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.data.checks import Expected, check_count
-from runner.data.extra_sets import check_digests, check_labels, how_to_import, source_digest, stage_details
-from runner.data.staging import Stage
+from runner.staging.checks import Expected, check_count
+from runner.staging.extra import check_digests, check_labels, how_to_import, source_digest, stage_details
+from runner.staging.stage import Stage
 from runner.errors import UserError
-from runner.score.safe_npy import load_npy
+from runner.safe_npy import load_npy
 
 DATA = "cifar10.1_v6_data.npy"  # the names and pinned digests: the task's ExtraSet (__init__.py)
 LABELS = "cifar10.1_v6_labels.npy"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.data import progress
-from runner.data.checks import Expected, check_count, check_file, file_digest
-from runner.data.staging import Stage, save_classification
 from runner.errors import UserError
+from runner.staging import progress
+from runner.staging.checks import Expected, check_count, check_file, file_digest
+from runner.staging.stage import Stage, save_classification
 
 ARCHIVE = "cifar-10-python.tar.gz"
 FOLDER = "cifar-10-batches-py"

@@ -8,7 +8,7 @@ TASK = Task(
     listed=20,
     source=DataSource(f"{__name__}.source", imported=False,
                       how_to_stage="run `runner data prepare fashion-mnist`"),
-    synthetic="runner.data.blocks:stage_arrays",
+    synthetic="runner.staging.blocks:stage_arrays",
     dawnbench_format=DawnbenchFormat("FashionMNIST", "top1Accuracy", percent=True),
     mlperf_training="resnet",
     public_train_size=60_000,

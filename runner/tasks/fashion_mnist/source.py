@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.data import progress
-from runner.data.checks import file_digest
-from runner.data.staging import Stage, save_classification
 from runner.errors import UserError
+from runner.staging import progress
+from runner.staging.checks import file_digest
+from runner.staging.stage import Stage, save_classification
 
 DEBIAN_PACKAGE = "dataset-fashion-mnist"
 DEFAULT_DIR = Path("/usr/share/datasets/fashion-mnist")

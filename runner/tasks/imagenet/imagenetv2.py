@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.data import progress
-from runner.data.checks import Expected, check_count, readable_tar
-from runner.data.extra_sets import check_digests, how_to_import, source_digest, stage_details
-from runner.data.staging import Stage
+from runner.staging import progress
+from runner.staging.checks import Expected, check_count, readable_tar
+from runner.staging.extra import check_digests, how_to_import, source_digest, stage_details
+from runner.staging.stage import Stage
 from runner.errors import UserError
 from runner.tasks.imagenet.source import CROP, RESIZE, _pillow, preprocess
 

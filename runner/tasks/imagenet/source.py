@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.data import progress
-from runner.data.checks import Expected, check_count, check_file, file_digest, readable_tar
-from runner.data.staging import Stage
 from runner.errors import UserError
+from runner.staging import progress
+from runner.staging.checks import Expected, check_count, check_file, file_digest, readable_tar
+from runner.staging.stage import Stage
 
 VAL_TAR = "ILSVRC2012_img_val.tar"
 DEVKIT = "ILSVRC2012_devkit_t12.tar.gz"
@@ -41,7 +41,7 @@ _NAME = re.compile(r"(?:.*/)?ILSVRC2012_val_(\d{8})\.JPEG$")
 
 def _pillow():
     try:
-        from PIL import Image
+        from PIL import Image  # lazy: optional (pillow: the imagenet extra)
     except ImportError:
         raise UserError(
             "importing ImageNet needs Pillow to decode its JPEGs, and Pillow is not installed", EXTRA_FIX
@@ -51,7 +51,7 @@ def _pillow():
 
 def _loadmat():
     try:
-        from scipy.io import loadmat
+        from scipy.io import loadmat  # lazy: heavy (scipy)
     except ImportError:
         raise UserError(
             "importing ImageNet needs SciPy to read the devkit's meta.mat, and SciPy is not installed",

@@ -1,20 +1,20 @@
 """ImageNet's synthetic stand-in: its training split is a tree of JPEGs
 (``/data/train/<wnid>/<wnid>_N.JPEG``), so the smoke set is one too, at a small resolution,
 with GRID x GRID classes named n00000000... so that sorted-WNID order is the label; the
-evaluation set stays an array. Images are ``runner.data.blocks``' noise with a class block."""
+evaluation set stays an array. Images are ``runner.staging.blocks``' noise with a class block."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from runner.data.blocks import GRID, blocks
-from runner.data.staging import Stage
+from runner.staging.blocks import GRID, blocks
+from runner.staging.stage import Stage
 
 SMOKE_SHAPE = (3, 64, 64)  # C, H, W of the smoke tree's images
 
 
 def stage_tree(stage: Stage, rng: np.random.Generator, task, n_train: int, n_eval: int) -> None:
-    from PIL import Image  # a dependency of matplotlib, so always installed with the runner
+    from PIL import Image  # lazy: heavy (pillow; a dependency of matplotlib, so always installed)
 
     classes = GRID * GRID
     # The order of the draws fixes what a seed gives; keep it.

@@ -34,10 +34,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.data import progress
-from runner.data.checks import Expected, readable_tar
-from runner.data.staging import _OLD_MARK, _TMP_MARK, _remove_stale, data_digest
 from runner.errors import UserError
+from runner.staging import progress
+from runner.staging.checks import Expected, readable_tar
+from runner.staging.stage import OLD_MARK, TMP_MARK, data_digest, remove_stale
 from runner.tasks.imagenet.source import devkit_wnids
 
 TRAIN_TAR = "ILSVRC2012_img_train.tar"
@@ -339,8 +339,8 @@ def import_tree(path: Path, home: Path, *, expected: Expected = OFFICIAL) -> Tra
     if not path.exists():
         raise UserError(f"{path} does not exist", f"pass the path of {TRAIN_TAR} or the folder it unpacks to")
     home.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(home.parent, home.name)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{home.name}{_TMP_MARK}{os.getpid()}-", dir=home.parent))
+    remove_stale(home.parent, home.name)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{home.name}{TMP_MARK}{os.getpid()}-", dir=home.parent))
     try:
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the tree is meant to be mounted
         if path.is_dir():
@@ -367,7 +367,7 @@ def import_tree(path: Path, home: Path, *, expected: Expected = OFFICIAL) -> Tra
         raise
     old = None
     if home.exists():
-        old = home.parent / f".{home.name}{_OLD_MARK}{os.getpid()}-{time.time_ns()}"
+        old = home.parent / f".{home.name}{OLD_MARK}{os.getpid()}-{time.time_ns()}"
         os.rename(home, old)
     os.rename(tmp, home)
     if old is not None:

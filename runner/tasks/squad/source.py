@@ -10,10 +10,10 @@ import json
 import shutil
 from pathlib import Path
 
-from runner.data.checks import Expected, check_count, check_file, file_digest
-from runner.data.staging import Stage
 from runner.errors import UserError
 from runner.events import bounded_json
+from runner.staging.checks import Expected, check_count, check_file, file_digest
+from runner.staging.stage import Stage
 
 DEV = "dev-v1.1.json"
 TRAIN = "train-v1.1.json"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.data.staging import Stage
+from runner.staging.stage import Stage
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORDS = (

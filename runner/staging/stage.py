@@ -22,15 +22,15 @@ from types import TracebackType
 
 import numpy as np
 
-from runner.data.checks import file_digest
 from runner.engine.disk import disk_full, out_of_space
 from runner.errors import UserError
+from runner.staging.checks import file_digest
 
 STAGED_JSON = "staged.json"
 FORMAT = 1
 NPY_VERSION = (1, 0)
-_TMP_MARK = ".staging-"
-_OLD_MARK = ".replaced-"
+TMP_MARK = ".staging-"
+OLD_MARK = ".replaced-"
 
 
 def data_digest(files: dict[str, str]) -> str:
@@ -72,9 +72,9 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _remove_stale(parent: Path, task: str) -> None:
+def remove_stale(parent: Path, task: str) -> None:
     """Drop temp folders left by a staging process that died (its pid is in the name)."""
-    for mark in (_TMP_MARK, _OLD_MARK):
+    for mark in (TMP_MARK, OLD_MARK):
         for leftover in parent.glob(f".{task}{mark}*"):
             try:
                 pid = int(leftover.name[len(f".{task}{mark}") :].split("-")[0])
@@ -140,9 +140,9 @@ class Stage:
     def __enter__(self) -> "Stage":
         parent = self.target.parent
         parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale(parent, self.target.name)
+        remove_stale(parent, self.target.name)
         self.tmp = Path(
-            tempfile.mkdtemp(prefix=f".{self.target.name}{_TMP_MARK}{os.getpid()}-", dir=parent)
+            tempfile.mkdtemp(prefix=f".{self.target.name}{TMP_MARK}{os.getpid()}-", dir=parent)
         )
         os.chmod(self.tmp, 0o755)  # mkdtemp makes it private; the inputs are meant to be mounted
         for sub in ("train", "eval", "labels"):
@@ -216,7 +216,7 @@ class Stage:
         assert self.tmp is not None
         old = None
         if self.target.exists():
-            old = self.target.parent / f".{self.target.name}{_OLD_MARK}{os.getpid()}-{time.time_ns()}"
+            old = self.target.parent / f".{self.target.name}{OLD_MARK}{os.getpid()}-{time.time_ns()}"
             os.rename(self.target, old)
         os.rename(self.tmp, self.target)
         if old is not None:

@@ -7,6 +7,9 @@ size (``st_size``, what a reader would have to read) are checked on the name fir
 without following a link; the file is then opened non-blocking and without following a
 link, and checked again on the open descriptor (the same inode, still a regular file,
 still under the limit), so a name swapped in between is refused too.
+
+It imports nothing of the runner: the run (checkpoints, the evaluator's copies), the
+scorer (weights dumps) and the bundle (the result folder's file list) all read such files.
 """
 
 from __future__ import annotations

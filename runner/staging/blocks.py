@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from runner.data.staging import Stage, save_classification
+from runner.staging.stage import Stage, save_classification
 
 GRID = 4  # a GRID x GRID board of places for the class's block
 

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.data import progress
 from runner.errors import UserError
+from runner.staging import progress
 
 _CHUNK = 1 << 22
 
