@@ -16,6 +16,8 @@ from runner import data
 from runner.cli import main
 from runner.errors import UserError
 from runner.results.layout import entry_runs
+from runner.staging.checks import Expected
+from runner.tasks.imagenet.train_tree import TRAIN_TAR, check_tree
 
 pytest.importorskip("PIL")
 
