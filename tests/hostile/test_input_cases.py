@@ -155,8 +155,12 @@ def test_a_broken_imagenet_validation_tar_is_one_line(tmp_path, capsys, home, fa
 
 # -- engines ---------------------------------------------------------------------------------
 
-def test_podman_chosen_and_missing_is_about_podman(capsys, home, monkeypatch):
+def test_podman_chosen_and_missing_is_about_podman(tmp_path, capsys, home, monkeypatch):
+    from runner.engine import kinds
+
     monkeypatch.setenv("RUNNER_ENGINE", "podman")
+    # No Podman here, whatever this host runs: its socket is gone and its program absent.
+    monkeypatch.setitem(kinds.ENGINES, "podman", replace(kinds.ENGINES["podman"], base_url=f"unix://{tmp_path}/gone.sock"))
     monkeypatch.setattr(engine_client.shutil, "which", lambda name: None)
     line = assert_one_line_error(*run_cli(capsys, "images", "list"), "Podman", "RUNNER_ENGINE=podman",
                                  "not installed", "--engine podman")
