@@ -202,6 +202,7 @@ def _started_result(plan: RunPlan, shared: Shared, run_id: str, probe: dict | No
         built=shared.built, staged=shared.staged, price=price_fields(plan.profile), hardware=shared.hardware,
         nonconforming=shared.nonconforming, inspection=shared.inspection.summary() if shared.inspection else None,
         hyperparameters=plan.hyperparameters, public_inputs=[p.record() for p in shared.public] or None,
+        variant=plan.variant,
     )
 
 

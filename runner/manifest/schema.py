@@ -6,6 +6,7 @@ Version 1. A change that makes an old manifest invalid bumps ``schema_version``.
 from __future__ import annotations
 
 from runner.harness.backends import REGISTRY as BACKEND_TABLE
+from runner.manifest.switches import SWITCHES_SCHEMA
 from runner.tasks import TASKS
 
 SCHEMA_VERSION = 1
@@ -118,6 +119,7 @@ ENTRY_SCHEMA: dict = {
                                "description": "how the learning rate follows the batch size"},
             },
         },
+        "switches": SWITCHES_SCHEMA,
         "runs": {"type": "integer", "minimum": 1, "default": 1},
         "nodes": {
             "type": "integer", "minimum": 1, "default": 1,

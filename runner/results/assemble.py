@@ -26,7 +26,8 @@ def _task_info(task) -> TaskInfo:
 
 def started(*, run_id: str, entry, seed: int, smoke: bool, harness_digest: str, built, staged,
             price: dict, hardware: dict, nonconforming: list[str], inspection: dict | None,
-            hyperparameters: dict[str, str], public_inputs: list[dict] | None, probe: dict | None = None) -> Result:
+            hyperparameters: dict[str, str], public_inputs: list[dict] | None, probe: dict | None = None,
+            variant: dict | None = None) -> Result:
     """The record of a run about to train: status "running", every section known so far."""
     tree = getattr(staged, "train_tree", None)
     return Result(
@@ -49,6 +50,7 @@ def started(*, run_id: str, entry, seed: int, smoke: bool, harness_digest: str, 
         hyperparameters=dict(hyperparameters),
         public_inputs=public_inputs,
         probe=probe,
+        variant=variant,
     )
 
 
