@@ -21,6 +21,8 @@ def run(args) -> int:
         from_runs=getattr(args, "from_runs", None), thresholds=getattr(args, "thresholds", None),
         values=getattr(args, "values", None), batch_size=getattr(args, "batch_size", None),
         include_nonconforming=getattr(args, "include_non_conforming", False),
+        switches=getattr(args, "switches", None), processes=getattr(args, "processes", None),
+        nodes=getattr(args, "nodes", None),
         options=ReproduceOptions(
             smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch, backends=args.backend,
             timeout_minutes=args.timeout_minutes, infer=not getattr(args, "no_infer", False),
@@ -59,28 +61,45 @@ def _common(p, runs_default: int | None = None) -> None:
         p.add_argument("--runs", type=int, default=runs_default, help=f"runs to make (default {runs_default})")
 
 
+def _runs_made_or_given(p, left_out: str | None = None) -> None:
+    """``--from-runs`` (runs already made instead of new ones) and ``--no-infer``; with
+    ``left_out`` (what non-conforming runs are left out of), ``--include-non-conforming``."""
+    p.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
+    p.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
+    if left_out:
+        p.add_argument("--include-non-conforming", action="store_true",
+                       help=f"count non-conforming runs in the {left_out} (by default they are named and left out)")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "study", help="DAWNBench's studies of the metric: stability, threshold, batch size, roofline",
+        "study", help="DAWNBench's studies: stability, threshold, batch size, roofline, lesion, factors, scaling",
         description="Run an entry for a study of the metric and write results/<entry>/studies/<kind>-<stamp>/ "
         "with its signed runs, summary.json, PNG plots and report.html.",
     )
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
     s = kinds.add_parser("stability", help="N runs with the runner's seeds: TTA, median, CV, curves")
     _common(s, runs_default=5)
-    s.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
-    s.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
-    s.add_argument("--include-non-conforming", action="store_true",
-                   help="count non-conforming runs in the median and CV (by default they are named and left out)")
+    _runs_made_or_given(s, "median and CV")
     t = kinds.add_parser("threshold", help="TTA at a ladder of thresholds, from runs' curves")
     _common(t, runs_default=1)
-    t.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
+    _runs_made_or_given(t)
     t.add_argument("--thresholds", help="percentages, comma-separated (default: the task's ladder)")
-    t.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
     b = kinds.add_parser("batch-size", help="one run per global batch size: epochs, throughput, TTA")
     _common(b)
     b.add_argument("--values", required=True, help="batch sizes, comma-separated, e.g. 32,128,512,2048")
     b.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
+    for mode, what in (("lesion", "the full recipe and each declared switch off alone: TTA per variant"),
+                       ("factors", "from every declared switch off, each added back in order: TTA per step")):
+        m = kinds.add_parser(mode, help=what)
+        _common(m, runs_default=3)
+        m.add_argument("--switches", metavar="A,B", help="the declared switches to study (default: all, in order)")
+        _runs_made_or_given(m, "figures")
+    c = kinds.add_parser("scaling", help="TTA and time per epoch against processes on one host and Slurm nodes")
+    _common(c, runs_default=1)
+    c.add_argument("--processes", default="1,2", help="processes on one host, comma-separated (default 1,2)")
+    c.add_argument("--nodes", help="Slurm nodes with one process each, comma-separated, e.g. 1,2 (needs --slurm)")
+    _runs_made_or_given(c)
     r = kinds.add_parser("roofline", help="achieved FLOP/s in training and inference against the peak")
     _common(r)
     r.add_argument("--from-runs", nargs="+", metavar="RUN", help="an existing run folder instead of a new run")
