@@ -173,6 +173,15 @@ def test_a_plan_that_turned_switches_off_must_be_the_results_variant():
     assert _variant_problems({"options": {}}, {}) == []  # a result from before switches
 
 
+def test_verify_says_a_variant_is_never_a_claim(tmp_path):
+    from runner.verify import result_notes
+
+    (tmp_path / "result.json").write_text(json.dumps({"smoke": False, "conforming": True, "status": "complete",
+                                                      "variant": {"switches_off": ["one-cycle"]}}))
+    assert result_notes(tmp_path) == ["a study variant (switches off: one-cycle), not the entry's recipe: "
+                                      "never a claim or a leaderboard reproduction"]
+
+
 def test_a_slurm_resubmission_skips_only_complete_runs_of_the_same_variant(tmp_path):
     from runner.slurm.gather import complete_runs
 

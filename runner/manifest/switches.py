@@ -73,11 +73,11 @@ class Switch:
     def off_text(self) -> str:
         return f"{self.env}=0" if self.env else f"global batch size {self.batch_size}"
 
-    def no_effect_on(self, cpu_flags) -> str | None:
+    def no_effect_on(self, cpu_flags, where: str = "this host") -> str | None:
         """Why turning it off changes nothing on a host with ``cpu_flags`` (None: it does)."""
         if not self.host_cpu_flags or set(self.host_cpu_flags) & set(cpu_flags):
             return None
-        return (f"no effect on this host: it has none of the CPU flags {', '.join(self.host_cpu_flags)}, "
+        return (f"no effect on {where}: none of the CPU flags {', '.join(self.host_cpu_flags)} there, "
                 "so the recipe already runs without it")
 
 

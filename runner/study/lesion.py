@@ -87,8 +87,10 @@ def no_effect_on_runs(variant: Variant, folders: list[Path]) -> str | None:
     """Why the variant is the recipe of the row before it on every host its runs had."""
     if variant.changed is None or not variant.changed.host_cpu_flags or not folders:
         return None
-    reasons = [variant.changed.no_effect_on(flags) if (flags := _run_flags(f)) is not None else None for f in folders]
-    return reasons[0].replace("this host", "the runs' hosts") if all(reasons) else None
+    where = "the runs' hosts"
+    reasons = [variant.changed.no_effect_on(flags, where) if (flags := _run_flags(f)) is not None else None
+               for f in folders]
+    return reasons[0] if all(reasons) else None
 
 
 def accuracy_at(folder: Path, seconds: float) -> float | None:
@@ -173,8 +175,8 @@ def plot(summary: dict, path: Path) -> str:
             err = [[median - row["min_tta_seconds"]], [row["max_tta_seconds"] - median]]
             ax.barh(y, median, color=colour, xerr=err, capsize=3, ecolor="#333")
             ax.text(median, y, f"  {median:.1f} s ({row['reached']}/{row['counted_runs']})", va="center", fontsize=7)
-        elif row["no_effect"] and not row["ran"]:
-            ax.text(0, y, "  no effect on this host: not run", va="center", fontsize=7, color="#555")
+        elif not row["ran"] or not row["counted_runs"]:
+            ax.text(0, y, f"  {_missing(row)}", va="center", fontsize=7, color="#555")
         else:
             ax.barh(y, top * 1.1, color="none", edgecolor=colour, hatch="//")
             acc = row["accuracy_at_full_recipe_tta_percent"]
@@ -198,6 +200,15 @@ def _kind_patch(colour: str, label: str):
     return Patch(color=colour, label=label)
 
 
+def _missing(row: dict) -> str:
+    """Why a variant has no figure: not run here, no run of it, or its runs left out."""
+    if not row["ran"]:
+        return "not run: no effect on the host"
+    if not row["runs"]:
+        return "no runs"
+    return "no run counted (left out: non-conforming or incomplete)"
+
+
 def present(folder: Path, summary: dict) -> StudyOutput:
     rows = []
     for r in summary["variants"]:
@@ -205,8 +216,8 @@ def present(folder: Path, summary: dict) -> StudyOutput:
         spread = (f"{r['min_tta_seconds']:.2f}-{r['max_tta_seconds']:.2f}" if r["reached"] > 1 else "--")
         reached = "--" if r["fraction_reached"] is None else f"{r['reached']}/{r['counted_runs']}"
         acc = fmt(r["accuracy_at_full_recipe_tta_percent"], ".2f")
-        if not r["ran"]:
-            tta, spread, reached = "not run", "--", "--"
+        if not r["ran"] or not r["counted_runs"]:
+            tta = _missing(r)
         rows.append([r["label"], r["kind"] or "--", ", ".join(r["switches_off"]) or "none", tta, spread, reached,
                      fmt(r["ratio_to_full_recipe"], ".2f"), acc, r["no_effect"] or ""])
     name = plot(summary, folder / f"{summary['kind']}.png")
@@ -285,7 +296,13 @@ def from_runs(mode: str, entry_path: str, folders: list[Path], names: list[str] 
                             "pass runs made by `runner study lesion|factors` of this entry (or the entry's own runs "
                             "for the full recipe)")
         grouped.setdefault(by_off[off], []).append(folder)
-    return study(mode, entry, switches, grouped, {}, include_nonconforming)
+    # A variant with no run given, whose switch had no effect on any host the runs had, was not run.
+    hosts = [flags for f in folders if (flags := _run_flags(f)) is not None]
+    skipped = {v.label: why for v in variants(mode, switches)
+               if v.label not in grouped and v.changed is not None and hosts
+               and all(v.changed.no_effect_on(h) for h in hosts)
+               and (why := v.changed.no_effect_on(hosts[0], "the runs' hosts"))}
+    return study(mode, entry, switches, grouped, skipped, include_nonconforming)
 
 
 def study(mode: str, entry: Entry, switches: list[Switch], runs: dict[str, list[Path]], skipped: dict[str, str],
