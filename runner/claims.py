@@ -28,7 +28,7 @@ against a claim that another says does not apply.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner.errors import UserError
@@ -88,10 +88,13 @@ class Comparison:
     mismatches: tuple[str, ...] = ()
     tta_seconds: float | None = None  # the claim of that profile
     latency_ms: float | None = None
+    variant: str | None = None  # a study's variant of the entry (``variant_problem``): never compared
 
     @property
     def why_not(self) -> str:
         """"" when comparable, else the sentence reproduce prints."""
+        if self.variant:
+            return f"not compared: {self.variant}"
         return "" if self.comparable else f"not compared: this host does not meet {self.profile} ({'; '.join(self.mismatches)})"
 
     def line(self, claimed_tta: float | None, measured: float, run_id: str) -> str:
@@ -140,10 +143,29 @@ def result_claim(folder: Path) -> Comparison | None:
     try:
         if not isinstance(claimed, dict) or not claims_of(claimed, ""):
             return None
-        return applicable_claim(claimed, str(hardware.get("profile") or ""),
-                                fingerprint if isinstance(fingerprint, dict) else {})
+        applies = applicable_claim(claimed, str(hardware.get("profile") or ""),
+                                   fingerprint if isinstance(fingerprint, dict) else {})
     except (TypeError, KeyError, AttributeError, ValueError):  # a malformed claim or fingerprint: no claim applies
         return None
+    if variant := variant_problem(result.get("variant")):
+        return replace(applies, comparable=False, variant=variant)
+    return applies
+
+
+def variant_problem(variant) -> str | None:
+    """Why a run of a study's variant (result.json's ``variant``: switches off, another placement)
+    is not the entry's recipe, for a claim or a leaderboard; None for the entry as declared."""
+    if variant is None:
+        return None
+    if not isinstance(variant, dict):
+        return "its study-variant record is malformed"
+    parts = []
+    if variant.get("switches_off"):
+        parts.append("switches off: " + ", ".join(map(str, variant["switches_off"])))
+    if "nodes" in variant or "processes_per_node" in variant:
+        parts.append(f"{variant.get('nodes', '?')} node(s) x {variant.get('processes_per_node', '?')} process(es), "
+                     "not the manifest's placement")
+    return f"a study variant ({'; '.join(parts) or 'marked'}), not the entry's recipe"
 
 
 def cross_seed_problem(record) -> str | None:

@@ -24,4 +24,10 @@ class ReproduceOptions:
     sign: bool = True  # False on Slurm compute nodes: the submit host signs what it gathers
     # Declared hyperparameters a study chose, by name (global_batch_size, lr): RUNNER_HP_<NAME>.
     hyperparameters: dict[str, str] = field(default_factory=dict)
+    # Declared switches a study turned off, by name (runner.manifest.switches): RUNNER_SWITCH_* = 0,
+    # or a declared batch size. A run with any off is a study variant, never a claim.
+    switches_off: tuple[str, ...] = ()
+    # Another placement than the manifest's (`runner study scaling`): None keeps the manifest's.
+    nodes: int | None = None
+    processes_per_node: int | None = None
     verbose: bool = False  # -v: print where each run's time went (its result's timings)

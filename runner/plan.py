@@ -22,6 +22,7 @@ from pathlib import Path
 from runner.engine.kinds import current
 from runner.errors import UserError
 from runner.manifest import Entry, load_entry
+from runner.manifest.switches import chosen, turned_off
 from runner.options import ReproduceOptions
 from runner.profiles import Profile, load_profile
 
@@ -141,7 +142,30 @@ class RunPlan:
             "RUNNER_SMOKE": "1" if self.smoke else "0",
             "HOME": "/scratch",
             **{f"RUNNER_HP_{name.upper()}": value for name, value in self.hyperparameters.items()},
+            **self.switch_env(),
         }
+
+    def switch_env(self) -> dict[str, str]:
+        """``RUNNER_SWITCH_*=0`` for each declared switch a study turned off (none by default)."""
+        if not self.options.switches_off:
+            return {}
+        env, _ = turned_off(self.entry.switches, self.options.switches_off, self.entry.hyperparameters,
+                            self.entry.name)
+        return env
+
+    @property
+    def variant(self) -> dict | None:
+        """result.json's ``variant``: how the run departs from the entry's declared recipe (the
+        switches a study turned off, in the manifest's order) and placement (a scaling study's
+        nodes and processes); None when it does not."""
+        variant = {}
+        if self.options.switches_off:
+            variant["switches_off"] = [s.name for s in chosen(self.entry.switches, self.options.switches_off,
+                                                              self.entry.name)]
+        declared = (self.entry.raw.get("nodes", 1), self.entry.raw.get("processes_per_node", 1))
+        if (self.entry.nodes, self.entry.processes_per_node) != declared:
+            variant.update(nodes=self.entry.nodes, processes_per_node=self.entry.processes_per_node)
+        return variant or None
 
     # -- how it is completed --------------------------------------------------------------
     def resolved(self, *, gpus: int, backends: list[str], image: str, data: RunData,
@@ -179,9 +203,11 @@ class RunPlan:
         ``entry_path`` is the bundle's own copy of the entry)."""
         known = {f.name for f in fields(ReproduceOptions)}
         options = ReproduceOptions(**{k: v for k, v in d["options"].items() if k in known})
+        options = replace(options, switches_off=tuple(options.switches_off))  # a JSON list
         entry = load_entry(entry_path or d["entry"])
         if options.smoke:
             entry = entry.for_smoke()
+        entry = entry.placed(options.nodes, options.processes_per_node)
         data = d.get("data")
         return cls(
             entry=entry, profile=load_profile(d["profile"]), options=options, seeds=tuple(d["seeds"]),
@@ -209,6 +235,7 @@ def make_plan(entry_path: str | Path, opts: ReproduceOptions, placement: str = L
     entry = load_entry(entry_path)
     if opts.smoke:
         entry = entry.for_smoke()
+    entry = entry.placed(opts.nodes, opts.processes_per_node)
     profile = load_profile(entry.hardware_profile)
     first = secrets.randbelow(2**31) if opts.seed is None else opts.seed
     runs = opts.runs or entry.runs
@@ -222,8 +249,18 @@ def make_plan(entry_path: str | Path, opts: ReproduceOptions, placement: str = L
                       gpus=profile.gpu_count, threads=threads,
                       timeout_s=(opts.timeout_minutes or entry.train.timeout_minutes) * 60),
         backends=tuple(opts.backends or entry.inference.backends),
-        hyperparameters=dict(opts.hyperparameters),
+        hyperparameters=_hyperparameters(entry, opts),
     )
+
+
+def _hyperparameters(entry: Entry, opts: ReproduceOptions) -> dict[str, str]:
+    """The declared hyperparameters the runner passes: a study's choice, or the batch size that
+    turns a switch off (not both: each would undo the other)."""
+    _, switched = turned_off(entry.switches, opts.switches_off, entry.hyperparameters, entry.name)
+    if switched and opts.hyperparameters:
+        raise UserError("a run cannot both choose the batch size and turn off a switch that sets it",
+                        "turn off the switch, or choose the hyperparameters, not both")
+    return {**opts.hyperparameters, **switched}
 
 
 def plan_of_task(plan_file: Path, seed: int) -> RunPlan:

@@ -22,7 +22,9 @@ from runner.manifest.entry import validate_manifest
 from runner.profiles import load_profile
 from runner.profiles.profile import profile_from_dict
 from runner.results.record import Result
+from runner.plan import RunPlan
 from runner.study.common import epoch_seconds
+from runner.study.lesion import accuracy_at, host_cpu_flags
 from runner.study.flops import MAX_COUNT, CountError, parse_count, read_result
 
 pytestmark = pytest.mark.docker
@@ -137,6 +139,101 @@ def test_batch_size_runs_each_value_with_its_scaled_learning_rate(docker_client,
         assert row["samples_per_second"] == pytest.approx(2048 * len(seconds) / sum(seconds))
         assert row["tta_seconds"] == result.tta_seconds
     assert is_png(study / "batch-size.png")
+
+
+def _row_runs(study: Path, row: dict) -> list[Path]:
+    return [study / "runs" / run["run_id"] for run in row["runs"]]
+
+
+@pytest.fixture(scope="module")
+def lesion(docker_client, results) -> Path:
+    assert main(["study", "lesion", str(ENTRY), "--smoke", "--no-infer", "--runs", "1",
+                 "--switches", "bf16,channels-last,large-batch"]) == 0
+    (study,) = studies(results, "lesion")
+    return study
+
+
+def test_lesion_runs_each_switch_off_alone_as_a_signed_marked_variant(lesion):
+    summary = summary_of(lesion)
+    rows = {r["label"]: r for r in summary["variants"]}
+    assert list(rows) == ["full recipe", "without bf16", "without channels-last", "without large-batch"]
+    # bf16 autocast is already off on a CPU without bf16 units: reported so, not run.
+    bf16 = rows["without bf16"]
+    if {"amx_bf16", "avx512_bf16"} & set(host_cpu_flags()):
+        assert bf16["ran"] and bf16["no_effect"] is None and len(bf16["runs"]) == 1
+    else:
+        assert not bf16["ran"] and bf16["runs"] == [] and "no effect on this host" in bf16["no_effect"]
+    for row in summary["variants"]:
+        for folder in _row_runs(lesion, row):
+            result = Result.read(folder)
+            assert (folder / "bundle").is_dir() and result.smoke  # a runner run, signed
+            assert result.variant == ({"switches_off": row["switches_off"]} if row["switches_off"] else None)
+            env = RunPlan.read(folder).train_env()  # what the container was given
+            assert sorted(k for k in env if k.startswith("RUNNER_SWITCH_")) == sorted(
+                f"RUNNER_SWITCH_{n.upper().replace('-', '_')}" for n in row["switches_off"] if n != "large-batch")
+            assert row["runs"][0]["tta_seconds"] == result.tta_seconds
+        ttas = [run["tta_seconds"] for run in row["runs"] if run["reached"]]
+        assert row["median_tta_seconds"] == (statistics.median(ttas) if ttas else None)
+    # The batch switch: the entry trained at the declared batch, the learning rate scaled.
+    (small,) = _row_runs(lesion, rows["without large-batch"])
+    assert [e.value for e in read_events(small / "events.jsonl") if e.key == "global_batch_size"] == [64]
+    assert Result.read(small).hyperparameters == {"global_batch_size": "64", "lr": "0.05"}
+    # A variant that never reached: its accuracy at the full recipe's TTA, from its curve.
+    full = rows["full recipe"]["median_tta_seconds"]
+    for row in rows.values():
+        for run, folder in zip(row["runs"], _row_runs(lesion, row)):
+            if not run["reached"] and full is not None:
+                assert run["accuracy_at_full_recipe_tta_percent"] == accuracy_at(folder, full)
+    assert is_png(lesion / "lesion.png")
+    assert "leave them out" in (lesion / "report.html").read_text()
+
+
+def test_factor_analysis_adds_each_switch_back_and_reads_runs_already_made(lesion, results, capsys):
+    assert main(["study", "factors", str(ENTRY), "--smoke", "--no-infer", "--runs", "1",
+                 "--switches", "one-cycle"]) == 0
+    (study,) = studies(results, "factors")
+    summary = summary_of(study)
+    assert [(r["label"], r["switches_off"]) for r in summary["variants"]] == [
+        ("every switch off", ["one-cycle"]), ("+ one-cycle (full recipe)", [])]
+    (off,) = _row_runs(study, summary["variants"][0])
+    (full,) = _row_runs(study, summary["variants"][1])
+    assert RunPlan.read(off).train_env()["RUNNER_SWITCH_ONE_CYCLE"] == "0" and Result.read(full).variant is None
+    assert summary["full_recipe"]["median_tta_seconds"] == Result.read(full).tta_seconds
+    assert is_png(study / "factors.png")
+    # The lesion's runs, read again as a factor analysis of the batch switch (no new run).
+    rows = {r["label"]: r for r in summary_of(lesion)["variants"]}
+    given = [*_row_runs(lesion, rows["full recipe"]), *_row_runs(lesion, rows["without large-batch"])]
+    assert main(["study", "factors", str(ENTRY), "--switches", "large-batch", "--from-runs", *map(str, given)]) == 0
+    again = [s for s in studies(results, "factors") if s != study]
+    assert len(again) == 1 and sorted(run_folders(again[0])) == sorted(f.resolve() for f in given)
+    assert [len(r["runs"]) for r in summary_of(again[0])["variants"]] == [1, 1]
+    # A run of another variant belongs to no bar of this study: refused, naming it.
+    capsys.readouterr()
+    assert main(["study", "factors", str(ENTRY), "--switches", "one-cycle", "--from-runs", str(given[1])]) == 2
+    assert "is not a run of any variant of this factors study" in capsys.readouterr().err
+
+
+def test_scaling_runs_one_and_two_processes_and_measures_the_speed_up(docker_client, results):
+    assert main(["study", "scaling", str(ENTRY), "--smoke", "--no-infer", "--runs", "1", "--processes", "2"]) == 0
+    (study,) = studies(results, "scaling")
+    summary = summary_of(study)
+    (host,) = summary["series"]
+    one, two = host["points"]
+    assert (one["processes"], two["processes"]) == (1, 2)
+    by_count = {r["processes"]: r for r in summary["runs"]}
+    single, pair = study / "runs" / by_count[1]["run_id"], study / "runs" / by_count[2]["run_id"]
+    assert Result.read(single).variant is None  # the manifest's own placement
+    assert Result.read(pair).variant == {"nodes": 1, "processes_per_node": 2}
+    assert (pair / "logs" / "train-rank1.log").is_file() and not (single / "logs" / "train-rank1.log").exists()
+    # The speed-ups are the runs' own figures: time per epoch the runner's, TTA the results'.
+    assert one["median_epoch_seconds"] == statistics.median(epoch_seconds(single))
+    assert two["epoch_speedup"] == pytest.approx(one["median_epoch_seconds"] / two["median_epoch_seconds"])
+    assert two["epoch_efficiency"] == pytest.approx(two["epoch_speedup"] / 2)
+    if one["median_tta_seconds"] and two["median_tta_seconds"]:
+        assert two["tta_speedup"] == pytest.approx(Result.read(single).tta_seconds / Result.read(pair).tta_seconds)
+    # Communication: the entry's own figure, logged by rank 0 only when there are several.
+    assert by_count[1]["communication_seconds"] == [] and len(by_count[2]["communication_seconds"]) == 1
+    assert is_png(study / "scaling.png")
 
 
 def test_batch_size_needs_declared_hyperparameters(docker_client, results, capsys):
@@ -358,8 +455,8 @@ def browse(chromium: Path, page: Path, tmp_path: Path, *extra: str) -> str:
 
 
 def test_reports_render_with_their_tables_and_images_in_chromium(chromium, stability, results, tmp_path):
-    for study in [*studies(results, "stability"), *studies(results, "threshold"),
-                  *studies(results, "batch-size"), *studies(results, "roofline")]:
+    kinds = ("stability", "threshold", "batch-size", "roofline", "lesion", "factors", "scaling")
+    for study in [s for kind in kinds for s in studies(results, kind)]:
         report = study / "report.html"
         probe = study / "report-check.html"  # the report plus the check, beside its images
         probe.write_text(report.read_text().replace("</body>", CHECK_SCRIPT + "</body>"))

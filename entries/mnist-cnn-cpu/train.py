@@ -14,9 +14,17 @@ Recipe (everything below runs in this order; the network is in model.py):
     net and the saved model (99.41-99.52%).
 Measured here with 2 threads: ~2.4 s per epoch (the first ~0.5 s more: one-time oneDNN
 kernel setup); TTA 5.4-5.6 s (crossing at epoch 2) on a quiet machine.
+
+Switches (entry.yaml's `switches:`; `runner study lesion|factors` turns them off, unset is on):
+RUNNER_SWITCH_BF16=0 trains in fp32, RUNNER_SWITCH_ONE_CYCLE=0 keeps the learning rate
+constant, RUNNER_SWITCH_LABEL_SMOOTHING=0 uses plain cross-entropy, RUNNER_SWITCH_CHANNELS_LAST=0
+trains in NCHW; the batch switch is RUNNER_HP_GLOBAL_BATCH_SIZE / RUNNER_HP_LR. Several
+processes (`runner study scaling`: WORLD_SIZE > 1, gloo) each take a slice of every batch and
+average the gradients; one process (the recipe) never touches torch.distributed.
 """
 import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -26,8 +34,14 @@ import torch.nn.functional as F
 from model import build_model
 
 
+RANK = int(os.environ.get("RANK", "0"))  # several processes (`runner study scaling`)
+WORLD = int(os.environ.get("WORLD_SIZE", "1"))
+
+
 def log(key, value=None, event_type="POINT_IN_TIME", **metadata):
     # MLPerf-style event line; the harness stamps each line on arrival, so flush every time.
+    if RANK:  # rank 0's events are the run's events
+        return
     event = dict(namespace="", time_ms=int(time.time() * 1000), event_type=event_type,
                  key=key, value=value, metadata=metadata)
     print(":::MLLOG " + json.dumps(event), flush=True)
@@ -51,7 +65,17 @@ EPOCHS = 1 if SMOKE else 3
 BATCH = int(os.environ.get("RUNNER_HP_GLOBAL_BATCH_SIZE") or 256)  # 512: no faster per image, more epochs
 LR = float(os.environ.get("RUNNER_HP_LR") or 0.2)
 MOMENTUM, WD = 0.9, 5e-4
-LABEL_SMOOTHING = 0.1            # best of 0 / 0.1 / 0.2 in our sweeps
+
+
+def switch(name):
+    """A declared switch (entry.yaml): on unless the runner set RUNNER_SWITCH_<NAME>=0."""
+    return os.environ.get(f"RUNNER_SWITCH_{name}") != "0"
+
+
+ONE_CYCLE = switch("ONE_CYCLE")
+CHANNELS_LAST = switch("CHANNELS_LAST")
+LAYOUT = torch.channels_last if CHANNELS_LAST else torch.contiguous_format
+LABEL_SMOOTHING = 0.1 if switch("LABEL_SMOOTHING") else 0.0  # 0.1: best of 0 / 0.1 / 0.2 in our sweeps
 WARMUP = 0.2                     # fraction of steps spent warming up the learning rate
 log("seed", SEED)
 log("global_batch_size", BATCH)
@@ -67,7 +91,7 @@ def native_bf16() -> bool:
     return "amx_bf16" in flags or "avx512_bf16" in flags
 
 
-NATIVE_BF16 = native_bf16()
+NATIVE_BF16 = native_bf16() and switch("BF16")
 
 # ---- data -------------------------------------------------------------------------------
 # Kept as uint8 (47 MB); each batch is gathered and cast to float32 on the fly (~0.04 s an
@@ -84,6 +108,8 @@ total_steps = EPOCHS * steps_per_epoch
 # channels_last (the builder's layout): oneDNN's fast conv kernels are NHWC; NCHW was
 # 1.6-1.9x slower (measured).
 model = build_model()
+if not CHANNELS_LAST:
+    model = model.to(memory_format=LAYOUT)
 params = list(model.parameters())
 momentum_buffers = [torch.zeros_like(p) for p in params]
 warmup_steps = max(1, int(WARMUP * total_steps))
@@ -91,9 +117,36 @@ warmup_steps = max(1, int(WARMUP * total_steps))
 
 def lr_at(step):
     # One-cycle: linear warm-up, then linear decay to exactly 0 at the last step.
+    if not ONE_CYCLE:
+        return LR
     if step < warmup_steps:
         return LR * (step + 1) / warmup_steps
     return LR * (total_steps - step) / (total_steps - warmup_steps)
+
+
+if WORLD > 1:  # several processes: the same seed gives every rank the same start and order
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", timeout=timedelta(minutes=2))  # MASTER_ADDR etc. from the runner
+    comm_seconds = 0.0
+
+
+@torch.no_grad()
+def average_gradients():
+    # One all_reduce of every gradient, flattened; its time is logged per epoch.
+    global comm_seconds
+    grads = [p.grad for p in params]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    started = time.perf_counter()
+    dist.all_reduce(flat)
+    comm_seconds += time.perf_counter() - started
+    flat /= WORLD
+    offset = 0
+    for g in grads:
+        g.copy_(flat[offset:offset + g.numel()].view_as(g))
+        offset += g.numel()
 
 
 @torch.no_grad()
@@ -125,20 +178,39 @@ for epoch in range(1, EPOCHS + 1):
     perm = torch.randperm(n_train)
     for i in range(steps_per_epoch):
         idx = perm[i * BATCH:(i + 1) * BATCH]
-        x = train_x[idx].float().contiguous(memory_format=torch.channels_last)
+        if WORLD > 1:
+            idx = idx[RANK::WORLD]  # this rank's slice of the global batch
+        x = train_x[idx].float().contiguous(memory_format=LAYOUT)
         # bf16 autocast: AMX bf16 convs/matmuls make a step ~1.9x faster than fp32 (measured).
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=NATIVE_BF16):
             loss = F.cross_entropy(model(x), train_y[idx], label_smoothing=LABEL_SMOOTHING)
         model.zero_grad(set_to_none=True)
         loss.backward()
+        if WORLD > 1:
+            average_gradients()
         sgd_step(lr_at(step))
         step += 1
     log("epoch_stop", event_type="INTERVAL_END", epoch_num=epoch)
+    if WORLD > 1:  # the time this rank spent in all_reduce this epoch (its own clock)
+        log("communication_seconds", round(comm_seconds, 4), epoch_num=epoch)
+        comm_seconds = 0.0
     # Evaluation time is not counted, so ask for one after every epoch: the runner takes
     # the first crossing (planned: epoch 2), and the schedule still runs to its end.
-    request_evaluation(epoch)
+    if RANK == 0:
+        request_evaluation(epoch)
 
 # ---- final model (after the last checkpoint; the timed model of the inference phase) ----
-os.makedirs(f"{OUTPUT}/model", exist_ok=True)
-torch.save(model.state_dict(), f"{OUTPUT}/model/weights.pt")
+if RANK == 0:
+    os.makedirs(f"{OUTPUT}/model", exist_ok=True)
+    torch.save(model.state_dict(), f"{OUTPUT}/model/weights.pt")
 log("run_stop", event_type="INTERVAL_END", status="success")
+if WORLD > 1:
+    # The runner freezes every rank a few ms after rank 0's last request: the others wait in
+    # the barrier until then, so the freeze finds them all; then no rank runs the interpreter's
+    # teardown, where gloo's threads can crash once a peer has gone (tests/entries/gloo-pair).
+    if RANK == 0:
+        time.sleep(0.5)
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    os._exit(0)

@@ -41,8 +41,8 @@ SUBCOMMANDS = [
     Subcommand("schema", "print the JSON Schema of entry.yaml (or of result.json)", "schema", "schema"),
     Subcommand("reproduce", "build an entry, train and infer in its container, sign the result",
                "reproduce", "reproduce"),
-    Subcommand("study", "DAWNBench's studies of the metric: stability, threshold, batch size, roofline, generalization",
-               "study", "study"),
+    Subcommand("study", "DAWNBench's studies: stability, threshold, batch size, roofline, generalization, "
+               "lesion, factors, scaling", "study", "study"),
     # "infer", its earlier name, still works.
     Subcommand("ls", "list the runs: status, reached, TTA, conforming, verified, smoke", "ls", "ls"),
     Subcommand("show", "one run: its summary, its curve in the terminal, where its files are", "show", "show"),

@@ -27,6 +27,8 @@ def run(args) -> int:
             extra_set=getattr(args, "extra_set", None), references=tuple(getattr(args, "reference", None) or ()),
             transfer=not getattr(args, "no_transfer", False), transfer_task=getattr(args, "transfer_task", None),
             transfer_items=getattr(args, "transfer_items", None) or TRANSFER_TRAIN_ITEMS),
+        switches=getattr(args, "switches", None), processes=getattr(args, "processes", None),
+        nodes=getattr(args, "nodes", None),
         options=ReproduceOptions(
             smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch, backends=args.backend,
             timeout_minutes=args.timeout_minutes, infer=not getattr(args, "no_infer", False),

@@ -2,7 +2,8 @@
 verified reproduction, and the data its plots need (curve, per-item latencies).
 
 Only a result that is signed by a trusted key with every file intact, complete,
-conforming and not a smoke run counts; any other is shown with the reason it does not.
+conforming, not a smoke run and not a study's variant of the entry (switches off, another
+placement) counts; any other is shown with the reason it does not.
 Archived bundles (``archive/*.tar.gz``) are opened safely and read the same way.
 """
 
@@ -16,7 +17,7 @@ from securesystemslib.signer import SSlibKey
 
 from runner.bundle.filelist import MANIFEST
 from runner.bundle.open import Limits, UnsafeBundleError, open_bundle
-from runner.claims import Comparison, cross_seed_problem, result_claim
+from runner.claims import Comparison, cross_seed_problem, result_claim, variant_problem
 from runner.dawnbench.claims import CurvePoint
 from runner.dawnbench.tasks import format_task
 from runner.dawnbench.tsv import FormatError, read_curve
@@ -81,6 +82,8 @@ def _problems(record: ResultRecord, signature: str | None) -> list[str]:
     if not record.conforming:
         problems.append("non-conforming")
     if not record.smoke and (problem := cross_seed_problem(record.cross_seed)):
+        problems.append(problem)
+    if problem := variant_problem(record.variant):
         problems.append(problem)
     return problems
 

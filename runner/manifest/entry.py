@@ -13,6 +13,7 @@ from runner.errors import UserError
 from runner.harness.backends import backends_for
 from runner.manifest.entry_folder import inside_entry, plain_files, relative_problem
 from runner.manifest.schema import ENTRY_SCHEMA
+from runner.manifest.switches import Switch, parse as parse_switches
 from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.tasks import Task, get_task
 
@@ -82,6 +83,7 @@ class Entry:
     description: str = ""
     hyperparameters: Hyperparameters | None = None
     public_inputs: tuple[str, ...] = ()  # declared public artifacts (runner.data.public_inputs)
+    switches: tuple[Switch, ...] = ()  # the recipe's optimizations (runner.manifest.switches)
     raw: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -114,6 +116,11 @@ class Entry:
             lock=self.smoke.lock or self.lock,
             train=replace(self.train, command=self.smoke.command or self.train.command),
         )
+
+    def placed(self, nodes: int | None, processes_per_node: int | None) -> "Entry":
+        """The entry run on another placement than its manifest's (``runner study scaling``)."""
+        return replace(self, nodes=nodes or self.nodes,
+                       processes_per_node=processes_per_node or self.processes_per_node)
 
     def digests(self) -> dict[str, str]:
         """sha256 of manifest, Dockerfile and lock: the entry's identity in labels and bundles."""
@@ -212,6 +219,7 @@ def load_entry(path: str | Path) -> Entry:
             f"{manifest}: field 'inference.weights' ({data['inference']['weights'][:100]!r}) {problem}",
             "name the weights file relative to /output, e.g. model/weights.pt",
         )
+    hyperparameters = _hyperparameters(data.get("hyperparameters"))
     entry = Entry(
         path=folder,
         name=data["name"],
@@ -230,8 +238,9 @@ def load_entry(path: str | Path) -> Entry:
         smoke=SmokeSpec(**data.get("smoke", {})),
         source=data.get("source"),
         description=data.get("description", ""),
-        hyperparameters=_hyperparameters(data.get("hyperparameters")),
+        hyperparameters=hyperparameters,
         public_inputs=tuple(data.get("public_inputs", ())),
+        switches=parse_switches(data.get("switches"), hyperparameters, str(manifest)),
         raw=data,
     )
     allowed = {i.name for i in entry.task.public_inputs}

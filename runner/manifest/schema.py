@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from runner.frameworks import FRAMEWORKS as FRAMEWORK_TABLE
 from runner.harness.backends import REGISTRY as BACKEND_TABLE
+from runner.manifest.switches import SWITCHES_SCHEMA
 from runner.tasks import TASKS
 
 SCHEMA_VERSION = 1
@@ -119,6 +120,7 @@ ENTRY_SCHEMA: dict = {
                                "description": "how the learning rate follows the batch size"},
             },
         },
+        "switches": SWITCHES_SCHEMA,
         "runs": {"type": "integer", "minimum": 1, "default": 1},
         "nodes": {
             "type": "integer", "minimum": 1, "default": 1,

@@ -69,6 +69,7 @@ def started(plan: RunPlan, prepared: Prepared, probe: dict | None = None) -> Res
         hyperparameters=dict(plan.hyperparameters),
         public_inputs=list(prepared.public_inputs) or None,
         probe=probe,
+        variant=plan.variant,
     )
 
 

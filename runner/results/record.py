@@ -136,6 +136,10 @@ class Result:
     public_inputs: list[dict] | None = None
     # The plan the run was started from (runner.plan, ``plan.json``): the file and its sha256.
     plan: dict | None = None
+    # A study's variant of the entry (runner.plan.RunPlan.variant): the switches it turned off
+    # (``switches_off``), another placement (``nodes``, ``processes_per_node``). Not the entry's
+    # recipe: the leaderboard and the claims leave it out. None for the entry as declared.
+    variant: dict | None = None
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
@@ -195,7 +199,7 @@ class Result:
         return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
 
 
-_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan")
+_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant")
 _SECTIONS = {
     "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
     "cost": Cost, "training": Training,

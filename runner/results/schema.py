@@ -249,6 +249,18 @@ RESULT_SCHEMA: dict = {
             "required": ["file", "sha256"],
             "properties": {"file": {"const": "plan.json"}, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
         },
+        "variant": {
+            "type": ["object", "null"],
+            "description": "a study's variant of the entry (runner study lesion, factors, scaling): the declared "
+            "switches it turned off and another placement than the manifest's; not the entry's recipe, so never "
+            "a claim or a leaderboard reproduction. Absent for the entry as declared",
+            "additionalProperties": False,
+            "properties": {
+                "switches_off": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                "nodes": {"type": "integer", "minimum": 1},
+                "processes_per_node": {"type": "integer", "minimum": 1},
+            },
+        },
         "timings": {
             "type": ["object", "null"],
             "description": "where the run's wall time went (runner.timings): phases in the order they ran, "

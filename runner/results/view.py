@@ -45,6 +45,7 @@ class ResultRecord:
     joules_to_accuracy: float | None = None  # training energy to the crossing, frozen time excluded
     cross_seed: dict | None = None  # training.cross_seed: the runs compared across seeds (None: before it)
     tta_resolution_seconds: float | None = None  # the step the evaluations time TTA in (None: not stated)
+    variant: dict | None = None  # a study's variant of the entry (result.json's variant; None: the entry's own)
 
     @property
     def complete(self) -> bool:
@@ -117,6 +118,7 @@ def read_record(folder: Path) -> ResultRecord:
             joules_to_accuracy=_joules_to_accuracy(result.energy),
             cross_seed=training.cross_seed if training else None,
             tta_resolution_seconds=training.tta_resolution_seconds if training and training.reached else None,
+            variant=result.variant,
         )
     except FileNotFoundError:
         raise UserError(f"{path} does not exist", "pass a result folder written by `runner reproduce`") from None

@@ -37,7 +37,7 @@ def reproduce_on_slurm(plan: RunPlan, options: SlurmOptions, resume: bool = True
     # The submitter's plan drew the seeds (never the entry); pass --seed to resubmit the same runs.
     seeds = list(plan.seeds)
     entry_dir = runs_dir(paths.results_dir(), entry.name, plan.smoke)  # smoke runs apart
-    folders = complete_runs(entry_dir, seeds, plan.smoke) if resume else {}
+    folders = complete_runs(entry_dir, seeds, plan.smoke, plan.variant) if resume else {}
     if folders:
         reporter().print(f"already complete, not submitted again: seed(s) "
                       f"{', '.join(map(str, sorted(folders)))}")

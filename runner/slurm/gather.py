@@ -52,13 +52,14 @@ def run_folders(entry_dir: Path) -> set[str]:
     return {p.name for p in entry_dir.iterdir() if p.is_dir()} if entry_dir.is_dir() else set()
 
 
-def complete_runs(entry_dir: Path, seeds: list[int], smoke: bool) -> dict[int, Path]:
-    """Seed -> a complete run already in the results folder (re-submission skips these)."""
+def complete_runs(entry_dir: Path, seeds: list[int], smoke: bool, variant: dict | None = None) -> dict[int, Path]:
+    """Seed -> a complete run already in the results folder (re-submission skips these): of the
+    same kind (smoke or not) and the same study variant (``RunPlan.variant``; None: the entry's own)."""
     found: dict[int, Path] = {}
     for name in sorted(run_folders(entry_dir)):
         result = read_result(entry_dir / name)
         if (result and result.get("seed") in seeds and result.get("status") == "complete"
-                and bool(result.get("smoke")) == smoke):
+                and bool(result.get("smoke")) == smoke and result.get("variant") == variant):
             found[result["seed"]] = entry_dir / name
     return found
 

@@ -5,4 +5,4 @@ Each study runs an entry (or reads runs already made), writes a folder
 summary, PNG plots and ``report.html``. One module per study; ``report`` renders them.
 """
 
-KINDS = ("stability", "threshold", "batch-size", "roofline", "generalization")
+KINDS = ("stability", "threshold", "batch-size", "roofline", "generalization", "lesion", "factors", "scaling")

@@ -15,7 +15,7 @@ from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.options import ReproduceOptions
 from runner.results.record import Result
-from runner.study import KINDS, batch_size, generalization, roofline, stability, threshold
+from runner.study import KINDS, batch_size, generalization, lesion, roofline, scaling, stability, threshold
 from runner.study.common import RUNS_DIR, StudyOutput, check_run_folders
 from runner.study.report import write_report
 
@@ -26,15 +26,18 @@ class StudyRequest:
 
     kind: str  # one of runner.study.KINDS
     entry: str  # the entry folder
-    runs: int | None = None  # new runs to make (stability, threshold)
+    runs: int | None = None  # new runs to make (stability, threshold; per variant: lesion, factors, scaling)
     from_runs: list[str] | None = None  # run folders already made, instead of new runs
     thresholds: str | None = None  # threshold: percentages, comma-separated (None: the task's ladder)
     values: str | None = None  # batch-size: the batch sizes, comma-separated
     batch_size: int | None = None  # roofline: the run's global batch size (None: the manifest's)
     options: ReproduceOptions = ReproduceOptions()  # each new run's (the study sets runs, seeds, curves)
     slurm: object = None  # runner.slurm.SlurmOptions: the runs as one Slurm job array each
-    include_nonconforming: bool = False  # stability: count non-conforming runs in the median and CV
+    include_nonconforming: bool = False  # stability, lesion, factors: count non-conforming runs in the figures
     generalization: generalization.Choices = generalization.Choices()  # the second test set, references, transfer
+    switches: str | None = None  # lesion, factors: the declared switches to study, comma-separated (None: all)
+    processes: str | None = None  # scaling: processes on one host, comma-separated
+    nodes: str | None = None  # scaling: Slurm nodes (one process each), comma-separated
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,15 @@ def _study(request: StudyRequest) -> StudyOutput:
                                         slurm=request.slurm))
     if request.kind == "batch-size":
         return batch_size.run(request.entry, batch_size.parse_values(request.values), opts, slurm=request.slurm)
+    if request.kind in lesion.MODES:
+        names, include = lesion.parse_names(request.switches), request.include_nonconforming
+        return (lesion.from_runs(request.kind, request.entry, _given_runs(request), names, include)
+                if request.from_runs else
+                lesion.run(request.kind, request.entry, request.runs, opts, names, request.slurm, include))
+    if request.kind == "scaling":
+        return (scaling.study(load_entry(request.entry), _given_runs(request)) if request.from_runs
+                else scaling.run(request.entry, scaling.parse_counts(request.processes, "--processes"),
+                                 scaling.parse_counts(request.nodes, "--nodes"), request.runs, opts, request.slurm))
     if request.kind != "roofline":
         raise ValueError(f"unknown study {request.kind!r}; the studies are {', '.join(KINDS)}")
     if request.from_runs and len(request.from_runs) != 1:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner.bundle.open import Limits, UnsafeBundleError, open_bundle
+from runner.claims import variant_problem
 from runner.errors import UserError
 from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.verify.evidence import Auditor, Evidence, Unavailable
@@ -133,7 +134,8 @@ def _refuse_hostile_yaml(opened) -> None:
 
 
 def result_notes(root: Path) -> list[str]:
-    """What the result says about itself that a reader must see: smoke, non-conforming, incomplete."""
+    """What the result says about itself that a reader must see: smoke, a study variant,
+    non-conforming, incomplete."""
     evidence = Evidence(root, Auditor(), root)
     try:
         result = evidence.result
@@ -144,6 +146,8 @@ def result_notes(root: Path) -> list[str]:
     notes = []
     if result.get("smoke"):
         notes.append("a SMOKE run (synthetic data, one short epoch): never a benchmark result")
+    if variant := variant_problem(result.get("variant")):
+        notes.append(f"{variant}: never a claim or a leaderboard reproduction")
     if result.get("conforming") is False:
         reasons = "; ".join(map(str, result.get("nonconforming_reasons") or [])) or "no reason given"
         notes.append(f"the result is marked NON-CONFORMING: {reasons}")

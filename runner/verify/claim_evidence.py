@@ -12,7 +12,9 @@ import statistics
 from pathlib import Path
 
 from runner.bundle.open import open_bundle
-from runner.claims import REQUIRED_RUNS, applicable_claim, claim_profile_id, claims_of, cross_seed_problem
+from runner.claims import (
+    REQUIRED_RUNS, applicable_claim, claim_profile_id, claims_of, cross_seed_problem, variant_problem,
+)
 from runner.keys import load_trusted_keys
 from runner.profiles import load_profile, match
 from runner.verify import verify_bundle
@@ -50,6 +52,8 @@ def check_evidence(entry, root: Path, trusted_keys: Path, claimed: dict | None =
             problems.append(f"{name}: a run of {(result.get('entry') or {}).get('name')!r}, not {entry.name}")
         if not result.get("conforming") or result.get("smoke") or result.get("status") != "complete":
             problems.append(f"{name}: not a complete, conforming run")
+        if variant := variant_problem(result.get("variant")):
+            problems.append(f"{name}: {variant}")
         applies = applicable_claim(entry.claimed, entry.hardware_profile, fingerprint)
         if not (applies.comparable and applies.profile == profile_id):
             if mismatches := [str(m) for m in match(profile, fingerprint)]:

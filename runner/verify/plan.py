@@ -117,7 +117,20 @@ def plan_problems(plan: object, result: dict, profile: Profile) -> list[str]:
         problems.append(f"image {plan.get('image')} (the result: {_get(result, 'image', 'id')})")
     if (plan.get("hyperparameters") or {}) != (result.get("hyperparameters") or {}):
         problems.append(f"hyperparameters {plan.get('hyperparameters')} (the result: {result.get('hyperparameters')})")
-    return problems + _data_problems(plan, result) + _limit_problems(plan, result, profile)
+    return (problems + _variant_problems(plan, result) + _data_problems(plan, result)
+            + _limit_problems(plan, result, profile))
+
+
+def _variant_problems(plan: dict, result: dict) -> list[str]:
+    """The switches the plan turned off and its placement are the result's ``variant``: a run
+    of a study's variant cannot pass for the entry's own recipe."""
+    variant = result.get("variant") if isinstance(result.get("variant"), dict) else {}
+    off, recorded = _get(plan, "options", "switches_off") or [], variant.get("switches_off") or []
+    if (not isinstance(off, list) or not isinstance(recorded, list)
+            or sorted(map(str, off)) != sorted(map(str, recorded))):
+        return [f"switches off {off!r} (the result: {recorded!r})"]
+    return [f"{key} {_get(plan, 'options', key)!r} (the result's variant: {variant[key]!r})"
+            for key in ("nodes", "processes_per_node") if key in variant and _get(plan, "options", key) != variant[key]]
 
 
 def read_plan(ev: Evidence) -> object | None:

@@ -142,3 +142,18 @@ def test_entry_yaml_that_is_a_folder_is_refused(tmp_path, capsys, results):
     (entry / "entry.yaml").unlink()
     (entry / "entry.yaml").mkdir()
     assert_one_line_error(*reproduce(capsys, entry)[:3], "not a regular file")
+
+
+@pytest.mark.parametrize("switches, needles", [
+    ([{"name": "fast", "kind": "magical", "disable": {"env": "RUNNER_SWITCH_FAST"}}],
+     ("switches.0.kind", "software, hardware, statistical")),
+    ([{"name": "fast", "kind": "software", "disable": {"env": "RUNNER_SEED"}}],
+     ("switches.0.disable.env", "outside the run contract's namespace", "RUNNER_SWITCH_<NAME>")),
+    ([{"name": "fast", "kind": "software", "disable": {"env": "PATH"}}], ("outside the run contract's namespace",)),
+    ([{"name": "fast", "kind": "software", "disable": {"env": "RUNNER_SWITCH_A"}},
+      {"name": "fast", "kind": "hardware", "disable": {"env": "RUNNER_SWITCH_B"}}], ("names switch 'fast' twice",)),
+])
+def test_hostile_switches_are_refused_with_the_field(tmp_path, capsys, results, switches, needles):
+    entry = edit_manifest(probe_entry(tmp_path, "sandbox"), switches=switches)
+    assert_one_line_error(*reproduce(capsys, entry)[:3], *needles)
+    assert no_results(results)

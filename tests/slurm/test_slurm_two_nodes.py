@@ -177,3 +177,36 @@ def test_two_nodes_whose_engine_is_podman_train_one_run(cpu_base_image, local_sl
     assert json.loads((folder / "fingerprint-node1.json").read_text())["docker"]["engine"] == "podman"
     freezes = [e for e in events_of(folder) if e["key"] == "eval_freeze"]
     assert freezes and all(f["metadata"]["ranks"] == {"0": "paused", "1": "paused"} for f in freezes)
+
+
+DEFAULT_ENTRY = Path(__file__).parent.parent.parent / "entries" / "mnist-cnn-cpu"
+
+
+def test_the_scaling_study_runs_the_default_entry_on_one_and_two_slurm_nodes(
+        docker_client, cpu_base_image, local_slurm, cluster_network, tmp_path, monkeypatch):
+    """`runner study scaling --slurm --nodes 1,2`: the default entry (gloo when it has several
+    processes) as one Slurm job on one node, then one over both, each a signed run."""
+    keys = generate(tmp_path / "submit-host-keys")
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("RUNNER_SIGNING_KEY", str(keys.private))
+    monkeypatch.setenv(NETWORK_ENV, cluster_network)
+    assert main(["study", "scaling", str(DEFAULT_ENTRY), "--smoke", "--no-infer", "--runs", "1", "--processes", "1",
+                 "--nodes", "1,2", "--slurm", "--partition", local_slurm.pair_partition]) == 0
+    (study,) = (tmp_path / "results" / "mnist-cnn-cpu" / "studies").glob("scaling-*")
+    summary = json.loads((study / "summary.json").read_text())
+    (nodes,) = summary["series"]  # the one-host series would be its one-process point alone
+    assert nodes["count"] == "nodes" and [p["processes"] for p in nodes["points"]] == [1, 2]
+    runs = {r["nodes"]: r for r in summary["runs"]}
+    assert set(runs) == {1, 2} and all(r["on_slurm"] and r["status"] == "complete" for r in runs.values())
+    two = study / "runs" / runs[2]["run_id"]
+    result = json.loads((two / "result.json").read_text())
+    assert result["variant"] == {"nodes": 2, "processes_per_node": 1} and result["slurm"]["state"] == "COMPLETED"
+    assert result["hardware"]["nodes"] == 2 and "nodes: expected 1, found 2" in result["hardware"]["mismatches"]
+    assert (two / ENVELOPE).is_file() and "started ranks [1]" in (two / "logs" / "node1-agent.log").read_text()
+    one = json.loads((study / "runs" / runs[1]["run_id"] / "result.json").read_text())
+    assert "variant" not in one and one["hardware"]["nodes"] == 1  # the manifest's own placement
+    # Rank 0 logged its time in all_reduce; the one-process run has none to log.
+    assert len(runs[2]["communication_seconds"]) == 1 and runs[1]["communication_seconds"] == []
+    first, second = nodes["points"]
+    assert second["epoch_speedup"] == pytest.approx(first["median_epoch_seconds"] / second["median_epoch_seconds"])
+    assert (study / "scaling.png").is_file() and (study / "report.html").is_file()

@@ -24,29 +24,55 @@ def _common(p, runs_default: int | None = None) -> None:
         p.add_argument("--runs", type=int, default=runs_default, help=f"runs to make (default {runs_default})")
 
 
+def _runs_made_or_given(p, left_out: str | None = None) -> None:
+    """``--from-runs`` (runs already made instead of new ones) and ``--no-infer``; with
+    ``left_out`` (what non-conforming runs are left out of), ``--include-non-conforming``."""
+    p.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
+    p.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
+    if left_out:
+        p.add_argument("--include-non-conforming", action="store_true",
+                       help=f"count non-conforming runs in the {left_out} (by default they are named and left out)")
+
+
 def register(p) -> None:
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
     s = kinds.add_parser("stability", help="N runs with the runner's seeds: TTA, median, CV, curves",
                          description="Run the entry N times with the runner's seeds (or read existing runs) "
                          "and report each run's TTA, their median and coefficient of variation, and the curves.")
     _common(s, runs_default=5)
-    s.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
-    s.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
-    s.add_argument("--include-non-conforming", action="store_true",
-                   help="count non-conforming runs in the median and CV (by default they are named and left out)")
+    _runs_made_or_given(s, "median and CV")
     t = kinds.add_parser("threshold", help="TTA at a ladder of thresholds, from runs' curves",
                          description="Time-to-accuracy at each threshold of a ladder (the task's, or "
                          "--thresholds), read from the runs' curves.")
     _common(t, runs_default=1)
-    t.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
+    _runs_made_or_given(t)
     t.add_argument("--thresholds", help="percentages, comma-separated (default: the task's ladder)")
-    t.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
     b = kinds.add_parser("batch-size", help="one run per global batch size: epochs, throughput, TTA",
                          description="One run per global batch size: epochs to the threshold, "
                          "throughput and TTA at each.")
     _common(b)
     b.add_argument("--values", required=True, help="batch sizes, comma-separated, e.g. 32,128,512,2048")
     b.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
+    for mode, what, description in (
+            ("lesion", "the full recipe and each declared switch off alone: TTA per variant",
+             "Run the full recipe and the recipe with each switch its entry.yaml declares turned off alone "
+             "(N runs each, seeds the runner draws): median TTA, spread, fraction reached and accuracy at the "
+             "full recipe's TTA per variant."),
+            ("factors", "from every declared switch off, each added back in order: TTA per step",
+             "The factor analysis: from the recipe with every declared switch off, add the switches back one "
+             "at a time in the manifest's order, ending at the full recipe; the lesion's figures per step.")):
+        m = kinds.add_parser(mode, help=what, description=description)
+        _common(m, runs_default=3)
+        m.add_argument("--switches", metavar="A,B", help="the declared switches to study (default: all, in order)")
+        _runs_made_or_given(m, "figures")
+    c = kinds.add_parser("scaling", help="TTA and time per epoch against processes on one host and Slurm nodes",
+                         description="TTA and time per epoch at 1, 2, 4 ... processes on one host and, with "
+                         "--slurm, across Slurm nodes: speed-up and efficiency against one process, and the "
+                         "entry's communication time where it logs it.")
+    _common(c, runs_default=1)
+    c.add_argument("--processes", default="1,2", help="processes on one host, comma-separated (default 1,2)")
+    c.add_argument("--nodes", help="Slurm nodes with one process each, comma-separated, e.g. 1,2 (needs --slurm)")
+    _runs_made_or_given(c)
     r = kinds.add_parser("roofline", help="achieved FLOP/s in training and inference against the peak",
                          description="The FLOP/s a run achieved in training and in inference, against "
                          "the hardware's peak.")
@@ -61,8 +87,7 @@ def register(p) -> None:
                          "linear head on the model's penultimate features for another task against the same "
                          "head on a randomly initialised copy.")
     _common(g, runs_default=1)
-    g.add_argument("--from-runs", nargs="+", metavar="RUN", help="existing run folders instead of new runs")
-    g.add_argument("--no-infer", action="store_true", help="skip the inference phase of each run")
+    _runs_made_or_given(g)
     g.add_argument("--extra-set", metavar="NAME", help="the second test set (default: the task's first; "
                    "`runner data import NAME` stages it)")
     g.add_argument("--reference", action="append", metavar="NAME=ORIG,NEW|RUN",

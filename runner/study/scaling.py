@@ -1,0 +1,232 @@
+"""Does training scale: TTA and time per epoch against the number of training processes.
+
+Two series, each on the placements ``runner reproduce`` already has: 1, 2, 4 ... processes
+on one host (one container per rank, ``processes_per_node``), and 1, 2 ... Slurm nodes with
+one process each (``nodes``: one job over that many nodes, ``--slurm``). The study sets the
+placement for its runs (``ReproduceOptions.nodes`` / ``processes_per_node``); a placement
+other than the manifest's is recorded as the run's ``variant``, so the leaderboard and the
+claims leave it out. Against the series' one-process point: the speed-up of TTA and of the
+time per epoch, and the efficiency (speed-up / processes). DAWNBench found an AmoebaNet on a
+TPU pod scaling poorly and a ResNet-50 on a DGX-1 well.
+
+Time per epoch is the runner's (the entry's ``epoch_start``..``epoch_stop``, host-stamped,
+frozen time excluded); communication time is the entry's own figure where it logs one
+(``communication_seconds`` per epoch, rank 0's time in collectives, its own clock: recorded,
+never trusted, and reported as the entry's).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+from runner.errors import UserError
+from runner.events import ENTRY, read_events
+from runner.manifest import Entry, load_entry
+from runner.profiles import load_profile
+from runner.report import reporter
+from runner.results.record import Result
+from runner.study.common import StudyOutput, Table, epoch_seconds, fmt, run_entry, save_study, with_runs
+from runner.study.plots import figure, save
+
+KIND = "scaling"
+ONE_HOST, NODES = "processes on one host", "Slurm nodes, one process each"
+COMM_KEY = "communication_seconds"  # the run contract's optional per-epoch event (docs/run-contract.md)
+
+
+def parse_counts(text: str | None, flag: str) -> list[int] | None:
+    """``--processes 1,2,4``: positive counts, sorted; the one-process point every speed-up
+    is measured against is added when missing."""
+    if text is None:
+        return None
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or any(not 1 <= v <= 1024 for v in values):
+        raise UserError(f"{flag} {text!r} is not a list of counts",
+                        f"give whole numbers from 1 separated by commas, e.g. {flag} 1,2,4")
+    return sorted(set(values) | {1})
+
+
+def placements(processes: list[int], nodes: list[int] | None) -> list[tuple[int, int]]:
+    """Each distinct (nodes, processes per node) to run: the one-host series, then the nodes'."""
+    wanted = [(1, p) for p in processes] + [(n, 1) for n in nodes or []]
+    return list(dict.fromkeys(wanted))
+
+
+def placement_of(result: Result, entry: Entry) -> tuple[int, int]:
+    """(nodes, processes per node) of a run: its variant's, else the manifest's."""
+    variant = result.variant or {}
+    return int(variant.get("nodes", entry.nodes)), int(variant.get("processes_per_node", entry.processes_per_node))
+
+
+def communication(folder: Path) -> list[float]:
+    """The entry's ``communication_seconds`` per epoch (finite, non-negative numbers only)."""
+    values = []
+    for ev in read_events(Path(folder) / "events.jsonl"):
+        if ev.origin == ENTRY and ev.key == COMM_KEY:
+            v = ev.value
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
+                values.append(float(v))
+    return values
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def measure(folder: Path, entry: Entry) -> dict:
+    r = Result.read(folder)
+    nodes, per_node = placement_of(r, entry)
+    epochs, comm = epoch_seconds(folder), communication(folder)
+    return {
+        "run_id": r.run_id, "seed": r.seed, "status": r.status, "nodes": nodes, "processes_per_node": per_node,
+        "processes": nodes * per_node, "on_slurm": r.slurm is not None,
+        "reached": r.tta_seconds is not None, "tta_seconds": r.tta_seconds,
+        "epoch_seconds": epochs, "median_epoch_seconds": _median(epochs),
+        "communication_seconds": comm, "median_communication_seconds": _median(comm),
+        "conforming": r.conforming, "nonconforming_reasons": list(r.nonconforming_reasons), "smoke": r.smoke,
+    }
+
+
+def _point(runs: list[dict], count: int) -> dict:
+    complete = [r for r in runs if r["status"] == "complete"]
+    ttas = [r["tta_seconds"] for r in complete if r["reached"]]
+    epochs = [r["median_epoch_seconds"] for r in complete if r["median_epoch_seconds"] is not None]
+    comm = [r["median_communication_seconds"] for r in complete if r["median_communication_seconds"] is not None]
+    return {"processes": count, "run_ids": [r["run_id"] for r in runs], "complete_runs": len(complete),
+            "reached": len(ttas), "fraction_reached": len(ttas) / len(complete) if complete else None,
+            "median_tta_seconds": _median(ttas), "median_epoch_seconds": _median(epochs),
+            "median_communication_seconds": _median(comm)}
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def series(name: str, measured: list[dict]) -> dict | None:
+    """One series: its points by process count, each with speed-up and efficiency against its
+    own one-process point; None when it has no run."""
+    if name == ONE_HOST:
+        members = [m for m in measured if m["nodes"] == 1]
+        count_of = "processes_per_node"
+    else:
+        members = [m for m in measured if m["processes_per_node"] == 1 and m["on_slurm"]]
+        count_of = "nodes"
+    counts = sorted({m[count_of] for m in members})
+    if name == NODES and counts == [1]:
+        return None  # the nodes' series is only there when some run spans nodes
+    if not members:
+        return None
+    points = [_point([m for m in members if m[count_of] == c], c) for c in counts]
+    base = next((p for p in points if p["processes"] == 1), None)
+    for p in points:
+        p["tta_speedup"] = _ratio(base and base["median_tta_seconds"], p["median_tta_seconds"])
+        p["epoch_speedup"] = _ratio(base and base["median_epoch_seconds"], p["median_epoch_seconds"])
+        p["tta_efficiency"] = _ratio(p["tta_speedup"], p["processes"])
+        p["epoch_efficiency"] = _ratio(p["epoch_speedup"], p["processes"])
+        p["communication_fraction"] = _ratio(p["median_communication_seconds"], p["median_epoch_seconds"])
+    return {"name": name, "count": count_of, "points": points}
+
+
+def analyse(entry: Entry, folders: list[Path]) -> dict:
+    measured = [measure(f, entry) for f in folders]
+    found = [s for s in (series(ONE_HOST, measured), series(NODES, measured)) if s is not None]
+    if len(found) > 1:  # a series of its one-process point alone is only the other's baseline
+        found = [s for s in found if len(s["points"]) > 1] or found
+    return {"kind": KIND, "entry": entry.name, "task": entry.task.id, "threshold": entry.task.threshold,
+            "declared": {"nodes": entry.nodes, "processes_per_node": entry.processes_per_node},
+            "runs": measured, "series": found, "smoke": any(m["smoke"] for m in measured)}
+
+
+def plot(summary: dict, path: Path) -> str:
+    fig, axes = figure(2)
+    top = max([p["processes"] for s in summary["series"] for p in s["points"]] + [2])
+    for ax, key, label in zip(axes, ("tta_speedup", "epoch_speedup"), ("time to accuracy", "time per epoch")):
+        ax.plot([1, top], [1, top], color="grey", ls="--", lw=1, label="ideal")
+        for s, marker in zip(summary["series"], ("o", "s")):
+            points = [p for p in s["points"] if p[key] is not None]
+            ax.plot([p["processes"] for p in points], [p[key] for p in points], marker=marker, label=s["name"])
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ticks = sorted({p["processes"] for s in summary["series"] for p in s["points"]} | {1})
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.yaxis.set_major_formatter(plain_numbers())
+        ax.set_xlabel("training processes")
+        ax.set_ylabel(f"speed-up of {label}")
+        ax.set_title(f"{label}: speed-up against one process")
+        ax.legend(fontsize=7)
+    return save(fig, path)
+
+
+def plain_numbers():
+    from matplotlib.ticker import FuncFormatter  # lazy: heavy (matplotlib, only when a plot is drawn)
+
+    return FuncFormatter(lambda value, _: f"{value:g}")
+
+
+def present(folder: Path, summary: dict) -> StudyOutput:
+    rows = []
+    for s in summary["series"]:
+        for p in s["points"]:
+            rows.append([s["name"], str(p["processes"]), fmt(p["median_tta_seconds"], ".2f", "never reached"),
+                         "--" if p["fraction_reached"] is None else f"{p['reached']}/{p['complete_runs']}",
+                         fmt(p["median_epoch_seconds"], ".2f"), fmt(p["tta_speedup"], ".2f"),
+                         fmt(p["tta_efficiency"], ".0%"), fmt(p["epoch_speedup"], ".2f"),
+                         fmt(p["epoch_efficiency"], ".0%"), fmt(p["median_communication_seconds"], ".3f"),
+                         fmt(p["communication_fraction"], ".0%")])
+    runs = [[r["run_id"], f"{r['nodes']} x {r['processes_per_node']}", "slurm" if r["on_slurm"] else "here",
+             r["status"], fmt(r["tta_seconds"], ".2f", "never reached"), fmt(r["median_epoch_seconds"], ".2f"),
+             "yes" if r["conforming"] else "no"] for r in summary["runs"]]
+    name = plot(summary, folder / "scaling.png")
+    notes = ["time per epoch: the runner's, the median of the epochs the entry marked (epoch_start..epoch_stop, "
+             "host-stamped, frozen time excluded); communication: the entry's own communication_seconds per epoch "
+             "(its clock, never trusted), where it logs them",
+             "one process trains on the profile's cores (RUNNER_THREADS); each of several ranks on one core of its "
+             "node (RUNNER_THREADS=1), as runner reproduce places them",
+             "a placement other than the manifest's is a study variant (result.json variant): the leaderboard and "
+             "the claims leave it out"]
+    for r in summary["runs"]:
+        if not r["conforming"] and r["nonconforming_reasons"]:
+            notes.append(f"non-conforming {r['run_id']} ({r['nodes']} x {r['processes_per_node']}): "
+                         + "; ".join(r["nonconforming_reasons"]))
+    if summary.get("smoke"):
+        notes.append("smoke runs: one short epoch on synthetic data; the figures check the pipeline, not the scaling")
+    return StudyOutput(
+        KIND, summary["entry"], folder, summary, notes=notes,
+        plots=[(name, "speed-up of TTA and of time per epoch against one process (dashed: ideal)")],
+        tables=[Table("scaling", ["series", "processes", "median TTA s", "reached", "s / epoch", "TTA speed-up",
+                                  "TTA efficiency", "epoch speed-up", "epoch efficiency", "comm s / epoch",
+                                  "comm share"], rows),
+                Table("runs", ["run", "nodes x processes", "where", "status", "TTA s", "s / epoch", "conforming"],
+                      runs)],
+    )
+
+
+def run(entry_path: str, processes: list[int] | None, nodes: list[int] | None, runs: int, opts,
+        slurm=None) -> StudyOutput:
+    if nodes and slurm is None:
+        raise UserError("--nodes places runs across Slurm nodes", "add --slurm (and --partition P if needed)")
+    if runs < 1:
+        raise UserError(f"--runs {runs} is not a number of runs", "give at least 1")
+    entry = load_entry(entry_path)
+    profile_nodes = load_profile(entry.hardware_profile).nodes
+    folders = []
+    for n, p in placements(processes or [1, 2], nodes):
+        mismatch = n != profile_nodes
+        reporter().print(f"[bold]scaling[/] {n} node(s) x {p} process(es): {runs} run(s)"
+                         + (f" (profile {entry.hardware_profile} has {profile_nodes} node(s): the runs are "
+                            "non-conforming)" if mismatch else ""))
+        chosen = replace(with_runs(opts, runs, seed=None), nodes=n, processes_per_node=p,
+                         allow_hardware_mismatch=opts.allow_hardware_mismatch or mismatch)
+        folders += run_entry(entry_path, chosen, slurm)
+    return study(entry, folders)
+
+
+def study(entry: Entry, folders: list[Path]) -> StudyOutput:
+    summary = analyse(entry, folders)
+    folder = save_study(KIND, folders, summary)
+    return present(folder, summary)
