@@ -15,6 +15,7 @@ from packageurl import PackageURL
 from runner import paths
 from runner.bundle import Limits, open_bundle
 from runner.entry_build.cyclonedx import FILE, cyclonedx_document, deb_purl, pypi_purl
+from runner.results.layout import entry_runs
 from runner.entry_build.lockfile import Pin, normalise_name, parse_lock
 
 ARCHIVE = paths.repo_root() / "results" / "archive"
@@ -103,7 +104,7 @@ def test_a_smoke_run_writes_the_cyclonedx_sbom_and_verify_rebuilds_it(docker_cli
     monkeypatch.setenv(keys.ENV_VAR, str(pair.private))
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
     assert main(["reproduce", str(paths.repo_root() / "entries" / "mnist-cnn-cpu"), "--smoke", "--no-infer"]) == 0
-    (folder,) = (tmp_path / "results" / "mnist-cnn-cpu").iterdir()
+    (folder,) = entry_runs(tmp_path / "results", "mnist-cnn-cpu")  # a smoke run: under smoke/
     document = json.loads((folder / FILE).read_text())
     assert _invalid(document) is None
     sbom = json.loads((folder / "sbom.json").read_text())

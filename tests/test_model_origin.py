@@ -130,10 +130,13 @@ def _record(folder: Path, weights: Path) -> dict:
 
 @pytest.fixture(autouse=True)
 def _fresh_module():
+    """Each test's entry has its own model.py: no ``model`` module imported before (by an
+    earlier test module of the session) or by another test here may stand in for it."""
     import sys
 
+    sys.modules.pop("model", None)
     yield
-    sys.modules.pop("model", None)  # each test's entry has its own model.py
+    sys.modules.pop("model", None)
 
 
 def _trained_state(source_folder: Path) -> dict:

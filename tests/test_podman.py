@@ -61,7 +61,9 @@ def _run(entry: Path, results: Path, *options: str, engine: str | None = None) -
     return result | {"_folder": str(folder)}
 
 
-def test_the_default_entry_under_podman_matches_docker_conforms_and_verifies(podman, tmp_path, monkeypatch, capsys):
+def test_the_default_entry_under_podman_matches_docker_conforms_and_verifies(
+    podman, tmp_path, monkeypatch, capsys, host_load_is_not_the_subject
+):
     pair = keys.generate(tmp_path / "keys")
     monkeypatch.setenv(keys.ENV_VAR, str(pair.private))
     monkeypatch.delenv("RUNNER_HOME", raising=False)  # the shared wheelhouse and staged MNIST
@@ -81,8 +83,7 @@ def test_the_default_entry_under_podman_matches_docker_conforms_and_verifies(pod
     assert "ran on Podman Engine 4." in " ".join(capsys.readouterr().out.split())  # however the terminal wraps
 
 
-def test_the_lock_down_holds_under_podman(podman, tmp_path, monkeypatch):
-    monkeypatch.setenv("RUNNER_MAX_OTHER_RUNNABLE", "1000")  # about the sandbox, not the host's load
+def test_the_lock_down_holds_under_podman(podman, tmp_path, host_load_is_not_the_subject):
     result = _run(probe_entry(tmp_path, "sandbox"), tmp_path / "results", "--smoke", "--no-infer")
     events = [json.loads(line) for line in Path(result["_folder"], "events.jsonl").read_text().splitlines()]
     (probe,) = [e["metadata"] for e in events if e["key"] == "sandbox_probe"]

@@ -101,10 +101,9 @@ def events(result: dict) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
-def test_sandbox_hides_labels_and_locks_the_container_down(docker_client, tmp_path, results, monkeypatch):
-    # About the sandbox, not the host: a shared test machine's load must not make it
-    # non-conforming (contention marking is tested in tests/hostile/test_runtime_cases.py).
-    monkeypatch.setenv("RUNNER_MAX_OTHER_RUNNABLE", "1000")
+def test_sandbox_hides_labels_and_locks_the_container_down(
+    docker_client, tmp_path, results, host_load_is_not_the_subject
+):
     assert main(["reproduce", str(probe_entry(tmp_path, "sandbox")), "--no-infer"]) == 0
     result = only_result(results)
     (probe,) = [e["metadata"] for e in events(result) if e["key"] == "sandbox_probe"]
@@ -150,9 +149,8 @@ def test_checkpoints_the_runner_cannot_evaluate_are_recorded_not_scored(docker_c
 
 @pytest.mark.parametrize("full_curve", [False, True])
 def test_after_the_crossing_checkpoints_are_evaluated_only_for_the_whole_curve(
-    docker_client, tmp_path, results, monkeypatch, full_curve
+    docker_client, tmp_path, results, host_load_is_not_the_subject, full_curve
 ):
-    monkeypatch.setenv("RUNNER_MAX_OTHER_RUNNABLE", "1000")  # about evaluations, not the host's load
     flags = ["--full-curve"] if full_curve else []
     assert main(["reproduce", str(probe_entry(tmp_path, "cross")), "--smoke", "--no-infer", *flags]) == 0
     result = only_result(results)

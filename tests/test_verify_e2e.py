@@ -21,7 +21,9 @@ from runner.verify import CHECK_NAMES
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_fresh_bundle_from_the_default_entry_verifies(docker_client, tmp_path, monkeypatch, capsys):
+def test_fresh_bundle_from_the_default_entry_verifies(
+    docker_client, tmp_path, monkeypatch, capsys, host_load_is_not_the_subject
+):
     pair = keys.generate(tmp_path / "keys")
     monkeypatch.setenv(keys.ENV_VAR, str(pair.private))
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))
@@ -61,7 +63,9 @@ def test_fresh_bundle_from_the_default_entry_verifies(docker_client, tmp_path, m
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_a_run_without_inference_leaves_its_final_model_to_reinfer(docker_client, tmp_path, monkeypatch, capsys):
+def test_a_run_without_inference_leaves_its_final_model_to_reinfer(
+    docker_client, tmp_path, monkeypatch, capsys, host_load_is_not_the_subject
+):
     """``--no-infer`` copies and hashes the final model but does not evaluate it (nothing is
     timed); ``runner reinfer`` evaluates that very model first, and refuses other bytes."""
     import shutil

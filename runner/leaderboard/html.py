@@ -37,6 +37,7 @@ from runner.keys import public_key_dict
 from runner.leaderboard import formats, plots
 from runner.leaderboard.reproductions import Reproduction
 from runner.leaderboard.tables import OBJECTIVES, Row, Table, aggregate
+from runner.results.layout import short_id
 
 STYLE = "style.css"
 TASKS_DIR = "tasks"
@@ -58,12 +59,6 @@ _ENV = jinja2.Environment(
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "x"
-
-
-def short_run_id(run_id: str) -> str:
-    """``20261122T010203Z-s0-aaaaaa`` -> ``s0-aaaaaa``: the seed and the run's own hex."""
-    match = re.fullmatch(r"\d{8}T\d{6}Z-(.+)", run_id)
-    return match.group(1) if match else run_id
 
 
 def bundle_name(repro: Reproduction) -> str:
@@ -295,7 +290,7 @@ def _entry_view(out: Path, ft: FormatTask, entry: str, runs: list[Reproduction],
             (out / curve).write_bytes(repro.curve_tsv)
         bundle = _copy_bundle(repro, out)
         views.append(RunView(
-            repro=repro, short=short_run_id(rec.run_id), anchor=run_anchor(repro),
+            repro=repro, short=short_id(rec.run_id), anchor=run_anchor(repro),
             verdict="verified reproduction" if repro.verified else "; ".join(repro.problems),
             tta=formats.tta(rec.tta_seconds, rec.tta_resolution_seconds) if rec.reached else "threshold not reached",
             cost=formats.dollars(rec.training_usd), latency=_latency_text(repro),
@@ -305,14 +300,14 @@ def _entry_view(out: Path, ft: FormatTask, entry: str, runs: list[Reproduction],
     names = {n for r in runs for n in r.record.dawnbench_claims}
     paired = [c for c in claims if c.name in names and c.task == ft.task_id]
     view = EntryView(entry, ft, page, views, _summaries(ft, runs), paired, _entry_claim(runs), None)
-    curves = [plots.RunCurve(short_run_id(r.record.run_id), r.curve, r.verified) for r in runs if r.curve]
+    curves = [plots.RunCurve(short_id(r.record.run_id), r.curve, r.verified) for r in runs if r.curve]
     if curves:
         train_claim = next((c for c in paired if c.kind == "train" and c.curve), None)
         plots.runs_curve(folder / "curve.png", ft, curves, train_claim.curve if train_claim else None)
         view.curve_png = f"{slug(entry)}/curve.png"
     backends = sorted({b for r in runs for b in r.latencies_ms})
     for backend in backends:
-        series = [(short_run_id(r.record.run_id), r.latencies_ms[backend]) for r in runs if backend in r.latencies_ms]
+        series = [(short_id(r.record.run_id), r.latencies_ms[backend]) for r in runs if backend in r.latencies_ms]
         plots.latency_runs(folder / f"latency-{slug(backend)}.png", backend, series)
         view.latency_pngs.append(f"{slug(entry)}/latency-{slug(backend)}.png")
     return view
