@@ -135,6 +135,29 @@ def test_ls_json_has_the_full_ids_folders_and_verdicts(board, capsys, monkeypatc
     assert runs[OLD_SMOKE]["verified"] is False and runs[OLD_SMOKE]["verified_problem"].startswith("unsigned")
 
 
+def test_ls_and_show_name_a_studys_variants_so_none_is_read_as_the_recipe(board, capsys, monkeypatch, tmp_path):
+    results, keys = board
+    mine = tmp_path / "results"
+    first = results / ENTRY / REAL[0]
+    lesion = _copy(first, mine / ENTRY / "20261124T020000Z-s7-eeeeee", 7,
+                   variant={"switches_off": ["one-cycle", "label-smoothing"]})
+    placed = _copy(first, mine / ENTRY / "20261124T030000Z-s8-ffffff", 8,
+                   variant={"nodes": 2, "processes_per_node": 1})
+    _copy(first, mine / ENTRY / REAL[1], 5)
+    code, out, err = _cli(capsys, monkeypatch, "ls", "--results", str(mine), "--trusted-keys", str(keys))
+    assert code == 0, err
+    assert_fits(out)
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith("s") and "-" in line]
+    assert rows == ["s5-c0997d", "s7-eeeeee*", "s8-ffffff*"]  # marked in the table, named below it
+    assert "* s7-eeeeee: study variant, -one-cycle,label-smoothing" in out and "* s8-ffffff: study variant, 2 nodes x 1 process" in out
+    code, out, _ = _cli(capsys, monkeypatch, "ls", "--results", str(mine), "--json")
+    variants = {r["run_id"]: r["variant"] for r in json.loads(out)["runs"]}
+    assert variants[lesion.name] == {"switches_off": ["one-cycle", "label-smoothing"]} and variants[REAL[1]] is None
+    code, out, _ = _cli(capsys, monkeypatch, "show", "s8-ffffff", "--results", str(mine))
+    assert code == 0 and placed.name in out
+    assert "a study variant (2 node(s) x 1 process(es), not the manifest's placement)" in " ".join(out.split())
+
+
 def test_ls_of_nothing_says_so(tmp_path, capsys, monkeypatch):
     code, out, _ = _cli(capsys, monkeypatch, "ls", "--results", str(tmp_path / "none"))
     assert code == 0 and "no runs under" in out

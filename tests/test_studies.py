@@ -188,6 +188,25 @@ def test_lesion_runs_each_switch_off_alone_as_a_signed_marked_variant(lesion):
     assert "leave them out" in (lesion / "report.html").read_text()
 
 
+def test_the_lesion_table_reads_at_80_columns_with_every_figure_whole(lesion):
+    from rich.console import Console
+
+    from runner.cli.study import _FIGURE, study_tables
+    from runner.study import lesion as lesion_study
+
+    out = lesion_study.present(lesion, summary_of(lesion))
+    console = Console(width=80, record=True)
+    for table in study_tables(out):
+        console.print(table)
+    text = console.export_text()
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= 80 and "…" not in text
+    (table,) = out.tables
+    figures = [cell for row in table.rows for cell in row[2:] if cell != "--" and _FIGURE.fullmatch(cell)]
+    assert figures and all(f" {cell}" in text for cell in figures), (figures, text)  # none split over lines
+    assert any("no effect on this host" in note for note in out.notes) == (
+        "not run" in [row[2] for row in table.rows])  # a variant not run says why, below the table
+
+
 def test_factor_analysis_adds_each_switch_back_and_reads_runs_already_made(lesion, results, capsys):
     assert main(["study", "factors", str(ENTRY), "--smoke", "--no-infer", "--runs", "1",
                  "--switches", "one-cycle"]) == 0
@@ -211,6 +230,56 @@ def test_factor_analysis_adds_each_switch_back_and_reads_runs_already_made(lesio
     capsys.readouterr()
     assert main(["study", "factors", str(ENTRY), "--switches", "one-cycle", "--from-runs", str(given[1])]) == 2
     assert "is not a run of any variant of this factors study" in capsys.readouterr().err
+
+
+def test_the_leaderboard_site_links_each_study_and_shows_its_variants_there(lesion, results, tmp_path):
+    """Issue 39 item 4 on the real lesion study above: the entry's page links the study's page,
+    which shows the report's tables and plot, and lists every run it read: the study's variants
+    there (each with its bundle), the entry's own runs linked to their rows on the entry's page."""
+    from html import escape
+
+    from test_leaderboard import _links_resolve, _Page
+
+    from runner.results.layout import entry_runs, short_id
+
+    site = tmp_path / "site"
+    assert main(["leaderboard", "--results", str(results), "--html", str(site), "--task", "mnist"]) == 0
+    report = json.loads((lesion / "report.json").read_text())
+    assert report["kind"] == "lesion" and sorted(report["runs"]) == sorted(p.name for p in (lesion / "runs").iterdir())
+    entry_page = site / "reproductions" / "mnist-cnn-cpu.html"
+    study_page = site / "reproductions" / "mnist-cnn-cpu" / "studies" / f"{lesion.name}.html"
+    entry_html, study_html = entry_page.read_text(), study_page.read_text()
+    assert f'href="../reproductions/mnist-cnn-cpu/studies/{lesion.name}.html"' in entry_html
+    assert 'href="reproductions/mnist-cnn-cpu.html#studies"' in (site / "index.html").read_text()
+    for table in report["tables"]:
+        for row in table["rows"]:
+            for cell in row:
+                assert f">{escape(cell)}</td>" in study_html, cell
+    assert (study_page.parent / lesion.name / "lesion.png").read_bytes() == (lesion / "lesion.png").read_bytes()
+    variants = 0
+    for run_id in report["runs"]:
+        result = Result.read(lesion / "runs" / run_id)
+        if result.variant is not None:  # a switch off: on the study's page with its bundle, not the entry's
+            variants += 1
+            assert f'id="run-{run_id}"' in study_html and f"bundles/mnist-cnn-cpu-{run_id}.tar.gz" in study_html
+            assert run_id not in entry_html
+        else:
+            assert f"mnist-cnn-cpu.html#run-{run_id}" in study_html and f'id="run-{run_id}"' in entry_html
+            assert short_id(run_id) in study_html
+    # Every study's variants (this module's factor analyses read some too) are counted on the entry's page.
+    every = {run for study in (results / "mnist-cnn-cpu" / "studies").iterdir()
+             for run in json.loads((study / "report.json").read_text())["runs"]}
+    shown = sum(Result.read(p).variant is not None for p in entry_runs(results, "mnist-cnn-cpu") if p.name in every)
+    assert variants >= 1 and shown >= variants
+    assert f"{shown} runs with a switch off" in " ".join(entry_html.split())
+    for page in (entry_page, study_page, site / "index.html"):
+        parsed = _Page()
+        parsed.feed(page.read_text())
+        assert _links_resolve(site, page, parsed) > 3
+    # Published as it is: no file of the site names the results folder or this checkout.
+    for path in (p for p in site.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        assert str(results).encode() not in data and str(REPO).encode() not in data, path
 
 
 def test_scaling_runs_one_and_two_processes_and_measures_the_speed_up(docker_client, results):

@@ -29,7 +29,8 @@ def run(args) -> int:
             for table in data["tables"]:
                 table["rows"] = table["rows"][:args.top]
         if args.html:
-            data["site"] = str(write_site(Path(args.html), tables, board.claims, board.reproductions, keys))
+            site = write_site(Path(args.html), tables, board.claims, board.reproductions, keys, board.studies)
+            data["site"] = str(site)
         print(json.dumps(data, indent=2))
         return 0
     console = Console(highlight=False)
@@ -37,6 +38,6 @@ def run(args) -> int:
         console.print(f"[yellow]skipped[/]: {escape(problem)}")
     print_tables(tables, console, args.top)
     if args.html:
-        index = write_site(Path(args.html), tables, board.claims, board.reproductions, keys)
+        index = write_site(Path(args.html), tables, board.claims, board.reproductions, keys, board.studies)
         console.print(f"wrote the site: {index} (open it from disk, or publish the folder as it is)")
     return 0

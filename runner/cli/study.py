@@ -5,6 +5,9 @@ renders the study's tables."""
 
 from __future__ import annotations
 
+import re
+import textwrap
+
 from rich.console import Console
 from rich.markup import escape
 
@@ -36,12 +39,8 @@ def run(args) -> int:
         slurm=options_from_args(args),
     ))
     out = outcome.output
-    for table in out.tables:
-        # the terminal's short run ids (the report and summary.json keep the full ones)
-        rows = [[short_id(cell) if header == "run" else escape(cell) for header, cell in zip(table.headers, row)]
-                for row in table.rows]
-        console.print(compact_table(table.title, [Column(h, wrap=h != "run") for h in table.headers], rows,
-                                    hide_empty=False))
+    for table in study_tables(out):
+        console.print(table)
     for note in out.notes:
         console.print(f"[dim]{note}[/]")
     console.print(f"study: {out.folder}\nreport: {outcome.report}")
@@ -56,3 +55,38 @@ def run(args) -> int:
                       f"(the report says why): {', '.join(outcome.unstudied)}")
         code = 1
     return code
+
+
+def study_tables(out) -> list:
+    """The study's tables for a terminal: short run ids (the report and summary.json keep the
+    full ones), figures right-aligned and never wrapped, text wrapping within its column."""
+    tables = []
+    for table in out.tables:
+        rows = [[short_id(cell) if header == "run" else escape(cell) for header, cell in zip(table.headers, row)]
+                for row in table.rows]
+        columns = []
+        for i, header in enumerate(table.headers):
+            cells = [row[i] for row in rows]
+            if _numbers(cells):  # a figure never wraps; its header wraps to the figures' width instead
+                width = max(len(str(c)) for c in cells)
+                columns.append(Column(textwrap.fill(header, max(width, 4), break_long_words=False), number=True))
+            else:
+                columns.append(Column(header, wrap=header != "run", min_width=_longest_word(cells)))
+        tables.append(compact_table(table.title, columns, rows, hide_empty=False))
+    return tables
+
+
+def _longest_word(cells: list[str], cap: int = 20) -> int | None:
+    """A wrapping column is never narrower than its longest word (``label-smoothing`` stays whole)."""
+    words = [len(w) for c in cells for w in str(c).split()]
+    return min(max(words), cap) if words else None
+
+
+_FIGURE = re.compile(r"--|[-+]?\d[\d.,]*(?:%|x|/\d+|-\d[\d.]*)?")
+
+
+def _numbers(cells: list[str]) -> bool:
+    """A column of figures (``20.52``, ``12.03-23.00``, ``3/3``, ``--``): right-aligned, never
+    wrapped, as every other table of the runner shows numbers."""
+    return bool(cells) and all(_FIGURE.fullmatch(str(c).strip()) for c in cells) and any(
+        str(c).strip() != "--" for c in cells)

@@ -37,4 +37,6 @@ def _table(table: Table) -> dict:
 def board_dict(board: Leaderboard, tables: list[Table]) -> dict:
     return {"tables": [_table(t) for t in tables],
             "reproductions": [_reproduction(r) for r in board.reproductions],
+            "studies": [{"entry": s.entry, "name": s.name, "kind": s.kind, "written_at": s.written_at,
+                         "runs": list(s.runs)} for s in board.studies],
             "skipped": list(board.skipped)}

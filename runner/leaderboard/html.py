@@ -9,6 +9,10 @@
                                     median and spread, fingerprints, the `runner verify` command
     reproductions/<entry>/*.png     its plots (matplotlib)
     reproductions/<entry>/<run>/curve.tsv
+    reproductions/<entry>/studies/<kind>-<stamp>.html
+                                    each study of the entry (lesion, scaling, ...): its tables,
+                                    plots and notes, every run it read linked to its bundle
+    reproductions/<entry>/studies/<kind>-<stamp>/*.png
     bundles/<entry>-<run_id>.tar.gz each run's signed bundle (an archive's copied, a folder packed)
     keys/<keyid>.pub.json           the trusted keys that signed them
 
@@ -36,6 +40,7 @@ from runner.errors import UserError
 from runner.keys import public_key_dict
 from runner.leaderboard import formats, plots
 from runner.leaderboard.reproductions import Reproduction
+from runner.leaderboard.studies import Study
 from runner.leaderboard.tables import OBJECTIVES, Row, Table, aggregate
 from runner.results.layout import short_id
 
@@ -77,6 +82,14 @@ def run_anchor(repro: Reproduction) -> str:
 
 def task_page(ft: FormatTask) -> str:
     return f"{TASKS_DIR}/{slug(ft.task_id)}.html"
+
+
+def study_page(study: Study) -> str:
+    """A study's page, relative to the site's root."""
+    return f"{REPRODUCTIONS_DIR}/{slug(study.entry)}/studies/{slug(study.name)}.html"
+
+
+STUDY_UP = "../../../"  # from a study's page to the site's root
 
 
 # -- what the pages show ------------------------------------------------------------------------
@@ -164,6 +177,40 @@ class RunView:
 
 
 @dataclass
+class StudyRunView:
+    """A run a study read: where the site shows it (``link`` from the root; None when the run
+    is not on the site) and whether it is signed and intact."""
+
+    run_id: str
+    short: str
+    run: RunView | None  # None: no result of that id in the results read
+    link: str | None
+    on_study_page: bool  # a study variant: its row is on the study's page, not the entry's
+
+
+@dataclass
+class StudyView:
+    study: Study
+    page: str
+    plots: list[tuple[str, str]]  # (file relative to the study's page, caption)
+    runs: list[StudyRunView]
+
+    @property
+    def signed(self) -> int:
+        return sum(1 for r in self.runs if r.run is not None and r.run.repro.signed)
+
+    @property
+    def headline(self) -> str:
+        """The first table's title, and what its rows are when that is one or two things (the
+        scaling study's series: processes on one host, Slurm nodes)."""
+        if not self.study.tables:
+            return (self.study.notes or [""])[0]
+        first = self.study.tables[0]
+        kinds = list(dict.fromkeys(row[0] for row in first.rows if row))
+        return first.title + (f" ({'; '.join(kinds)})" if 0 < len(kinds) <= 2 else "")
+
+
+@dataclass
 class EntryView:
     entry: str
     ft: FormatTask
@@ -174,6 +221,8 @@ class EntryView:
     entry_claim: str
     curve_png: str | None
     latency_pngs: list[str] = field(default_factory=list)
+    studies: list[StudyView] = field(default_factory=list)
+    variant_runs: int = 0  # study variants shown on their studies' pages instead
 
     @property
     def verified(self) -> int:
@@ -280,23 +329,7 @@ def _entry_view(out: Path, ft: FormatTask, entry: str, runs: list[Reproduction],
     folder = out / REPRODUCTIONS_DIR / slug(entry)
     folder.mkdir(parents=True, exist_ok=True)
     page = reproduction_page(entry)
-    views = []
-    for repro in runs:
-        rec = repro.record
-        curve = None
-        if repro.curve_tsv is not None:
-            curve = f"{REPRODUCTIONS_DIR}/{slug(entry)}/{slug(rec.run_id)}/curve.tsv"
-            (out / curve).parent.mkdir(parents=True, exist_ok=True)
-            (out / curve).write_bytes(repro.curve_tsv)
-        bundle = _copy_bundle(repro, out)
-        views.append(RunView(
-            repro=repro, short=short_id(rec.run_id), anchor=run_anchor(repro),
-            verdict="verified reproduction" if repro.verified else "; ".join(repro.problems),
-            tta=formats.tta(rec.tta_seconds, rec.tta_resolution_seconds) if rec.reached else "threshold not reached",
-            cost=formats.dollars(rec.training_usd), latency=_latency_text(repro),
-            bundle=bundle, curve=curve, verify=_verify_command(repro, bundle, keys),
-            fingerprint=_fingerprint_rows(repro.fingerprint),
-        ))
+    views = [_run_view(out, entry, repro, keys) for repro in runs]
     names = {n for r in runs for n in r.record.dawnbench_claims}
     paired = [c for c in claims if c.name in names and c.task == ft.task_id]
     view = EntryView(entry, ft, page, views, _summaries(ft, runs), paired, _entry_claim(runs), None)
@@ -311,6 +344,59 @@ def _entry_view(out: Path, ft: FormatTask, entry: str, runs: list[Reproduction],
         plots.latency_runs(folder / f"latency-{slug(backend)}.png", backend, series)
         view.latency_pngs.append(f"{slug(entry)}/latency-{slug(backend)}.png")
     return view
+
+
+def _run_view(out: Path, entry: str, repro: Reproduction, keys: dict[str, str]) -> RunView:
+    """A run as the site shows it; its curve.tsv and bundle copied into the site."""
+    rec = repro.record
+    curve = None
+    if repro.curve_tsv is not None:
+        curve = f"{REPRODUCTIONS_DIR}/{slug(entry)}/{slug(rec.run_id)}/curve.tsv"
+        (out / curve).parent.mkdir(parents=True, exist_ok=True)
+        (out / curve).write_bytes(repro.curve_tsv)
+    bundle = _copy_bundle(repro, out)
+    return RunView(
+        repro=repro, short=short_id(rec.run_id), anchor=run_anchor(repro),
+        verdict="verified reproduction" if repro.verified else "; ".join(repro.problems),
+        tta=formats.tta(rec.tta_seconds, rec.tta_resolution_seconds) if rec.reached else "threshold not reached",
+        cost=formats.dollars(rec.training_usd), latency=_latency_text(repro),
+        bundle=bundle, curve=curve, verify=_verify_command(repro, bundle, keys),
+        fingerprint=_fingerprint_rows(repro.fingerprint),
+    )
+
+
+def _study_view(out: Path, view: EntryView, study: Study, variants: dict[str, RunView]) -> StudyView:
+    """A study's page data: its plots copied next to its page, each run it read linked to
+    where the site shows it (the entry's page for the entry's own runs, the study's page for
+    its variants)."""
+    page = study_page(study)
+    folder = out / page.removesuffix(".html")
+    plots = []
+    for path, caption in study.plots:
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, folder / path.name)
+        plots.append((f"{folder.name}/{path.name}", caption))
+    own = {r.repro.record.run_id: r for r in view.runs}
+    runs = []
+    for run_id in study.runs:
+        if run_id in variants:
+            run = variants[run_id]
+            runs.append(StudyRunView(run_id, run.short, run, f"{page}#{run.anchor}", True))
+        elif run_id in own:
+            run = own[run_id]
+            runs.append(StudyRunView(run_id, run.short, run, f"{view.page}#{run.anchor}", False))
+        else:
+            runs.append(StudyRunView(run_id, short_id(run_id), None, None, False))
+    return StudyView(study, page, plots, runs)
+
+
+def _split_variants(runs: list[Reproduction], studies: list[Study]) -> tuple[list[Reproduction], list[Reproduction]]:
+    """(the entry's own runs, study variants that a shown study read): a lesion or scaling
+    study's variants belong on its page, not among the entry's reproductions."""
+    read = {run_id for study in studies for run_id in study.runs}
+    def variant(r: Reproduction) -> bool:
+        return r.record.variant is not None and r.record.run_id in read
+    return [r for r in runs if not variant(r)], [r for r in runs if variant(r)]
 
 
 def _entry_claim(runs: list[Reproduction]) -> str:
@@ -351,7 +437,7 @@ def _clean(out: Path) -> None:
 
 
 def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list[Reproduction],
-               trusted_keys: list[SSlibKey] | None = None) -> Path:
+               trusted_keys: list[SSlibKey] | None = None, studies: list[Study] | None = None) -> Path:
     """Write the site under ``out`` (its own files replaced, anything else left); returns the index."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -361,8 +447,17 @@ def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list
     (out / STYLE).write_text(_ENV.loader.get_source(_ENV, STYLE)[0], encoding="utf-8")
     keys = _write_keys(out, trusted_keys or [], {r.signer_keyid for r in repros if r.signer_keyid})
     shown_tasks = {t.task.task_id for t in tables}
-    entries = [_entry_view(out, format_task(task), entry, runs, claims, keys)
-               for (task, entry), runs in _group(repros).items() if task in shown_tasks]
+    entries = []
+    for (task, entry), runs in _group(repros).items():
+        if task not in shown_tasks:
+            continue
+        of_entry = [st for st in studies or [] if st.entry == entry]
+        own, variants = _split_variants(runs, of_entry)
+        view = _entry_view(out, format_task(task), entry, own, claims, keys)
+        variant_views = {r.record.run_id: _run_view(out, entry, r, keys) for r in variants}
+        view.studies = [_study_view(out, view, st, variant_views) for st in of_entry]
+        view.variant_runs = len(variants)
+        entries.append(view)
     tasks = [ft for ft in FORMAT_TASKS if ft.task_id in shown_tasks]
     common = {"tasks": tasks, "task_page": task_page, "built": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
     views = {ft.task_id: [table_view(t) for t in tables if t.task.task_id == ft.task_id] for ft in tasks}
@@ -371,6 +466,9 @@ def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list
                 entries=[e for e in entries if e.ft.task_id == ft.task_id], **common)
     for view in entries:
         _render(out / view.page, "reproduction.html", root=UP, current=view.ft.task_id, view=view, **common)
+        for study in view.studies:
+            _render(out / study.page, "study.html", root=STUDY_UP, current=view.ft.task_id, view=view,
+                    study=study, **common)
     counts = {ft.task_id: TaskCount(sum(c.task == ft.task_id for c in claims),
                                     sum(e.ft.task_id == ft.task_id for e in entries)) for ft in tasks}
     index = out / "index.html"

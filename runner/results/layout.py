@@ -19,10 +19,11 @@ from pathlib import Path
 from runner.results.record import RESULT_FILE
 
 SMOKE_DIR = "smoke"
+STUDIES_DIR = "studies"  # <entry>/studies/<kind>-<UTC stamp>/ (runner.study.common)
 # Folders of the results folder that are not entries: claims, the archive, Slurm's job files.
 NOT_ENTRIES = frozenset({"claims", "archive", ".slurm"})
 # Folders of an entry's folder that are not runs (smoke runs are listed from SMOKE_DIR).
-NOT_RUNS = frozenset({SMOKE_DIR, "studies"})
+NOT_RUNS = frozenset({SMOKE_DIR, STUDIES_DIR})
 
 
 def entry_dir(results: Path, entry: str, smoke: bool) -> Path:
@@ -38,6 +39,15 @@ def entry_runs(results: Path, entry: str) -> list[Path]:
     found = [p.parent for p in base.glob(f"*/{RESULT_FILE}") if p.parent.name not in NOT_RUNS]
     found += [p.parent for p in (base / SMOKE_DIR).glob(f"*/{RESULT_FILE}")]
     return sorted(found, key=lambda p: (p.name, str(p)))
+
+
+def entry_studies(results: Path, entry: str) -> list[Path]:
+    """Every study folder of ``entry`` (``<results>/<entry>/studies/<kind>-<stamp>/``), oldest
+    first; a link is not followed (a study's folder is the runner's own)."""
+    base = Path(results) / entry / STUDIES_DIR
+    if not base.is_dir() or base.is_symlink():
+        return []
+    return sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def entries(results: Path) -> list[str]:

@@ -38,6 +38,12 @@ class RunRow:
     verified: bool
     verified_problem: str | None  # why it is not verified (unsigned, a file changed, an unknown key)
     smoke: bool
+    variant: dict | None = None  # a study's variant (switches off, another placement); None: the entry's recipe
+
+    @property
+    def variant_label(self) -> str:
+        """``-one-cycle,large-batch`` (switches off), ``2x1`` (nodes x processes), or ""."""
+        return variant_label(self.variant)
 
     @property
     def short_id(self) -> str:
@@ -57,7 +63,23 @@ class RunRow:
             "seed": self.seed, "status": self.status, "reached": self.reached, "tta_seconds": self.tta_seconds,
             "tta_resolution_seconds": self.tta_resolution_seconds, "conforming": self.conforming,
             "verified": self.verified, "verified_problem": self.verified_problem, "smoke": self.smoke,
+            "variant": self.variant,
         }
+
+
+def variant_label(variant) -> str:
+    """A study variant in a few characters: the switches it turned off, its placement."""
+    if not variant:
+        return ""
+    if not isinstance(variant, dict):
+        return "?"
+    parts = []
+    if variant.get("switches_off"):
+        parts.append("-" + ",".join(map(str, variant["switches_off"])))
+    if "nodes" in variant or "processes_per_node" in variant:
+        nodes, processes = variant.get("nodes", "?"), variant.get("processes_per_node", "?")
+        parts.append(f"{nodes} node{'' if nodes == 1 else 's'} x {processes} process{'' if processes == 1 else 'es'}")
+    return " ".join(parts) or "?"
 
 
 def row_of(folder: Path, result: Result, trusted_keys: list[SSlibKey]) -> RunRow:
@@ -69,7 +91,7 @@ def row_of(folder: Path, result: Result, trusted_keys: list[SSlibKey]) -> RunRow
         status=result.status, reached=bool(training and training.reached), tta_seconds=result.tta_seconds,
         tta_resolution_seconds=training.tta_resolution_seconds if training and training.reached else None,
         conforming=result.conforming is True, verified=problem is None, verified_problem=problem,
-        smoke=bool(result.smoke),
+        smoke=bool(result.smoke), variant=result.variant,
     )
 
 

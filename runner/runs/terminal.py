@@ -7,6 +7,7 @@ from rich.console import Group
 from rich.markup import escape
 from rich.text import Text
 
+from runner.claims import variant_problem
 from runner.runs import RunRow
 from runner.runs.curve import draw_curve
 from runner.runs.show import RunView
@@ -27,15 +28,28 @@ def runs_table(entry: str, rows: list[RunRow], width: int):
     cells = [[row.short_id, *([row.date] if wide else []), row.status, yes_no(row.reached),
               fmt(row.tta_seconds, ".2f"), yes_no(row.conforming), _verified(row), yes_no(row.smoke)]
              for row in rows]
+    for row, line in zip(rows, cells):
+        if row.variant:  # a study's variant: marked, and named below the table
+            line[0] = f"{row.short_id}*"
     runs = f"{len(rows)} run{'s' if len(rows) != 1 else ''}"
     # every column of ls says something, even "no" or "--" in every row
     return compact_table(f"[bold]{escape(entry)}[/] ({runs})", columns, cells, hide_empty=False)
 
 
+def variant_lines(rows: list[RunRow]) -> Text | None:
+    """``* s7-eeeeee: study variant, -one-cycle,label-smoothing`` for each variant run: a
+    study's run with a switch off or another placement, never the entry's recipe."""
+    lines = [f"* {row.short_id}: study variant, {row.variant_label}" for row in rows if row.variant]
+    return Text("\n".join(lines), style="dim") if lines else None
+
+
 def ls_renderables(rows: list[RunRow], width: int) -> list:
     out = []
     for entry in dict.fromkeys(r.entry for r in rows):
-        out.append(runs_table(entry, [r for r in rows if r.entry == entry], width))
+        of_entry = [r for r in rows if r.entry == entry]
+        out.append(runs_table(entry, of_entry, width))
+        if (notes := variant_lines(of_entry)) is not None:
+            out.append(notes)
     return out
 
 
@@ -52,6 +66,8 @@ def summary_rows(view: RunView) -> list[tuple[str, str]]:
     rows = [("status", escape(r.status + (f": {r.incomplete_reason}" if r.incomplete_reason else ""))),
             ("task", f"{escape(r.task.id)}, {escape(r.task.metric)} ≥ {threshold}"),
             ("seed", str(r.seed)), ("smoke", yes_no(r.smoke) + (" (synthetic data: never a figure)" if r.smoke else ""))]
+    if r.variant is not None:
+        rows.append(("study variant", escape(variant_problem(r.variant) or "")))
     crossing = view.crossing()
     if training and training.reached:
         at = "" if crossing is None else (

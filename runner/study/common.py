@@ -20,6 +20,7 @@ from runner.events import ENTRY, RUNNER, read_events
 from runner.plan import LOCAL, SLURM, make_plan
 from runner.reproduce import launch
 from runner.results import write_json
+from runner.results.layout import STUDIES_DIR
 from runner.results.record import Result
 from runner.score.tta import EVAL_FREEZE, EVAL_THAW
 
@@ -49,7 +50,7 @@ class StudyOutput:
 
 def new_study_folder(entry_name: str, kind: str) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    base = paths.results_dir() / entry_name / "studies"
+    base = paths.results_dir() / entry_name / STUDIES_DIR
     folder, n = base / f"{kind}-{stamp}", 1
     while folder.exists():  # two studies in one second
         n += 1

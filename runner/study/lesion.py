@@ -201,10 +201,10 @@ def _kind_patch(colour: str, label: str):
 def _missing(row: dict) -> str:
     """Why a variant has no figure: not run here, no run of it, or its runs left out."""
     if not row["ran"]:
-        return "not run: no effect on the host"
+        return "not run"  # why: a note below the table (the variant's no_effect)
     if not row["runs"]:
         return "no runs"
-    return "no run counted (left out: non-conforming or incomplete)"
+    return "none counted"  # the notes name the runs left out (non-conforming or incomplete)
 
 
 def present(folder: Path, summary: dict) -> StudyOutput:
@@ -216,11 +216,11 @@ def present(folder: Path, summary: dict) -> StudyOutput:
         acc = fmt(r["accuracy_at_full_recipe_tta_percent"], ".2f")
         if not r["ran"] or not r["counted_runs"]:
             tta = _missing(r)
-        rows.append([r["label"], r["kind"] or "--", ", ".join(r["switches_off"]) or "none", tta, spread, reached,
-                     fmt(r["ratio_to_full_recipe"], ".2f"), acc, r["no_effect"] or ""])
+        rows.append([r["label"], r["kind"] or "--", tta, spread, reached, fmt(r["ratio_to_full_recipe"], ".2f"), acc])
     name = plot(summary, folder / f"{summary['kind']}.png")
-    notes = [f"{s['name']} ({s['kind']}): {s['description'] or 'no description'}; off: {s['disable']}"
-             for s in summary["switches"]]
+    notes = [f"{r['label']}: {r['no_effect']}" for r in summary["variants"] if r["no_effect"]]
+    notes += [f"{s['name']} ({s['kind']}): {s['description'] or 'no description'}; off: {s['disable']}"
+              for s in summary["switches"]]
     verb = "counted in, as asked" if summary["non_conforming_included"] else "left out of the figures"
     notes += [f"non-conforming {d['run_id']} ({verb}): {'; '.join(d['reasons'])}" for d in summary["non_conforming"]]
     notes.append("every run is a study variant (result.json variant): the leaderboard and the claims leave it out"
@@ -234,8 +234,9 @@ def present(folder: Path, summary: dict) -> StudyOutput:
     return StudyOutput(
         summary["kind"], summary["entry"], folder, summary, notes=notes,
         plots=[(name, "median TTA per variant (bars: fastest to slowest run that reached; dashed: the full recipe)")],
-        tables=[Table(title, ["variant", "kind", "switches off", "median TTA s", "spread s", "reached",
-                              "x full recipe", "accuracy % at full recipe's TTA", "note"], rows)],
+        # The variant's label names its switches (without X; + X); the notes say what each turns off.
+        tables=[Table(title, ["variant", "kind", "median TTA s", "spread s", "reached", "x full",
+                              "top1 % at full's TTA"], rows)],
     )
 
 

@@ -1,14 +1,20 @@
 """A study as HTML: ``section`` is the fragment a site embeds (tables, plots, notes);
-``write_report`` wraps it in a static page, ``report.html``, next to the study's PNGs."""
+``write_report`` wraps it in a static page, ``report.html``, next to the study's PNGs, and
+writes what the page shows as data, ``report.json``, which the leaderboard's site renders
+with its own templates (``runner.leaderboard.studies``)."""
 
 from __future__ import annotations
 
 import html
+from datetime import UTC, datetime
 from pathlib import Path
 
-from runner.study.common import StudyOutput
+from runner.results import write_json
+from runner.study.common import RUNS_DIR, StudyOutput
 
 REPORT_FILE = "report.html"
+REPORT_DATA = "report.json"
+REPORT_SCHEMA_VERSION = 1
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -49,4 +55,22 @@ def write_report(out: StudyOutput) -> Path:
             f"{section(out)}\n</body></html>\n")
     path = out.folder / REPORT_FILE
     path.write_text(page)
+    write_json(out.folder / REPORT_DATA, report_data(out))
     return path
+
+
+def report_data(out: StudyOutput) -> dict:
+    """What the report shows, as data: tables, plots (file names in the study's folder),
+    notes, and the run ids the study read (its ``runs/`` links)."""
+    runs = out.folder / RUNS_DIR
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "kind": out.kind,
+        "entry": out.entry,
+        "written_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "tables": [{"title": t.title, "headers": list(t.headers), "rows": [[str(c) for c in row] for row in t.rows]}
+                   for t in out.tables],
+        "plots": [{"file": name, "caption": caption} for name, caption in out.plots],
+        "notes": list(out.notes),
+        "runs": sorted(p.name for p in runs.iterdir()) if runs.is_dir() else [],
+    }

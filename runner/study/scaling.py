@@ -98,7 +98,7 @@ def _point(runs: list[dict], count: int) -> dict:
     epochs = [r["median_epoch_seconds"] for r in complete if r["median_epoch_seconds"] is not None]
     comm = [r["median_communication_seconds"] for r in complete if r["median_communication_seconds"] is not None]
     return {"processes": count, "run_ids": [r["run_id"] for r in runs], "complete_runs": len(complete),
-            "reached": len(ttas), "fraction_reached": len(ttas) / len(complete) if complete else None,
+            "conforming_runs": sum(1 for r in complete if r["conforming"]), "reached": len(ttas), "fraction_reached": len(ttas) / len(complete) if complete else None,
             "median_tta_seconds": _median(ttas), "median_epoch_seconds": _median(epochs),
             "median_communication_seconds": _median(comm)}
 
@@ -169,15 +169,16 @@ def plain_numbers():
 
 
 def present(folder: Path, summary: dict) -> StudyOutput:
-    rows = []
+    tta_rows, epoch_rows = [], []
     for s in summary["series"]:
         for p in s["points"]:
-            rows.append([s["name"], str(p["processes"]), fmt(p["median_tta_seconds"], ".2f", "never reached"),
-                         "--" if p["fraction_reached"] is None else f"{p['reached']}/{p['complete_runs']}",
-                         fmt(p["median_epoch_seconds"], ".2f"), fmt(p["tta_speedup"], ".2f"),
-                         fmt(p["tta_efficiency"], ".0%"), fmt(p["epoch_speedup"], ".2f"),
-                         fmt(p["epoch_efficiency"], ".0%"), fmt(p["median_communication_seconds"], ".3f"),
-                         fmt(p["communication_fraction"], ".0%")])
+            tta_rows.append([s["name"], str(p["processes"]), fmt(p["median_tta_seconds"], ".2f", "never reached"),
+                             "--" if p["fraction_reached"] is None else f"{p['reached']}/{p['complete_runs']}",
+                             f"{p.get('conforming_runs', '?')}/{p['complete_runs']}",
+                             fmt(p["tta_speedup"], ".2f"), fmt(p["tta_efficiency"], ".0%")])
+            epoch_rows.append([s["name"], str(p["processes"]), fmt(p["median_epoch_seconds"], ".2f"),
+                               fmt(p["epoch_speedup"], ".2f"), fmt(p["epoch_efficiency"], ".0%"),
+                               fmt(p["median_communication_seconds"], ".3f"), fmt(p["communication_fraction"], ".0%")])
     runs = [[r["run_id"], f"{r['nodes']} x {r['processes_per_node']}", "slurm" if r["on_slurm"] else "here",
              r["status"], fmt(r["tta_seconds"], ".2f", "never reached"), fmt(r["median_epoch_seconds"], ".2f"),
              "yes" if r["conforming"] else "no"] for r in summary["runs"]]
@@ -189,6 +190,10 @@ def present(folder: Path, summary: dict) -> StudyOutput:
              "node (RUNNER_THREADS=1), as runner reproduce places them",
              "a placement other than the manifest's is a study variant (result.json variant): the leaderboard and "
              "the claims leave it out"]
+    if not all(r["conforming"] for r in summary["runs"]):
+        notes.append("the figures count every complete run, conforming or not (the conforming column says how many "
+                     "conform): a placement of more nodes than the hardware profile describes is non-conforming, as "
+                     "the profile's price covers its own nodes only")
     for r in summary["runs"]:
         if not r["conforming"] and r["nonconforming_reasons"]:
             notes.append(f"non-conforming {r['run_id']} ({r['nodes']} x {r['processes_per_node']}): "
@@ -198,9 +203,11 @@ def present(folder: Path, summary: dict) -> StudyOutput:
     return StudyOutput(
         KIND, summary["entry"], folder, summary, notes=notes,
         plots=[(name, "speed-up of TTA and of time per epoch against one process (dashed: ideal)")],
-        tables=[Table("scaling", ["series", "processes", "median TTA s", "reached", "s / epoch", "TTA speed-up",
-                                  "TTA efficiency", "epoch speed-up", "epoch efficiency", "comm s / epoch",
-                                  "comm share"], rows),
+        # Two tables of figures, each readable at 80 columns: speed-up and efficiency against one process.
+        tables=[Table("scaling: time to accuracy", ["series", "processes", "median TTA s", "reached", "conforming",
+                                                    "speed-up", "efficiency"], tta_rows),
+                Table("scaling: time per epoch", ["series", "processes", "s / epoch", "speed-up", "efficiency",
+                                                  "comm s / epoch", "comm share"], epoch_rows),
                 Table("runs", ["run", "nodes x processes", "where", "status", "TTA s", "s / epoch", "conforming"],
                       runs)],
     )
