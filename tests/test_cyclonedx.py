@@ -116,12 +116,18 @@ def test_a_smoke_run_writes_the_cyclonedx_sbom_and_verify_rebuilds_it(docker_cli
     assert check["ok"] and "with their sha256 from the lock" in check["detail"], check
 
 
-def test_the_archived_bundle_has_none_and_still_passes_the_sbom_row():
+def test_a_bundle_from_before_cyclonedx_has_none_and_still_passes_the_sbom_row():
+    """The claim's bundles (archived before the CycloneDX file) pass with a note; the default
+    entry's archived bundle (re-made since) carries the file and verify rebuilds it."""
     from runner.keys import load_trusted_keys
     from runner.verify import Auditor, verify_bundle
 
-    (bundle,) = sorted(ARCHIVE.glob("mnist-cnn-cpu-*.tar.gz"))[-1:]
-    report = verify_bundle(bundle, Auditor(trusted_keys=load_trusted_keys(ARCHIVE / "keys")))
+    auditor = Auditor(trusted_keys=load_trusted_keys(ARCHIVE / "keys"))
+    older = sorted((ARCHIVE / "claims" / "mnist-cnn-cpu").glob("mnist-cnn-cpu-*.tar.gz"))[0]
+    report = verify_bundle(older, auditor)
     assert report.get("sbom").ok and report.get("sbom").detail.startswith(f"no {FILE}")
     assert report.get("file-digests").ok and report.get("signature").ok
+    (current,) = sorted(ARCHIVE.glob("mnist-cnn-cpu-*.tar.gz"))
+    report = verify_bundle(current, auditor)
+    assert report.get("sbom").ok and "with their sha256 from the lock" in report.get("sbom").detail
 
