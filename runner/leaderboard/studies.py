@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.events import bounded_json
-from runner.results.layout import entries, entry_studies
+from runner.results.layout import STUDY_REPORT_DATA, entries, entry_studies
 
-REPORT_DATA = "report.json"  # runner.study.report.REPORT_DATA (not imported: the study package is heavy)
+REPORT_DATA = STUDY_REPORT_DATA
 MAX_REPORT_BYTES = 2 * 2**20
 MAX_PLOT_BYTES = 20 * 2**20
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

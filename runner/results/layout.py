@@ -20,6 +20,7 @@ from runner.results.record import RESULT_FILE
 
 SMOKE_DIR = "smoke"
 STUDIES_DIR = "studies"  # <entry>/studies/<kind>-<UTC stamp>/ (runner.study.common)
+STUDY_REPORT_DATA = "report.json"  # in a study's folder: what its report shows (runner.study.report)
 # Folders of the results folder that are not entries: claims, the archive, Slurm's job files.
 NOT_ENTRIES = frozenset({"claims", "archive", ".slurm"})
 # Folders of an entry's folder that are not runs (smoke runs are listed from SMOKE_DIR).

@@ -42,7 +42,7 @@ class RunRow:
 
     @property
     def variant_label(self) -> str:
-        """``-one-cycle,large-batch`` (switches off), ``2x1`` (nodes x processes), or ""."""
+        """``-one-cycle,large-batch`` (switches off), ``2 nodes x 1 process``, or ""."""
         return variant_label(self.variant)
 
     @property

@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from runner.results import write_json
+from runner.results.layout import STUDY_REPORT_DATA
 from runner.study.common import RUNS_DIR, StudyOutput
 
 REPORT_FILE = "report.html"
-REPORT_DATA = "report.json"
+REPORT_DATA = STUDY_REPORT_DATA
 REPORT_SCHEMA_VERSION = 1
 
 _CSS = """

@@ -98,7 +98,8 @@ def _point(runs: list[dict], count: int) -> dict:
     epochs = [r["median_epoch_seconds"] for r in complete if r["median_epoch_seconds"] is not None]
     comm = [r["median_communication_seconds"] for r in complete if r["median_communication_seconds"] is not None]
     return {"processes": count, "run_ids": [r["run_id"] for r in runs], "complete_runs": len(complete),
-            "conforming_runs": sum(1 for r in complete if r["conforming"]), "reached": len(ttas), "fraction_reached": len(ttas) / len(complete) if complete else None,
+            "conforming_runs": sum(1 for r in complete if r["conforming"]), "reached": len(ttas),
+            "fraction_reached": len(ttas) / len(complete) if complete else None,
             "median_tta_seconds": _median(ttas), "median_epoch_seconds": _median(epochs),
             "median_communication_seconds": _median(comm)}
 
