@@ -1,9 +1,9 @@
 """The run plan: the one description of a reproduction, decided once and then only read.
 
 ``make_plan`` builds it from the entry folder and the user's flags: the manifest (its smoke
-form on a smoke run), the hardware profile, the seeds (the runner's or the auditor's
-``--seed``, never the entry's: ``seed, seed+1, ...`` for the manifest's ``runs`` or
-``--runs``), where it runs (this host or a Slurm job array), the engine and the limits.
+form on a smoke run), the hardware profile, the seeds (the runner's, each drawn on its own,
+or the auditor's ``--seed``: ``seed, seed+1, ...`` for the manifest's ``runs`` or ``--runs``;
+never the entry's), where it runs (this host or a Slurm job array), the engine and the limits.
 The shared stages then fix what they found (``resolved``: the GPUs the host gives, the
 backends, the image, the staged data), and each run its own part (``for_run``: its seed,
 its result folder). Every stage, the evaluator, the node agents of a run spanning nodes
@@ -71,6 +71,9 @@ class RunPlan:
     data: RunData | None = None
     network: str | None = None  # the cluster network of a run spanning nodes
     runner: tuple[str, ...] = ()  # how another node starts the runner (its node agent)
+    # The model's float tensors as (name, shape, role): what the runner draws each run's
+    # initial weights for (runner.run.init_weights), from the entry's builder in the sandbox.
+    initial: tuple[tuple[str, tuple[int, ...], str], ...] = ()
     # One run (``for_run``).
     seed: int | None = None
     result_dir: Path | None = None
@@ -169,10 +172,12 @@ class RunPlan:
 
     # -- how it is completed --------------------------------------------------------------
     def resolved(self, *, gpus: int, backends: list[str], image: str, data: RunData,
-                 network: str | None = None, runner: list[str] | None = None) -> RunPlan:
-        """The plan once the shared stages ran: the host's GPUs, the backends, the image, the data."""
+                 network: str | None = None, runner: list[str] | None = None,
+                 initial: tuple[tuple[str, tuple[int, ...], str], ...] = ()) -> RunPlan:
+        """The plan once the shared stages ran: the host's GPUs, the backends, the image, the
+        data, the model's tensors the initial weights are drawn for."""
         return replace(self, limits=replace(self.limits, gpus=gpus), backends=tuple(backends), image=image,
-                       data=data, network=network, runner=tuple(runner or ()))
+                       data=data, network=network, runner=tuple(runner or ()), initial=tuple(initial))
 
     def for_run(self, seed: int, result_dir: Path, scratch: Path, probe_dir: Path | None = None) -> RunPlan:
         return replace(self, seed=seed, result_dir=result_dir, scratch=scratch, probe_dir=probe_dir)
@@ -192,6 +197,7 @@ class RunPlan:
             "result_dir": str(self.result_dir.resolve()) if self.result_dir else None,
             "probe_dir": str(self.probe_dir) if self.probe_dir else None,
             "hyperparameters": dict(self.hyperparameters),
+            "initial": [[name, list(shape), role] for name, shape, role in self.initial],
         }
 
     def write(self, folder: Path) -> None:
@@ -219,6 +225,7 @@ class RunPlan:
             result_dir=Path(d["result_dir"]) if d.get("result_dir") else None, scratch=scratch,
             probe_dir=Path(d["probe_dir"]) if d.get("probe_dir") else None,
             hyperparameters=dict(d.get("hyperparameters") or {}),
+            initial=tuple((str(n), tuple(int(x) for x in shape), str(r)) for n, shape, r in d.get("initial") or ()),
         )
 
     @classmethod
@@ -237,13 +244,12 @@ def make_plan(entry_path: str | Path, opts: ReproduceOptions, placement: str = L
         entry = entry.for_smoke()
     entry = entry.placed(opts.nodes, opts.processes_per_node)
     profile = load_profile(entry.hardware_profile)
-    first = secrets.randbelow(2**31) if opts.seed is None else opts.seed
     runs = opts.runs or entry.runs
     limits = profile.container_limits
     # CPU profiles grant a number of cores; GPU profiles get the whole host's CPUs.
     threads = int(limits.cpus) if limits and limits.cpus else os.cpu_count() or 1
     return RunPlan(
-        entry=entry, profile=profile, options=opts, seeds=tuple(range(first, first + runs)),
+        entry=entry, profile=profile, options=opts, seeds=draw_seeds(runs, opts.seed),
         placement=placement, engine=current().name,
         limits=Limits(cpus=limits.cpus if limits else None, memory=limits.memory if limits else None,
                       gpus=profile.gpu_count, threads=threads,
@@ -251,6 +257,19 @@ def make_plan(entry_path: str | Path, opts: ReproduceOptions, placement: str = L
         backends=tuple(opts.backends or entry.inference.backends),
         hyperparameters=_hyperparameters(entry, opts),
     )
+
+
+def draw_seeds(runs: int, first: int | None = None) -> tuple[int, ...]:
+    """The runs' seeds: each drawn on its own, distinct, so that no run's seed (and so no run's
+    initial weights) can be foreseen from another's; the auditor's ``--seed`` gives
+    ``first, first+1, ...`` instead."""
+    if first is not None:
+        return tuple(range(first, first + runs))
+    seeds: list[int] = []
+    while len(seeds) < runs:
+        if (seed := secrets.randbelow(2**31)) not in seeds:
+            seeds.append(seed)
+    return tuple(seeds)
 
 
 def _hyperparameters(entry: Entry, opts: ReproduceOptions) -> dict[str, str]:

@@ -7,6 +7,7 @@ check the host -> stage data -> build the image -> train (the harness keeps the 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import signal
 import time
@@ -49,7 +50,10 @@ from runner.run.cores import hold_cores
 from runner.run.guards import RunGuards
 from runner.run.allocation import check_nodes, cluster_network, require_network_setting
 from runner.plan import CHECKPOINTS_DIR
+from runner.initial_weights import INIT_DIR, INIT_RECORD, Tensor, undrawn_problem
+from runner.run.init_weights import ensure_init, model_tensors, roles_for
 from runner.run.training import TrainingRun, run_training
+from runner.score.model_origin import CLASS4
 from runner.score.probe import make_probe_inputs, probe_record
 from runner.score.summary import summarize_training
 from runner.timings import Timings, render_timings, training_parts
@@ -185,16 +189,30 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
                             budget=budget_for(entry.task.id))
     if problem := inspection.problem():
         reasons.append(problem)
+    with clock.phase("model tensors"):
+        initial = initial_tensors(engine, entry, built.image_id, plan.limits, scratch)
+    if problem := undrawn_problem(initial):
+        reasons.append(f"{CLASS4}{problem}")
     runner = None
     if entry.nodes > 1:
         runner = runner_command()
     plan = plan.resolved(
         gpus=gpus, backends=backends, image=built.image_id, network=network, runner=runner,
+        initial=tuple((t.name, t.shape, t.role) for t in initial),
         data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest,
                      tuple((p.folder, p.mount) for p in public)),
     )
     return plan, Shared(engine, built, staged, staged.load_eval_labels(), fingerprint, reasons, hardware,
                         inspection, clock, public)
+
+
+def initial_tensors(engine: Engine, entry: Entry, image: str, limits, scratch: Path) -> list[Tensor]:
+    """The model's float tensors with the roles their initial values are drawn in: names and
+    shapes from the entry's builder in the sandbox (kept by image), roles by the manifest."""
+    listed = model_tensors(engine, image, builder=entry.inference.builder, framework=entry.framework["name"],
+                           input_shape=entry.task.input_shape, cpus=limits.cpus, memory=limits.memory,
+                           log_path=scratch / "init-shapes.log")
+    return roles_for(listed, entry.framework["name"], entry.initial_weights, bool(entry.public_inputs))
 
 
 def _prepared(shared: Shared) -> assemble.Prepared:
@@ -302,6 +320,9 @@ def run_once(plan: RunPlan, shared: Shared, seed: int, scratch: Path,
         plan.write(result_dir)
         result = assemble.started(plan, _prepared(shared), probe_record(plan.entry.task, seed) if probe_dir else None)
         assemble.planned(result, PLAN_FILE, sha256_file(result_dir / PLAN_FILE))
+        if (init := ensure_init(plan)) is not None:
+            assemble.initialized(result, json.loads((init / INIT_RECORD).read_text()),
+                                 f"{INIT_DIR}/{INIT_RECORD}", sha256_file(init / INIT_RECORD))
         result.write(result_dir)  # a crash from here on still leaves a record
         ownership.mark_running(result.run_id, result_dir)  # a SIGKILL from here on is recovered at next start
         guards = RunGuards(shared.engine, result.run_id, plan.limits.cpus, plan.output_dir,

@@ -22,7 +22,10 @@ from runner.inference.measure import evaluate_backend
 from runner.profiles import cost_usd, hardware_record, load_profile, match, price_fields
 from runner.digests import sha256_file
 from runner.events import Event, runner_event, write_events
+from runner.initial_weights import assign_roles, draw
+from runner.run.init_weights import write_init
 from runner.score.curve import write_curve
+from runner.score.descent import descent_of_run
 from runner.score.summary import final_record, model_origin
 from runner.score.evaluations import score_evaluations
 from runner.score.training_evidence import training_evidence
@@ -95,6 +98,9 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0, p
     (output / "model").mkdir(parents=True)
     (output / "model" / "weights.pt").write_bytes(rng.bytes(4096))
     (folder / "checkpoints").mkdir()
+    initial = write_initial_weights(folder, seed)
+    moved = np.random.default_rng([seed, 44])  # apart from ``rng``: the predictions stay as they were
+    models = [trained_from(initial, moved) for _ in WRONG_PER_EVAL] + [trained_from(initial, moved)]
     digests = []
     for i, wrong in enumerate(WRONG_PER_EVAL):
         (folder / "evaluations" / str(i)).mkdir(parents=True)
@@ -102,7 +108,7 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0, p
         np.save(folder / "evaluations" / str(i) / "probe.npy", wrong_predictions(labels, wrong + 30, rng))
         _write_json(folder / "evaluations" / str(i) / "provenance.json", PROVENANCE)
         checkpoint = folder / "checkpoints" / f"{i}.pt"
-        checkpoint.write_bytes(rng.bytes(2048))
+        checkpoint.write_bytes(rng.bytes(2048) + b"".join(v.tobytes() for v in models[i].values()))
         digests.append(sha256_file(checkpoint))
 
     events = _events(digests, pace)
@@ -139,8 +145,13 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0, p
     sensitivity.append({"of": "final", "evaluation": None, "index": final_sensitivity, "shuffle_seed": 1,
                         "predictions": f"evaluations/{final_sensitivity}/clean.npy", "builder_seconds": 0.02,
                         "shuffled_tensors": 22})
+    for record in sensitivity:  # the evaluator's copies of the crossing's and the final model's tensors
+        record["weights"] = write_dump(folder, record["index"], models[tta.crossing if record["of"] == "crossing" else -1])
     origin, origin_problems = model_origin(task, scored, tta.crossing, final, sensitivity, folder, labels, 30.0)
     assert not origin_problems, origin_problems
+    origin["descent"], descent_problems = descent_of_run(folder, assign_roles(MODEL, "pytorch", ()), seed, "pytorch",
+                                                         task.descent.similarity, sensitivity, tta.crossing)
+    assert not descent_problems, descent_problems
 
     # Inference: one backend, batch-1 latencies around 0.2 ms, inside a host-stamped window.
     backend_dir = folder / "inference" / "torch"
@@ -221,9 +232,47 @@ def make_result_folder(folder: Path, staged, fingerprint: dict, seed: int = 0, p
         "cost": {"training_usd": cost_usd(tta.seconds, profile), **price_fields(profile)},
         "inference": {"torch": infer_record},
         "hardware": hardware_record(profile, mismatches, False),
+        "initial_weights": {"record": "init/init.json", "record_sha256": sha256_file(folder / "init" / "init.json"),
+                            **initial_record(folder)},
     }
     _write_json(folder / "result.json", result)
     return folder
+
+
+# The model the synthetic runs train: a few tensors in PyTorch's names (two judged alone at the
+# default entry's limit, two normalisation tensors).
+MODEL = [("conv.weight", (8, 1, 3, 3)), ("bn.weight", (8,)), ("bn.bias", (8,)), ("fc.weight", (10, 72))]
+
+
+def trained_from(initial: dict[str, np.ndarray], rng: np.random.Generator, keep: float = 0.8) -> dict[str, np.ndarray]:
+    """Weights that descend from ``initial``: ``keep`` of the start plus as much movement."""
+    return {name: (keep * value + (1 - keep) * rng.normal(0, float(value.std()) or 0.1, value.shape)).astype(np.float32)
+            for name, value in initial.items()}
+
+
+def write_dump(folder: Path, index: int, tensors: dict[str, np.ndarray]) -> dict:
+    """The evaluator's copy of a model's tensors (harness/weights.py's format) in ``evaluations/<index>/``."""
+    target = folder / "evaluations" / str(index)
+    (target / "weights").mkdir(parents=True, exist_ok=True)
+    listed = []
+    for k, (name, value) in enumerate(tensors.items()):
+        np.save(target / "weights" / f"{k}.npy", value, allow_pickle=False)
+        listed.append({"name": name, "shape": list(value.shape), "dtype": "float32"})
+    _write_json(target / "weights.json", {"bytes": sum(v.nbytes for v in tensors.values()), "tensors": listed})
+    return {"index": f"evaluations/{index}/weights.json", "tensors": len(listed)}
+
+
+def write_initial_weights(folder: Path, seed: int) -> dict[str, np.ndarray]:
+    """The runner's draw for the run (``init/``): its values."""
+    tensors = assign_roles(MODEL, "pytorch", ())
+    write_init(folder / "init", tensors, seed, "pytorch")
+    return draw(tensors, seed, "pytorch")
+
+
+def initial_record(folder: Path) -> dict:
+    data = json.loads((folder / "init" / "init.json").read_text())
+    return {"values_sha256": data["sha256"], "tensors": len(data["tensors"]), "drawn_elements": data["drawn_elements"],
+            "undrawn": data["undrawn"]}
 
 
 def edit_result(folder: Path, **changes) -> None:

@@ -25,6 +25,9 @@ from securesystemslib.signer import CryptoSigner
 from synthetic_result import add_plan, honest_plan, make_result_folder, stage_mnist_stand_in
 
 from runner.bundle import make_bundle, pack
+from runner.digests import sha256_file
+from runner.initial_weights import redraw
+from runner.run.init_weights import write_init
 from runner.bundle.filelist import ENVELOPE, SIGNER_KEY
 from runner.bundle.signing import read_envelope, sign_statement, write_envelope
 from runner.cli import main
@@ -117,6 +120,28 @@ def edit_model(folder, s):
     data = bytearray(path.read_bytes())
     data[100] ^= 0xFF
     path.write_bytes(bytes(data))
+
+
+def redraw_init_for_another_seed_resigned(folder, s):
+    """The publisher swaps the recorded start for one drawn from another seed (one the run
+    did not start from) and re-signs: the recorded seed no longer is the run's."""
+    data = json.loads((folder / "init" / "init.json").read_text())
+    tensors, _ = redraw(data)
+    write_init(folder / "init", tensors, data["seed"] + 1, data["framework"])
+    _edit_json(folder / "result.json", lambda r: r["initial_weights"].update(
+        record_sha256=sha256_file(folder / "init" / "init.json"),
+        values_sha256=json.loads((folder / "init" / "init.json").read_text())["sha256"]))
+    _resign(folder, s)
+
+
+def ship_final_model_resigned(folder, s):
+    """The final model's tensors replaced by a network unrelated to the run's start (one trained
+    elsewhere), its descent left as recorded, re-signed."""
+    sensitivity = json.loads((folder / "result.json").read_text())["training"]["model_origin"]["sensitivity"]
+    dump = folder / next(r["weights"]["index"] for r in sensitivity if r["of"] == "final").removesuffix("/weights.json")
+    for k, t in enumerate(json.loads((dump / "weights.json").read_text())["tensors"]):
+        np.save(dump / "weights" / f"{k}.npy", np.random.default_rng(k).normal(0, 0.1, t["shape"]).astype(np.float32))
+    _resign(folder, s)
 
 
 def add_file(folder, s):
@@ -497,6 +522,8 @@ def tar_symlink_member(folder, s):
 
 
 TAMPERINGS = [
+    (redraw_init_for_another_seed_resigned, "initial-weights"),
+    (ship_final_model_resigned, "initial-weights"),
     (edit_result_tta, "file-digests"),
     (edit_result_tta_resigned, "tta"),
     (edit_curve, "file-digests"),

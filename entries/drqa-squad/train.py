@@ -157,6 +157,9 @@ model = DocumentReader()  # initialised from RUNNER_SEED (build_model() is the e
 model.words.fill(vocab, torch.from_numpy(np.stack(vectors)) if vectors else torch.zeros(0, DIM), tuned)
 del vectors, extra_vectors, found
 model.to(device)
+# Training starts from the weights the runner drew for this run (run contract, "Initial weights").
+sys.path.insert(0, os.environ.get("RUNNER_INIT", "/init")); import runner_init  # noqa: E402,E702
+runner_init.load(model)
 optimizer = torch.optim.Adamax([p for p in model.parameters() if p.requires_grad], lr=LR)
 scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
 note(f"{sum(p.numel() for p in model.parameters()):,} trained parameters on {device}")

@@ -25,6 +25,7 @@ overlaps little on 2 cores, and 92% needs ~6-8 epochs of this network.
 """
 import json
 import os
+import sys
 import time
 
 
@@ -80,6 +81,9 @@ def lr_at(step):
 ctx = mx.cpu()
 net = build_model()
 net.initialize(mx.init.Xavier(magnitude=2.24), ctx=ctx)
+# Training starts from the weights the runner drew for this run (run contract, "Initial weights").
+sys.path.insert(0, os.environ.get("RUNNER_INIT", "/init")); import runner_init  # noqa: E402,E702
+runner_init.load(net)
 net.hybridize(static_alloc=True, static_shape=True)
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=False)
 loss_fn.hybridize(static_alloc=True, static_shape=True)

@@ -26,6 +26,7 @@ first-step tracing (a few seconds of the clock before the first step).
 """
 import json
 import os
+import sys
 import time
 
 
@@ -100,6 +101,9 @@ class OneCycle(keras.optimizers.schedules.LearningRateSchedule):
 
 
 model = build_model()
+# Training starts from the weights the runner drew for this run (run contract, "Initial weights").
+sys.path.insert(0, os.environ.get("RUNNER_INIT", "/init")); import runner_init  # noqa: E402,E702
+runner_init.load(model)
 optimizer = keras.optimizers.SGD(learning_rate=OneCycle(), momentum=MOMENTUM, nesterov=True)
 loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=LABEL_SMOOTHING)
 

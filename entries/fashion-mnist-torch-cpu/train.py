@@ -22,6 +22,7 @@ a shared, loaded machine each epoch stretches accordingly.
 """
 import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -65,6 +66,9 @@ total_steps = EPOCHS * steps_per_epoch
 warmup_steps = max(1, int(WARMUP * total_steps))
 
 model = build_model().to(memory_format=torch.channels_last)
+# Training starts from the weights the runner drew for this run (run contract, "Initial weights").
+sys.path.insert(0, os.environ.get("RUNNER_INIT", "/init")); import runner_init  # noqa: E402,E702
+runner_init.load(model)
 optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, nesterov=True, weight_decay=WD)
 
 

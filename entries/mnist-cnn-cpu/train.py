@@ -108,6 +108,9 @@ total_steps = EPOCHS * steps_per_epoch
 # channels_last (the builder's layout): oneDNN's fast conv kernels are NHWC; NCHW was
 # 1.6-1.9x slower (measured).
 model = build_model()
+# Training starts from the weights the runner drew for this run (run contract, "Initial weights").
+sys.path.insert(0, os.environ.get("RUNNER_INIT", "/init")); import runner_init  # noqa: E402,E702
+runner_init.load(model)
 if not CHANNELS_LAST:
     model = model.to(memory_format=LAYOUT)
 params = list(model.parameters())

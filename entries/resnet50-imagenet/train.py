@@ -162,6 +162,9 @@ def learning_rate(epoch_float: float) -> float:
 
 # --- Model and optimiser ----------------------------------------------------------------------
 model = build_model().to(device=device, memory_format=memory_format)
+# Training starts from the weights the runner drew for this run (run contract, "Initial weights").
+sys.path.insert(0, os.environ.get("RUNNER_INIT", "/init")); import runner_init  # noqa: E402,E702
+runner_init.load(model)
 net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[LOCAL_RANK] if on_gpu else None) \
     if WORLD > 1 else model
 decay = [p for n, p in model.named_parameters() if p.ndim > 1]

@@ -116,6 +116,9 @@ def augment(images: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 
 # --- Model and optimiser ----------------------------------------------------------------------
 model = build_model().to(device=device, memory_format=memory_format)
+# Training starts from the weights the runner drew for this run (run contract, "Initial weights").
+sys.path.insert(0, os.environ.get("RUNNER_INIT", "/init")); import runner_init  # noqa: E402,E702
+runner_init.load(model)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.0, momentum=MOMENTUM, nesterov=True,
                             weight_decay=WEIGHT_DECAY)
 # Loss scaling keeps small fp16 gradients from flushing to zero; a no-op in fp32.

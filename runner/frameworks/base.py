@@ -48,6 +48,9 @@ class Framework:
     # Its saved weights keep Keras' ``[..., in, out]`` order (flatten puts the channel last):
     # the cross-seed weight comparison turns them into PyTorch's ``[out, in, ...]``.
     channel_last_weights: bool = False
+    # The initial-weight role the runner draws a tensor of two or more dimensions from
+    # (runner/run/init_weights.py ROLES): the framework's own default initialiser.
+    default_init: str = "fan_in_uniform"
 
     @property
     def loader(self) -> str:

@@ -218,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
             from .flops import main as flops  # lazy: start-up (python -m harness: each subcommand loads its own)
 
             return flops(argv[1:])
+        if argv[:1] == ["init-shapes"]:  # the runner's draw of the initial weights, in the entry's image
+            from .init_shapes import main as init_shapes  # lazy: start-up (python -m harness: each subcommand loads its own)
+
+            return init_shapes(argv[1:])
         if argv[:1] == ["features"]:  # the generalization study's transfer, in the entry's image
             from .features import main as features  # lazy: start-up (python -m harness: each subcommand loads its own)
 

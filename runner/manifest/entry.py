@@ -84,6 +84,9 @@ class Entry:
     hyperparameters: Hyperparameters | None = None
     public_inputs: tuple[str, ...] = ()  # declared public artifacts (runner.data.public_inputs)
     switches: tuple[Switch, ...] = ()  # the recipe's optimizations (runner.manifest.switches)
+    # (glob on the checkpoint's tensor names, role): how the runner draws those tensors'
+    # initial values (runner.run.init_weights ROLES); unnamed tensors take their default role
+    initial_weights: tuple[tuple[str, str], ...] = ()
     raw: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -241,6 +244,7 @@ def load_entry(path: str | Path) -> Entry:
         hyperparameters=hyperparameters,
         public_inputs=tuple(data.get("public_inputs", ())),
         switches=parse_switches(data.get("switches"), hyperparameters, str(manifest)),
+        initial_weights=tuple((str(k), str(v)) for k, v in (data.get("initial_weights") or {}).items()),
         raw=data,
     )
     allowed = {i.name for i in entry.task.public_inputs}

@@ -8,6 +8,11 @@ from __future__ import annotations
 from runner.frameworks import FRAMEWORKS as FRAMEWORK_TABLE
 from runner.harness.backends import REGISTRY as BACKEND_TABLE
 from runner.manifest.switches import SWITCHES_SCHEMA
+
+# The roles of runner/run/init_weights.py ROLES (the manifest sits below the run stage: the
+# names are repeated here and a test holds them equal).
+INIT_ROLES = ("fan_in_uniform", "fan_in_normal", "glorot_uniform", "glorot_normal", "normal", "zeros", "ones",
+              "public", "data")
 from runner.tasks import TASKS
 
 SCHEMA_VERSION = 1
@@ -121,6 +126,14 @@ ENTRY_SCHEMA: dict = {
             },
         },
         "switches": SWITCHES_SCHEMA,
+        "initial_weights": {
+            "type": "object", "maxProperties": 64,
+            "propertyNames": {"maxLength": 256},
+            "additionalProperties": {"enum": list(INIT_ROLES)},
+            "description": "how the runner draws the initial value of the tensors a glob names (run contract, "
+            "'Initial weights'): a role from the runner's vocabulary; every other tensor takes its framework's "
+            "default. public: the task's declared public input; data: computed from the training data in the run",
+        },
         "runs": {"type": "integer", "minimum": 1, "default": 1},
         "nodes": {
             "type": "integer", "minimum": 1, "default": 1,

@@ -73,6 +73,13 @@ def started(plan: RunPlan, prepared: Prepared, probe: dict | None = None) -> Res
     )
 
 
+def initialized(result: Result, init: dict, record_file: str, sha256: str) -> None:
+    """The initial weights the runner drew for the run (``init``: ``init.json``'s content)."""
+    result.initial_weights = {"record": record_file, "record_sha256": sha256, "values_sha256": init["sha256"],
+                              "tensors": len(init["tensors"]), "drawn_elements": init["drawn_elements"],
+                              "undrawn": init["undrawn"], "descent": None}
+
+
 def planned(result: Result, plan_file: str, sha256: str) -> None:
     """The plan the run was started from, saved beside it (``plan.json``): ``runner verify``
     holds a result that records one to a plan that describes it."""

@@ -140,6 +140,10 @@ class Result:
     # (``switches_off``), another placement (``nodes``, ``processes_per_node``). Not the entry's
     # recipe: the leaderboard and the claims leave it out. None for the entry as declared.
     variant: dict | None = None
+    # The initial weights the runner drew for the run (runner.run.init_weights): the record
+    # (``init/init.json``) and its sha256, the values' digest, the tensors not drawn at random;
+    # and after training, whether the scored models descend from them (runner.score.descent).
+    initial_weights: dict | None = None
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
@@ -199,7 +203,7 @@ class Result:
         return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
 
 
-_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant")
+_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant", "initial_weights")
 _SECTIONS = {
     "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
     "cost": Cost, "training": Training,

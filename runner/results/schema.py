@@ -261,6 +261,23 @@ RESULT_SCHEMA: dict = {
                 "processes_per_node": {"type": "integer", "minimum": 1},
             },
         },
+        "initial_weights": {
+            "type": ["object", "null"],
+            "description": "the initial weights the runner drew for the run from its seed (run contract, 'Initial "
+            "weights'): init/init.json and its sha256, the values' digest, the tensors not drawn at random (public "
+            "inputs, computed from data); `descent`: how alike each tensor of the crossing checkpoint and the final "
+            "model is to its initial value (runner.score.descent). Absent in results from before the draw",
+            "required": ["record", "record_sha256", "values_sha256"],
+            "properties": {
+                "record": {"const": "init/init.json"},
+                "record_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                "values_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                "tensors": {"type": "integer", "minimum": 0},
+                "drawn_elements": {"type": "integer", "minimum": 0},
+                "undrawn": {"type": "array"},
+                "descent": {"type": ["object", "null"]},
+            },
+        },
         "timings": {
             "type": ["object", "null"],
             "description": "where the run's wall time went (runner.timings): phases in the order they ran, "

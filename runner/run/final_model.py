@@ -92,9 +92,10 @@ def evaluate_sensitivity(evaluator: Evaluator, plan: RunPlan, jobs: list[tuple[s
         if plan.entry.task.inputs == "images":
             record["items"] = SENSITIVITY_ITEMS
         try:
-            # the crossing's tensors too, for the comparison across seeds (runner.score.across_runs)
+            # their tensors too: the comparison across seeds (runner.score.across_runs, the crossing's)
+            # and the descent from the runner's initial weights (runner.score.descent, both)
             answer = evaluator.evaluate(index, name, shuffle_seed=plan.sensitivity_seed, items=record.get("items"),
-                                        weights=of == "crossing")
+                                        weights=True)
             record["predictions"] = f"{EVALUATIONS_DIR}/{answer.files['clean']}"
             record["builder_seconds"] = answer.builder_seconds
             record.update(answer.notes)

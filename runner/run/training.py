@@ -31,6 +31,7 @@ from runner.run.evaluator import Evaluator, EvaluatorError
 from runner.run.allocation import NodesVerdict, judge_nodes
 from runner.run.cpu_usage import ContainerCpu, Sampler
 from runner.run.gpu_freeze import GpuFreeze, GpuWorkMeter
+from runner.run.init_weights import INIT_MOUNT, ensure_init
 from runner.run.multiprocess import Peers, rank_spec
 from runner.run.remote_nodes import NodeError, RemoteNodes
 from runner.events import Event, parse_line, runner_event, write_events
@@ -403,10 +404,12 @@ def _train_across_nodes(engine: Engine, plan: RunPlan, labels, spec: ContainerSp
 
 def training_spec(plan: RunPlan) -> ContainerSpec:
     """The run's training container (rank 0's, in a run of several processes): the launcher
-    first, the training data (and the declared public inputs, read-only), a writable /output.
+    first, the training data (and the declared public inputs, read-only), the runner's initial
+    weights (read-only, ``/init``), a writable /output.
     Another node passes its plan as it resolved there (the image, data and public inputs it
     found)."""
     prepare_writable(plan.output_dir)
+    init = ensure_init(plan)
     return ContainerSpec(
         image=plan.image,
         command=plan.entry.train.command,
@@ -416,8 +419,9 @@ def training_spec(plan: RunPlan) -> ContainerSpec:
             Mount(paths.launcher_dir(), LAUNCHER_MOUNT),
             Mount(plan.output_dir, "/output", read_only=False),
             *(Mount(Path(host), container) for host, container in plan.data.public),
+            *([Mount(init, INIT_MOUNT)] if init else []),
         ],
-        env=plan.train_env(),
+        env={**plan.train_env(), **({"RUNNER_INIT": INIT_MOUNT} if init else {})},
         cpus=plan.limits.cpus,
         memory=plan.limits.memory,
         gpus=plan.limits.gpus,

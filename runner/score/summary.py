@@ -9,9 +9,12 @@ from pathlib import Path
 from runner.events import RUNNER, Event
 from runner.plan import RunPlan
 from runner.results.record import Training
+from runner.initial_weights import Tensor
 from runner.score.curve import write_curve
+from runner.score.descent import descent_of_run
 from runner.score.evaluations import primary_score, probe_scores, score_evaluations, score_file
 from runner.score.model_origin import (
+    CLASS4,
     judge_sensitivity, provenance_problem, read_provenance, sensitivity_problem,
 )
 from runner.score.probe import probe_problem
@@ -128,6 +131,11 @@ def summarize_training(plan: RunPlan, run, labels, train_samples: int | None = N
     training.model_origin, problems = model_origin(task, scored, tta.crossing, training.final_model,
                                                    run.sensitivity or [], result_dir, labels, builder_limit_s)
     summary.nonconforming += problems
+    if plan.initial and training.model_origin is not None:
+        training.model_origin["descent"], problems = descent_of_run(
+            result_dir, [Tensor(n, tuple(s), r) for n, s, r in plan.initial], plan.seed,
+            plan.entry.framework["name"], task.descent.similarity, run.sensitivity or [], tta.crossing)
+        summary.nonconforming += [CLASS4 + p for p in problems]
     training.evidence, problem = training_evidence(scored, tta.crossing, train_samples, len(labels),
                                                    judged=task.inputs == IMAGES)
     if problem:

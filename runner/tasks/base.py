@@ -129,6 +129,18 @@ class CrossSeedLimits:
 
 
 @dataclass(frozen=True)
+class DescentLimits:
+    """The least cosine similarity each tensor of a scored model drawn at random by the runner
+    may keep with its initial value (``runner.score.descent``: per tensor large enough to be
+    judged alone, and size-weighted overall), set from honest runs of the task's entries kept
+    in the task's folder (``evidence``). The default is far under any honest run measured and
+    far over chance for every tensor judged alone; a task with calibrated runs sets its own."""
+
+    similarity: float = 0.10
+    evidence: str | None = None
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     metric: str  # "top1", "top5" or "f1"
@@ -170,6 +182,7 @@ class Task:
     # with public inputs made of words (GloVe) gets synthetic vectors for exactly these.
     smoke_words: str | None = None
     cross_seed: CrossSeedLimits = CrossSeedLimits()  # runs that must be independent (runner.score.across_runs)
+    descent: DescentLimits = DescentLimits()  # scored models must descend from the runner's start (runner.score.descent)
     # Second test sets (runner study generalization): the first is the study's default.
     extra_sets: tuple[ExtraSet, ...] = ()
     # Tasks a linear head is trained on over the final model's penultimate features (runner

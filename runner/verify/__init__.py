@@ -19,6 +19,7 @@ from runner.verify.evidence import Auditor, Evidence, Unavailable
 from runner.verify.hardware import check_cost, check_hardware_profile
 from runner.verify.inference import check_inference_gate
 from runner.verify.information import check_information
+from runner.verify.initial_weights import check_initial_weights
 from runner.verify.model_origin import check_model_origin
 from runner.verify.plan import check_plan
 from runner.verify.integrity import (
@@ -61,6 +62,7 @@ CHECKS: list[tuple[str, Callable[[Evidence], CheckResult]]] = [
     ("checkpoints", check_checkpoints),
     ("probe", check_probe),
     ("model-origin", check_model_origin),
+    ("initial-weights", check_initial_weights),
     ("information", check_information),
     ("sbom", check_sbom),
     ("inference-gate", check_inference_gate),

@@ -17,4 +17,5 @@ FRAMEWORK = Framework(
     module="mxnet",
     distributions=("mxnet", "mxnet-mkl", "mxnet-cu112", "mxnet-cu110", "mxnet-cu102"),
     probe=PROBE,
+    default_init="glorot_uniform",  # Gluon entries initialise with Xavier
 )

@@ -24,4 +24,5 @@ FRAMEWORK = Framework(
     distributions=("tensorflow", "tensorflow-cpu", "tensorflow-intel"),
     probe=PROBE,
     channel_last_weights=True,
+    default_init="glorot_uniform",  # Keras' default kernel initializer
 )

@@ -11,6 +11,8 @@ Each module here that defines ``load`` is one framework's loader, named as the m
 names the framework; it is the container's half of the framework, whose declaration is
 ``runner/frameworks/<name>/`` on the host (the harness runs inside the entry's image and
 cannot import it). A loader may also define ``count_flops`` (``python3 -m harness flops``).
+Each defines ``initial_tensors`` (``python3 -m harness init-shapes``): the untrained model's
+float tensors, named as its checkpoints name them, for the runner's draw of the initial weights.
 
 Every loaded model takes float32 ``N x C x H x W`` batches in the stored pixel scale
 (0-255) and returns class scores; a loader converts the layout inside when its framework
@@ -109,6 +111,18 @@ def import_builder(entry_dir: Path, builder: str):
         raise HarnessError(f"cannot import the builder {builder} from {entry_dir}: {exc}") from None
 
 
+def float_tensors(tensors: dict) -> list[dict]:
+    """``{"name", "shape", "dtype"}`` of each float tensor of one or more dimensions in
+    ``tensors`` (numpy arrays, in checkpoint order): what the runner draws initial values for,
+    and what the evaluator's copy of a checkpoint holds (``harness/weights.py``)."""
+    found = []
+    for name, value in tensors.items():
+        array = np.asarray(value)
+        if array.dtype.kind == "f" and array.ndim >= 1:
+            found.append({"name": str(name), "shape": [int(d) for d in array.shape], "dtype": str(array.dtype)})
+    return found
+
+
 def require_file(weights: Path) -> str:
     """The file's sha256; a clear error when training did not write it."""
     if not weights.is_file():
@@ -127,4 +141,4 @@ def export_failure(framework: str, opset: int, exc: BaseException) -> HarnessErr
     return HarnessError(f"{framework} ONNX export at opset {opset} failed: {what}", exit_code=1)
 
 
-__all__ = ["LoadedModel", "export_failure", "import_builder", "loader_for", "loaders", "require_file"]
+__all__ = ["LoadedModel", "export_failure", "float_tensors", "import_builder", "loader_for", "loaders", "require_file"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import HarnessError
 from ..provenance import normalise_array, note_array, walk_held
-from . import LoadedModel, export_failure, import_builder, require_file
+from . import LoadedModel, export_failure, float_tensors, import_builder, require_file
 
 NODE_ATTRIBUTE_BYTES = 256
 
@@ -144,6 +144,23 @@ def _onnx_opset() -> int | None:
     except ImportError:
         return None
     return onnx_opset_version()
+
+
+def initial_tensors(entry_dir: Path, builder: str, input_shape: tuple[int, ...]) -> list[dict]:
+    """The untrained block's float tensors, by their names in a ``save_parameters`` file: the
+    block is initialised, its shapes inferred from one zero batch, saved once and read back
+    the way a checkpoint is."""
+    import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
+
+    net = import_builder(entry_dir, builder)()
+    if not isinstance(net, mx.gluon.HybridBlock):
+        raise HarnessError(f"{builder} returned a {type(net).__name__}; MXNet entries build a gluon.HybridBlock")
+    net.initialize(ctx=mx.cpu())
+    net(mx.nd.zeros((1, *input_shape)))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "untrained.params")
+        net.save_parameters(path)
+        return float_tensors({name.split(":", 1)[-1]: value.asnumpy() for name, value in mx.nd.load(path).items()})
 
 
 def load(entry_dir: Path, builder: str, weights: Path) -> GluonModel:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import HarnessError
 from ..provenance import walk_held
-from . import LoadedModel, export_failure, import_builder, require_file
+from . import LoadedModel, export_failure, float_tensors, import_builder, require_file
 
 INPUT_NAME, OUTPUT_NAME = "input", "scores"
 
@@ -294,6 +294,19 @@ def load(entry_dir: Path, builder: str, weights: Path) -> TorchModel:
     loaded = TorchModel("pytorch", torch.__version__, model, weights, digest, "NCHW")
     loaded.checkpoint = state
     return loaded
+
+
+def initial_tensors(entry_dir: Path, builder: str, input_shape: tuple[int, ...]) -> list[dict]:
+    """The untrained model's float tensors, by their ``state_dict`` names (parameters and
+    buffers alike: a buffer can carry a network as well as a parameter can)."""
+    import torch  # lazy: optional (torch: only in images with PyTorch)
+
+    model = import_builder(entry_dir, builder)()
+    if not isinstance(model, torch.nn.Module):
+        raise HarnessError(f"{builder} returned a {type(model).__name__}, not a torch.nn.Module")
+    state = model.state_dict()
+    return float_tensors({k: v.detach().float().cpu().numpy() if v.is_floating_point() else v.cpu().numpy()
+                          for k, v in state.items()})
 
 
 # -- its FLOP counter (``python3 -m harness flops``, harness/flops.py) ---------------------------

@@ -15,6 +15,7 @@ function library included), each compared with the arrays of the file's
 from __future__ import annotations
 
 import io
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from ..errors import HarnessError
 from ..provenance import normalise_array, note_array, walk_held
-from . import LoadedModel, export_failure, import_builder, require_file
+from . import LoadedModel, export_failure, float_tensors, import_builder, require_file
 
 INPUT_NAME = "input"
 NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -139,6 +140,19 @@ def _weights_h5(path: Path) -> dict:
                     found[name] = np.asarray(obj[()])
             h5.visititems(visit)
     return found
+
+
+def initial_tensors(entry_dir: Path, builder: str, input_shape: tuple[int, ...]) -> list[dict]:
+    """The untrained model's float tensors, by their path in a ``.keras`` file's
+    ``model.weights.h5`` (the names the evaluator reads checkpoints by): the builder's model is
+    saved once to a temporary file and read back the way a checkpoint is."""
+    model = import_builder(entry_dir, builder)()
+    if not hasattr(model, "save"):
+        raise HarnessError(f"{builder} returned a {type(model).__name__}, not a Keras model")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "untrained.keras"
+        model.save(path)
+        return float_tensors(_weights_h5(path))
 
 
 def load(entry_dir: Path, builder: str, weights: Path) -> KerasModel:

@@ -47,13 +47,24 @@ def can_write(path):
         return False
 
 
+def untrained():
+    """The model as the runner's draw starts it (run contract, "Initial weights")."""
+    from tiny import build
+
+    model = build()
+    if os.path.isdir(os.environ.get("RUNNER_INIT", "/init")):
+        sys.path.insert(0, os.environ.get("RUNNER_INIT", "/init"))
+        import runner_init
+
+        runner_init.load(model)
+    return model
+
+
 def evaluate():
     import torch
 
-    from tiny import build
-
     (OUT / "checkpoints").mkdir(parents=True, exist_ok=True)
-    torch.save(build().state_dict(), OUT / "checkpoints" / "1.pt")
+    torch.save(untrained().state_dict(), OUT / "checkpoints" / "1.pt")
     log("eval_request", epoch_num=1, checkpoint="checkpoints/1.pt")
 
 

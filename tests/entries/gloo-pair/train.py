@@ -7,6 +7,7 @@ asks the runner to evaluate (the runner freezes every rank meanwhile) and the fi
 """
 import json
 import os
+import sys
 import socket
 import time
 from datetime import timedelta
@@ -43,6 +44,9 @@ train_x = torch.from_numpy(np.load(f"{DATA}/train/images.npy"))
 train_y = torch.from_numpy(np.load(f"{DATA}/train/labels.npy"))
 steps = len(train_x) // BATCH if not SMOKE else 5
 model = build_model().to(memory_format=torch.channels_last)
+# Training starts from the weights the runner drew for this run (run contract, "Initial weights").
+sys.path.insert(0, os.environ.get("RUNNER_INIT", "/init")); import runner_init  # noqa: E402,E702
+runner_init.load(model)
 opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9, nesterov=True, weight_decay=5e-4)
 warmup = max(1, EPOCHS * steps // 5)
 sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (s + 1) / warmup if s < warmup

@@ -7,6 +7,7 @@ are mounted, would be at /data/public/<name>; this small reader does not need th
 """
 import json
 import os
+import sys
 import time
 
 import torch
@@ -46,6 +47,9 @@ for article in doc["data"]:
                 examples.append((para["context"], qa["question"], inside[0], inside[-1]))
 
 model = build_model()
+# Training starts from the weights the runner drew for this run (run contract, "Initial weights").
+sys.path.insert(0, os.environ.get("RUNNER_INIT", "/init")); import runner_init  # noqa: E402,E702
+runner_init.load(model)
 opt = torch.optim.Adam(model.parameters(), lr=LR)
 
 

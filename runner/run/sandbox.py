@@ -1,0 +1,103 @@
+"""A command of the runner's harness run in a container of a run's own image, for a study:
+locked down like every container the runner starts (no network, non-root, read-only root,
+no capabilities, owner labels), with the harness mounted read-only, the inputs the study
+names read-only, and one writable folder under a byte quota, read by the host alone once the
+container is gone. What comes back is the entry's code's answer (its builder runs there):
+each study parses it with bounds.
+
+Used by the run's draw of its initial weights (``python3 -m harness init-shapes``), the
+roofline study's count (``python3 -m harness flops``) and the generalization study's features
+(``python3 -m harness features``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+import threading
+from pathlib import Path
+
+from runner import paths
+from runner.engine.containers import ContainerSpec, Mount, run_container
+from runner.errors import UserError
+from runner.run.output_quota import OutputQuota
+
+HARNESS_MOUNT = "/opt/runner/harness"
+
+
+def run_harness(engine, image_id: str, command: list[str], *, mounts: list[Mount], out: Path, quota_bytes: int,
+                threads: int, cpus: float | None, memory: str | int | None, timeout_s: float, label: str,
+                log_path: Path | None, what: str, fix: str) -> None:
+    """Run ``python3 -m harness COMMAND...`` in ``image_id`` with ``mounts`` (the harness is
+    added) and ``out``, a writable folder made with ``prepare_writable``; raise a one-line
+    ``UserError`` saying ``what`` failed (and ``fix``) unless it exited 0 within the quota."""
+    spec = ContainerSpec(
+        image=image_id,
+        entrypoint=["python3"],  # the harness, whatever ENTRYPOINT the image names
+        command=["-m", "harness", *command],
+        mounts=[Mount(paths.harness_dir(), HARNESS_MOUNT), *mounts],
+        env={"PYTHONPATH": "/opt/runner", "PYTHONDONTWRITEBYTECODE": "1",
+             "OMP_NUM_THREADS": str(threads), "HOME": "/tmp"},
+        workdir="/entry",
+        cpus=cpus,
+        memory=memory,
+        timeout_s=timeout_s,
+        label=label,
+    )
+    errors: list[str] = []
+
+    def on_line(line: str, _t: float) -> None:
+        if line.startswith("harness: error:") and len(errors) < 5:
+            # The entry's output: shown to the user, so printable characters only.
+            said = line.removeprefix("harness: error:").strip()[:500]
+            errors.append("".join(c if c.isprintable() else "?" for c in said))
+
+    cancel = threading.Event()
+    quota = OutputQuota(out, cancel.set, limit_bytes=quota_bytes).start()
+    with tempfile.TemporaryDirectory(prefix=f"runner-{label}-log-") as tmp:
+        try:
+            outcome = run_container(engine, spec, on_line, log_path or Path(tmp) / f"{label}.log", cancel=cancel)
+        finally:
+            over = quota.stop()
+    if over:
+        raise UserError(f"{what} in the entry's image {image_id[:19]} was stopped: it wrote over {quota_bytes:,} "
+                        "bytes where the runner expected less", "the answer is the entry's own code's; check its builder")
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    if not outcome.ok:
+        why = "; ".join(errors) or outcome.reason() or "unknown"
+        raise UserError(f"{what} in the entry's image {image_id[:19]} failed: {why}",
+                        f"see {log_path}" if log_path else fix)
+
+
+def threads_of(cpus: float | None) -> int:
+    """The harness's threads: the profile's whole cores, else one."""
+    return int(cpus) if cpus and float(cpus).is_integer() else 1
+
+
+def read_small_json(path: Path, limit: int) -> object:
+    """A JSON file a container wrote, read without following links or blocking on a FIFO, only
+    if it is a regular file of at most ``limit`` bytes, with finite numbers; ValueError otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ValueError(f"no readable {path.name}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            raise ValueError(f"{path.name} is not a regular file of at most {limit:,} bytes")
+        raw = f.read(limit + 1)
+    if len(raw) > limit:
+        raise ValueError(f"{path.name} is over {limit:,} bytes")
+
+    def constant(name: str):
+        raise ValueError(f"{path.name} holds {name}, not a number")
+
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=constant)
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path.name} is not JSON: {type(exc).__name__}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path.name} is not JSON: {exc.msg}") from None
