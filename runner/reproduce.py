@@ -22,6 +22,8 @@ from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_docum
 from runner.entry_build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
 from runner.entry_build.information import budget_for
 from runner.bundle import PROFILE_FILE, sign_folder
+from runner.keys import load_signer
+from runner.keys.ledger import earlier_runs
 from runner.engine import Engine, get_engine
 from runner.harness.backends import CPU_BACKENDS
 from runner.engine.gpus import gpu_containers_possible
@@ -426,7 +428,8 @@ def mark_alike_runs(folders: list[Path], labels, plan: RunPlan) -> list[Path]:
     from runner.score.across_runs import across_runs  # lazy: start-up (runner --help)
 
     changed = []
-    found = across_runs(folders, labels, plan.entry.task, plan.entry.framework["name"], plan.options.seed is None)
+    found = across_runs(folders, labels, plan.entry.task, plan.entry.framework["name"], plan.options.seed is None,
+                        earlier_signed_runs(plan, folders))
     for folder, (record, reasons) in found.items():
         result = Result.read(folder)
         for reason in assemble.compared_across_seeds(result, record, reasons):
@@ -438,6 +441,21 @@ def mark_alike_runs(folders: list[Path], labels, plan: RunPlan) -> list[Path]:
 
         reporter().print(summary_line([record for record, _ in found.values()]))
     return changed
+
+
+def earlier_signed_runs(plan: RunPlan, folders: list[Path]):
+    """The signing key's earlier signed runs of the entry that are still on this host, from its
+    ledger (``runner.keys.ledger.earlier_runs``), for the cross-seed checks; none for runs
+    that will not be signed."""
+    from runner.score.across_runs import Earlier  # lazy: start-up (runner --help)
+
+    if not plan.options.sign and plan.placement != SLURM:
+        return Earlier()
+    signer = load_signer()
+    if signer is None:
+        return Earlier()
+    found, skipped = earlier_runs(signer.public_key.keyid, plan.entry.name, plan.smoke, {f.name for f in folders})
+    return Earlier(tuple(found), tuple(skipped))
 
 
 def summarize(folders: list[Path]):

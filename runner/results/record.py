@@ -140,6 +140,11 @@ class Result:
     # (``switches_off``), another placement (``nodes``, ``processes_per_node``). Not the entry's
     # recipe: the leaderboard and the claims leave it out. None for the entry as declared.
     variant: dict | None = None
+    # Where the run stands in its signing key's ledger (runner.keys.ledger), recorded just
+    # before it was signed: the key, the line's index, the head before it and how many runs
+    # of the entry (smoke runs apart) the key had made, this one included. None: unsigned, or
+    # signed before the ledger.
+    ledger: dict | None = None
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
@@ -199,7 +204,7 @@ class Result:
         return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
 
 
-_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant")
+_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant", "ledger")
 _SECTIONS = {
     "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
     "cost": Cost, "training": Training,
