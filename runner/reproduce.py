@@ -23,6 +23,8 @@ from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_docum
 from runner.entry_build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
 from runner.entry_build.information import budget_for
 from runner.bundle import PROFILE_FILE, sign_folder
+from runner.keys import load_signer
+from runner.keys.ledger import earlier_runs
 from runner.engine import Engine, get_engine
 from runner.harness.backends import CPU_BACKENDS
 from runner.engine.gpus import gpu_containers_possible
@@ -209,9 +211,7 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
 def initial_tensors(engine: Engine, entry: Entry, image: str, limits, scratch: Path) -> list[Tensor]:
     """The model's float tensors with the roles their initial values are drawn in: names and
     shapes from the entry's builder in the sandbox (kept by image), roles by the manifest."""
-    listed = model_tensors(engine, image, builder=entry.inference.builder, framework=entry.framework["name"],
-                           input_shape=entry.task.input_shape, cpus=limits.cpus, memory=limits.memory,
-                           log_path=scratch / "init-shapes.log")
+    listed = model_tensors(engine, image, entry, limits, scratch / "init-shapes.log")
     return roles_for(listed, entry.framework["name"], entry.initial_weights, bool(entry.public_inputs))
 
 
@@ -447,7 +447,8 @@ def mark_alike_runs(folders: list[Path], labels, plan: RunPlan) -> list[Path]:
     from runner.score.across_runs import across_runs  # lazy: start-up (runner --help)
 
     changed = []
-    found = across_runs(folders, labels, plan.entry.task, plan.entry.framework["name"], plan.options.seed is None)
+    found = across_runs(folders, labels, plan.entry.task, plan.entry.framework["name"], plan.options.seed is None,
+                        earlier_signed_runs(plan, folders))
     for folder, (record, reasons) in found.items():
         result = Result.read(folder)
         for reason in assemble.compared_across_seeds(result, record, reasons):
@@ -459,6 +460,21 @@ def mark_alike_runs(folders: list[Path], labels, plan: RunPlan) -> list[Path]:
 
         reporter().print(summary_line([record for record, _ in found.values()]))
     return changed
+
+
+def earlier_signed_runs(plan: RunPlan, folders: list[Path]):
+    """The signing key's earlier signed runs of the entry that are still on this host, from its
+    ledger (``runner.keys.ledger.earlier_runs``), for the cross-seed checks; none for runs
+    that will not be signed."""
+    from runner.score.across_runs import Earlier  # lazy: start-up (runner --help)
+
+    if not plan.options.sign and plan.placement != SLURM:
+        return Earlier()
+    signer = load_signer()
+    if signer is None:
+        return Earlier()
+    found, skipped = earlier_runs(signer.public_key.keyid, plan.entry.name, plan.smoke, {f.name for f in folders})
+    return Earlier(tuple(found), tuple(skipped))
 
 
 def summarize(folders: list[Path]):

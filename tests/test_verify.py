@@ -501,6 +501,19 @@ def drop_recorded_plan_resigned(folder, s):
     _resign(folder, s)
 
 
+def claim_another_keys_ledger_resigned(folder, s):
+    """A place in another key's ledger (one whose count of the entry's runs is smaller)."""
+    place = {"key_id": s.untrusted.public_key.keyid, "index": 0, "previous": "0" * 64, "entry_runs": 1}
+    _edit_json(folder / "result.json", lambda r: r.update(ledger=place))
+    _resign(folder, s)
+
+
+def claim_fewer_runs_than_the_index_allows_resigned(folder, s):
+    place = {"key_id": s.trusted.public_key.keyid, "index": 0, "previous": "ab" * 32, "entry_runs": 1}
+    _edit_json(folder / "result.json", lambda r: r.update(ledger=place))
+    _resign(folder, s)
+
+
 def _retar(folder: Path, extra: tarfile.TarInfo, data: bytes | None = None) -> Path:
     archive = pack(folder, folder.with_name("bundle.tar.gz"))
     out = folder.with_name("evil.tar.gz")
@@ -542,6 +555,8 @@ TAMPERINGS = [
     (resign_modified_statement_untrusted, "trusted-key"),
     (edit_statement_keep_signature, "signature"),
     (edit_statement_resigned, "statement-matches-result"),
+    (claim_another_keys_ledger_resigned, "ledger"),
+    (claim_fewer_runs_than_the_index_allows_resigned, "ledger"),
     (edit_plan_resigned, "plan"),
     (drop_recorded_plan_resigned, "plan"),
     (change_data_digest_resigned, "data-digest"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from securesystemslib.signer import Signer
@@ -33,6 +33,7 @@ from runner.bundle.statement import build_statement
 from runner.bundle.tarball import pack_folder
 from runner.errors import UserError
 from runner.keys import load_signer, public_key_dict
+from runner.keys.ledger import appending
 from runner.report import reporter
 
 
@@ -59,6 +60,7 @@ class Bundle:
     keyid: str | None
     files: dict[str, str]  # path -> sha256, what the statement covers
     warnings: list[str] = field(default_factory=list)
+    ledger: dict | None = None  # its place in the key's ledger (result.json's ``ledger``), when recorded
 
     @property
     def signed(self) -> bool:
@@ -118,12 +120,15 @@ def _leave_out_unverifiable(result_dir: Path, result: Result, warnings: list[str
     warnings.append(note)
 
 
-def make_bundle(result_dir: Path, signer: Signer | None = None) -> Bundle:
+def make_bundle(result_dir: Path, signer: Signer | None = None, *, ledger: bool = False) -> Bundle:
     """Write ``bundle/manifest.json`` and, when ``signer`` is given, the signed statement.
 
     Any earlier bundle files are replaced, so re-bundling after a change is safe. Without
     a signer the bundle is unsigned: the returned warnings say so and verify will fail
-    its signature checks.
+    its signature checks. With ``ledger`` (the runner signing a run: ``sign_folder``,
+    ``runner bundle sign``) the signing is remembered in the key's ledger
+    (``runner.keys.ledger``): result.json records its place before it is hashed, and the
+    line with its digest is appended once it is signed, the ledger locked in between.
     """
     result_dir = Path(result_dir)
     if not result_dir.is_dir():
@@ -134,14 +139,33 @@ def make_bundle(result_dir: Path, signer: Signer | None = None) -> Bundle:
     for rel in (ENVELOPE, SIGNER_KEY):
         (result_dir / rel).unlink(missing_ok=True)
     _leave_out_unverifiable(result_dir, result, warnings)  # before a byte is hashed
-    digests = file_digests(result_dir)
-    manifest = write_manifest(result_dir, digests)
     if signer is None:
+        digests = file_digests(result_dir)
+        manifest = write_manifest(result_dir, digests)
         warnings.append(
             "the bundle is NOT signed: no signing key is configured "
             "(run 'runner keys generate', or set RUNNER_SIGNING_KEY)"
         )
         return Bundle(result_dir, manifest, None, None, digests, warnings)
+    if not ledger:
+        return _sign(result_dir, result, signer, warnings)
+    with appending(signer.public_key.keyid) as book:
+        place = book.position(result.entry.name, bool(result.smoke), result.run_id)
+        assemble.ledgered(result, place)
+        result.write(result_dir)
+        bundle = _sign(result_dir, result, signer, warnings)
+        training = result.training
+        book.append(place, entry=result.entry.name, smoke=bool(result.smoke), run_id=result.run_id,
+                    seed=result.seed, verdict={"status": result.status, "conforming": result.conforming is True,
+                                               "reached": bool(training and training.reached)},
+                    result_sha256=bundle.files[RESULT_FILE], folder=result_dir)
+    return replace(bundle, ledger=place)
+
+
+def _sign(result_dir: Path, result: Result, signer: Signer, warnings: list[str]) -> Bundle:
+    """The manifest, the signed statement and the signer's public key, for the folder as it is."""
+    digests = file_digests(result_dir)
+    manifest = write_manifest(result_dir, digests)
     statement = build_statement(digests, PREDICATE_TYPE, build_predicate(result, digests))
     envelope = sign_statement(statement, signer)
     write_envelope(result_dir / ENVELOPE, envelope)
@@ -154,14 +178,16 @@ def make_bundle(result_dir: Path, signer: Signer | None = None) -> Bundle:
 def sign_folder(result_dir: Path) -> Bundle:
     """Bundle a result folder with the configured key, saying so when there is none."""
     signer = load_signer()
-    bundle = make_bundle(result_dir, signer)
+    bundle = make_bundle(result_dir, signer, ledger=True)
     if signer is None:  # the same for every run of the command: said once
         reporter().warn_once(
             "[yellow]not signed[/]: no signing key is configured. "
             "Fix: run `runner keys generate`, then `runner reproduce` again"
         )
     else:
-        reporter().print(f"[bold]bundle[/] signed by key {bundle.keyid[:16]}")
+        place = bundle.ledger
+        reporter().print(f"[bold]bundle[/] signed by key {bundle.keyid[:16]}" + (
+            f" (ledger index {place['index']}, run {place['entry_runs']} of this entry)" if place else ""))
     for warning in bundle.warnings:
         if warning.startswith("left out of the bundle"):
             reporter().print(f"[yellow]{warning}[/]", highlight=False)

@@ -37,7 +37,7 @@ def build_predicate(result: Result, digests: dict[str, str]) -> dict:
         else None
     )
     entry = result.entry
-    return {
+    claim = {
         "version": PREDICATE_VERSION,
         "result_schema_version": result.schema_version,
         "run_ids": [result.run_id],
@@ -81,6 +81,9 @@ def build_predicate(result: Result, digests: dict[str, str]) -> dict:
             "harness": result.toolkit.harness_sha256,
         },
     }
+    if result.ledger is not None:  # the key's ledger: its index and head, and the runs of the entry it had made
+        claim["ledger"] = result.ledger
+    return claim
 
 
 def differences(expected: Any, actual: Any, path: str = "") -> list[str]:

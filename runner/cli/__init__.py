@@ -52,6 +52,8 @@ SUBCOMMANDS = [
                "fingerprint", "fingerprint"),
     Subcommand("profile", "list, show or check hardware profiles (hardware_profiles/*.yaml)", "profile", "profile"),
     Subcommand("keys", "create or show the key that signs result bundles", "keys", "keys"),
+    Subcommand("ledger", "show or export the ledger of every run your key signed (for verify --ledger)",
+               "ledger", "ledger"),
     Subcommand("bundle", "sign a result folder, or pack it as a deterministic .tar.gz", "bundle", "bundle"),
     Subcommand("verify", "check a signed result bundle offline", "verify", "verify"),
     Subcommand("compare", "compare signed results side by side (TTA, epochs, s/epoch, batch-1 p50, cost)",

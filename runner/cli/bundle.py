@@ -25,7 +25,7 @@ def sign(args) -> int:
     # A folder bundled before is signed again only as it was signed (runner.verify.custody).
     require_intact(folder, "signing it again", unbundled_ok=True)
     signer = load_signer()
-    bundle = make_bundle(folder, signer)
+    bundle = make_bundle(folder, signer, ledger=True)
     for warning in bundle.warnings:
         console.print(f"[yellow]warning[/]: {warning}")
     if bundle.signed:

@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from runner.keys import load_trusted_keys
-from runner.verify import Auditor, verify_bundle
+from runner.verify import Auditor, verify_bundles
+from runner.verify.ledger import read_published
 
 
 def print_checks(console: Console, checks) -> None:
@@ -22,11 +23,31 @@ def print_checks(console: Console, checks) -> None:
 
 def run(args) -> int:
     trusted = load_trusted_keys(Path(args.trusted_keys) if args.trusted_keys else None)
-    report = verify_bundle(Path(args.bundle), Auditor(trusted_keys=trusted))
+    ledgers = dict(read_published(Path(path)) for path in args.ledger)
+    reports, across = verify_bundles([Path(b) for b in args.bundle], Auditor(trusted_keys=trusted, ledgers=ledgers))
+    ok = all(r.ok for r in reports) and (across is None or across.ok)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-        return 0 if report.ok else 1
+        if len(reports) == 1:
+            print(json.dumps(reports[0].to_dict(), indent=2))
+        else:
+            print(json.dumps({"ok": ok, "bundles": [r.to_dict() for r in reports],
+                              "across": None if across is None else across.to_dict()}, indent=2))
+        return 0 if ok else 1
     console = Console(highlight=False)
+    for i, report in enumerate(reports):
+        if len(reports) > 1:
+            console.print(("\n" if i else "") + f"[bold]{escape(report.bundle)}[/]")
+        print_report(console, report)
+    if across is not None:
+        console.print()
+        print_checks(console, [across])
+        console.print(f"[green bold]all {len(reports)} bundles verified[/]" if ok else
+                      f"[red bold]NOT verified[/]: {sum(not r.ok for r in reports)} of {len(reports)} bundles fail"
+                      + ("" if across.ok else ", and their ledger places disagree"))
+    return 0 if ok else 1
+
+
+def print_report(console: Console, report) -> None:
     print_checks(console, report.checks)
     for note in report.notes:
         console.print(f"[yellow]note[/]: {escape(note)}")
@@ -35,4 +56,3 @@ def run(args) -> int:
     else:
         console.print(f"[red bold]NOT verified[/]: {len(report.failed)} of {len(report.checks)} checks fail "
                       f"({', '.join(report.failed)})")
-    return 0 if report.ok else 1

@@ -16,13 +16,14 @@ def _reproduction(r: Reproduction) -> dict:
     rec = r.record
     return {"run_id": rec.run_id, "entry": rec.entry, "origin": r.origin, "signed": r.signed,
             "verified": r.verified, "problems": list(r.problems), "smoke": rec.smoke, "status": rec.status,
-            "conforming": rec.conforming, "tta_seconds": rec.tta_seconds, "profile": rec.profile}
+            "conforming": rec.conforming, "tta_seconds": rec.tta_seconds, "profile": rec.profile,
+            "signer_keyid": r.signer_keyid, "ledger": rec.ledger}
 
 
 def _row(row: Row) -> dict:
     return {"rank": row.rank, "claimed": row.claimed, "reproduced": row.reproduced, "ratio": row.ratio,
             "model": row.model, "team": row.team, "hardware": row.hardware, "framework": row.framework,
-            "date": row.date, "not_compared": row.not_compared or None,
+            "date": row.date, "not_compared": row.not_compared or None, "ledger": row.ledger or None,
             "spread": None if row.spread is None else asdict(row.spread),
             "claim": None if row.claim is None else {"name": row.claim.name, "source": row.claim.source},
             "reproduction": None if row.reproduction is None else {

@@ -41,7 +41,7 @@ from runner.keys import public_key_dict
 from runner.leaderboard import formats, plots
 from runner.leaderboard.reproductions import Reproduction
 from runner.leaderboard.studies import Study
-from runner.leaderboard.tables import OBJECTIVES, Row, Table, aggregate
+from runner.leaderboard.tables import OBJECTIVES, Row, Table, aggregate, ledger_note
 from runner.results.layout import short_id
 
 STYLE = "style.css"
@@ -132,7 +132,7 @@ def _row_view(table: Table, row: Row) -> RowView:
         reproduced=None if repro is None else table.show_reproduced(row.reproduced),
         link=None if repro is None else f"{reproduction_page(repro.record.entry)}#{run_anchor(repro)}",
         verified=verified, verdict="" if repro is None else repro.verdict,
-        spread=table.show_spread(row.spread) if verified and row.spread else "",
+        spread="; ".join(x for x in (table.show_spread(row.spread) if verified and row.spread else "", row.ledger) if x),
         ratio=formats.ratio(row.ratio) if verified else "—",
         model=row.model, team=row.team, hardware=row.hardware, not_compared=row.not_compared,
         framework=row.framework, date=formats.month(row.date),
@@ -246,8 +246,8 @@ def _summaries(ft: FormatTask, runs: list[Reproduction]) -> list[Summary]:
         if value is None:
             continue
         unit = " (ms)" if objective.id == "inference-latency" else ""
-        out.append(Summary(objective.title + unit, table.show_reproduced(value),
-                           table.show_spread(spread) if spread else "", spread is not None))
+        note = "; ".join(x for x in (table.show_spread(spread) if spread else "", ledger_note(runs)) if x)
+        out.append(Summary(objective.title + unit, table.show_reproduced(value), note, spread is not None))
     return out
 
 

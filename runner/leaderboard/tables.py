@@ -120,6 +120,7 @@ class Row:
     date: str
     spread: Spread | None = None  # the verified runs the reproduced median is of; None: none verified
     not_compared: str = ""  # why the runs are not held against the claim shown ("" when they are)
+    ledger: str = ""  # "3 of 7 runs of this entry with key 1a2b3c4d": the runs read against the key's ledger
 
     @property
     def ratio(self) -> float | None:
@@ -190,10 +191,27 @@ def aggregate(runs: list[Reproduction], objective: Objective) -> tuple[Reproduct
             Spread.of(values, steps if objective.id == "train-time" else None))
 
 
+def ledger_note(runs: list[Reproduction]) -> str:
+    """"3 of 7 runs of this entry with key 1a2b3c4d" for each entry and key among ``runs``
+    whose signed results carry their place in the key's ledger (the largest count they
+    signed): a figure of a few runs is read against every run of the entry the key made."""
+    counts: dict[tuple[str, str], list[int]] = {}
+    for r in runs:
+        place = r.record.ledger or {}
+        if (r.signed and r.signer_keyid and not r.record.smoke and place.get("key_id") == r.signer_keyid
+                and isinstance(place.get("entry_runs"), int)):
+            counts.setdefault((r.record.entry, r.signer_keyid), []).append(place["entry_runs"])
+    entries = {entry for entry, _ in counts}
+    return "; ".join(f"{len(made)} of {max(made)} run{'s' if max(made) != 1 else ''} of "
+                     f"{'this entry' if len(entries) == 1 else entry} with key {key[:8]}"
+                     for (entry, key), made in sorted(counts.items()))
+
+
 def _claim_row(claim: Claim, objective: Objective, runs: list[Reproduction]) -> Row:
     repro, value, spread = aggregate(runs, objective)
     return Row(0, objective.claimed(claim), value, claim, repro,
-               claim.model, claim.team, claim.hardware, claim.framework, claim.date, spread)
+               claim.model, claim.team, claim.hardware, claim.framework, claim.date, spread,
+               ledger=ledger_note(runs))
 
 
 def _entry_row(runs: list[Reproduction], objective: Objective) -> Row:
@@ -202,7 +220,7 @@ def _entry_row(runs: list[Reproduction], objective: Objective) -> Row:
     claimed = objective.entry_claim(repro)
     why_not = repro.claim.why_not if repro.claim and claimed is not None else ""
     return Row(0, claimed, value, None, repro, rec.model, rec.entry, f"profile {rec.profile}", rec.framework,
-               rec.date, spread, why_not)
+               rec.date, spread, why_not, ledger_note(runs))
 
 
 def profile_group(r: Reproduction) -> str:

@@ -31,11 +31,12 @@ def reproduction_cell(table: Table, row: Row) -> str:
     if repro is None:
         return "[dim]not reproduced[/]"
     value = escape(table.show_reproduced(row.reproduced))
+    counts = f"\n[dim]{escape(row.ledger)}[/]" if row.ledger else ""
     if repro.verified and row.spread:
-        return f"[green]{value}[/] ✓\n[dim]" + escape("\n".join(spread_lines(table, row.spread))) + "[/]"
+        return f"[green]{value}[/] ✓\n[dim]" + escape("\n".join(spread_lines(table, row.spread))) + "[/]" + counts
     if repro.verified:
-        return f"[green]{value}[/] ✓"
-    return f"{value}\n[red]({escape(repro.verdict)})[/]"
+        return f"[green]{value}[/] ✓" + counts
+    return f"{value}\n[red]({escape(repro.verdict)})[/]" + counts
 
 
 def submission_cell(row: Row) -> str:

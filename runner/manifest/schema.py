@@ -8,12 +8,12 @@ from __future__ import annotations
 from runner.frameworks import FRAMEWORKS as FRAMEWORK_TABLE
 from runner.harness.backends import REGISTRY as BACKEND_TABLE
 from runner.manifest.switches import SWITCHES_SCHEMA
+from runner.tasks import TASKS
 
-# The roles of runner/run/init_weights.py ROLES (the manifest sits below the run stage: the
+# The roles of runner/initial_weights.py ROLES (the manifest sits below the run stage: the
 # names are repeated here and a test holds them equal).
 INIT_ROLES = ("fan_in_uniform", "fan_in_normal", "glorot_uniform", "glorot_normal", "normal", "zeros", "ones",
               "public", "data")
-from runner.tasks import TASKS
 
 SCHEMA_VERSION = 1
 BACKENDS = list(BACKEND_TABLE)  # the harness' backend table is the one list

@@ -194,6 +194,12 @@ def left_out(result: Result, note: str) -> None:
         result.not_conforming(note)
 
 
+def ledgered(result: Result, place: dict) -> None:
+    """The run's place in its signing key's ledger (``runner.keys.ledger.position``), recorded
+    just before it is signed (``runner.bundle``)."""
+    result.ledger = dict(place)
+
+
 def killed(result: Result, reason: str) -> None:
     """A run whose runner was killed mid-run (found at the next start): incomplete, saying so."""
     result.ended("incomplete", reason)

@@ -144,6 +144,11 @@ class Result:
     # (``init/init.json``) and its sha256, the values' digest, the tensors not drawn at random;
     # and after training, whether the scored models descend from them (runner.score.descent).
     initial_weights: dict | None = None
+    # Where the run stands in its signing key's ledger (runner.keys.ledger), recorded just
+    # before it was signed: the key, the line's index, the head before it and how many runs
+    # of the entry (smoke runs apart) the key had made, this one included. None: unsigned, or
+    # signed before the ledger.
+    ledger: dict | None = None
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
@@ -203,7 +208,7 @@ class Result:
         return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
 
 
-_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant", "initial_weights")
+_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant", "initial_weights", "ledger")
 _SECTIONS = {
     "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
     "cost": Cost, "training": Training,

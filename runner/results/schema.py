@@ -278,6 +278,22 @@ RESULT_SCHEMA: dict = {
                 "descent": {"type": ["object", "null"]},
             },
         },
+        "ledger": {
+            "type": ["object", "null"],
+            "description": "where the run stands in its signing key's ledger (runner.keys.ledger), recorded just "
+            "before it was signed: the key, the index of its line, the hash of the line before (the head it "
+            "followed) and how many runs of this entry (smoke runs apart) the key had made, this one included. "
+            "`runner verify` holds it to the signer's key, to other bundles of the key and to a published ledger "
+            "(--ledger). Absent for an unsigned run or one signed before the ledger",
+            "required": ["key_id", "index", "previous", "entry_runs"],
+            "additionalProperties": False,
+            "properties": {
+                "key_id": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                "index": {"type": "integer", "minimum": 0},
+                "previous": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                "entry_runs": {"type": "integer", "minimum": 1},
+            },
+        },
         "timings": {
             "type": ["object", "null"],
             "description": "where the run's wall time went (runner.timings): phases in the order they ran, "

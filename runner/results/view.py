@@ -46,6 +46,7 @@ class ResultRecord:
     cross_seed: dict | None = None  # training.cross_seed: the runs compared across seeds (None: before it)
     tta_resolution_seconds: float | None = None  # the step the evaluations time TTA in (None: not stated)
     variant: dict | None = None  # a study's variant of the entry (result.json's variant; None: the entry's own)
+    ledger: dict | None = None  # its place in its signing key's ledger (result.json's ledger; None: before it)
 
     @property
     def complete(self) -> bool:
@@ -119,6 +120,7 @@ def read_record(folder: Path) -> ResultRecord:
             cross_seed=training.cross_seed if training else None,
             tta_resolution_seconds=training.tta_resolution_seconds if training and training.reached else None,
             variant=result.variant,
+            ledger=result.ledger if isinstance(result.ledger, dict) else None,
         )
     except FileNotFoundError:
         raise UserError(f"{path} does not exist", "pass a result folder written by `runner reproduce`") from None

@@ -27,7 +27,7 @@ from runner.errors import UserError
 from runner.initial_weights import (
     INIT_DIR, INIT_RECORD, INIT_WEIGHTS, MAX_ELEMENTS, MAX_TENSORS, Tensor, assign_roles, draw, record,
 )
-from runner.run.sandbox import read_small_json, run_harness, threads_of
+from runner.run.sandbox import HarnessJob, harness_limits, read_small_json, run_harness
 
 INIT_MOUNT = "/init"
 LOADER = Path(__file__).parent / "init_loader" / "runner_init.py"
@@ -70,10 +70,10 @@ def _cache_path(image: str, builder: str, framework: str, input_shape) -> Path:
     return paths.home() / "init-shapes" / f"{key}.json"
 
 
-def model_tensors(engine, image: str, *, builder: str, framework: str, input_shape, cpus, memory,
-                  log_path: Path | None) -> list[tuple[str, tuple[int, ...]]]:
-    """The names and shapes of the entry's untrained model (its builder, in the sandbox), kept
-    by the image's id: the builder's answer depends on the image alone."""
+def model_tensors(engine, image: str, entry, limits, log_path: Path | None) -> list[tuple[str, tuple[int, ...]]]:
+    """The names and shapes of ``entry``'s untrained model (its builder, in the sandbox, under
+    ``limits``), kept by the image's id: the builder's answer depends on the image alone."""
+    builder, framework, input_shape = entry.inference.builder, entry.framework["name"], entry.task.input_shape
     cache = _cache_path(image, builder, framework, input_shape)
     try:
         return _parse_shapes(json.loads(cache.read_text()))
@@ -83,13 +83,13 @@ def model_tensors(engine, image: str, *, builder: str, framework: str, input_sha
     with tempfile.TemporaryDirectory(prefix="runner-init-shapes-") as tmp:
         out = Path(tmp) / "out"
         prepare_writable(out)
-        threads = threads_of(cpus)
-        run_harness(engine, image, ["init-shapes", "--entry-dir", "/entry", "--builder", builder,
-                                    "--framework", framework, "--input-shape", shape, "--out", "/out"],
-                    mounts=[Mount(out, "/out", read_only=False)], out=out, quota_bytes=SHAPES_QUOTA_BYTES,
-                    threads=threads, cpus=cpus, memory=memory, timeout_s=SHAPES_TIMEOUT_S, label="init-shapes",
-                    log_path=log_path, what=f"listing the tensors of the model {builder} builds",
-                    fix="check that the builder builds its model in the image")
+        run_harness(engine, image, HarnessJob(
+            arguments=["init-shapes", "--entry-dir", "/entry", "--builder", builder, "--framework", framework,
+             "--input-shape", shape, "--out", "/out"],
+            mounts=[Mount(out, "/out", read_only=False)], out=out, quota_bytes=SHAPES_QUOTA_BYTES,
+            limits=harness_limits(limits.cpus, limits.memory, SHAPES_TIMEOUT_S),
+            label="init-shapes", log_path=log_path, what=f"listing the tensors of the model {builder} builds",
+            fix="check that the builder builds its model in the image"))
         try:
             listed = _parse_shapes(read_small_json(out / SHAPES_FILE, SHAPES_QUOTA_BYTES))
         except ValueError as exc:

@@ -17,33 +17,57 @@ import os
 import stat
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from runner import paths
 from runner.engine.containers import ContainerSpec, Mount, run_container
+from runner.plan import Limits
 from runner.errors import UserError
 from runner.run.output_quota import OutputQuota
 
 HARNESS_MOUNT = "/opt/runner/harness"
 
 
-def run_harness(engine, image_id: str, command: list[str], *, mounts: list[Mount], out: Path, quota_bytes: int,
-                threads: int, cpus: float | None, memory: str | int | None, timeout_s: float, label: str,
-                log_path: Path | None, what: str, fix: str) -> None:
-    """Run ``python3 -m harness COMMAND...`` in ``image_id`` with ``mounts`` (the harness is
-    added) and ``out``, a writable folder made with ``prepare_writable``; raise a one-line
-    ``UserError`` saying ``what`` failed (and ``fix``) unless it exited 0 within the quota."""
+@dataclass(frozen=True)
+class HarnessJob:
+    """One command of the harness in a run's image: its arguments (after ``python3 -m
+    harness``), its mounts, its one writable folder ``out`` (made with ``prepare_writable``)
+    and that folder's quota, the container's limits (the plan's ``Limits``; no GPU), and how a
+    failure is told (``what`` failed, ``fix``)."""
+
+    arguments: list[str]
+    mounts: list[Mount]
+    out: Path
+    quota_bytes: int
+    limits: Limits
+    label: str
+    what: str
+    fix: str
+    log_path: Path | None = None
+
+
+def harness_limits(cpus: float | None, memory: str | int | None, timeout_s: float) -> Limits:
+    """A harness container's limits: the run's cores and memory, its own time-out."""
+    return Limits(cpus=cpus, memory=memory, gpus=0, threads=threads_of(cpus), timeout_s=timeout_s)
+
+
+def run_harness(engine, image_id: str, job: HarnessJob) -> None:
+    """Run ``python3 -m harness ARGUMENTS...`` in ``image_id`` with the job's mounts (the
+    harness is added) and its ``out`` folder; raise a one-line ``UserError`` saying what
+    failed (and the fix) unless it exited 0 within the quota."""
+    out, quota_bytes, label, log_path, what, fix = job.out, job.quota_bytes, job.label, job.log_path, job.what, job.fix
     spec = ContainerSpec(
         image=image_id,
         entrypoint=["python3"],  # the harness, whatever ENTRYPOINT the image names
-        command=["-m", "harness", *command],
-        mounts=[Mount(paths.harness_dir(), HARNESS_MOUNT), *mounts],
+        command=["-m", "harness", *job.arguments],
+        mounts=[Mount(paths.harness_dir(), HARNESS_MOUNT), *job.mounts],
         env={"PYTHONPATH": "/opt/runner", "PYTHONDONTWRITEBYTECODE": "1",
-             "OMP_NUM_THREADS": str(threads), "HOME": "/tmp"},
+             "OMP_NUM_THREADS": str(job.limits.threads), "HOME": "/tmp"},
         workdir="/entry",
-        cpus=cpus,
-        memory=memory,
-        timeout_s=timeout_s,
+        cpus=job.limits.cpus,
+        memory=job.limits.memory,
+        timeout_s=job.limits.timeout_s,
         label=label,
     )
     errors: list[str] = []

@@ -18,7 +18,7 @@ from securesystemslib.signer import SSlibKey
 from runner.errors import UserError
 from runner.results.layout import all_runs, entry_of, entry_runs, short_id
 from runner.results.record import RESULT_FILE, Result
-from runner.verify.trust import signature_problem
+from runner.verify.trust import signature_verdict
 
 # What makes a result.json unreadable as a Result (``Result.read``): never a traceback.
 UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError)
@@ -39,6 +39,8 @@ class RunRow:
     verified_problem: str | None  # why it is not verified (unsigned, a file changed, an unknown key)
     smoke: bool
     variant: dict | None = None  # a study's variant (switches off, another placement); None: the entry's recipe
+    signer_keyid: str | None = None  # the trusted key that signed it (None: not verified)
+    ledger: dict | None = None  # result.json's place in its key's ledger (runner.keys.ledger), when signed with one
 
     @property
     def variant_label(self) -> str:
@@ -63,8 +65,16 @@ class RunRow:
             "seed": self.seed, "status": self.status, "reached": self.reached, "tta_seconds": self.tta_seconds,
             "tta_resolution_seconds": self.tta_resolution_seconds, "conforming": self.conforming,
             "verified": self.verified, "verified_problem": self.verified_problem, "smoke": self.smoke,
-            "variant": self.variant,
+            "variant": self.variant, "signer_keyid": self.signer_keyid, "ledger": self.ledger,
         }
+
+    @property
+    def ledger_key(self) -> str | None:
+        """The key whose ledger counts this run: its signer's, when the run is verified and its
+        ledger place is that key's (an unverified place is not believed)."""
+        place = self.ledger if isinstance(self.ledger, dict) else {}
+        key = place.get("key_id")
+        return key if self.verified and key == self.signer_keyid and isinstance(place.get("entry_runs"), int) else None
 
 
 def variant_label(variant) -> str:
@@ -85,14 +95,26 @@ def variant_label(variant) -> str:
 def row_of(folder: Path, result: Result, trusted_keys: list[SSlibKey]) -> RunRow:
     """A run's row from its result; ``folder`` holds its bundle (a result folder or an opened bundle)."""
     training = result.training
-    problem = signature_problem(folder, trusted_keys)
+    problem, keyid = signature_verdict(folder, trusted_keys)
     return RunRow(
         folder=Path(folder), run_id=result.run_id, entry=result.entry.name, seed=result.seed,
         status=result.status, reached=bool(training and training.reached), tta_seconds=result.tta_seconds,
         tta_resolution_seconds=training.tta_resolution_seconds if training and training.reached else None,
         conforming=result.conforming is True, verified=problem is None, verified_problem=problem,
-        smoke=bool(result.smoke), variant=result.variant,
+        smoke=bool(result.smoke), variant=result.variant, signer_keyid=keyid, ledger=result.ledger,
     )
+
+
+def ledger_counts(rows: list[RunRow]) -> list[tuple[str, bool, int, int]]:
+    """For one entry's rows: (key, smoke, runs here, runs the key made) for each key whose
+    verified runs carry a ledger place; the runs it made are the largest count its runs
+    signed (``entry_runs``). "3 of 7 runs of this entry with this key": the 4 others are
+    somewhere, failed or kept back."""
+    counts: dict[tuple[str, bool], list[int]] = {}
+    for row in rows:
+        if (key := row.ledger_key) is not None:
+            counts.setdefault((key, row.smoke), []).append(row.ledger["entry_runs"])
+    return [(key, smoke, len(runs), max(runs)) for (key, smoke), runs in sorted(counts.items())]
 
 
 def read_result(folder: Path) -> Result:

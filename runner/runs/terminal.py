@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from runner.claims import variant_problem
-from runner.runs import RunRow
+from runner.runs import RunRow, ledger_counts
 from runner.runs.curve import draw_curve
 from runner.runs.show import RunView
 from runner.terminal import MISSING, Column, compact_table, fmt, key_values, yes_no
@@ -43,11 +43,22 @@ def variant_lines(rows: list[RunRow]) -> Text | None:
     return Text("\n".join(lines), style="dim") if lines else None
 
 
+def ledger_lines(rows: list[RunRow]) -> Text | None:
+    """``3 of 7 runs of this entry with key 1a2b3c4d5e6f7a8b`` for each key whose verified runs
+    carry their place in its ledger: the runs listed against every run of the entry the key
+    signed (smoke runs counted apart)."""
+    lines = [f"{here} of {made} {'smoke ' if smoke else ''}run{'s' if made != 1 else ''} of this entry with key {key[:16]}"
+             for key, smoke, here, made in ledger_counts(rows)]
+    return Text("\n".join(lines)) if lines else None
+
+
 def ls_renderables(rows: list[RunRow], width: int) -> list:
     out = []
     for entry in dict.fromkeys(r.entry for r in rows):
         of_entry = [r for r in rows if r.entry == entry]
         out.append(runs_table(entry, of_entry, width))
+        if (counts := ledger_lines(of_entry)) is not None:
+            out.append(counts)
         if (notes := variant_lines(of_entry)) is not None:
             out.append(notes)
     return out
@@ -88,6 +99,10 @@ def summary_rows(view: RunView) -> list[tuple[str, str]]:
     rows.append(("conforming", conforming))
     verified = "yes: signed by a trusted key, every file intact" if row.verified else f"no: {escape(row.verified_problem)}"
     rows.append(("verified", verified))
+    if isinstance(place := row.ledger, dict):
+        rows.append(("ledger", escape(f"run {place.get('entry_runs')} of this entry with key "
+                                      f"{str(place.get('key_id'))[:16]} (index {place.get('index')})")
+                     + ("" if row.ledger_key else " (not verified)")))
     for name, b in r.inference.items():
         lat = b.latency_ms or {}
         gate = "gate pass" if b.passed_gate else f"gate fail ({escape(b.gate_reason or b.error or '?')})"

@@ -19,9 +19,12 @@ reproduction with different seeds is compared on the crossing checkpoints the ru
 
 The limits are the task's (``Task.cross_seed``), set from measured honest pairs kept in the
 task's folder. A pair over a limit marks both runs non-conforming (class 4, the figures
-named). Every run's result records what was compared (``training.cross_seed``): a single
-run, or runs with the auditor's seeds, say the cross-seed checks were not possible or not
-enough for a claim (``REQUIRED_RUNS`` runs with seeds the runner drew).
+named). Each run is also compared with the signing key's earlier signed runs of the entry
+(``Earlier``, from the key's ledger: a claim cannot be the one of many invocations that
+happened to differ); a pair over a limit marks the new run. Every run's result records what
+was compared (``training.cross_seed``, ``earlier`` for those): a single run, or runs with the
+auditor's seeds, say the cross-seed checks were not possible or not enough for a claim
+(``REQUIRED_RUNS`` runs with seeds the runner drew).
 """
 
 from __future__ import annotations
@@ -168,8 +171,9 @@ def judge_pair(a: Crossing, b: Crossing, labels, limits, framework: str) -> Pair
         if found.overall is not None and (found.overall >= limits.weights or (top and top.similarity >= limits.weights)):
             pair.findings.append(
                 f"the crossing checkpoints of {_names(pair)} are alike in their aligned weights (hidden units "
-                f"matched layer by layer): correlation {found.overall:.2f} overall, {top.similarity:.2f} in "
-                f"{top.name} {list(top.shape)} (limit {limits.weights:g}; honest pairs in {limits.evidence or 'the task'}): "
+                f"matched layer by layer): correlation {found.overall:.2f} overall"
+                + (f", {top.similarity:.2f} in {top.name} {list(top.shape)}" if top else "")
+                + f" (limit {limits.weights:g}; honest pairs in {limits.evidence or 'the task'}): "
                 f"they share a starting point")
     return pair
 
@@ -222,26 +226,51 @@ def summary_line(records: list[dict]) -> str:
     problems = sorted({r["weights_problem"] for r in records if r.get("weights_problem")})
     if problems:
         line += f"; weights: {problems[0]}"
+    if (earlier := first.get("earlier")) is not None:
+        compared = {p["with"] for r in records for p in (r.get("earlier") or {}).get("compared", [])}
+        line += f"; with {len(compared)} earlier signed run(s) of this key"
+        line += f" ({len(earlier['skipped'])} left out)" if earlier["skipped"] else ""
     return line + (f"; {first['why_not']}" if first["why_not"] else "")
 
 
-def across_runs(folders: list[Path], labels, task, framework: str, seeds_drawn: bool) -> dict[Path, tuple[dict, list[str]]]:
-    """For each run folder: (its ``training.cross_seed`` record, its class 4 reasons)."""
-    crossings = []
+@dataclass(frozen=True)
+class Earlier:
+    """The signing key's earlier runs of the entry (``runner.keys.ledger.earlier_runs``): their
+    folders, newest first, and why others were left out. Each run of this reproduction is also
+    compared with them; what a pair finds marks this run only (the earlier one is signed)."""
+
+    folders: tuple[Path, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+
+def _crossings(folders, weights: bool) -> list[tuple[Path, Crossing]]:
+    found = []
     for folder in folders:
         try:
             result = Result.read(folder)
         except (OSError, ValueError):
             continue
-        if (c := crossing_of(folder, result, len(folders) > 1)) is not None:
-            crossings.append((folder, c))
+        if (c := crossing_of(folder, result, weights)) is not None:
+            found.append((folder, c))
+    return found
+
+
+def across_runs(folders: list[Path], labels, task, framework: str, seeds_drawn: bool,
+                earlier: Earlier = Earlier()) -> dict[Path, tuple[dict, list[str]]]:
+    """For each run folder: (its ``training.cross_seed`` record, its class 4 reasons)."""
+    crossings = _crossings(folders, len(folders) > 1 or bool(earlier.folders))
+    before = [(f, c) for f, c in _crossings(earlier.folders, True) if c.run_id not in {x.run_id for _, x in crossings}]
     limits = task.cross_seed
     pairs = [(fa, fb, judge_pair(a, b, labels, limits, framework))
              for (fa, a), (fb, b) in combinations(crossings, 2) if a.seed != b.seed]
+    with_earlier = [(fa, judge_pair(a, b, labels, limits, framework))
+                    for fa, a in crossings for _, b in before if a.seed != b.seed]
     reasons: dict[Path, list[str]] = {f: [CLASS4 + c.weights_problem] if forged(c) else [] for f, c in crossings}
     for fa, fb, pair in pairs:
         for folder in (fa, fb):
             reasons[folder] += [CLASS4 + f for f in pair.findings]
+    for folder, pair in with_earlier:
+        reasons[folder] += [CLASS4 + f for f in pair.findings]
     if together := judge_set([p for _, _, p in pairs], limits):
         for folder in reasons:
             reasons[folder].append(CLASS4 + together)
@@ -255,6 +284,9 @@ def across_runs(folders: list[Path], labels, task, framework: str, seeds_drawn: 
                              "z": Z, "min_mistakes": MIN_MISTAKES},
                   "weights_problem": c.weights_problem, "set": together,
                   "pairs": [p.record(other) for p, other in own]}
+        if earlier.folders or earlier.skipped:
+            record["earlier"] = {"compared": [p.record(p.b) for f, p in with_earlier if f == folder],
+                                 "skipped": list(earlier.skipped)}
         found[folder] = (record, reasons[folder])
     return found
 

@@ -32,7 +32,7 @@ from runner.frameworks import FRAMEWORKS
 from runner.report import reporter
 from runner.entry_build import build_entry
 from runner.manifest import load_entry
-from runner.study.sandbox import run_harness, threads_of
+from runner.study.sandbox import HarnessJob, harness_limits, run_harness, threads_of
 
 OUT_MOUNT = "/flops"
 RESULT_FILE = "flops.json"  # as runner/harness/flops.py writes it
@@ -169,15 +169,14 @@ def count_in_container(engine: Engine, image: CountImage, *, builder: str, frame
     with tempfile.TemporaryDirectory(prefix="runner-flops-") as tmp:
         out = Path(tmp) / "out"
         prepare_writable(out)
-        run_harness(
-            engine, image.id,
-            ["flops", "--entry-dir", "/entry", "--builder", builder, "--framework", framework,
+        run_harness(engine, image.id, HarnessJob(
+            arguments=["flops", "--entry-dir", "/entry", "--builder", builder, "--framework", framework,
              "--input-shape", ",".join(str(int(d)) for d in input_shape), "--num-classes", str(int(num_classes)),
              "--batch", str(int(batch)), "--threads", str(threads), "--out", OUT_MOUNT],
             mounts=[Mount(out, OUT_MOUNT, read_only=False)], out=out, quota_bytes=OUT_QUOTA_BYTES,
-            threads=threads, cpus=cpus, memory=memory, timeout_s=COUNT_TIMEOUT_S, label="flops", log_path=log_path,
+            limits=harness_limits(cpus, memory, COUNT_TIMEOUT_S), label="flops", log_path=log_path,
             what=f"counting the FLOPs of {builder}", fix="check that the builder builds its model in the image",
-        )
+        ))
         try:
             counted = parse_count(read_result(out), batch)
         except CountError as err:

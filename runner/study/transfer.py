@@ -29,7 +29,7 @@ from runner.frameworks import FRAMEWORKS
 from runner.safe_npy import load_npy
 from runner.study.intervals import paired, wilson
 from runner.study.linear_head import train_head
-from runner.study.sandbox import run_harness, threads_of
+from runner.study.sandbox import HarnessJob, harness_limits, run_harness, threads_of
 
 OUT_MOUNT, MODEL_MOUNT, INPUTS_MOUNT = "/features", "/model", "/data/transfer"
 RESULT_FILE = "features.json"  # as runner/harness/features.py writes it
@@ -112,18 +112,17 @@ def extract(engine, image, *, builder: str, framework: str, weights: Path, input
         out = Path(tmp) / "out"
         prepare_writable(out)
         quota = sum(counts.values()) * len(MODELS) * MAX_WIDTH * 4 + (1 << 20)
-        run_harness(
-            engine, image.id,
-            ["features", "--entry-dir", "/entry", "--builder", builder, "--framework", framework,
+        run_harness(engine, image.id, HarnessJob(
+            arguments=["features", "--entry-dir", "/entry", "--builder", builder, "--framework", framework,
              "--weights", f"{MODEL_MOUNT}/{weights.name}", "--random-seed", str(int(seed)), "--threads", str(threads),
              "--out", OUT_MOUNT, "--inputs", *[f"{name}={INPUTS_MOUNT}/{name}" for name in inputs]],
             mounts=[Mount(weights.parent, MODEL_MOUNT), *[Mount(folder, f"{INPUTS_MOUNT}/{name}")
                                                           for name, folder in inputs.items()],
                     Mount(out, OUT_MOUNT, read_only=False)],
-            out=out, quota_bytes=quota, threads=threads, cpus=cpus, memory=memory, timeout_s=TIMEOUT_S,
+            out=out, quota_bytes=quota, limits=harness_limits(cpus, memory, TIMEOUT_S),
             label="features", log_path=log_path, what=f"reading the features of {builder}",
             fix="check that the builder builds its model in the image",
-        )
+        ))
         try:
             record = read_record(out)
             features = {(model, name): read_features(out, model, name, counts[name], record["dim"])

@@ -18,6 +18,7 @@ from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.verify.evidence import Auditor, Evidence, Unavailable
 from runner.verify.hardware import check_cost, check_hardware_profile
 from runner.verify.inference import check_inference_gate
+from runner.verify.ledger import LedgerClaim, check_across, check_ledger, claim_of
 from runner.verify.information import check_information
 from runner.verify.initial_weights import check_initial_weights
 from runner.verify.model_origin import check_model_origin
@@ -52,6 +53,7 @@ CHECKS: list[tuple[str, Callable[[Evidence], CheckResult]]] = [
     ("payload-type", check_payload_type),
     ("file-digests", check_file_digests),
     ("statement-matches-result", check_statement_matches_result),
+    ("ledger", check_ledger),
     ("plan", check_plan),
     ("data-digest", check_data_digest),
     ("eval-set-complete", check_eval_set_complete),
@@ -71,12 +73,15 @@ CHECKS: list[tuple[str, Callable[[Evidence], CheckResult]]] = [
 ]
 CHECK_NAMES = [SAFE_OPEN] + [name for name, _ in CHECKS]
 
-__all__ = ["CHECK_NAMES", "Auditor", "CheckResult", "Report", "run_checks", "verify_bundle"]
+__all__ = ["CHECK_NAMES", "Auditor", "CheckResult", "Report", "run_checks", "verify_bundle", "verify_bundles"]
 
 
 def run_checks(root: Path, auditor: Auditor, scratch: Path) -> list[CheckResult]:
     """Every check after opening, on an already opened (trusted-to-read) folder."""
-    evidence = Evidence(root, auditor, scratch)
+    return _checked(Evidence(root, auditor, scratch))
+
+
+def _checked(evidence: Evidence) -> list[CheckResult]:
     return [run_check(name, check, evidence) for name, check in CHECKS]
 
 
@@ -119,9 +124,24 @@ def verify_bundle(
         return report
     with opened, tempfile.TemporaryDirectory(prefix="runner-verify-scratch-") as scratch:
         report.checks.append(CheckResult(SAFE_OPEN, True, f"opened safely into a private folder ({_count(opened.root)} files)"))
-        report.checks += run_checks(opened.root, auditor, Path(scratch))
+        evidence = Evidence(opened.root, auditor, Path(scratch))
+        report.checks += _checked(evidence)
         report.notes += result_notes(opened.root)
+        if all(report.get(name).ok for name in ("signature", "file-digests", "statement-matches-result")):
+            report.ledger_claim = claim_of(evidence, str(path))
     return report
+
+
+def verify_bundles(bundles: list[Path | str], auditor: Auditor | None = None,
+                   limits: Limits | None = None) -> tuple[list[Report], CheckResult | None]:
+    """Each bundle's report, and with several bundles (or a published ledger) the check of
+    their ledger places together (``runner.verify.ledger``)."""
+    auditor = auditor or Auditor()
+    reports = [verify_bundle(b, auditor, limits) for b in bundles]
+    if len(reports) < 2:
+        return reports, None
+    claims: list[LedgerClaim] = [r.ledger_claim for r in reports if r.ledger_claim is not None]
+    return reports, check_across(claims, len(reports))
 
 
 def _refuse_hostile_yaml(opened) -> None:
@@ -155,6 +175,11 @@ def result_notes(root: Path) -> list[str]:
         notes.append(f"the result is marked NON-CONFORMING: {reasons}")
     if result.get("status") != "complete":
         notes.append(f"the run is {result.get('status')}: {result.get('incomplete_reason')}")
+    place = result.get("ledger")
+    runs = place.get("entry_runs") if isinstance(place, dict) else None
+    if isinstance(runs, int) and not isinstance(runs, bool) and runs > 1:
+        notes.append(f"run {runs} of this entry with its key (ledger index {place.get('index')}): the key made "
+                     f"{runs - 1} other(s) before it; ask for them, or for the key's ledger (--ledger)")
     return notes
 
 

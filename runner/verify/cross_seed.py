@@ -23,7 +23,9 @@ def cross_seed_problems(ev) -> list[str]:
         return ["training.cross_seed is malformed"]
     problems = []
     reasons = set(map(str, ev.claim("nonconforming_reasons") or []))
-    for pair in record["pairs"]:
+    earlier = record.get("earlier")
+    compared = earlier.get("compared") if isinstance(earlier, dict) else []
+    for pair in record["pairs"] + (compared if isinstance(compared, list) else []):
         for finding in (pair.get("findings") or []) if isinstance(pair, dict) else []:
             if CLASS4 + str(finding) not in reasons:
                 problems.append(f"the cross-seed finding {str(finding)[:120]!r} is not among the non-conforming reasons")

@@ -64,6 +64,9 @@ class Auditor:
     staged: Callable[[str], object] = _staged_default
     synthetic: Callable[[str, Path], object] = _synthetic_default
     profiles_dir: Path | None = None  # default: the repository's hardware_profiles/
+    # Ledgers the keys' owners published (``runner verify --ledger``), by key id: their lines
+    # as JSON values, untrusted (runner.verify.ledger checks the chain).
+    ledgers: dict[str, list] = field(default_factory=dict)
 
     def repository_profile_path(self, profile_id: str) -> Path:
         return Path(self.profiles_dir or paths.profiles_dir()) / f"{profile_id}.yaml"

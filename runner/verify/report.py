@@ -29,6 +29,9 @@ class Report:
     bundle: str
     checks: list[CheckResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what a reader must know even when all pass
+    # The bundle's signed ledger place (runner.verify.ledger.LedgerClaim), for the checks across
+    # several bundles; None when it has none or its signature does not hold. Not in to_dict.
+    ledger_claim: object = None
 
     @property
     def ok(self) -> bool:

@@ -1,12 +1,17 @@
 """``runner verify``'s arguments."""
 
-DESCRIPTION = ("Open BUNDLE (a result folder or .tar.gz) safely and check its signature, "
+DESCRIPTION = ("Open each BUNDLE (a result folder or .tar.gz) safely and check its signature, "
                "files, scores, time-to-accuracy, hardware and cost against your own keys, labels and "
-               "hardware profiles. Exit 0 only when every check passes.")
+               "hardware profiles; several bundles of one key are held to each other's place in the key's "
+               "ledger, and to the ledger itself with --ledger. Exit 0 only when every check passes.")
 
 
 def register(parser) -> None:
-    parser.add_argument("bundle", help="a result folder or its .tar.gz")
+    parser.add_argument("bundle", nargs="+", help="a result folder or its .tar.gz (several: their ledger places "
+                        "are checked together)")
+    parser.add_argument("--ledger", metavar="FILE", action="append", default=[],
+                        help="a key's ledger as its owner published it (`runner ledger export`): the chain and "
+                        "each bundle of that key at its index (repeatable, one per key)")
     parser.add_argument("--trusted-keys", metavar="PATH",
                         help="a *.pub.json file or a folder of them (default: your own public key)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -40,7 +40,7 @@ def _mismatch(what: str, names) -> ValueError:
 
 
 def _load_torch(model, drawn: dict) -> None:
-    import torch  # only in images with PyTorch
+    import torch  # lazy: optional (torch: only in images with PyTorch)
 
     state = model.state_dict()
     if missing := set(drawn) - set(state):
@@ -54,7 +54,7 @@ def _load_torch(model, drawn: dict) -> None:
 
 
 def _load_keras(model, drawn: dict) -> None:
-    import h5py  # only in images with Keras
+    import h5py  # lazy: optional (h5py: only in images with Keras)
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "init.weights.h5")
@@ -72,7 +72,7 @@ def _load_keras(model, drawn: dict) -> None:
 
 
 def _load_gluon(net, drawn: dict) -> None:
-    import mxnet as mx  # only in images with MXNet
+    import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
 
     try:  # where its parameters live; a block still waiting for its shapes lives on the CPU
         ctx = list(net.collect_params().values())[0].list_ctx()
