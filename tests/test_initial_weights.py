@@ -198,3 +198,12 @@ def test_a_small_tensor_counts_only_overall():
 def test_only_random_roles_are_judged_for_descent():
     assert set(DRAWN) == {r for r in ROLES if r not in ("zeros", "ones", "public", "data")}
     assert record([Tensor("a", (2, 2), "normal")], 1, "pytorch", {"a": np.ones((2, 2), np.float32)})["drawn_elements"] == 4
+
+
+def test_a_model_with_tensors_the_runner_never_drew_is_named():
+    rng = np.random.default_rng(1)
+    w0 = {"w": rng.normal(0, 0.1, (64, 64)).astype(np.float32)}
+    tensors = [("w", w0["w"]), ("hidden.kernel", rng.normal(0, 0.1, (256, 10)).astype(np.float32))]
+    found = measure(tensors, w0, ["w"], 0.4, listed={"w"})
+    assert "drew no initial value" in found["problem"] and "hidden.kernel (2,560)" in found["problem"]
+    assert measure(tensors[:1] + [("bias", np.zeros(10, np.float32))], w0, ["w"], 0.4, listed={"w"})["problem"] is None

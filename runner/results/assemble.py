@@ -77,7 +77,7 @@ def initialized(result: Result, init: dict, record_file: str, sha256: str) -> No
     """The initial weights the runner drew for the run (``init``: ``init.json``'s content)."""
     result.initial_weights = {"record": record_file, "record_sha256": sha256, "values_sha256": init["sha256"],
                               "tensors": len(init["tensors"]), "drawn_elements": init["drawn_elements"],
-                              "undrawn": init["undrawn"], "descent": None}
+                              "undrawn": init["undrawn"]}
 
 
 def planned(result: Result, plan_file: str, sha256: str) -> None:

@@ -141,8 +141,8 @@ class Result:
     # recipe: the leaderboard and the claims leave it out. None for the entry as declared.
     variant: dict | None = None
     # The initial weights the runner drew for the run (runner.run.init_weights): the record
-    # (``init/init.json``) and its sha256, the values' digest, the tensors not drawn at random;
-    # and after training, whether the scored models descend from them (runner.score.descent).
+    # (``init/init.json``) and its sha256, the values' digest, the tensors not drawn at random
+    # (whether the scored models descend from them: ``training.model_origin["descent"]``).
     initial_weights: dict | None = None
     # Where the run stands in its signing key's ledger (runner.keys.ledger), recorded just
     # before it was signed: the key, the line's index, the head before it and how many runs

@@ -265,8 +265,8 @@ RESULT_SCHEMA: dict = {
             "type": ["object", "null"],
             "description": "the initial weights the runner drew for the run from its seed (run contract, 'Initial "
             "weights'): init/init.json and its sha256, the values' digest, the tensors not drawn at random (public "
-            "inputs, computed from data); `descent`: how alike each tensor of the crossing checkpoint and the final "
-            "model is to its initial value (runner.score.descent). Absent in results from before the draw",
+            "inputs, computed from data); the scored models' descent from it is training.model_origin.descent. Absent "
+            "in results from before the draw",
             "required": ["record", "record_sha256", "values_sha256"],
             "properties": {
                 "record": {"const": "init/init.json"},
@@ -275,7 +275,6 @@ RESULT_SCHEMA: dict = {
                 "tensors": {"type": "integer", "minimum": 0},
                 "drawn_elements": {"type": "integer", "minimum": 0},
                 "undrawn": {"type": "array"},
-                "descent": {"type": ["object", "null"]},
             },
         },
         "ledger": {

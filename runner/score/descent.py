@@ -35,6 +35,7 @@ from runner.score.weights_dump import as_float, in_order, load_dump, read_checke
 
 NOISE_Z = 4.0
 MAX_NAMED = 5
+EXTRA_ELEMENTS = 1024  # float elements a model may hold beyond the tensors the runner drew for
 
 
 def judged_alone(elements: int, limit: float) -> bool:
@@ -51,9 +52,13 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float | None:
 
 
 def measure(tensors: list[tuple[str, np.ndarray]], initial: dict[str, np.ndarray], drawn: list[str],
-            limit: float) -> dict:
-    """The per-tensor figures and the finding (``problem``) for one model."""
+            limit: float, listed: set[str] | None = None) -> dict:
+    """The per-tensor figures and the finding (``problem``) for one model. ``listed``: every
+    tensor the runner drew for (whatever its role); a float tensor of the model beyond them
+    (a layer the builder's model does not have: a Keras file carries its own architecture) is
+    named when it holds more than ``EXTRA_ELEMENTS``."""
     found = dict(tensors)
+    extra = [(name, value.size) for name, value in tensors if listed is not None and name not in listed]
     rows, missing, below = [], [], []
     weighted = total = 0.0
     for name in drawn:
@@ -77,17 +82,21 @@ def measure(tensors: list[tuple[str, np.ndarray]], initial: dict[str, np.ndarray
         more = f" and {len(missing) - MAX_NAMED} more" if len(missing) > MAX_NAMED else ""
         problem = (f"tensors the runner drew initial values for are not in the model: "
                    f"{', '.join(missing[:MAX_NAMED])}{more}")
+    elif (extra_size := sum(size for _, size in extra)) > EXTRA_ELEMENTS:
+        named = ", ".join(f"{name} ({size:,})" for name, size in sorted(extra, key=lambda e: -e[1])[:MAX_NAMED])
+        problem = (f"it computes with tensors the runner drew no initial value for ({extra_size:,} elements, "
+                   f"at most {EXTRA_ELEMENTS:,}): {named}")
     elif below or (overall is not None and overall < limit):
         named = ", ".join(f"{r['name']} ({r['cosine']})" for r in sorted(below, key=lambda r: r["cosine"] or 0)[:MAX_NAMED])
         more = f" and {len(below) - MAX_NAMED} more" if len(below) > MAX_NAMED else ""
         problem = (f"it does not descend from the initial weights the runner drew: cosine similarity with them "
                    f"{named or 'overall'}{more}; overall {overall:.3f}, limit {limit:g}")
     return {"overall": None if overall is None else round(overall, 4), "limit": limit, "tensors": rows,
-            "missing": missing[:50], "problem": problem}
+            "missing": missing[:50], "extra": [name for name, _ in extra][:50], "problem": problem}
 
 
 def judge(result_dir: Path, initial: dict[str, np.ndarray], drawn: list[str], limit: float,
-          dumps: list[tuple[str, str, dict | None, Path | None]]) -> tuple[dict, list[str]]:
+          dumps: list[tuple[str, str, dict | None, Path | None]], listed: set[str] | None = None) -> tuple[dict, list[str]]:
     """``dumps``: (key, what, the evaluator's weights record, the checkpoint copy it must
     match, or None to read it as signed). Returns the record and the class 4 findings."""
     record: dict = {"limit": limit, "models": {}}
@@ -100,7 +109,7 @@ def judge(result_dir: Path, initial: dict[str, np.ndarray], drawn: list[str], li
             if why and why.startswith("the evaluator's copy"):
                 problems.append(f"the descent of {what} could not be measured: {why}")
             continue
-        measured = measure(tensors, initial, drawn, limit)
+        measured = measure(tensors, initial, drawn, limit, listed)
         record["models"][key] = measured
         if measured["problem"]:
             problems.append(f"{what}: {measured['problem']}")
@@ -145,4 +154,4 @@ def descent_of_run(result_dir: Path, initial: list[Tensor], seed: int, framework
         if copy is None and not signed:
             continue
         dumps.append((r["of"], what, r.get("weights"), copy))
-    return judge(result_dir, values, drawn, limit, dumps)
+    return judge(result_dir, values, drawn, limit, dumps, {t.name for t in initial})

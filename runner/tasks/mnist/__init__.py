@@ -1,7 +1,7 @@
 """MNIST, the runner's first offline task: not DAWNBench's, written in its format so that one
 leaderboard holds it. Its data comes from a pinned PyPI wheel (``source.py``)."""
 
-from runner.tasks.base import CrossSeedLimits, DataSource, DawnbenchFormat, ExtraSet, Task
+from runner.tasks.base import CrossSeedLimits, DataSource, DawnbenchFormat, DescentLimits, ExtraSet, Task
 
 # QMNIST's test split (qmnist.py): its rows 10,000..59,999, the 50,000 MNIST test digits never
 # released, rebuilt from NIST SD19. SHA-256 as torchvision's QMNIST dataset pins them.
@@ -25,6 +25,7 @@ TASK = Task(
     # honest pairs of the default entry: mistakes 0.19-0.41, aligned weights 0.13 overall and
     # 0.20 in a layer at the most; a shared start 0.95 (calibration.md)
     cross_seed=CrossSeedLimits(mistakes=0.45, weights=0.4, evidence="calibration.md"),
+    descent=DescentLimits(similarity=0.4, evidence="calibration.md"),
     extra_sets=(QMNIST,),
     transfer_tasks=("fashion-mnist",),
 )
