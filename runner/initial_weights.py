@@ -108,6 +108,9 @@ def assign_roles(listed: list[tuple[str, tuple[int, ...]]], framework: str,
 
 def undrawn_problem(tensors: list[Tensor]) -> str | None:
     """Why the roles leave too much of the model to anything but the runner's draw."""
+    if not any(t.role in DRAWN for t in tensors):
+        return ("the model has no tensor the runner draws at random (its builder's model holds "
+                f"{len(tensors)} float tensor(s)): it cannot start from the runner's initial weights")
     total = sum(t.size for t in tensors if t.role != "public")
     undrawn = [t for t in tensors if t.role in CONSTANT or t.role == "data"]
     share = sum(t.size for t in undrawn) / total if total else 0.0

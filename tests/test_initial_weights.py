@@ -84,6 +84,7 @@ def test_a_declared_role_wins_and_a_glob_that_names_nothing_is_refused():
 def test_a_model_left_mostly_undrawn_is_named():
     tensors = assign_roles(_listed(Small()), "pytorch", ())
     assert undrawn_problem(tensors) is None
+    assert "no tensor the runner draws" in undrawn_problem([])
     zeroed = assign_roles(_listed(Small()), "pytorch", (("fc.weight", "zeros"),))
     problem = undrawn_problem(zeroed)
     assert problem and "fc.weight" in problem and f"{UNDRAWN_SHARE:.0%}" in problem
@@ -120,7 +121,6 @@ def test_a_record_draws_again_to_the_same_values_and_bounds_what_it_lists(tmp_pa
     {"tensors": [{"name": "a", "shape": [2]}, {"name": "a", "shape": [2]}]},
     {"tensors": [{"name": "a\x1b[2J", "shape": [2]}]},
     {"tensors": [{"name": "a", "shape": [2.5]}]},
-    {"tensors": []},
     {"tensors": [{"name": "a", "shape": [10**5, 10**5]}]},
 ])
 def test_what_a_builder_lists_is_bounded(listing):

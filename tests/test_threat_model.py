@@ -423,6 +423,16 @@ def test_class4_a_pretrained_checkpoint_of_an_honest_builder_passes_provenance_a
         assert not _class4(reasons, "does not depend on its checkpoint"), reasons
 
 
+def test_class4_a_pretrained_checkpoint_does_not_descend_from_the_runners_start(checkpoint_runs):
+    """Issue 44: the runner drew each run's start; a checkpoint trained before the run is
+    unrelated to it, tensor by tensor."""
+    for result in checkpoint_runs["runs"]:
+        assert _class4(result["nonconforming_reasons"], "does not descend from the initial weights"), result[
+            "nonconforming_reasons"]
+        crossing = result["training"]["model_origin"]["descent"]["models"]["crossing"]
+        assert abs(crossing["overall"]) < 0.1, crossing
+
+
 def test_class4_the_same_crossing_checkpoint_on_every_seed_is_named(checkpoint_runs):
     runs = checkpoint_runs["runs"]
     assert len(runs) == 2 and runs[0]["seed"] != runs[1]["seed"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-MAX_BYTES = 64 * 2**20
+MAX_BYTES = 256 * 2**20  # a ResNet-50 (102 MB) and a DrQA reader with its word table (95 MB) fit
 MAX_TENSORS = 4096
 
 

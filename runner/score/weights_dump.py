@@ -34,7 +34,7 @@ from runner.safe_npy import load_npy
 
 MAX_INDEX_BYTES = 1 << 20
 MAX_TENSORS = 4096
-MAX_DUMP_BYTES = 64 * 2**20  # the harness's cap (harness/weights.py MAX_BYTES)
+MAX_DUMP_BYTES = 256 * 2**20  # the harness's cap (harness/weights.py MAX_BYTES)
 MAX_CHECKPOINT_BYTES = 512 * 2**20  # what is searched, zip members decompressed included
 SMALL_BYTES = 64  # a smaller tensor may be anywhere (a few zeros): not looked for
 MIN_COVERAGE = 0.5
