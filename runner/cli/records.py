@@ -86,6 +86,19 @@ def evidence_line(r: Result) -> str | None:
             f"({e['forward_pass_cpu_seconds']:.2f} CPU-s; floor {e['fraction']:g}x)")
 
 
+def descent_line(r: Result) -> str | None:
+    """How far the crossing model stayed from the runner's initial weights (class 4i)."""
+    origin = r.training.model_origin if r.training else None
+    models = ((origin or {}).get("descent") or {}).get("models") if isinstance(origin, dict) else None
+    crossing = (models or {}).get("crossing") if isinstance(models, dict) else None
+    if not isinstance(crossing, dict) or crossing.get("overall") is None:
+        return None
+    judged = [t["cosine"] for t in crossing.get("tensors") or [] if t.get("judged") and t.get("cosine") is not None]
+    least = f", least judged tensor {min(judged):.2f}" if judged else ""
+    return (f"descent from the runner's start {short_id(r.run_id)}: the crossing keeps cosine {crossing['overall']:.2f} "
+            f"with its initial weights{least} (limit {crossing['limit']:g})")
+
+
 def resolution(training) -> str:
     """Beside the TTA: the step the entry's evaluations time it in (runner.score.tta)."""
     step = training.tta_resolution_seconds if training and training.reached else None
@@ -157,7 +170,7 @@ def print_results(console: Console, folders: list[Path]) -> None:
         tta = r.training.tta_seconds if r.training else None
         if claimed.get("tta_seconds") and tta is not None and not r.smoke:
             console.print(claim_line(folder, r, claimed, tta), highlight=False)
-        for line in (energy_line(r), evidence_line(r)):
+        for line in (energy_line(r), evidence_line(r), descent_line(r)):
             if line:
                 console.print(line, highlight=False)
         if not r.conforming:
