@@ -212,7 +212,8 @@ def initial_tensors(engine: Engine, entry: Entry, image: str, limits, scratch: P
     """The model's float tensors with the roles their initial values are drawn in: names and
     shapes from the entry's builder in the sandbox (kept by image), roles by the manifest."""
     listed = model_tensors(engine, image, entry, limits, scratch / "init-shapes.log")
-    return roles_for(listed, entry.framework["name"], entry.initial_weights, bool(entry.public_inputs))
+    return roles_for(listed, entry.framework["name"], entry.initial_weights, bool(entry.public_inputs),
+                     entry.task.cross_seed.public_width)
 
 
 def _prepared(shared: Shared) -> assemble.Prepared:

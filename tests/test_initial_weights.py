@@ -79,6 +79,11 @@ def test_a_declared_role_wins_and_a_glob_that_names_nothing_is_refused():
         roles_for(listed, "pytorch", (("head.*", "normal"),), has_public=False)
     with pytest.raises(InitError, match="public input"):
         roles_for(listed, "pytorch", (("fc.weight", "public"),), has_public=False)
+    # only a word table of the public input's width may start from it, never a layer
+    with pytest.raises(InitError, match="no table"):
+        roles_for(listed, "pytorch", (("fc.weight", "public"),), has_public=True, public_width=300)
+    table = roles_for([("words", (5000, 300)), *listed], "pytorch", (("words", "public"),), True, 300)
+    assert table[0].role == "public" and undrawn_problem(table) is None
 
 
 def test_a_model_left_mostly_undrawn_is_named():

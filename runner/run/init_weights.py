@@ -112,7 +112,8 @@ def write_init(folder: Path, tensors: list[Tensor], seed: int, framework: str) -
     return data
 
 
-def roles_for(listed, framework: str, declared: tuple[tuple[str, str], ...], has_public: bool) -> list[Tensor]:
+def roles_for(listed, framework: str, declared: tuple[tuple[str, str], ...], has_public: bool,
+              public_width: int | None = None) -> list[Tensor]:
     """The tensors with their roles, refused in one line when the roles break the rules."""
     tensors = assign_roles(listed, framework, declared)
     names = {n for n, _ in listed}
@@ -120,10 +121,22 @@ def roles_for(listed, framework: str, declared: tuple[tuple[str, str], ...], has
     if unused:
         raise InitError(f"entry.yaml's initial_weights names no tensor of the model: {', '.join(unused[:4])}",
                         f"the model's tensors are {', '.join(sorted(names)[:6])}...; fix the globs")
-    if not has_public and (public := [t.name for t in tensors if t.role == "public"]):
-        raise InitError(f"{public[0]} is declared a public input, but the entry declares none",
+    public = [t for t in tensors if t.role == "public"]
+    if public and not has_public:
+        raise InitError(f"{public[0].name} is declared a public input, but the entry declares none",
                         "declare the task's public input in public_inputs, or draw the tensor")
+    if wrong := [t for t in public if not is_word_table(t.shape, public_width)]:
+        raise InitError(f"{wrong[0].name} {list(wrong[0].shape)} is declared a public input, but it is no table of "
+                        f"the public input's vectors (width {public_width}, at least {MIN_TABLE_ROWS:,} rows)",
+                        "draw it: only a word table the public input fills may start from it")
     return tensors
+
+
+MIN_TABLE_ROWS = 1000  # a word table of the public input's vectors: a vocabulary, not a layer
+
+
+def is_word_table(shape: tuple[int, ...], width: int | None) -> bool:
+    return width is not None and len(shape) == 2 and shape[1] == width and shape[0] >= MIN_TABLE_ROWS
 
 
 def ensure_init(plan) -> Path | None:

@@ -22,6 +22,7 @@ from runner.initial_weights import (
 )
 from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.digests import sha256_file
+from runner.run.init_weights import is_word_table
 from runner.score.descent import descent_of_run
 from runner.verify.evidence import Evidence
 from runner.verify.report import Verdict
@@ -80,6 +81,9 @@ def check_initial_weights(ev: Evidence) -> Verdict:
     wrong = [f"{t.name} ({t.role}, the rules give {e.role})" for t, e in zip(tensors, expected) if t.role != e.role]
     if wrong:
         problems.append(f"roles the entry's manifest does not give: {', '.join(wrong[:4])}")
+    width = ev.task.cross_seed.public_width
+    if tables := [t.name for t in tensors if t.role == "public" and not is_word_table(t.shape, width)]:
+        problems.append(f"tensors taken as public inputs that are no word table of them: {', '.join(tables[:4])}")
     found = [problem] if (problem := undrawn_problem(tensors)) else []
 
     origin = ev.claim("training", "model_origin")
