@@ -47,6 +47,7 @@ MAX_ELEMENTS = 2 * 10**9
 ROLES = {
     "fan_in_uniform": "U(-1/sqrt(fan_in), 1/sqrt(fan_in)): PyTorch's default for convolution and linear weights",
     "fan_in_normal": "N(0, 2/fan_in): He normal",
+    "fan_out_normal": "N(0, 2/fan_out): He normal in fan-out mode (torchvision's ResNets)",
     "glorot_uniform": "U(-sqrt(6/(fan_in+fan_out)), +sqrt(6/(fan_in+fan_out))): Keras' default kernel, MXNet's Xavier",
     "glorot_normal": "N(0, 2/(fan_in+fan_out)): Glorot normal",
     "normal": "N(0, 1): PyTorch's default embedding",
@@ -55,7 +56,7 @@ ROLES = {
     "public": "not drawn: the task's declared public input (its word vectors), loaded by the entry",
     "data": "not drawn: computed from the training data in the run (e.g. a whitening layer)",
 }
-DRAWN = ("fan_in_uniform", "fan_in_normal", "glorot_uniform", "glorot_normal", "normal")  # random: judged by descent
+DRAWN = ("fan_in_uniform", "fan_in_normal", "fan_out_normal", "glorot_uniform", "glorot_normal", "normal")  # random: judged by descent
 CONSTANT = ("zeros", "ones")
 UNDRAWN = ("public", "data")
 # Constant, data-computed tensors together may hold at most this share of the model's
@@ -156,6 +157,8 @@ def draw_one(t: Tensor, seed: int, framework: str) -> np.ndarray | None:
         values = rng.uniform(-bound, bound, t.shape)
     elif t.role == "fan_in_normal":
         values = rng.normal(0.0, math.sqrt(2.0 / fan_in), t.shape)
+    elif t.role == "fan_out_normal":
+        values = rng.normal(0.0, math.sqrt(2.0 / fan_out), t.shape)
     elif t.role == "glorot_uniform":
         bound = math.sqrt(6.0 / (fan_in + fan_out))
         values = rng.uniform(-bound, bound, t.shape)

@@ -12,8 +12,8 @@ from runner.tasks import TASKS
 
 # The roles of runner/initial_weights.py ROLES (the manifest sits below the run stage: the
 # names are repeated here and a test holds them equal).
-INIT_ROLES = ("fan_in_uniform", "fan_in_normal", "glorot_uniform", "glorot_normal", "normal", "zeros", "ones",
-              "public", "data")
+INIT_ROLES = ("fan_in_uniform", "fan_in_normal", "fan_out_normal", "glorot_uniform", "glorot_normal", "normal",
+              "zeros", "ones", "public", "data")
 
 SCHEMA_VERSION = 1
 BACKENDS = list(BACKEND_TABLE)  # the harness' backend table is the one list
