@@ -64,7 +64,6 @@ UNDRAWN = ("public", "data")
 UNDRAWN_SHARE = 0.05
 
 
-
 @dataclass(frozen=True)
 class Tensor:
     name: str

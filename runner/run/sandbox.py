@@ -101,9 +101,9 @@ def threads_of(cpus: float | None) -> int:
     return int(cpus) if cpus and float(cpus).is_integer() else 1
 
 
-def read_small_json(path: Path, limit: int) -> object:
-    """A JSON file a container wrote, read without following links or blocking on a FIFO, only
-    if it is a regular file of at most ``limit`` bytes, with finite numbers; ValueError otherwise."""
+def read_small_text(path: Path, limit: int) -> str:
+    """A text file a container wrote, read without following links or blocking on a FIFO,
+    only if it is a regular file of at most ``limit`` bytes of UTF-8; ValueError otherwise."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -111,17 +111,24 @@ def read_small_json(path: Path, limit: int) -> object:
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            raise ValueError(f"{path.name} is not a regular file of at most {limit:,} bytes")
+            raise ValueError(f"{path.name} is not a regular file under {limit} bytes")
         raw = f.read(limit + 1)
     if len(raw) > limit:
-        raise ValueError(f"{path.name} is over {limit:,} bytes")
+        raise ValueError(f"{path.name} is over {limit} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path.name} is not UTF-8") from None
 
+
+def read_small_json(path: Path, limit: int) -> object:
+    """A small JSON file a container wrote (``read_small_text``), with finite numbers only."""
     def constant(name: str):
         raise ValueError(f"{path.name} holds {name}, not a number")
 
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=constant)
-    except (UnicodeDecodeError, RecursionError) as exc:
-        raise ValueError(f"{path.name} is not JSON: {type(exc).__name__}") from None
+        return json.loads(read_small_text(path, limit), parse_constant=constant)
+    except RecursionError:
+        raise ValueError(f"{path.name} is nested too deep") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path.name} is not JSON: {exc.msg}") from None

@@ -17,10 +17,8 @@ the study says who counted them.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ from runner.frameworks import FRAMEWORKS
 from runner.report import reporter
 from runner.entry_build import build_entry
 from runner.manifest import load_entry
+from runner.run.sandbox import read_small_text
 from runner.study.sandbox import HarnessJob, harness_limits, run_harness, threads_of
 
 OUT_MOUNT = "/flops"
@@ -110,20 +109,9 @@ def read_result(folder: Path) -> str:
     """``folder/flops.json`` as text, read without following links or blocking on a FIFO the
     container may have put there, and only if it is a small regular file."""
     try:
-        fd = os.open(folder / RESULT_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise CountError(f"no readable {RESULT_FILE}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RESULT_BYTES:
-            raise CountError(f"{RESULT_FILE} is not a regular file under {MAX_RESULT_BYTES} bytes")
-        raw = f.read(MAX_RESULT_BYTES + 1)
-    if len(raw) > MAX_RESULT_BYTES:
-        raise CountError(f"{RESULT_FILE} is over {MAX_RESULT_BYTES} bytes")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise CountError(f"{RESULT_FILE} is not UTF-8") from None
+        return read_small_text(folder / RESULT_FILE, MAX_RESULT_BYTES)
+    except ValueError as exc:
+        raise CountError(str(exc)) from None
 
 
 # -- the image and the container -------------------------------------------------------------
