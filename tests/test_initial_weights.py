@@ -212,3 +212,17 @@ def test_a_model_with_tensors_the_runner_never_drew_is_named():
     found = measure(tensors, w0, ["w"], 0.4, listed={"w"})
     assert "drew no initial value" in found["problem"] and "hidden.kernel (2,560)" in found["problem"]
     assert measure(tensors[:1] + [("bias", np.zeros(10, np.float32))], w0, ["w"], 0.4, listed={"w"})["problem"] is None
+
+
+def test_the_classes_layer_counts_only_overall():
+    from runner.score.descent import output_layer
+
+    tensors = assign_roles(_listed(Small()), "pytorch", ())
+    assert output_layer(tensors) == {"fc.weight"}
+    rng = np.random.default_rng(2)
+    w0 = {"conv": rng.normal(0, 0.1, (64, 576)).astype(np.float32), "fc": rng.normal(0, 0.01, (10, 256)).astype(np.float32)}
+    grown = {"conv": w0["conv"] * 0.9 + rng.normal(0, 0.05, (64, 576)).astype(np.float32),
+             "fc": w0["fc"] + rng.normal(0, 0.1, (10, 256)).astype(np.float32)}  # ten times its start
+    alone = measure(list(grown.items()), w0, ["conv", "fc"], 0.4)
+    assert "fc (" in alone["problem"]
+    assert measure(list(grown.items()), w0, ["conv", "fc"], 0.4, overall_only=frozenset({"fc"}))["problem"] is None
