@@ -1,7 +1,7 @@
 """CIFAR-10, DAWNBench's small image task (94 % top-1). Its data is the user's copy of the
 official archive (``source.py``)."""
 
-from runner.tasks.base import DataSource, DawnbenchFormat, ExtraSet, Task
+from runner.tasks.base import DataSource, DawnbenchFormat, DescentLimits, ExtraSet, Task
 
 # CIFAR-10.1 v6 (cifar10_1.py): 2,000 new test images collected by CIFAR-10's protocol.
 # SHA-256 as TensorFlow Datasets lists them.
@@ -25,4 +25,5 @@ TASK = Task(
     public_train_size=50_000,
     threshold_ladder=(91.0, 92.0, 93.0, 94.0),
     extra_sets=(CIFAR10_1,),
+    descent=DescentLimits(evidence="calibration.md"),  # the default limit: no full run here yet
 )

@@ -2,7 +2,7 @@
 imported from the official validation tar and devkit (``source.py``); the training set stays a
 read-only tree of JPEGs (``train_tree.py``); smoke runs get a small tree (``synthetic.py``)."""
 
-from runner.tasks.base import DataSource, DawnbenchFormat, ExtraSet, Task
+from runner.tasks.base import DataSource, DawnbenchFormat, DescentLimits, ExtraSet, Task
 
 # ImageNetV2 matched-frequency (imagenetv2.py): 10,000 new test images, ten per class.
 # SHA-256 as TensorFlow Datasets lists it.
@@ -33,4 +33,5 @@ TASK = Task(
     public_train_size=1_281_167,
     threshold_ladder=(90.0, 91.0, 92.0, 93.0),  # top-5
     extra_sets=(IMAGENETV2,),
+    descent=DescentLimits(evidence="calibration.md"),  # the default limit: no full run here yet
 )
