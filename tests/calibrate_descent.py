@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from runner.initial_weights import DRAWN, redraw
-from runner.score.descent import measure
+from runner.score.descent import measure, output_layer
 from runner.tasks import get_task
 
 
@@ -63,7 +63,7 @@ def main(folders: list[str]) -> int:
         final = folder / "output" / result["entry"].get("weights", "model/weights.pt")
         models += [p for p in (folder / "output" / "model").glob("*") if p.is_file()] if not final.is_file() else [final]
         for path in models:
-            m = measure(list(tensors(path).items()), values, drawn, limit)
+            m = measure(list(tensors(path).items()), values, drawn, limit, overall_only=output_layer(listed))
             judged = [r["cosine"] for r in m["tensors"] if r["judged"] and r["cosine"] is not None]
             per = " ".join(f"{r['cosine']:.2f}" for r in m["tensors"])
             dist = " ".join(f"{r['distance']:.2f}" for r in m["tensors"])
