@@ -1,7 +1,7 @@
 """Fashion-MNIST, the runner's second offline task (the MNIST entries' twins run on it): not
 DAWNBench's, written in its format. Its data comes from Debian's package (``source.py``)."""
 
-from runner.tasks.base import CrossSeedLimits, DataSource, DawnbenchFormat, Task
+from runner.tasks.base import CrossSeedLimits, DataSource, DawnbenchFormat, DescentLimits, Task
 
 TASK = Task(
     "fashion-mnist", "top1", 0.92, 10_000, 10, (1, 28, 28), ("top1Accuracy",),
@@ -16,4 +16,5 @@ TASK = Task(
     # honest pairs of the twins: mistakes 0.35-0.39, aligned weights 0.14 overall and 0.24 in
     # a layer at the most (calibration.md)
     cross_seed=CrossSeedLimits(mistakes=0.5, weights=0.4, evidence="calibration.md"),
+    descent=DescentLimits(similarity=0.15, evidence="calibration.md"),
 )
