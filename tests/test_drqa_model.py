@@ -20,6 +20,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from runner.manifest import load_entry
+from runner.run.init_weights import roles_for, write_init
+
 REPO = Path(__file__).resolve().parents[1]
 ENTRY = REPO / "entries" / "drqa-squad"
 sys.path.insert(0, str(REPO / "runner"))
@@ -181,8 +184,12 @@ def test_a_smoke_run_streams_glove_and_reports_checkpoints(tmp_path):
         for word in ["at a", "unused"] + WORDS:  # 840B has a few words with spaces in them
             fh.write(word + " " + " ".join(f"{x:.4f}" for x in rng.normal(0, 0.4, drqa.DIM)) + "\n")
     out = tmp_path / "output"
+    # The runner's draw of the reader's start (the word table is the public input's, not drawn)
+    listed = [(n, tuple(t.shape)) for n, t in drqa.build_model().state_dict().items() if t.is_floating_point()]
+    write_init(tmp_path / "init", roles_for(listed, "pytorch", load_entry(ENTRY).initial_weights, True, 300), 5,
+               "pytorch")
     env = {**os.environ, "RUNNER_DATA": str(data), "RUNNER_OUTPUT": str(out), "RUNNER_SEED": "5",
-           "RUNNER_THREADS": "2", "RUNNER_SMOKE": "1"}
+           "RUNNER_THREADS": "2", "RUNNER_SMOKE": "1", "RUNNER_INIT": str(tmp_path / "init")}
     run = subprocess.run([sys.executable, str(ENTRY / "train.py")], env=env, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
