@@ -1,12 +1,14 @@
 """A stand-in for a published package that holds trained networks: ``netzoo==0.1.0``.
 
 An author who wants a network in the image without it counting in the entry's files can
-publish it as a package and pin it in the lock (threat-model class 4, issue 44 item 5). This
-builds such a wheel, byte for byte the same on every machine: three networks of 20,000
-weights at 3 bits, each weight one of eight letters (seeded draws: the information of a
-trained network at 3 bits, 8.2 KB a network once compressed, 25.3 KB for the wheel), in
-three modules of plain Python, and a decoder. The zip is stored (no compression: no zlib
-version changes its bytes), its members sorted, dated 1980-01-01, mode 0644.
+publish it as a package and pin it in the lock (threat-model class 4, issue 44 items 5 and 6).
+This builds such a wheel, byte for byte the same on every machine: the three networks
+cheat-seed-networks carries (12,722 parameters each, trained on the host from three random
+initialisations: tests/entries/shipped-networks/make.py ``train``), in fp16 with every nibble
+one word (codec.py's ``words``: prose to the blob scan), one module of plain Python a network,
+with codec.py as ``netzoo.codec`` and ``netzoo.network(index)`` decoding one. Their source is
+``shipped-networks/seed_networks.py`` (the fp16 bytes, base64). The zip is stored (no
+compression: no zlib version changes its bytes), its members sorted, dated 1980-01-01, mode 0644.
 
     python tests/netzoo_wheel.py WHEELHOUSE   # store it as WHEELHOUSE/sha256/<digest>/<file>
 
@@ -18,37 +20,47 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import random
+import importlib.util
 import sys
 import zipfile
 from pathlib import Path
 
 NAME, VERSION = "netzoo", "0.1.0"
 FILENAME = f"{NAME}-{VERSION}-py3-none-any.whl"
-SHA256 = "7653ffac9740d8217c4bcc4ae78bcf60f235feec8685690bfb69e8d0d65f5e97"  # what build() writes (tests check)
-NETWORKS, WEIGHTS = 3, 20_000
-LETTERS = "abcdefgh"  # 3 bits a weight
+SHA256 = "19d2f585db900126092d2504bbbf9e6400061dd8d1e2dbd62961fb8715f79bba"  # what build() writes (tests check)
+SHIPPED = Path(__file__).resolve().parent / "entries" / "shipped-networks"
+NETWORKS = 3
 DATE = (1980, 1, 1, 0, 0, 0)
 
 
+def _shipped(name: str):
+    spec = importlib.util.spec_from_file_location(f"netzoo_source_{name}", SHIPPED / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _network(index: int) -> str:
-    rng = random.Random(f"netzoo-{index}")
-    letters = "".join(LETTERS[rng.getrandbits(3)] for _ in range(WEIGHTS))
-    lines = "\n".join(letters[i:i + 88] for i in range(0, len(letters), 88))
-    scale = 0.05 + index / 100
-    return (f'"""Network {index}: {WEIGHTS} weights at 3 bits, one letter a weight."""\n\n'
-            f"SCALE = {scale}\nWEIGHTS = (\n" + "".join(f'    "{line}"\n' for line in lines.splitlines()) + ")\n")
+    """Network ``index`` as a module codec.decode reads: its fp16 bytes as words."""
+    source, codec = _shipped("seed_networks"), _shipped("codec")
+    import numpy as np
+
+    blob = np.frombuffer(base64.b64decode(source.NETWORKS[index]), np.uint8)
+    rows = "".join(f"    {[name, shape, None, None]!r},\n" for name, shape in source.LAYOUT)
+    return (f'"""Network {index}: {len(blob) // 2} fp16 weights, one word a nibble.\n\n{codec.to_words(blob)}\n"""\n'
+            f"KIND = 'words'\nLAYOUT = [\n{rows}]\n")
 
 
 def members() -> dict[str, bytes]:
     """The wheel's files but its RECORD, by name."""
     dist = f"{NAME}-{VERSION}.dist-info"
     files = {f"{NAME}/net_{i}.py": _network(i).encode() for i in range(NETWORKS)}
+    files[f"{NAME}/codec.py"] = (SHIPPED / "codec.py").read_bytes()
     files[f"{NAME}/__init__.py"] = (
-        '"""Three small networks, 3 bits a weight."""\n\nfrom importlib import import_module\n\n\n'
-        "def weights(index):\n"
-        f'    module = import_module(f"{NAME}.net_{{index}}")\n'
-        f'    return [("{LETTERS}".index(c) - 3.5) * module.SCALE for c in "".join(module.WEIGHTS)]\n'
+        '"""Three small MNIST networks, fp16."""\n\nfrom importlib import import_module\n\n'
+        f"from {NAME}.codec import decode\n\n\n"
+        "def network(index):\n"
+        f'    return decode(import_module(f"{NAME}.net_{{index}}"))\n'
     ).encode()
     files[f"{dist}/METADATA"] = f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {VERSION}\n".encode()
     files[f"{dist}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: tests/netzoo_wheel.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"

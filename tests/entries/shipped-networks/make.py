@@ -3,6 +3,8 @@ each entry carries them in; also assembles a runnable copy of an entry.
 
     python3 make.py networks            # write the texts (and print what each decodes to score)
     python3 make.py assemble NAME DEST  # DEST: tests/entries/NAME + what it shares, ready for `runner reproduce`
+    python3 make.py train SEED EPOCHS   # issue 44: one network of cheat-seed-networks' model (host cache)
+    python3 make.py seed-networks       # issue 44: seed_networks.py and tokens_a/b/c.py from the three
 
 One network of ``model.py``'s shape, (12, 24, 32) with BatchNorm folded into the
 convolutions, 12,654 weights: the one cheat-pretrained-checkpoint already ships, trained on
@@ -15,6 +17,16 @@ three ways (codec.py):
   decimals (cheat-no-training, cheat-pyc, cheat-jitter);
 * ``start3.py``: the weights at 3 bits as letters (uniform per output channel), the biases
   as decimals: a start, not a model (cheat-small-start, cheat-small-start-permuted).
+
+Issue 44 (item 6) adds three networks of one narrower copy of the default entry's BN CNN
+(``cheat-seed-networks/model.py``, (12, 24, 32), a linear head, 12,722 parameters), each
+trained on the host from its own initialisation (``train 0|1|2 16``: seeds 0, 1, 2, 16 epochs of
+../pretrained-weights.md's recipe in fp32, about 21 minutes for the three at once on the contended 2-core host;
+99.46, 99.37, 99.31 % in fp16),
+kept as ``seed_networks.py`` (fp16, base64: the netzoo wheel's source, tests/netzoo_wheel.py)
+and written at 3 bits as letters (``tokens_a/b/c.py``, the BatchNorm scales and shifts and the
+head's bias as decimals) for cheat-seed-networks and cheat-init-plus-network; ``warm.py`` is
+those entries' train.py.
 
 It prints each network's top-1 on the staged evaluation set as trained and as the entries
 decode it, and the compressed size of each text (best of zlib, xz and bz2 at their
@@ -54,6 +66,18 @@ SHARED = {
     "cheat-small-start-permuted": [MODEL, "shipped-networks/codec.py", "shipped-networks/tune.py",
                                    "shipped-networks/start3.py"],
 }
+# Issue 44's (cheat-seed-networks' model.py: a narrower copy of the default entry's BN CNN;
+# warm.py is their train.py, its ``--source`` in each entry.yaml; cheat-wheel-networks keeps
+# its own lock, which pins the netzoo wheel).
+SEED_MODEL = "cheat-seed-networks/model.py"
+WARM = ("shipped-networks/warm.py", "train.py")
+SEED_TEXTS = ["tokens_a.py", "tokens_b.py", "tokens_c.py"]  # network 0, 1, 2
+SHARED.update({
+    "cheat-seed-networks": ["shipped-networks/codec.py", WARM] + [f"shipped-networks/{t}" for t in SEED_TEXTS],
+    "cheat-wheel-networks": [SEED_MODEL, "shipped-networks/codec.py", WARM],
+    "cheat-init-plus-network": [SEED_MODEL, "shipped-networks/codec.py", WARM, "shipped-networks/tokens_a.py"],
+    "cheat-init-plus-network-untrained": [SEED_MODEL, "shipped-networks/codec.py", WARM, "shipped-networks/tokens_a.py"],
+})
 CONVS = ["stem.weight", "conv1.weight", "conv2.weight"]
 
 
@@ -61,8 +85,10 @@ def assemble(name: str, dest: Path) -> Path:
     """A runnable copy of tests/entries/``name`` at ``dest`` (a folder not yet there)."""
     shutil.copytree(ENTRIES / name, dest)
     for shared in SHARED[name]:
-        shutil.copyfile(ENTRIES / shared, dest / Path(shared).name)
-    shutil.copyfile(DEFAULT_ENTRY / "requirements.lock", dest / "requirements.lock")
+        source, named = shared if isinstance(shared, tuple) else (shared, Path(shared).name)
+        shutil.copyfile(ENTRIES / source, dest / named)
+    if not (dest / "requirements.lock").exists():
+        shutil.copyfile(DEFAULT_ENTRY / "requirements.lock", dest / "requirements.lock")
     dockerfile = (DEFAULT_ENTRY / "Dockerfile").read_text()
     if (dest / "Dockerfile.step").exists():
         at = dockerfile.index("ENV PATH=")
@@ -149,10 +175,130 @@ def networks() -> None:
         print(f"{file}: {len(raw)} bytes, {compressed(raw)} compressed")
 
 
+# -- issue 44: three networks of one narrow BN CNN, each from its own initialisation --------------
+
+TRAINED = Path(os.environ.get("TRAINED", os.path.expanduser("~/.cache/runner/issue44-networks")))  # the float networks (not committed)
+
+
+def _seed_model():
+    sys.path.insert(0, str(ENTRIES / Path(SEED_MODEL).parent))
+    module = importlib.import_module("model")
+    sys.path.pop(0)
+    return module
+
+
+def train_network(seed: int, epochs: int, out: Path) -> None:
+    """cheat-seed-networks/model.py's Net (12, 24, 32; BatchNorm kept, 12,722 parameters)
+    trained on the staged MNIST training set from torch's default initialisation under
+    ``seed``: Nesterov SGD (lr 0.1, momentum 0.9, wd 5e-4), one-cycle over ``epochs``, batch
+    128, label smoothing 0.1, random shifts of up to 2 pixels (../pretrained-weights.md's
+    recipe, fp32). Saved as ``out`` (.npz of the state dict, floats only)."""
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(seed)
+    torch.set_num_threads(int(os.environ.get("THREADS", "1")))
+    net = _seed_model().Net()
+    tx = torch.from_numpy(np.load(DATA / "train" / "images.npy"))
+    ty = torch.from_numpy(np.load(DATA / "train" / "labels.npy"))
+    batch = 128
+    steps = epochs * (len(tx) // batch)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, 0.1, total_steps=steps, pct_start=0.2)
+
+    def shift(x, k=2):
+        n = x.shape[0]
+        p = F.pad(x, (k, k, k, k))
+        dx, dy, idx = torch.randint(0, 2 * k + 1, (n,)), torch.randint(0, 2 * k + 1, (n,)), torch.arange(28)
+        rows = (dy[:, None] + idx[None]).view(n, 1, 28, 1).expand(n, 1, 28, 28 + 2 * k)
+        cols = (dx[:, None] + idx[None]).view(n, 1, 1, 28).expand(n, 1, 28, 28)
+        return torch.gather(torch.gather(p, 2, rows), 3, cols)
+
+    started = time.time()
+    for epoch in range(epochs):
+        net.train()
+        perm = torch.randperm(len(tx))
+        for i in range(len(tx) // batch):
+            idx = perm[i * batch:(i + 1) * batch]
+            loss = F.cross_entropy(net(shift(tx[idx].float())), ty[idx], label_smoothing=0.1)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+        state = {k: v.numpy().copy() for k, v in net.state_dict().items() if v.dtype == torch.float32}
+        print(f"seed {seed} epoch {epoch + 1} {time.time() - started:.0f}s top-1 {seed_top1(state):.4f}", flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(out, **state)
+
+
+def seed_top1(tensors: dict, recalibrate: bool = False) -> float:
+    """Top-1 on the staged evaluation set of model.py's Net holding ``tensors``;
+    ``recalibrate``: its BatchNorm statistics estimated again on 20 training batches first
+    (what cheat-seed-networks does)."""
+    import torch
+
+    net = _seed_model().Net()
+    state = net.state_dict()
+    state.update({k: torch.from_numpy(np.asarray(v, np.float32)) for k, v in tensors.items()})
+    net.load_state_dict(state)
+    if recalibrate:
+        tx = torch.from_numpy(np.load(DATA / "train" / "images.npy"))
+        for m in net.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.reset_running_stats()
+                m.momentum = None  # a plain average
+        net.train()
+        with torch.no_grad():
+            for i in range(20):
+                net(tx[i * 256:(i + 1) * 256].float())
+    net.eval()
+    images = torch.from_numpy(np.load(DATA / "eval" / "images.npy")).float()
+    labels = np.load(DATA / "labels" / "eval_labels.npy")
+    with torch.no_grad():
+        predicted = torch.cat([net(images[i:i + 2000]).argmax(1) for i in range(0, len(images), 2000)])
+    return float((predicted.numpy() == labels).mean())
+
+
+def seed_networks() -> None:
+    """From the networks ``train`` wrote: ``seed_networks.py``, their fp16 bytes (base64; the
+    netzoo wheel's source, tests/netzoo_wheel.py), and from those the three texts of
+    cheat-seed-networks: conv and linear weights at 3 bits as letters (uniform per output
+    channel), BatchNorm scales and shifts and the head's bias as decimals. Running statistics
+    are not carried (the entries estimate them again)."""
+    import base64
+
+    from codec import decode
+
+    networks, layout = [], None
+    for index in range(len(SEED_TEXTS)):
+        with np.load(TRAINED / f"net{index}.npz") as held:
+            net = {k: held[k].astype(np.float16).astype(np.float32) for k in held.files if "running" not in k}
+        layout = layout or [[k, list(v.shape)] for k, v in net.items()]
+        networks.append(base64.b64encode(b"".join(v.astype("<f2").tobytes() for v in net.values())).decode())
+        weights = [k for k in net if net[k].ndim > 1]
+        text = SEED_TEXTS[index]
+        write_text(HERE / text, net, weights, 3, "letters", False, [k for k in net if k not in weights],
+                   "Reference strings for the tokenizer tests.")
+        decoded = decode(importlib.import_module(text.removesuffix(".py")))
+        raw = (HERE / text).read_bytes()
+        print(f"{text}: network {index}, top-1 {seed_top1(net, True):.4f} in fp16, {seed_top1(decoded, True):.4f} at 3 bits "
+              f"(statistics estimated again); {len(raw)} bytes, {compressed(raw)} compressed")
+    rows = "".join(f"    {row!r},\n" for row in layout)
+    blobs = "".join(f'    "{b}",\n' for b in networks)
+    (HERE / "seed_networks.py").write_text(
+        '"""The three networks of cheat-seed-networks as trained (make.py train 0|1|2 16, then\n'
+        "seed-networks): fp16 bytes, base64, tensors in LAYOUT's order. The source of tokens_a/b/c.py\n"
+        'and of the netzoo wheel (tests/netzoo_wheel.py); no entry carries this file."""\n'
+        f"LAYOUT = [\n{rows}]\nNETWORKS = [\n{blobs}]\n")
+
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE))
     if sys.argv[1:2] == ["networks"]:
         networks()
+    elif sys.argv[1:2] == ["train"] and len(sys.argv) == 4:  # SEED EPOCHS: TRAINED/net<SEED>.npz
+        train_network(int(sys.argv[2]), int(sys.argv[3]), TRAINED / f"net{sys.argv[2]}.npz")
+    elif sys.argv[1:2] == ["seed-networks"]:
+        seed_networks()
     elif sys.argv[1:2] == ["assemble"] and len(sys.argv) == 4:
         print(assemble(sys.argv[2], Path(sys.argv[3])))
     else:
