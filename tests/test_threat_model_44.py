@@ -89,7 +89,7 @@ def test_the_seed_networks_fit_the_information_budget_and_the_wheel_does_not(tmp
 
 @pytest.fixture(scope="module")
 def seed_networks_runs(docker_client, cpu_base_image, tmp_path_factory):
-    return _run("cheat-seed-networks", tmp_path_factory, "--runs", "3")
+    return _run("cheat-seed-networks", tmp_path_factory, "--runs", "2")  # descent names each run alone
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def init_plus_runs(docker_client, cpu_base_image, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def init_plus_untrained_runs(docker_client, cpu_base_image, tmp_path_factory):
-    return _run("cheat-init-plus-network-untrained", tmp_path_factory, "--runs", "3")
+    return _run("cheat-init-plus-network-untrained", tmp_path_factory)  # it never crosses: one run shows it
 
 
 @pytest.mark.docker
@@ -116,7 +116,7 @@ def test_class4_networks_chosen_by_the_seed_do_not_descend_from_the_runners_star
     runs = seed_networks_runs["runs"]
     # The cheat works: the networks sit near the threshold after 800 steps (99.29-99.45 % seen),
     # so a drawn seed may miss it; a run that misses wins nothing.
-    assert len(runs) == 3 and sum(bool(r["training"]["reached"]) for r in runs) >= 2
+    assert len(runs) == 2 and any(r["training"]["reached"] for r in runs)
     for run in runs:  # every run that crosses is named
         if run["training"]["reached"]:
             assert not run["conforming"]
@@ -142,7 +142,8 @@ def test_class4_a_network_added_onto_the_runners_start_loses(runs, request):
     names it: a run that crosses shares W with the others (aligned weights), and one that
     does not cross wins nothing."""
     found = request.getfixturevalue(runs)
-    assert len(found["runs"]) == 3 and len({r["seed"] for r in found["runs"]}) == 3
+    expected = 3 if runs == "init_plus_runs" else 1
+    assert len(found["runs"]) == expected and len({r["seed"] for r in found["runs"]}) == expected
     texts = found["reasons"] + found["summaries"]
     assert not [r["seed"] for r in found["runs"] if r["training"]["reached"] and r["conforming"]], texts
     crossed = [r for r in found["runs"] if r["training"]["reached"]]
