@@ -16,6 +16,7 @@ from pathlib import Path
 from securesystemslib.signer import SSlibKey
 
 from runner.errors import UserError
+from runner.keys.ledger import read_ledger
 from runner.results.layout import all_runs, entry_of, entry_runs, short_id
 from runner.results.record import RESULT_FILE, Result
 from runner.verify.trust import signature_verdict
@@ -108,13 +109,27 @@ def row_of(folder: Path, result: Result, trusted_keys: list[SSlibKey]) -> RunRow
 def ledger_counts(rows: list[RunRow]) -> list[tuple[str, bool, int, int]]:
     """For one entry's rows: (key, smoke, runs here, runs the key made) for each key whose
     verified runs carry a ledger place; the runs it made are the largest count its runs
-    signed (``entry_runs``). "3 of 7 runs of this entry with this key": the 4 others are
-    somewhere, failed or kept back."""
+    signed (``entry_runs``), or the key's ledger on this host when it records more
+    (``made_here``). "3 of 7 runs of this entry with this key": the 4 others are somewhere,
+    failed or kept back."""
     counts: dict[tuple[str, bool], list[int]] = {}
     for row in rows:
         if (key := row.ledger_key) is not None:
             counts.setdefault((key, row.smoke), []).append(row.ledger["entry_runs"])
-    return [(key, smoke, len(runs), max(runs)) for (key, smoke), runs in sorted(counts.items())]
+    entry = rows[0].entry if rows else ""
+    return [(key, smoke, len(runs), max(max(runs), made_here(key, entry, smoke)))
+            for (key, smoke), runs in sorted(counts.items())]
+
+
+def made_here(keyid: str, entry: str, smoke: bool) -> int:
+    """The runs of ``entry`` the key's own ledger on this host records (0 when this host keeps
+    none for it, or it is broken): a key's owner sees every run, the latest included, even
+    those whose folders are elsewhere."""
+    try:
+        lines = read_ledger(keyid)
+    except UserError:
+        return 0
+    return len({line["run_id"] for line in lines if line["entry"] == entry and line["smoke"] is smoke})
 
 
 def read_result(folder: Path) -> Result:
