@@ -489,8 +489,9 @@ def test_an_entry_names_the_submissions_it_reproduces(tmp_path, names, ok):
             load_entry(folder)
 
 
-def test_an_unreadable_result_is_skipped_with_the_reason(board, tmp_path, capsys):
+def test_an_unreadable_result_is_skipped_with_the_reason(board, tmp_path, capsys, monkeypatch):
     results, keys = board
+    monkeypatch.setenv("COLUMNS", "400")  # the path whole on one line, whatever the temporary folder's length
     copy = tmp_path / "results"
     shutil.copytree(results, copy)
     broken = copy / "mnist-broken" / "20261122T040000Z-s0-dddddd"

@@ -162,8 +162,10 @@ def test_class3_an_answer_rewritten_after_it_was_given_is_not_scored(rewrite_run
 # --- class 4: a model trained before the run ----------------------------------------------------
 
 def test_class4_weights_in_the_entry_and_from_a_build_step_are_named(image_run):
-    # (its model may also be named for not descending from the runner's start: issue 44)
-    (reason,) = [r for r in image_run["nonconforming_reasons"] if r.startswith("class 4") and "descend" not in r]
+    # (its model is also named for not descending from the runner's start and for its undrawn share:
+    # issue 44; here the finding about what the image carries)
+    (reason,) = [r for r in image_run["nonconforming_reasons"]
+                 if r.startswith("class 4") and "carries weights or data" in r]
     assert "pretrained.pt" in reason and "/opt/cache/w.npy" in reason
     findings = {f["path"] for f in image_run["image_audit"]["findings"]}
     assert {"pretrained.pt", "/opt/cache/w.npy"} <= findings

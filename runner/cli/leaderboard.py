@@ -35,7 +35,7 @@ def run(args) -> int:
         return 0
     console = Console(highlight=False)
     for problem in board.skipped:
-        console.print(f"[yellow]skipped[/]: {escape(problem)}", soft_wrap=True)  # a path is never folded
+        console.print(f"[yellow]skipped[/]: {escape(problem)}")
     print_tables(tables, console, args.top)
     if args.html:
         index = write_site(Path(args.html), tables, board.claims, board.reproductions, keys, board.studies)
