@@ -129,6 +129,13 @@ def verify_bundle(
         report.notes += result_notes(opened.root)
         if all(report.get(name).ok for name in ("signature", "file-digests", "statement-matches-result")):
             report.ledger_claim = claim_of(evidence, str(path))
+            if report.get("trusted-key").ok:
+                trusted = {k.keyid for k in evidence.auditor.trusted_keys}
+                report.signer_keyid = next((k for k in sorted(evidence.envelope.signatures) if k in trusted), None)
+        try:
+            report.result = evidence.result
+        except (Unavailable, RecursionError, MemoryError):
+            report.result = None
     return report
 
 

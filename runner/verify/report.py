@@ -32,6 +32,10 @@ class Report:
     # The bundle's signed ledger place (runner.verify.ledger.LedgerClaim), for the checks across
     # several bundles; None when it has none or its signature does not hold. Not in to_dict.
     ledger_claim: object = None
+    # result.json as the checks read it inside the opened bundle (None: unreadable), and the
+    # trusted key that signed it (None: none did); for the verdict (runner.verify.verdict).
+    result: object = None
+    signer_keyid: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,227 @@
+"""The one verdict on a run: does it *count*? Computed once, here, and read by every view.
+
+A run **counts** when
+
+1. it *verifies*: every check ``runner verify`` runs passes (the recomputations included)
+   under the trusted keys the caller passes in (``runner.keys.trust``), and
+2. it is a benchmark result: complete, conforming, not a smoke run, not a study's variant
+   of the entry, its cross-seed checks passed (where it carries them), and its engine
+   isolated it.
+
+``runner verify``, ``runner ls``, ``runner show``, ``runner leaderboard`` (terminal and
+site), ``runner compare`` and the exports all call ``judge`` (or ``judge_report`` over a
+report ``verify`` already made): no reader has a verdict of its own.
+
+A verdict costs a full ``verify`` (about a second for an MNIST bundle), so it is cached
+under the runner's home by what it depends on and nothing else: the digest of the bundle's
+signed statement, the rules versions (the one the run was made under and today's), the
+trusted keys and this runner's version. The folder's name is never part of the key. A
+cached verdict is used only after the cheap checks (signature, every file's digest, the
+signed claim against result.json) pass again on the folder as it is now, so an edit since
+the verdict was cached is judged afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from securesystemslib.signer import SSlibKey
+
+from runner import __version__, paths
+from runner.bundle.filelist import ENVELOPE
+from runner.claims import cross_seed_problem, variant_problem
+from runner.errors import UserError
+from runner.events import bounded_json
+from runner.tasks import TASKS
+from runner.verify import Auditor, Report, verify_bundle
+from runner.verify.trust import signature_verdict
+
+# ``runner verify``'s exit codes: the verdict (documented in the README and ``--help``).
+EXIT_COUNTS = 0  # verified, and the run counts
+EXIT_NOT_VERIFIED = 1  # a check failed
+EXIT_DOES_NOT_COUNT = 3  # verified, but incomplete, non-conforming, smoke, a variant, not isolated
+# (2 is the CLI's own: a usage error or a problem with what was asked, ``runner.errors``)
+
+COUNTS, VERIFIED_ONLY, NOT_VERIFIED = "counts", "verified, does not count", "not verified"
+CACHE_DIR = "verdicts"  # under the runner's home
+CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a run is worth. ``verified``: every check of ``runner verify`` passes under the
+    trusted keys; ``counts``: verified and a benchmark result. ``failed`` names the checks
+    that fail (with their detail); ``reasons`` says why the run does not count (the failed
+    checks first), one line each; empty when it counts."""
+
+    verified: bool
+    counts: bool
+    failed: tuple[str, ...]
+    reasons: tuple[str, ...]
+    signer_keyid: str | None  # the trusted key that signed it; None when no trusted key did
+    statement_digest: str | None  # sha256 of the signed statement (the cache key); None: unsigned
+    notes: tuple[str, ...] = ()  # what a reader must know even when it counts (rules changed since)
+
+    @property
+    def word(self) -> str:
+        """One vocabulary everywhere: "counts", "verified, does not count", "not verified"."""
+        return COUNTS if self.counts else VERIFIED_ONLY if self.verified else NOT_VERIFIED
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_COUNTS if self.counts else EXIT_DOES_NOT_COUNT if self.verified else EXIT_NOT_VERIFIED
+
+    @property
+    def reason(self) -> str:
+        """The first reason, or "counts"."""
+        return self.reasons[0] if self.reasons else COUNTS
+
+    def to_dict(self) -> dict:
+        return {"verified": self.verified, "counts": self.counts, "verdict": self.word,
+                "failed": list(self.failed), "reasons": list(self.reasons), "notes": list(self.notes),
+                "signer_keyid": self.signer_keyid, "statement_digest": self.statement_digest}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Verdict:
+        return cls(verified=data["verified"] is True, counts=data["counts"] is True,
+                   failed=tuple(map(str, data["failed"])), reasons=tuple(map(str, data["reasons"])),
+                   signer_keyid=data["signer_keyid"], statement_digest=data["statement_digest"],
+                   notes=tuple(map(str, data.get("notes") or ())))
+
+
+def standing_problems(result: object) -> list[str]:
+    """Why a result that verifies is still not a benchmark result, from its own fields (which
+    verify has held to the signed claim): one line each, empty when it is one."""
+    if not isinstance(result, dict):
+        return ["result.json is not an object"]
+    problems = []
+    if result.get("smoke"):
+        problems.append("a smoke run (synthetic data, one short epoch)")
+    if result.get("status") != "complete":
+        problems.append(f"the run is {result.get('status')}: {result.get('incomplete_reason') or 'no reason given'}")
+    if result.get("conforming") is not True:
+        reasons = result.get("nonconforming_reasons") or []
+        problems.append("non-conforming: " + ("; ".join(map(str, reasons)) if isinstance(reasons, list) and reasons
+                                              else "no reason given"))
+    training = result.get("training")
+    if not result.get("smoke") and isinstance(training, dict):
+        if problem := cross_seed_problem(training.get("cross_seed")):
+            problems.append(problem)
+    if problem := variant_problem(result.get("variant")):
+        problems.append(problem)
+    isolation = result.get("isolation")
+    if isinstance(isolation, dict) and isolation.get("isolated") is not True:
+        problems.append(f"its engine could not isolate it: {isolation.get('why_not') or 'not recorded'}")
+    return problems
+
+
+def judge_report(report: Report, statement_digest: str | None = None) -> Verdict:
+    """The verdict from a finished ``verify`` report (which holds the bundle's result.json as
+    its checks read it, and the trusted key that signed it)."""
+    failed = tuple(f"{c.name}: {c.detail}" for c in report.checks if not c.ok and not c.skipped)
+    skipped = [c.name for c in report.checks if c.skipped]
+    verified = report.ok
+    reasons = [f"not verified: {f}" for f in failed]
+    if skipped and not failed:
+        reasons.append(f"not verified: {len(skipped)} check(s) could not run")
+    reasons += standing_problems(report.result)
+    notes = tuple(n for n in report.notes if n.startswith("rules"))
+    return Verdict(verified, verified and not reasons, failed, tuple(reasons),
+                   report.signer_keyid if verified else None, statement_digest, notes)
+
+
+def judge(path: Path | str, trusted_keys: list[SSlibKey], *, auditor: Auditor | None = None,
+          cache: bool = True) -> Verdict:
+    """The verdict on the run at ``path`` (a result folder, or a bundle's ``.tar.gz``)."""
+    path = Path(path)
+    auditor = auditor or Auditor(trusted_keys=list(trusted_keys))
+    key = _cache_key(path, trusted_keys) if cache else None
+    if key is not None and (cached := _read_cache(key)) is not None:
+        return cached
+    report = verify_bundle(path, auditor)
+    verdict = judge_report(report, key and key[1])
+    if key is not None and verdict.verified:
+        # Only a verified verdict is kept: a failure may come from the auditor's side (data
+        # not staged yet), and is cheap to find again.
+        _write_cache(key, verdict)
+    return verdict
+
+
+# -- the cache ---------------------------------------------------------------------------------
+
+def _statement_digest(path: Path) -> str | None:
+    envelope = path / ENVELOPE if path.is_dir() else None
+    try:
+        if envelope is not None:
+            return hashlib.sha256(envelope.read_bytes()).hexdigest()
+        if path.is_file():  # a bundle's tarball: its bytes are what was signed and packed
+            digest = hashlib.sha256()
+            with path.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+            return digest.hexdigest()
+    except OSError:
+        return None
+    return None
+
+
+def _cache_key(path: Path, trusted_keys: list[SSlibKey]) -> tuple[str, str] | None:
+    """(the cache file's name, the statement's digest), or None when nothing may be cached:
+    an unsigned folder, or a folder whose files no longer match its signature."""
+    digest = _statement_digest(path)
+    if digest is None:
+        return None
+    if path.is_dir() and signature_verdict(path, trusted_keys)[0] is not None:
+        return None  # edited since signing (or not signed by a trusted key): judged afresh
+    keys = ",".join(sorted(k.keyid for k in trusted_keys))
+    parts = [str(CACHE_FORMAT), digest, keys, __version__, *current_rules()]
+    name = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return name, digest
+
+
+def current_rules() -> list[str]:
+    """Today's rules, task by task (``task:version``): a verdict cached under other rules is
+    judged again."""
+    return [f"{task_id}:{getattr(task, 'rules_version', '1')}" for task_id, task in TASKS.items()]
+
+
+def _cache_path(name: str) -> Path:
+    return paths.home() / CACHE_DIR / f"{name}.json"
+
+
+def _read_cache(key: tuple[str, str]) -> Verdict | None:
+    try:
+        data = bounded_json(_cache_path(key[0]).read_text())
+        verdict = Verdict.from_dict(data)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        return None
+    return verdict if verdict.statement_digest == key[1] else None
+
+
+def _write_cache(key: tuple[str, str], verdict: Verdict) -> None:
+    target = _cache_path(key[0])
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(verdict.to_dict(), sort_keys=True))
+        os.replace(tmp, target)
+    except OSError:
+        pass  # a read-only home: the verdict is recomputed next time, never wrong
+
+
+def exit_code_of(verdicts: list[Verdict]) -> int:
+    """Several bundles: 1 if any is not verified, else 3 if any does not count, else 0."""
+    if any(not v.verified for v in verdicts):
+        return EXIT_NOT_VERIFIED
+    return EXIT_DOES_NOT_COUNT if any(not v.counts for v in verdicts) else EXIT_COUNTS
+
+
+def require_counts(verdict: Verdict, what: str) -> None:
+    """Refuse ``what`` (an export, a comparison) of a run that does not count, in one line."""
+    if not verdict.counts:
+        raise UserError(f"{what}: the run does not count ({verdict.reason})",
+                        "export or compare runs that `runner verify` says count (exit 0)")
