@@ -60,18 +60,18 @@ def board(tmp_path_factory):
         _edit_result(other, conforming=False, nonconforming_reasons=["hardware mismatch: cpu model"],
                      entry__name="mnist-other")
         make_bundle(other, signer)
-    tampered = results / "mnist-cnn-cpu" / "20261122T030000Z-s0-cccccc"
-    shutil.copytree(verified, tampered)
-    # Edited after signing: its digests no longer match what was signed.
-    _edit_result(tampered, run_id=tampered.name, training__tta_seconds=1.0)
+        tampered = results / "mnist-cnn-cpu" / "20261122T030000Z-s0-cccccc"
+        shutil.copytree(verified, tampered)
+        # Edited after signing: its digests no longer match what was signed.
+        _edit_result(tampered, run_id=tampered.name, training__tta_seconds=1.0)
 
-    export_dawnbench(verified, root / "export", AUTHOR)
-    for source in (FIXTURES, root / "export"):
-        report = import_dawnbench(source)
-        assert not report.failures
-        for claim in report.claims:
-            save_claim(results, claim)
-    return results, keys
+        export_dawnbench(verified, root / "export", AUTHOR, trusted_keys=[signer.public_key])
+        for source in (FIXTURES, root / "export"):
+            report = import_dawnbench(source)
+            assert not report.failures
+            for claim in report.claims:
+                save_claim(results, claim)
+        yield results, keys  # RUNNER_HOME stays the board's: its data is what verify recomputes with
 
 
 def table(lb, table_id):
@@ -82,21 +82,23 @@ def table(lb, table_id):
 def test_tables_pair_claims_with_verified_reproductions(board):
     results, keys = board
     lb = build(results, load_trusted_keys(keys))
-    verdicts = {r.record.run_id: r.verdict for r in lb.reproductions}
+    verdicts = {r.record.run_id: (r.verdict.word, r.reason.split(":")[0]) for r in lb.reproductions}
     assert verdicts == {
-        "20261122T010203Z-s0-aaaaaa": "verified",
-        "20261122T020000Z-s1-bbbbbb": "non-conforming",
-        "20261122T030000Z-s0-cccccc": "signature check file-digests fails",
+        "20261122T010203Z-s0-aaaaaa": ("counts", "counts"),
+        "20261122T020000Z-s1-bbbbbb": ("verified, does not count", "non-conforming"),
+        "20261122T030000Z-s0-cccccc": ("not verified", "not verified"),
     }
+    assert "file-digests" in lb.reproductions[-1].reason or any(
+        "file-digests" in r.reason for r in lb.reproductions)
 
     mnist = table(lb, "mnist-train-time")
     paired, unpaired = mnist.rows
-    assert paired.claim is not None and paired.claim.team == AUTHOR and paired.reproduction.verified
-    assert paired.reproduction.record.run_id == "20261122T010203Z-s0-aaaaaa"  # verified beats the newer tampered run
+    assert paired.claim is not None and paired.claim.team == AUTHOR and paired.reproduction.counts
+    assert paired.reproduction.record.run_id == "20261122T010203Z-s0-aaaaaa"  # a counting run beats the newer tampered one
     assert paired.ratio == pytest.approx(1.0, abs=1e-3)  # its own exported curve, hours to 6 decimals
-    assert unpaired.claim is None and unpaired.team == "mnist-other" and not unpaired.reproduction.verified
+    assert unpaired.claim is None and unpaired.team == "mnist-other" and not unpaired.reproduction.counts
     latency = table(lb, "mnist-inference-latency")
-    assert latency.rows[0].claim.kind == "inference" and latency.rows[0].reproduction.verified
+    assert latency.rows[0].claim.kind == "inference" and latency.rows[0].reproduction.counts
     assert latency.rows[0].ratio == 1.0  # the exported latency is the result's mean, exactly
 
     cifar = table(lb, "cifar10-train-time")
@@ -268,7 +270,7 @@ def test_the_reproduction_page_has_the_runs_median_spread_and_verify_commands(pu
     page = (published / "reproductions" / "mnist-cnn-cpu.html").read_text()
     assert "median of 3 runs" in page and "CoV" in page  # three verified runs, one of them archived
     assert page.count('<article class="run"') == 4  # and the tampered copy, shown with why it does not count
-    assert "signature check file-digests fails" in page
+    assert "not verified: file-digests" in page
     for run in ("20261122T010203Z-s0-aaaaaa", "20261122T040000Z-s2-eeeeee", ARCHIVED):
         command = f"runner verify bundles/mnist-cnn-cpu-{run}.tar.gz --trusted-keys keys/"
         assert command in page, command
@@ -301,7 +303,7 @@ def test_the_curve_has_its_axes_from_zero_and_every_run(site_board, tmp_path):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(plots, "_save", spy)
         plots.runs_curve(tmp_path / "curve.png", format_task("mnist"),
-                         [plots.RunCurve(r.record.run_id[17:], r.curve, r.verified) for r in runs])
+                         [plots.RunCurve(r.record.run_id[17:], r.curve, r.counts) for r in runs])
     (xlim, ylim, title, labels) = seen["curve.png"]
     assert xlim[0] == 0 and ylim[0] == 0 and title == "Time to accuracy"
     assert len([label for label in labels if label.startswith("s")]) == len(runs) == 4

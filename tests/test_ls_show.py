@@ -48,19 +48,20 @@ def board(tmp_path_factory):
         mp.setenv("RUNNER_HOME", str(home))
         staged = stage_mnist_stand_in(home)
         first = make_result_folder(results / ENTRY / REAL[0], staged, capture_host())
-    edit_result(first, conforming=True, nonconforming_reasons=[])
-    second = _copy(first, results / ENTRY / REAL[1], 5)
-    smoke = _copy(first, entry_dir(results, ENTRY, True) / SMOKE, 1, smoke=True, conforming=False,
-                  nonconforming_reasons=["smoke run on synthetic data"])
-    old = _copy(first, results / ENTRY / OLD_SMOKE, 2, smoke=True, conforming=False,
-                nonconforming_reasons=["smoke run on synthetic data"])
-    for folder in (first, second, smoke):
-        make_bundle(folder, signer)
-    make_bundle(old, None)
-    report = import_dawnbench(FIXTURES)
-    for claim in report.claims:
-        save_claim(results, claim)
-    return results, keys
+        edit_result(first, conforming=True, nonconforming_reasons=[])
+        second = make_result_folder(results / ENTRY / REAL[1], staged, capture_host(), seed=5)  # its own draw
+        edit_result(second, conforming=True, nonconforming_reasons=[])
+        smoke = _copy(first, entry_dir(results, ENTRY, True) / SMOKE, 1, smoke=True, conforming=False,
+                      nonconforming_reasons=["smoke run on synthetic data"])
+        old = _copy(first, results / ENTRY / OLD_SMOKE, 2, smoke=True, conforming=False,
+                    nonconforming_reasons=["smoke run on synthetic data"])
+        for folder in (first, second, smoke):
+            make_bundle(folder, signer)
+        make_bundle(old, None)
+        report = import_dawnbench(FIXTURES)
+        for claim in report.claims:
+            save_claim(results, claim)
+        yield results, keys  # RUNNER_HOME stays the board's: its data is what verify recomputes with
 
 
 def _cli(capsys, monkeypatch, *argv, columns: int = 80):
@@ -117,8 +118,9 @@ def test_ls_lists_one_row_per_run_real_before_smoke_at_80_columns(board, capsys,
     assert_fits(out)
     rows = [line.split() for line in out.splitlines() if line[:1] == "s" and "-" in line.split()[0]]
     assert [r[0] for r in rows] == ["s0-aaaaaa", "s5-c0997d", "s2-dddddd", "s1-bbbbbb"]  # real runs first
-    assert rows[1] == ["s5-c0997d", "complete", "yes", "10.12", "yes", "yes", "no"]
-    assert rows[2][-2:] == ["unsigned", "yes"] and rows[3][-2:] == ["yes", "yes"]
+    assert rows[1] == ["s5-c0997d", "complete", "yes", "10.12", "yes", "no", "counts"]
+    # smoke runs never count (the signed one is a smoke run of real data: it does not verify either)
+    assert rows[2][-2:] == ["yes", "no"] and rows[3][-2:] == ["yes", "no"]
     assert REAL[0] not in out  # the full id is in --json and the folders
     assert f"{ENTRY} (4 runs)" in out
 
@@ -132,7 +134,8 @@ def test_ls_json_has_the_full_ids_folders_and_verdicts(board, capsys, monkeypatc
     assert set(runs) == {*REAL, SMOKE, OLD_SMOKE}
     assert runs[REAL[1]]["short_id"] == "s5-c0997d" and runs[REAL[1]]["verified"] is True
     assert runs[SMOKE]["folder"] == str(results / ENTRY / SMOKE_DIR / SMOKE) and runs[SMOKE]["smoke"] is True
-    assert runs[OLD_SMOKE]["verified"] is False and runs[OLD_SMOKE]["verified_problem"].startswith("unsigned")
+    assert runs[REAL[1]]["counts"] is True and runs[REAL[1]]["verdict"] == "counts"
+    assert runs[OLD_SMOKE]["verified"] is False and "unsigned" in runs[OLD_SMOKE]["reasons"][0]
 
 
 def test_ls_and_show_name_a_studys_variants_so_none_is_read_as_the_recipe(board, capsys, monkeypatch, tmp_path):
@@ -147,7 +150,8 @@ def test_ls_and_show_name_a_studys_variants_so_none_is_read_as_the_recipe(board,
     code, out, err = _cli(capsys, monkeypatch, "ls", "--results", str(mine), "--trusted-keys", str(keys))
     assert code == 0, err
     assert_fits(out)
-    rows = [line.split()[0] for line in out.splitlines() if line.startswith("s") and "-" in line]
+    rows = [line.split()[0] for line in out.splitlines()
+            if line.startswith("s") and "-" in line and not line.split()[0].endswith(":")]
     assert rows == ["s5-c0997d", "s7-eeeeee*", "s8-ffffff*"]  # marked in the table, named below it
     assert "* s7-eeeeee: study variant, -one-cycle,label-smoothing" in out and "* s8-ffffff: study variant, 2 nodes x 1 process" in out
     code, out, _ = _cli(capsys, monkeypatch, "ls", "--results", str(mine), "--json")
@@ -171,7 +175,7 @@ def test_show_by_short_id_draws_the_summary_curve_and_files_at_80_columns(board,
     assert code == 0, err
     assert_fits(out)
     assert REAL[1] in out and "10.12 s (resolution 4.5 s)" in out
-    assert "yes: signed by a trusted key" in out and "at epoch 2: top1 99.50%" in out
+    assert "verdict     counts" in out and "at epoch 2: top1 99.50%" in out
     assert "◆" in out and "99.30%" in out and "training time, evaluations excluded" in out  # the curve
     assert "curve.tsv" in out and "runner verify" in out
 

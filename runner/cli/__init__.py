@@ -56,7 +56,7 @@ SUBCOMMANDS = [
                "ledger", "ledger"),
     Subcommand("bundle", "sign a result folder, or pack it as a deterministic .tar.gz", "bundle", "bundle"),
     Subcommand("verify", "check a signed result bundle offline", "verify", "verify"),
-    Subcommand("compare", "compare signed results side by side (TTA, epochs, s/epoch, batch-1 p50, cost)",
+    Subcommand("compare", "compare runs that count side by side (TTA, epochs, s/epoch, batch-1 p50, cost)",
                "compare", "compare"),
     Subcommand("audit", "rebuild a bundle's entry and re-evaluate its models (needs Docker)", "audit", "audit"),
     Subcommand("drift", "rebuild the entries of archived bundles and report what changed", "drift", "drift"),

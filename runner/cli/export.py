@@ -21,7 +21,11 @@ from runner.mlperf.config import load_submission, set_command
 
 
 def run_dawnbench(args) -> int:
-    written = export_dawnbench(Path(args.result), Path(args.out), args.author, args.email, args.hardware)
+    from runner.keys import load_trusted_keys  # lazy: start-up (runner --help)
+
+    keys = load_trusted_keys(Path(args.trusted_keys) if args.trusted_keys else None)
+    written = export_dawnbench(Path(args.result), Path(args.out), args.author, args.email, args.hardware,
+                               trusted_keys=keys)
     if args.json:
         print(json.dumps({"written": [str(p) for p in written]}, indent=2))
         return 0

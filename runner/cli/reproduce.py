@@ -68,11 +68,11 @@ def print_json(folders: list[Path]) -> int:
     import json  # lazy: start-up (only for --json)
 
     from runner import paths  # lazy: start-up (only for --json)
-    from runner.runs import read_result, row_of  # lazy: start-up (signature checks import verify's modules)
+    from runner.runs import judge, read_result, row_of  # lazy: start-up (verify's modules)
     from runner.verify.trust import default_trusted_keys  # lazy: start-up (signature checks import verify's modules)
 
     keys = default_trusted_keys(None, paths.results_dir())
-    rows = [row_of(f, read_result(f), keys) for f in folders]
+    rows = [row_of(f, read_result(f), judge(f, keys)) for f in folders]
     summary = write_runs_summary(folders)[1] if len(folders) > 1 else None
     print(json.dumps({"runs": [r.to_dict() for r in rows], "summary": None if summary is None else str(summary)},
                      indent=2))

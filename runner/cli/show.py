@@ -12,7 +12,7 @@ from runner import paths
 
 def run(args) -> int:
     from runner.bundle.open import Limits, open_bundle  # lazy: start-up (only a bundle's .tar.gz is opened)
-    from runner.runs import find_run, read_result, row_of  # lazy: start-up (signature checks import verify's modules)
+    from runner.runs import find_run, judge, read_result, row_of  # lazy: start-up (verify's modules)
     from runner.runs.show import view_run  # lazy: start-up (signature checks import verify's modules)
     from runner.runs.terminal import show_renderable  # lazy: start-up (signature checks import verify's modules)
     from runner.verify.trust import default_trusted_keys  # lazy: start-up (signature checks import verify's modules)
@@ -23,11 +23,11 @@ def run(args) -> int:
     if ref.is_file():  # a bundle's .tar.gz, opened safely into a temporary folder
         with open_bundle(ref, Limits()) as opened:
             result = read_result(opened.root)
-            view = view_run(opened.root, result, row_of(opened.root, result, keys), str(ref), bundle=True)
+            view = view_run(opened.root, result, row_of(opened.root, result, judge(ref, keys)), str(ref), bundle=True)
     else:
         folder = find_run(args.run, results)
         result = read_result(folder)
-        view = view_run(folder, result, row_of(folder, result, keys), str(folder), bundle=False)
+        view = view_run(folder, result, row_of(folder, result, judge(folder, keys)), str(folder), bundle=False)
     if args.json:
         print(json.dumps(view.to_dict(), indent=2))
         return 0

@@ -1,4 +1,7 @@
-"""``runner verify BUNDLE``: check a result bundle offline, one line per check."""
+"""``runner verify BUNDLE``: check a result bundle offline, one line per check, and give the
+one verdict (``runner.verify.verdict``) as the exit code: 0 the run counts, 1 not verified
+(a check failed), 3 verified but it does not count (incomplete, non-conforming, a smoke
+run, a study's variant, not isolated); with several bundles, the worst of them."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from rich.markup import escape
 from runner.keys import load_trusted_keys
 from runner.verify import Auditor, verify_bundles
 from runner.verify.ledger import read_published
+from runner.verify.verdict import EXIT_NOT_VERIFIED, Verdict, exit_code_of, judge_report
 
 
 def print_checks(console: Console, checks) -> None:
@@ -25,34 +29,52 @@ def run(args) -> int:
     trusted = load_trusted_keys(Path(args.trusted_keys) if args.trusted_keys else None)
     ledgers = dict(read_published(Path(path)) for path in args.ledger)
     reports, across = verify_bundles([Path(b) for b in args.bundle], Auditor(trusted_keys=trusted, ledgers=ledgers))
-    ok = all(r.ok for r in reports) and (across is None or across.ok)
+    verdicts = [judge_report(r) for r in reports]
+    code = exit_code_of(verdicts)
+    if across is not None and not across.ok:
+        code = EXIT_NOT_VERIFIED
     if args.json:
         if len(reports) == 1:
-            print(json.dumps(reports[0].to_dict(), indent=2))
+            print(json.dumps(_json(reports[0], verdicts[0]), indent=2))
         else:
-            print(json.dumps({"ok": ok, "bundles": [r.to_dict() for r in reports],
+            print(json.dumps({"ok": code == 0, "verified": all(v.verified for v in verdicts) and code != 1,
+                              "counts": code == 0, "bundles": [_json(r, v) for r, v in zip(reports, verdicts)],
                               "across": None if across is None else across.to_dict()}, indent=2))
-        return 0 if ok else 1
+        return code
     console = Console(highlight=False)
-    for i, report in enumerate(reports):
+    for i, (report, verdict) in enumerate(zip(reports, verdicts)):
         if len(reports) > 1:
             console.print(("\n" if i else "") + f"[bold]{escape(report.bundle)}[/]")
-        print_report(console, report)
+        print_report(console, report, verdict)
     if across is not None:
         console.print()
         print_checks(console, [across])
-        console.print(f"[green bold]all {len(reports)} bundles verified[/]" if ok else
-                      f"[red bold]NOT verified[/]: {sum(not r.ok for r in reports)} of {len(reports)} bundles fail"
-                      + ("" if across.ok else ", and their ledger places disagree"))
-    return 0 if ok else 1
+        fail = sum(not v.verified for v in verdicts)
+        console.print(f"[red bold]NOT verified[/]: {fail} of {len(reports)} bundles fail"
+                      + ("" if across.ok else ", and their ledger places disagree") if code == EXIT_NOT_VERIFIED else
+                      f"[green bold]all {len(reports)} bundles verified[/]"
+                      + ("" if code == 0 else f"; {sum(not v.counts for v in verdicts)} of them do not count"))
+    return code
 
 
-def print_report(console: Console, report) -> None:
+def _json(report, verdict: Verdict) -> dict:
+    """A report's checks with the verdict: ``ok`` (every check passes, as before),
+    ``verified``, ``counts`` and the reasons it does not count."""
+    return {**report.to_dict(), "verified": verdict.verified, "counts": verdict.counts, "verdict": verdict.word,
+            "reasons": list(verdict.reasons), "exit_code": verdict.exit_code}
+
+
+def print_report(console: Console, report, verdict: Verdict) -> None:
     print_checks(console, report.checks)
     for note in report.notes:
         console.print(f"[yellow]note[/]: {escape(note)}")
-    if report.ok:
-        console.print(f"[green bold]verified[/]: all {len(report.checks)} checks pass")
+    if verdict.counts:
+        console.print(f"[green bold]verified[/]: all {len(report.checks)} checks pass; the run [green bold]counts[/]")
+    elif verdict.verified:
+        console.print(f"[green bold]verified[/]: all {len(report.checks)} checks pass; "
+                      "[yellow bold]the run does not count[/]:")
+        for reason in verdict.reasons:
+            console.print(f"  - {escape(reason)}")
     else:
         console.print(f"[red bold]NOT verified[/]: {len(report.failed)} of {len(report.checks)} checks fail "
                       f"({', '.join(report.failed)})")

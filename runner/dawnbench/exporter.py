@@ -13,12 +13,15 @@ import re
 from contextlib import ExitStack
 from pathlib import Path
 
+from securesystemslib.signer import SSlibKey
+
 from runner.bundle.open import open_results
 from runner.dawnbench.claims import CurvePoint
 from runner.dawnbench.tasks import COST_ITEMS, FormatTask, format_task
 from runner.dawnbench.tsv import FormatError, read_curve, write_curve
 from runner.errors import UserError
 from runner.results.view import ResultRecord, read_record
+from runner.verify.verdict import judge, require_counts
 
 VERSION = "v1.0"
 
@@ -29,10 +32,7 @@ def file_name(*parts: str) -> str:
 
 
 def _refuse_unfit(record: ResultRecord) -> None:
-    if record.smoke:
-        raise UserError(f"{record.folder} is a smoke run on synthetic data", "export a full run (reproduce without --smoke)")
-    if not record.complete:
-        raise UserError(f"{record.folder} is {record.status}, not complete", "export a run that finished")
+    """A run that counts may still have no figure: it never reached the threshold."""
     if not record.reached or record.tta_seconds is None:
         raise UserError(
             f"{record.folder} never reached the threshold; DAWNBench takes only runs that do",
@@ -81,9 +81,13 @@ def _write(path: Path, data: dict) -> Path:
     return path
 
 
-def export_dawnbench(result: Path, out: Path, author: str, email: str = "", hardware: str | None = None) -> list[Path]:
+def export_dawnbench(result: Path, out: Path, author: str, email: str = "", hardware: str | None = None,
+                     *, trusted_keys: list[SSlibKey]) -> list[Path]:
     """Write the training JSON + TSV and the inference JSONs of ``result`` (a result folder,
-    or a bundle's ``.tar.gz``, opened safely) under ``out``."""
+    or a bundle's ``.tar.gz``, opened safely) under ``out``: only a run that counts
+    (``runner.verify.verdict``) is a submission; any other is refused before anything is
+    written."""
+    require_counts(judge(Path(result), trusted_keys), f"{result} is not exported")
     with ExitStack() as stack:
         (folder,) = open_results([result], stack)
         return _export(folder, out, author, email, hardware)

@@ -14,10 +14,10 @@ from runner.leaderboard.tables import Row, Table
 
 def _reproduction(r: Reproduction) -> dict:
     rec = r.record
-    return {"run_id": rec.run_id, "entry": rec.entry, "origin": r.origin, "signed": r.signed,
-            "verified": r.verified, "problems": list(r.problems), "smoke": rec.smoke, "status": rec.status,
+    return {"run_id": rec.run_id, "entry": rec.entry, "origin": r.origin, **r.verdict.to_dict(),
+            "smoke": rec.smoke, "status": rec.status,
             "conforming": rec.conforming, "tta_seconds": rec.tta_seconds, "profile": rec.profile,
-            "signer_keyid": r.signer_keyid, "ledger": rec.ledger}
+            "ledger": rec.ledger}
 
 
 def _row(row: Row) -> dict:
@@ -27,7 +27,8 @@ def _row(row: Row) -> dict:
             "spread": None if row.spread is None else asdict(row.spread),
             "claim": None if row.claim is None else {"name": row.claim.name, "source": row.claim.source},
             "reproduction": None if row.reproduction is None else {
-                "run_id": row.reproduction.record.run_id, "verdict": row.reproduction.verdict}}
+                "run_id": row.reproduction.record.run_id, "verdict": row.reproduction.verdict.word,
+                "reason": row.reproduction.reason}}
 
 
 def _table(table: Table) -> dict:

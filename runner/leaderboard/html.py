@@ -43,6 +43,7 @@ from runner.leaderboard.reproductions import Reproduction
 from runner.leaderboard.studies import Study
 from runner.leaderboard.tables import OBJECTIVES, Row, Table, aggregate, ledger_note
 from runner.results.layout import short_id
+from runner.verify.verdict import WORDS
 
 STYLE = "style.css"
 TASKS_DIR = "tasks"
@@ -102,8 +103,8 @@ class RowView:
     claimed: str
     reproduced: str | None  # None: not reproduced
     link: str | None  # the reproduction's run, relative to the site's root
-    verified: bool
-    verdict: str
+    counts: bool  # the figure is the median of runs that count
+    reason: str  # when no run counts: why the newest does not
     spread: str
     ratio: str
     model: str
@@ -126,14 +127,14 @@ class TableView:
 
 def _row_view(table: Table, row: Row) -> RowView:
     repro = row.reproduction
-    verified = repro is not None and repro.verified
+    counts = row.spread is not None and row.reproduced is not None
     return RowView(
         rank=row.rank, claimed=table.show(row.claimed),
-        reproduced=None if repro is None else table.show_reproduced(row.reproduced),
+        reproduced=None if repro is None else table.show_reproduced(row.reproduced) if counts else "—",
         link=None if repro is None else f"{reproduction_page(repro.record.entry)}#{run_anchor(repro)}",
-        verified=verified, verdict="" if repro is None else repro.verdict,
-        spread="; ".join(x for x in (table.show_spread(row.spread) if verified and row.spread else "", row.ledger) if x),
-        ratio=formats.ratio(row.ratio) if verified else "—",
+        counts=counts, reason="" if repro is None or counts else repro.reason,
+        spread="; ".join(x for x in (table.show_spread(row.spread) if counts else "", row.ledger) if x),
+        ratio=formats.ratio(row.ratio) if counts else "—",
         model=row.model, team=row.team, hardware=row.hardware, not_compared=row.not_compared,
         framework=row.framework, date=formats.month(row.date),
     )
@@ -153,12 +154,12 @@ def table_html(table: Table) -> str:
 
 @dataclass
 class Summary:
-    """An objective's figure over the entry's runs: the verified runs' median and spread."""
+    """An objective's figure over the entry's runs: the median and spread of the runs that
+    count (an objective no run counts for has no summary)."""
 
     title: str
     median: str
     spread: str
-    counted: bool  # False: no run verifies; the newest run's own figure is shown
 
 
 @dataclass
@@ -179,7 +180,7 @@ class RunView:
 @dataclass
 class StudyRunView:
     """A run a study read: where the site shows it (``link`` from the root; None when the run
-    is not on the site) and whether it is signed and intact."""
+    is not on the site) and its verdict (``RunView.repro.verdict``)."""
 
     run_id: str
     short: str
@@ -196,8 +197,9 @@ class StudyView:
     runs: list[StudyRunView]
 
     @property
-    def signed(self) -> int:
-        return sum(1 for r in self.runs if r.run is not None and r.run.repro.signed)
+    def verified(self) -> int:
+        """The runs it read that verify (a study's variants verify, and never count)."""
+        return sum(1 for r in self.runs if r.run is not None and r.run.repro.verdict.verified)
 
     @property
     def headline(self) -> str:
@@ -225,8 +227,8 @@ class EntryView:
     variant_runs: int = 0  # study variants shown on their studies' pages instead
 
     @property
-    def verified(self) -> int:
-        return sum(r.repro.verified for r in self.runs)
+    def counting(self) -> int:
+        return sum(r.repro.counts for r in self.runs)
 
     def summary(self, title: str) -> Summary | None:
         return next((s for s in self.summaries if s.title == title), None)
@@ -234,8 +236,21 @@ class EntryView:
 
 @dataclass(frozen=True)
 class TaskCount:
+    """What the index counts for a task, in the words the task page uses: the claims its
+    tables rank (DAWNBench's submissions and entries' own claimed figures) and the entries
+    with a figure from runs that count."""
+
     claims: int
     entries: int
+
+
+def _task_count(ft: FormatTask, tables: list[Table]) -> TaskCount:
+    rows = [row for t in tables if t.task.task_id == ft.task_id for row in t.rows]
+    claims = {row.claim.name if row.claim is not None else f"entry:{row.team}"
+              for row in rows if row.claimed is not None}
+    entries = {row.reproduction.record.entry for row in rows
+               if row.reproduction is not None and row.reproduced is not None and row.spread is not None}
+    return TaskCount(len(claims), len(entries))
 
 
 def _summaries(ft: FormatTask, runs: list[Reproduction]) -> list[Summary]:
@@ -247,7 +262,7 @@ def _summaries(ft: FormatTask, runs: list[Reproduction]) -> list[Summary]:
             continue
         unit = " (ms)" if objective.id == "inference-latency" else ""
         note = "; ".join(x for x in (table.show_spread(spread) if spread else "", ledger_note(runs)) if x)
-        out.append(Summary(objective.title + unit, table.show_reproduced(value), note, spread is not None))
+        out.append(Summary(objective.title + unit, table.show_reproduced(value), note))
     return out
 
 
@@ -333,7 +348,7 @@ def _entry_view(out: Path, ft: FormatTask, entry: str, runs: list[Reproduction],
     names = {n for r in runs for n in r.record.dawnbench_claims}
     paired = [c for c in claims if c.name in names and c.task == ft.task_id]
     view = EntryView(entry, ft, page, views, _summaries(ft, runs), paired, _entry_claim(runs), None)
-    curves = [plots.RunCurve(short_id(r.record.run_id), r.curve, r.verified) for r in runs if r.curve]
+    curves = [plots.RunCurve(short_id(r.record.run_id), r.curve, r.counts) for r in runs if r.curve]
     if curves:
         train_claim = next((c for c in paired if c.kind == "train" and c.curve), None)
         plots.runs_curve(folder / "curve.png", ft, curves, train_claim.curve if train_claim else None)
@@ -357,7 +372,7 @@ def _run_view(out: Path, entry: str, repro: Reproduction, keys: dict[str, str]) 
     bundle = _copy_bundle(repro, out)
     return RunView(
         repro=repro, short=short_id(rec.run_id), anchor=run_anchor(repro),
-        verdict="verified reproduction" if repro.verified else "; ".join(repro.problems),
+        verdict=repro.verdict.word if repro.counts else f"{repro.verdict.word}: " + "; ".join(repro.verdict.reasons),
         tta=formats.tta(rec.tta_seconds, rec.tta_resolution_seconds) if rec.reached else "threshold not reached",
         cost=formats.dollars(rec.training_usd), latency=_latency_text(repro),
         bundle=bundle, curve=curve, verify=_verify_command(repro, bundle, keys),
@@ -414,16 +429,16 @@ def _entry_claim(runs: list[Reproduction]) -> str:
 
 
 def _group(repros: list[Reproduction]) -> dict[tuple[str, str], list[Reproduction]]:
-    """The runs of each entry (task, entry), verified first then newest first; a run read twice
+    """The runs of each entry (task, entry), counting first then newest first; a run read twice
     (its folder and its archive) once."""
     groups: dict[tuple[str, str], dict[str, Reproduction]] = {}
-    for repro in sorted(repros, key=lambda r: (not r.verified, r.archive is None)):  # an archive copies faster
+    for repro in sorted(repros, key=lambda r: (not r.counts, r.archive is None)):  # an archive copies faster
         runs = groups.setdefault((repro.record.task, repro.record.entry), {})
         runs.setdefault(repro.record.run_id, repro)
     ordered = {}
     for key, runs in sorted(groups.items()):
         newest_first = sorted(runs.values(), key=lambda r: r.record.run_id, reverse=True)
-        ordered[key] = sorted(newest_first, key=lambda r: not r.verified)
+        ordered[key] = sorted(newest_first, key=lambda r: not r.counts)
     return ordered
 
 
@@ -459,7 +474,8 @@ def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list
         view.variant_runs = len(variants)
         entries.append(view)
     tasks = [ft for ft in FORMAT_TASKS if ft.task_id in shown_tasks]
-    common = {"tasks": tasks, "task_page": task_page, "built": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    common = {"tasks": tasks, "task_page": task_page, "built": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+              "words": WORDS}
     views = {ft.task_id: [table_view(t) for t in tables if t.task.task_id == ft.task_id] for ft in tasks}
     for ft in tasks:
         _render(out / task_page(ft), "task.html", root=UP, current=ft.task_id, ft=ft, tables=views[ft.task_id],
@@ -469,11 +485,11 @@ def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list
         for study in view.studies:
             _render(out / study.page, "study.html", root=STUDY_UP, current=view.ft.task_id, view=view,
                     study=study, **common)
-    counts = {ft.task_id: TaskCount(sum(c.task == ft.task_id for c in claims),
-                                    sum(e.ft.task_id == ft.task_id for e in entries)) for ft in tasks}
+    counts = {ft.task_id: _task_count(ft, tables) for ft in tasks}
     index = out / "index.html"
     _render(index, "index.html", root="", current="index", views=views, entries=entries, counts=counts,
-            claims=len(claims), reproductions=len(repros), verified=sum(r.verified for r in repros), **common)
+            claims=sum(c.claims for c in counts.values()), reproductions=len(repros),
+            verified=sum(r.verdict.verified for r in repros), counting=sum(r.counts for r in repros), **common)
     return index
 
 

@@ -1,10 +1,11 @@
-"""Reproduced results for the leaderboard: each run's record, whether it counts as a
-verified reproduction, and the data its plots need (curve, per-item latencies).
+"""Reproduced results for the leaderboard: each run's record, its verdict (the one
+``runner verify`` gives: ``runner.verify.verdict``) and the data its plots need (curve,
+per-item latencies).
 
-Only a result that is signed by a trusted key with every file intact, complete,
-conforming, not a smoke run and not a study's variant of the entry (switches off, another
-placement) counts; any other is shown with the reason it does not.
-Archived bundles (``archive/*.tar.gz``) are opened safely and read the same way.
+Only a run that *counts* (it verifies under the trusted keys, every recomputation included,
+and is complete, conforming, not a smoke run, not a study's variant) is a reproduction; any
+other is shown with the reason it does not count. Archived bundles (``archive/*.tar.gz``)
+are opened safely and read the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from securesystemslib.signer import SSlibKey
 
 from runner.bundle.filelist import MANIFEST
 from runner.bundle.open import Limits, UnsafeBundleError, open_bundle
-from runner.claims import Comparison, cross_seed_problem, result_claim, variant_problem
+from runner.claims import Comparison, result_claim
 from runner.dawnbench.claims import CurvePoint
 from runner.dawnbench.tasks import format_task
 from runner.dawnbench.tsv import FormatError, read_curve
@@ -25,7 +26,7 @@ from runner.errors import UserError
 from runner.events import bounded_json
 from runner.results.layout import all_runs
 from runner.results.view import ResultRecord, read_record
-from runner.verify.trust import signature_verdict
+from runner.verify.verdict import Verdict, judge
 
 ARCHIVE_DIR = "archive"
 FINGERPRINT_FILE = "fingerprint.json"
@@ -35,24 +36,27 @@ FINGERPRINT_FILE = "fingerprint.json"
 class Reproduction:
     record: ResultRecord
     origin: str  # the result folder or archive it came from
-    signed: bool
-    problems: list[str]  # why it is not a verified reproduction; empty when it is
+    verdict: Verdict  # runner verify's, read and never judged again here
     curve: list[CurvePoint] = field(default_factory=list)
     latencies_ms: dict[str, np.ndarray] = field(default_factory=dict)  # gated backends only
     claim: Comparison | None = None  # the entry's claim this run is compared with (runner.claims.result_claim)
     archive: Path | None = None  # the signed .tar.gz it was read from; None for a result folder
     bundled: bool = False  # the folder holds a bundle (bundle/manifest.json): the site can pack it
-    signer_keyid: str | None = None  # the trusted key that signed it; None when not signed by one
     curve_tsv: bytes | None = None  # curve.tsv as the run wrote it (an archive's folder is gone once read)
     fingerprint: dict | None = None  # fingerprint.json (the host it ran on)
 
     @property
-    def verified(self) -> bool:
-        return not self.problems
+    def counts(self) -> bool:
+        return self.verdict.counts
 
     @property
-    def verdict(self) -> str:
-        return "verified" if self.verified else self.problems[0]
+    def reason(self) -> str:
+        """"counts", or the first reason it does not."""
+        return self.verdict.reason
+
+    @property
+    def signer_keyid(self) -> str | None:
+        return self.verdict.signer_keyid
 
 
 def _read_bytes(path: Path) -> bytes | None:
@@ -71,31 +75,14 @@ def _read_fingerprint(folder: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _problems(record: ResultRecord, signature: str | None) -> list[str]:
-    problems = []
-    if signature:
-        problems.append(signature)
-    if record.smoke:
-        problems.append("smoke run")
-    if not record.complete:
-        problems.append(record.status)
-    if not record.conforming:
-        problems.append("non-conforming")
-    if not record.smoke and (problem := cross_seed_problem(record.cross_seed)):
-        problems.append(problem)
-    if problem := variant_problem(record.variant):
-        problems.append(problem)
-    return problems
-
-
-def read_reproduction(folder: Path, trusted_keys: list[SSlibKey], origin: str | None = None,
+def read_reproduction(folder: Path, verdict: Verdict, origin: str | None = None,
                       archive: Path | None = None) -> Reproduction:
+    """The run in ``folder`` (a result folder, or an archive opened into one) with the verdict
+    ``runner.verify.verdict.judge`` gave its bundle."""
     record = read_record(folder)
-    signature, keyid = signature_verdict(folder, trusted_keys)
-    repro = Reproduction(record, origin or str(folder), signature is None, _problems(record, signature),
+    repro = Reproduction(record, origin or str(folder), verdict,
                          claim=result_claim(folder), archive=archive, bundled=(folder / MANIFEST).is_file(),
-                         signer_keyid=keyid, curve_tsv=_read_bytes(record.curve_path()),
-                         fingerprint=_read_fingerprint(folder))
+                         curve_tsv=_read_bytes(record.curve_path()), fingerprint=_read_fingerprint(folder))
     try:
         repro.curve = read_curve(record.curve_path(), (format_task(record.task).metric_field,))
     except FormatError:
@@ -111,9 +98,10 @@ def read_reproduction(folder: Path, trusted_keys: list[SSlibKey], origin: str | 
 
 
 def _read_archive(path: Path, trusted_keys: list[SSlibKey]) -> Reproduction:
+    verdict = judge(path, trusted_keys)
     try:
         with open_bundle(path, Limits()) as opened:
-            return read_reproduction(opened.root, trusted_keys, origin=str(path), archive=path)
+            return read_reproduction(opened.root, verdict, origin=str(path), archive=path)
     except UnsafeBundleError as err:
         raise UserError(f"{path}: not a safe bundle ({err.problem})", "remove it from the archive") from None
 
@@ -129,7 +117,7 @@ def load_reproductions(results: Path, trusted_keys: list[SSlibKey]) -> tuple[lis
     out, skipped = [], []
     for folder in find_result_folders(results):
         try:
-            out.append(read_reproduction(folder, trusted_keys))
+            out.append(read_reproduction(folder, judge(folder, trusted_keys)))
         except UserError as err:
             skipped.append(err.problem)
     for archive in sorted((results / ARCHIVE_DIR).glob("*.tar.gz")):

@@ -7,11 +7,15 @@ Fashion-MNIST. A row is a claim (an imported DAWNBench submission, or an entry's
 submissions it reproduces (training and inference files) in ``claimed.dawnbench``. Rows rank by the claimed figure as
 DAWNBench ranked them; rows without a claim follow, by the reproduced figure.
 
-A reproduced figure is never one run alone: it is the median of the verified runs, shown
-with their number, min–max and coefficient of variation (``Spread``); the newest run stands
-in only when none verifies, with its verdict. An entry's runs are grouped per profile, and
-each group is held against the claim ``runner.claims.applicable_claim`` gives it: a group
-whose host does not meet that claim's profile shows the claim but no ratio, as
+A reproduced figure is never one run alone, and only runs that *count* make it (the verdict
+of ``runner verify``, ``runner.verify.verdict``): the median of the counting runs, shown
+with their number, min–max and coefficient of variation (``Spread``). When none counts the
+row shows no figure, only why its newest run does not count: a smoke run, a variant or a
+run that fails a check is never a headline. A DAWNBench claim's figure is made of the runs
+on the host class its reproducing entry names (the runs held against the claim); the
+entry's runs on other hosts are rows of their own. An entry's runs are grouped per profile,
+and each group is held against the claim ``runner.claims.applicable_claim`` gives it: a
+group whose host does not meet that claim's profile shows the claim but no ratio, as
 ``runner reproduce`` says "not compared".
 """
 
@@ -90,7 +94,7 @@ OBJECTIVES: tuple[Objective, ...] = (
 
 @dataclass(frozen=True)
 class Spread:
-    """The verified runs behind a reproduced figure (never one run shown as if alone)."""
+    """The counting runs behind a reproduced figure (never one run shown as if alone)."""
 
     runs: int
     low: float
@@ -118,7 +122,7 @@ class Row:
     hardware: str
     framework: str
     date: str
-    spread: Spread | None = None  # the verified runs the reproduced median is of; None: none verified
+    spread: Spread | None = None  # the counting runs the reproduced median is of; None: none counts
     not_compared: str = ""  # why the runs are not held against the claim shown ("" when they are)
     ledger: str = ""  # "3 of 7 runs of this entry with key 1a2b3c4d": the runs read against the key's ledger
 
@@ -172,22 +176,22 @@ class Table:
 
 
 def best_reproduction(candidates: list[Reproduction]) -> Reproduction | None:
-    """A verified run first, then the newest."""
+    """A counting run first, then the newest."""
     if not candidates:
         return None
-    return max(candidates, key=lambda r: (r.verified, r.record.run_id))
+    return max(candidates, key=lambda r: (r.counts, r.record.run_id))
 
 
 def aggregate(runs: list[Reproduction], objective: Objective) -> tuple[Reproduction | None, float | None, Spread | None]:
     """The run a row links to, its reproduced figure and the spread behind it: the median of
-    the verified runs' figures; the newest run's own figure only when none verifies."""
-    verified = [(r, v) for r in runs if r.verified and (v := objective.reproduced(r)) is not None]
-    if not verified:
-        repro = best_reproduction(runs)
-        return repro, None if repro is None else objective.reproduced(repro), None
-    values = [v for _, v in verified]
-    steps = [s for r, _ in verified if (s := r.record.tta_resolution_seconds) is not None]
-    return (best_reproduction([r for r, _ in verified]), statistics.median(values),
+    the counting runs' figures. When none counts: the newest run (for why it does not count)
+    and no figure."""
+    counting = [(r, v) for r in runs if r.counts and (v := objective.reproduced(r)) is not None]
+    if not counting:
+        return best_reproduction(runs), None, None
+    values = [v for _, v in counting]
+    steps = [s for r, _ in counting if (s := r.record.tta_resolution_seconds) is not None]
+    return (best_reproduction([r for r, _ in counting]), statistics.median(values),
             Spread.of(values, steps if objective.id == "train-time" else None))
 
 
@@ -198,7 +202,7 @@ def ledger_note(runs: list[Reproduction]) -> str:
     counts: dict[tuple[str, str], list[int]] = {}
     for r in runs:
         place = r.record.ledger or {}
-        if (r.signed and r.signer_keyid and not r.record.smoke and place.get("key_id") == r.signer_keyid
+        if (r.signer_keyid and not r.record.smoke and place.get("key_id") == r.signer_keyid
                 and isinstance(place.get("entry_runs"), int)):
             counts.setdefault((r.record.entry, r.signer_keyid), []).append(place["entry_runs"])
     entries = {entry for entry, _ in counts}
@@ -221,6 +225,12 @@ def _entry_row(runs: list[Reproduction], objective: Objective) -> Row:
     why_not = repro.claim.why_not if repro.claim and claimed is not None else ""
     return Row(0, claimed, value, None, repro, rec.model, rec.entry, f"profile {rec.profile}", rec.framework,
                rec.date, spread, why_not, ledger_note(runs))
+
+
+def on_claim_host(r: Reproduction) -> bool:
+    """Whether the run ran on the host class its entry's claim names (runs of an entry that
+    claims no profile figure are taken as they are)."""
+    return r.claim is None or r.claim.comparable
 
 
 def profile_group(r: Reproduction) -> str:
@@ -246,7 +256,8 @@ def build_table(ft: FormatTask, objective: Objective, claims: list[Claim], repro
     for claim in claims:
         if objective.claimed(claim) is None:
             continue  # e.g. no costPerHour: the claim is on the time table only
-        matching = [r for r in repros if claim.name in r.record.dawnbench_claims]
+        # The claim's host class: the runs its reproducing entry holds against the claim.
+        matching = [r for r in repros if claim.name in r.record.dawnbench_claims and on_claim_host(r)]
         paired.update(id(r) for r in matching)
         rows.append(_claim_row(claim, objective, matching))
     by_entry: dict[tuple[str, str], list[Reproduction]] = {}
@@ -255,7 +266,9 @@ def build_table(ft: FormatTask, objective: Objective, claims: list[Claim], repro
             by_entry.setdefault((r.record.entry, profile_group(r)), []).append(r)
     for runs in by_entry.values():
         row = _entry_row(runs, objective)
-        if row.claimed is not None or row.reproduced is not None:
+        # A group of runs none of which counts is still shown, with why (smoke runs alone are
+        # pipeline checks: no row).
+        if row.claimed is not None or row.reproduced is not None or any(not r.record.smoke for r in runs):
             rows.append(row)
     return Table(ft, objective, _rank(rows))
 

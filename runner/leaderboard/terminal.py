@@ -12,7 +12,7 @@ from runner.terminal import Column, compact_table
 
 
 def spread_lines(table: Table, spread) -> list[str]:
-    """The verified runs behind a median, in short lines ("median of 3 runs", "5.91–6.40 s",
+    """The counting runs behind a median, in short lines ("median of 3 runs", "5.91–6.40 s",
     "CoV 4.1%", "resolution 4.9 s"): a narrow column, never a wrapped figure."""
     if spread.runs == 1:
         lines = ["1 run"]
@@ -27,16 +27,16 @@ def spread_lines(table: Table, spread) -> list[str]:
 
 
 def reproduction_cell(table: Table, row: Row) -> str:
+    """The median of the runs that count, with their spread; when none counts, no figure: why
+    the newest run does not count."""
     repro = row.reproduction
     if repro is None:
         return "[dim]not reproduced[/]"
-    value = escape(table.show_reproduced(row.reproduced))
     counts = f"\n[dim]{escape(row.ledger)}[/]" if row.ledger else ""
-    if repro.verified and row.spread:
-        return f"[green]{value}[/] ✓\n[dim]" + escape("\n".join(spread_lines(table, row.spread))) + "[/]" + counts
-    if repro.verified:
-        return f"[green]{value}[/] ✓" + counts
-    return f"{value}\n[red]({escape(repro.verdict)})[/]" + counts
+    if row.reproduced is None or row.spread is None:
+        return f"— [dim]no run counts[/]\n[red]({escape(repro.reason)})[/]" + counts
+    value = escape(table.show_reproduced(row.reproduced))
+    return f"[green]{value}[/] ✓\n[dim]" + escape("\n".join(spread_lines(table, row.spread))) + "[/]" + counts
 
 
 def submission_cell(row: Row) -> str:
@@ -66,7 +66,7 @@ def render(table: Table, top: int | None = None) -> Group:
     has it."""
     rows = []
     for row in table.rows[:top] if top else table.rows:
-        ratio = formats.ratio(row.ratio) if row.reproduction is not None and row.reproduction.verified else "—"
+        ratio = formats.ratio(row.ratio) if row.spread is not None else "—"
         rows.append([str(row.rank), escape(table.show(row.claimed)), reproduction_cell(table, row), ratio,
                      submission_cell(row), formats.month(row.date), energy_cell(table, row)])
     columns = [Column("Rank", number=True), Column("Claimed", number=True),

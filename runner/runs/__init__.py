@@ -2,9 +2,9 @@
 
 One row per run folder (``runner.results.layout``: real runs and, apart, smoke runs, of
 either layout): its short id, status, whether it reached the threshold, its TTA, whether it
-is conforming, whether it is *verified* (signed by a trusted key with every file intact:
-``runner.verify.trust``; ``runner verify`` recomputes every figure besides) and whether it
-is a smoke run. ``find_run`` turns what a user typed (a folder, a run id, its short form,
+is conforming, whether it is a smoke run, and its verdict: the one ``runner verify`` gives
+(``runner.verify.verdict``: verified under the trusted keys, every figure recomputed, and
+whether it counts). ``find_run`` turns what a user typed (a folder, a run id, its short form,
 ``ENTRY/SHORT``) into one run folder, or says which runs it could mean.
 """
 
@@ -19,7 +19,7 @@ from runner.errors import UserError
 from runner.keys.ledger import read_ledger
 from runner.results.layout import all_runs, entry_of, entry_runs, short_id
 from runner.results.record import RESULT_FILE, Result
-from runner.verify.trust import signature_verdict
+from runner.verify.verdict import Verdict, judge
 
 # What makes a result.json unreadable as a Result (``Result.read``): never a traceback.
 UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError)
@@ -36,12 +36,23 @@ class RunRow:
     tta_seconds: float | None
     tta_resolution_seconds: float | None
     conforming: bool
-    verified: bool
-    verified_problem: str | None  # why it is not verified (unsigned, a file changed, an unknown key)
     smoke: bool
+    verdict: Verdict  # runner verify's (runner.verify.verdict), never judged again here
     variant: dict | None = None  # a study's variant (switches off, another placement); None: the entry's recipe
-    signer_keyid: str | None = None  # the trusted key that signed it (None: not verified)
     ledger: dict | None = None  # result.json's place in its key's ledger (runner.keys.ledger), when signed with one
+
+    @property
+    def verified(self) -> bool:
+        return self.verdict.verified
+
+    @property
+    def counts(self) -> bool:
+        return self.verdict.counts
+
+    @property
+    def signer_keyid(self) -> str | None:
+        """The trusted key that signed it (None: not verified)."""
+        return self.verdict.signer_keyid
 
     @property
     def variant_label(self) -> str:
@@ -65,8 +76,7 @@ class RunRow:
             "run_id": self.run_id, "short_id": self.short_id, "entry": self.entry, "folder": str(self.folder),
             "seed": self.seed, "status": self.status, "reached": self.reached, "tta_seconds": self.tta_seconds,
             "tta_resolution_seconds": self.tta_resolution_seconds, "conforming": self.conforming,
-            "verified": self.verified, "verified_problem": self.verified_problem, "smoke": self.smoke,
-            "variant": self.variant, "signer_keyid": self.signer_keyid, "ledger": self.ledger,
+            "smoke": self.smoke, **self.verdict.to_dict(), "variant": self.variant, "ledger": self.ledger,
         }
 
     @property
@@ -93,16 +103,16 @@ def variant_label(variant) -> str:
     return " ".join(parts) or "?"
 
 
-def row_of(folder: Path, result: Result, trusted_keys: list[SSlibKey]) -> RunRow:
-    """A run's row from its result; ``folder`` holds its bundle (a result folder or an opened bundle)."""
+def row_of(folder: Path, result: Result, verdict: Verdict) -> RunRow:
+    """A run's row from its result and the verdict ``runner.verify.verdict.judge`` gave its
+    bundle; ``folder`` holds it (a result folder or an opened bundle)."""
     training = result.training
-    problem, keyid = signature_verdict(folder, trusted_keys)
     return RunRow(
         folder=Path(folder), run_id=result.run_id, entry=result.entry.name, seed=result.seed,
         status=result.status, reached=bool(training and training.reached), tta_seconds=result.tta_seconds,
         tta_resolution_seconds=training.tta_resolution_seconds if training and training.reached else None,
-        conforming=result.conforming is True, verified=problem is None, verified_problem=problem,
-        smoke=bool(result.smoke), variant=result.variant, signer_keyid=keyid, ledger=result.ledger,
+        conforming=result.conforming is True, smoke=bool(result.smoke), verdict=verdict,
+        variant=result.variant, ledger=result.ledger,
     )
 
 
@@ -148,7 +158,7 @@ def list_runs(results: Path, entry: str | None, trusted_keys: list[SSlibKey]) ->
     rows, skipped = [], []
     for folder in folders:
         try:
-            rows.append(row_of(folder, read_result(folder), trusted_keys))
+            rows.append(row_of(folder, read_result(folder), judge(folder, trusted_keys)))
         except UserError as err:
             skipped.append(err.problem)
     rows.sort(key=lambda r: (r.entry, r.smoke, r.run_id))

@@ -16,17 +16,18 @@ from runner.terminal import MISSING, Column, compact_table, fmt, key_values, yes
 WIDE = 100  # from this width on, ls shows each run's date too
 
 
-def _verified(row: RunRow) -> str:
-    return yes_no(row.verified) if row.verified or not row.verified_problem.startswith("unsigned") else "unsigned"
+def _verdict(row: RunRow) -> str:
+    """"counts", "verified" (but does not count) or "no" (not verified)."""
+    return "counts" if row.counts else "verified" if row.verified else "[red]no[/]"
 
 
 def runs_table(entry: str, rows: list[RunRow], width: int):
     """One entry's runs, real runs before smoke runs."""
     wide = width >= WIDE
     columns = [Column("run"), *([Column("started (UTC)")] if wide else []), Column("status"), Column("reached"),
-               Column("TTA s", number=True), Column("conforming"), Column("verified"), Column("smoke")]
+               Column("TTA s", number=True), Column("conforming"), Column("smoke"), Column("verdict")]
     cells = [[row.short_id, *([row.date] if wide else []), row.status, yes_no(row.reached),
-              fmt(row.tta_seconds, ".2f"), yes_no(row.conforming), _verified(row), yes_no(row.smoke)]
+              fmt(row.tta_seconds, ".2f"), yes_no(row.conforming), yes_no(row.smoke), _verdict(row)]
              for row in rows]
     for row, line in zip(rows, cells):
         if row.variant:  # a study's variant: marked, and named below the table
@@ -40,6 +41,14 @@ def variant_lines(rows: list[RunRow]) -> Text | None:
     """``* s7-eeeeee: study variant, -one-cycle,label-smoothing`` for each variant run: a
     study's run with a switch off or another placement, never the entry's recipe."""
     lines = [f"* {row.short_id}: study variant, {row.variant_label}" for row in rows if row.variant]
+    return Text("\n".join(lines), style="dim") if lines else None
+
+
+def verdict_lines(rows: list[RunRow]) -> Text | None:
+    """Why each real run that does not count does not (its first reason): a smoke run says so
+    in its own column."""
+    lines = [f"{row.short_id}: {row.verdict.word}: {row.verdict.reason}" for row in rows
+             if not row.counts and not row.smoke]
     return Text("\n".join(lines), style="dim") if lines else None
 
 
@@ -57,6 +66,8 @@ def ls_renderables(rows: list[RunRow], width: int) -> list:
     for entry in dict.fromkeys(r.entry for r in rows):
         of_entry = [r for r in rows if r.entry == entry]
         out.append(runs_table(entry, of_entry, width))
+        if (why := verdict_lines(of_entry)) is not None:
+            out.append(why)
         if (counts := ledger_lines(of_entry)) is not None:
             out.append(counts)
         if (notes := variant_lines(of_entry)) is not None:
@@ -97,8 +108,8 @@ def summary_rows(view: RunView) -> list[tuple[str, str]]:
     if not r.conforming and r.nonconforming_reasons:
         conforming += ": " + escape("; ".join(r.nonconforming_reasons))
     rows.append(("conforming", conforming))
-    verified = "yes: signed by a trusted key, every file intact" if row.verified else f"no: {escape(row.verified_problem)}"
-    rows.append(("verified", verified))
+    verdict = row.verdict
+    rows.append(("verdict", escape(verdict.word if verdict.counts else f"{verdict.word}: " + "; ".join(verdict.reasons))))
     if isinstance(place := row.ledger, dict):
         rows.append(("ledger", escape(f"run {place.get('entry_runs')} of this entry with key "
                                       f"{str(place.get('key_id'))[:16]} (index {place.get('index')})")

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner.bundle.open import Limits, UnsafeBundleError, open_bundle
-from runner.claims import variant_problem
 from runner.errors import UserError
 from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.verify.evidence import Auditor, Evidence, Unavailable
@@ -163,8 +162,9 @@ def _refuse_hostile_yaml(opened) -> None:
 
 
 def result_notes(root: Path) -> list[str]:
-    """What the result says about itself that a reader must see: smoke, a study variant,
-    non-conforming, incomplete."""
+    """What the result says about itself that a reader must see beside the checks: its place
+    in its key's ledger. (Why a run does not count, smoke, a variant, non-conforming,
+    incomplete, is the verdict's: ``runner.verify.verdict``.)"""
     evidence = Evidence(root, Auditor(), root)
     try:
         result = evidence.result
@@ -173,15 +173,6 @@ def result_notes(root: Path) -> list[str]:
     if not isinstance(result, dict):
         return []
     notes = []
-    if result.get("smoke"):
-        notes.append("a SMOKE run (synthetic data, one short epoch): never a benchmark result")
-    if variant := variant_problem(result.get("variant")):
-        notes.append(f"{variant}: never a claim or a leaderboard reproduction")
-    if result.get("conforming") is False:
-        reasons = "; ".join(map(str, result.get("nonconforming_reasons") or [])) or "no reason given"
-        notes.append(f"the result is marked NON-CONFORMING: {reasons}")
-    if result.get("status") != "complete":
-        notes.append(f"the run is {result.get('status')}: {result.get('incomplete_reason')}")
     place = result.get("ledger")
     runs = place.get("entry_runs") if isinstance(place, dict) else None
     if isinstance(runs, int) and not isinstance(runs, bool) and runs > 1:

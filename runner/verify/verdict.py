@@ -47,6 +47,15 @@ EXIT_DOES_NOT_COUNT = 3  # verified, but incomplete, non-conforming, smoke, a va
 # (2 is the CLI's own: a usage error or a problem with what was asked, ``runner.errors``)
 
 COUNTS, VERIFIED_ONLY, NOT_VERIFIED = "counts", "verified, does not count", "not verified"
+# The words every view uses, defined once (the terminal's help, the site's footer and index).
+WORDS = {
+    "verified": "every check of `runner verify` passes under the keys you trust (the signature, every "
+                "file's digest, and every figure recomputed from the bundle)",
+    "counts": "verified, and a benchmark result: complete, conforming, compared across seeds, not a smoke "
+              "run, not a study's variant, isolated by its engine; only runs that count make a reproduced "
+              "figure",
+    "claims": "claimed figures: DAWNBench's published submissions and entries' own claims",
+}
 CACHE_DIR = "verdicts"  # under the runner's home
 CACHE_FORMAT = 1
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 PLOT_NAME = "comparison.png"  # what -o/--out DIR holds
 
-DESCRIPTION = ("Print and plot signed results side by side: per entry, the median and CV of "
-               "TTA, epochs to threshold, time per epoch, batch-1 p50 per backend and cost.")
+DESCRIPTION = ("Print and plot runs side by side: per entry, the median and CV of "
+               "TTA, epochs to threshold, time per epoch, batch-1 p50 per backend and cost. A run that "
+               "`runner verify` does not verify is refused; one that verifies but does not count (a smoke "
+               "run, non-conforming, incomplete, a variant) is left out unless --all-runs.")
 
 
 def register(p) -> None:
@@ -21,4 +23,8 @@ def register(p) -> None:
     # Before -o/--out, --plot named the PNG itself: old scripts' --plot FILE still writes FILE.
     out.add_argument("--plot", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--no-plot", action="store_true", help="print the table only")
+    p.add_argument("--all-runs", action="store_true",
+                   help="compare runs that verify but do not count too (each left-out run is named otherwise)")
+    p.add_argument("--trusted-keys", metavar="PATH",
+                   help="a *.pub.json file or a folder of them (default: the keys you trust)")
     p.add_argument("--json", action="store_true", help="print each entry's figures (median, CV, min, max, n) as JSON")

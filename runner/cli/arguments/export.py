@@ -9,13 +9,17 @@ def dawnbench(formats) -> None:
         "dawnbench", help="DAWNBench submission files (train JSON + TSV, inference JSON)",
         description="Write RESULT (a results/<entry>/<run_id>/ folder or a bundle's .tar.gz) as DAWNBench "
         "submission files under OUT/<Task>/train/ and OUT/<Task>/inference/, named "
-        "[author]_[model]_[hardware tag]_[framework].",
+        "[author]_[model]_[hardware tag]_[framework]. Only a run that counts (`runner verify` exits 0) "
+        "is exported.",
     )
     d.add_argument("result", help="a result folder (results/<entry>/<run_id>/) or a bundle's .tar.gz")
     d.add_argument("-o", "--out", default="dawnbench", metavar="DIR", help="where to write (default: ./dawnbench)")
     d.add_argument("--author", default="runner", help="the author field and file-name prefix (default: runner)")
     d.add_argument("--email", default="", help="the authorEmail field")
     d.add_argument("--hardware", help="the hardware field (default: the run's hardware profile)")
+    d.add_argument("--trusted-keys", metavar="PATH",
+                   help="a *.pub.json file or a folder of them (default: the keys you trust); only a run that "
+                   "counts under them is exported")
     d.set_defaults(func="run_dawnbench")
 
 

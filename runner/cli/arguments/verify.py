@@ -3,7 +3,10 @@
 DESCRIPTION = ("Open each BUNDLE (a result folder or .tar.gz) safely and check its signature, "
                "files, scores, time-to-accuracy, hardware and cost against your own keys, labels and "
                "hardware profiles; several bundles of one key are held to each other's place in the key's "
-               "ledger, and to the ledger itself with --ledger. Exit 0 only when every check passes.")
+               "ledger, and to the ledger itself with --ledger. The exit code is the verdict: 0 verified and the run "
+               "counts; 1 not verified (a check failed); 3 verified but the run does not count (incomplete, "
+               "non-conforming, a smoke run, a study's variant, not isolated by its engine), with the reasons "
+               "one per line; 2 a usage error. Several bundles: the worst of them.")
 
 
 def register(parser) -> None:
@@ -14,4 +17,4 @@ def register(parser) -> None:
                         "each bundle of that key at its index (repeatable, one per key)")
     parser.add_argument("--trusted-keys", metavar="PATH",
                         help="a *.pub.json file or a folder of them (default: your own public key)")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON (with verified, counts and the reasons)")
