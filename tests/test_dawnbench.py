@@ -9,13 +9,15 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from synthetic_result import make_result_folder, stage_mnist_stand_in
+from synthetic_result import edit_result, make_result_folder, new_signer, stage_mnist_stand_in
 
+from runner.bundle import make_bundle
 from runner.cli import main
 from runner.dawnbench import export_dawnbench, import_dawnbench, load_claims
 from runner.dawnbench.importer import INFERENCE_JSON, TRAIN_JSON, TSV
 from runner.errors import UserError
 from runner.fingerprint import capture_host
+from runner.keys import load_trusted_keys
 from runner.score.curve import curve_rows
 from runner.score.evaluations import ScoredEvaluation
 from runner.score.tta import Evaluation, Timeline
@@ -167,17 +169,27 @@ def test_cli_import_saves_claims_and_names_each_bad_file(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def result_folder(tmp_path_factory):
+    """A signed run that counts (RUNNER_HOME stays its home: the data verify recomputes with)."""
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RUNNER_HOME", str(home))
         staged = stage_mnist_stand_in(home)
-        return make_result_folder(tmp_path_factory.mktemp("results") / "20261122T010203Z-s0-abc123", staged, capture_host())
+        root = tmp_path_factory.mktemp("results")
+        signer, keys = new_signer(root)
+        folder = make_result_folder(root / "20261122T010203Z-s0-abc123", staged, capture_host())
+        edit_result(folder, conforming=True, nonconforming_reasons=[])
+        make_bundle(folder, signer)
+        KEYS[:] = [keys, signer]
+        yield folder
+
+
+KEYS: list = []  # the result folder's trusted key file and its signer
 
 
 def test_export_writes_dawnbench_files_that_import_back(result_folder, tmp_path):
     out = tmp_path / "submission"
     assert main(["export", "dawnbench", str(result_folder), "--out", str(out), "--author", "Jane Doe",
-                 "--email", "jane@example.org"]) == 0
+                 "--email", "jane@example.org", "--trusted-keys", str(KEYS[0])]) == 0
     train_json = out / "MNIST" / "train" / "Jane-Doe_small-bn-cnn_cpu-2core-x86_pytorch-2.13.0+cpu.json"
     data = json.loads(train_json.read_text())
     result = json.loads((result_folder / "result.json").read_text())
@@ -196,14 +208,16 @@ def test_export_writes_dawnbench_files_that_import_back(result_folder, tmp_path)
     assert inference.accuracy == pytest.approx(torch["scores"]["top1"], rel=1e-12)
 
 
-def test_export_of_the_archived_bundle_matches_its_signed_result(tmp_path):
-    """The real reproduce kept in results/archive/, read straight from its .tar.gz."""
-    (archive,) = (Path(__file__).parent.parent / "results" / "archive").glob("*.tar.gz")
-    written = export_dawnbench(archive, tmp_path, "runner")
+def test_export_of_a_bundle_matches_its_signed_result(result_folder, tmp_path):
+    """A bundle's .tar.gz is read as its folder is."""
+    from runner.bundle import pack
+
+    archive = pack(result_folder, tmp_path / "bundle.tar.gz")
+    written = export_dawnbench(archive, tmp_path / "out", "runner", trusted_keys=[KEYS[1].public_key])
     with tarfile.open(archive) as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith("/result.json"))
         result = json.load(tar.extractfile(member))
-    claims = {c.kind + "/" + c.framework.split()[0]: c for c in import_dawnbench(tmp_path).claims}
+    claims = {c.kind + "/" + c.framework.split()[0]: c for c in import_dawnbench(tmp_path / "out").claims}
     assert len(written) == 2 + len(result["inference"])  # train JSON + TSV, one JSON per gated backend
     train = claims["train/pytorch"]
     assert train.tta_seconds == pytest.approx(result["training"]["tta_seconds"], abs=0.01)
@@ -212,14 +226,31 @@ def test_export_of_the_archived_bundle_matches_its_signed_result(tmp_path):
         assert claims[f"inference/{backend}"].latency_ms == measured["latency_ms"]["mean"]
 
 
+def test_export_refuses_a_run_that_does_not_count_and_writes_nothing(result_folder, tmp_path):
+    """The archived bundle does not count (a lone run, on a contended host; and here, with the
+    stand-in data staged, it does not even verify): it is no submission."""
+    (archive,) = (Path(__file__).parent.parent / "results" / "archive").glob("*.tar.gz")
+    keys = load_trusted_keys(Path(__file__).parent.parent / "results" / "archive" / "keys")
+    with pytest.raises(UserError, match="the run does not count") as err:
+        export_dawnbench(archive, tmp_path / "out", "runner", trusted_keys=keys)
+    assert "non-conforming" in err.value.problem or "not verified" in err.value.problem
+    assert not (tmp_path / "out").exists()
+    copy = tmp_path / result_folder.name
+    shutil.copytree(result_folder, copy)
+    edit_result(copy, training__tta_seconds=1.0)  # edited after signing: not verified
+    with pytest.raises(UserError, match="not verified"):
+        export_dawnbench(copy, tmp_path / "out", "me", trusted_keys=[KEYS[1].public_key])
+    assert not (tmp_path / "out").exists()
+
+
 def test_export_refuses_a_run_that_never_crossed(result_folder, tmp_path):
     copy = tmp_path / result_folder.name
     shutil.copytree(result_folder, copy)
-    data = json.loads((copy / "result.json").read_text())
-    data["training"].update(reached=False, tta_seconds=None)
-    (copy / "result.json").write_text(json.dumps(data))
-    with pytest.raises(UserError, match="never reached the threshold"):
-        export_dawnbench(copy, tmp_path / "out", "me")
+    shutil.rmtree(copy / "bundle")
+    edit_result(copy, training__reached=False, training__tta_seconds=None)
+    make_bundle(copy, KEYS[1])
+    with pytest.raises(UserError, match="never reached the threshold|does not count"):
+        export_dawnbench(copy, tmp_path / "out", "me", trusted_keys=[KEYS[1].public_key])
     assert not (tmp_path / "out").exists()
 
 

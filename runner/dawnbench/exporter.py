@@ -87,15 +87,15 @@ def export_dawnbench(result: Path, out: Path, author: str, email: str = "", hard
     or a bundle's ``.tar.gz``, opened safely) under ``out``: only a run that counts
     (``runner.verify.verdict``) is a submission; any other is refused before anything is
     written."""
-    require_counts(judge(Path(result), trusted_keys), f"{result} is not exported")
     with ExitStack() as stack:
         (folder,) = open_results([result], stack)
-        return _export(folder, out, author, email, hardware)
+        record = read_record(folder)  # a missing or malformed result.json says so first
+        require_counts(judge(Path(result), trusted_keys), f"{result} is not exported")
+        _refuse_unfit(record)
+        return _export(record, out, author, email, hardware)
 
 
-def _export(result: Path, out: Path, author: str, email: str, hardware: str | None) -> list[Path]:
-    record = read_record(result)
-    _refuse_unfit(record)
+def _export(record: ResultRecord, out: Path, author: str, email: str, hardware: str | None) -> list[Path]:
     ft = format_task(record.task)
     hardware = hardware or f"runner hardware profile {record.profile}"
     columns, points = _curve(record, ft)
