@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from runner.keys import load_trusted_keys
+from runner.keys.trust import trusted_keys
 from runner.verify import Auditor, verify_bundles
 from runner.verify.ledger import read_published
 
@@ -22,7 +22,7 @@ def print_checks(console: Console, checks) -> None:
 
 
 def run(args) -> int:
-    trusted = load_trusted_keys(Path(args.trusted_keys) if args.trusted_keys else None)
+    trusted = trusted_keys(args.trusted_keys)
     ledgers = dict(read_published(Path(path)) for path in args.ledger)
     reports, across = verify_bundles([Path(b) for b in args.bundle], Auditor(trusted_keys=trusted, ledgers=ledgers))
     ok = all(r.ok for r in reports) and (across is None or across.ok)
