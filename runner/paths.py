@@ -39,6 +39,11 @@ def keys_dir() -> Path:
     return home() / "keys"
 
 
+def trusted_keys_dir() -> Path:
+    """The trust store (runner.keys.trust): ``<keyid>.pub.json`` of each key you trust."""
+    return home() / "trusted-keys"
+
+
 # The signing key (runner.keys): its file under keys_dir(), and the variable naming another.
 SIGNING_KEY_NAME = "signing.key"
 SIGNING_KEY_ENV = "RUNNER_SIGNING_KEY"

@@ -119,10 +119,10 @@ def test_a_smoke_run_writes_the_cyclonedx_sbom_and_verify_rebuilds_it(docker_cli
 def test_a_bundle_from_before_cyclonedx_has_none_and_still_passes_the_sbom_row():
     """The claim's bundles (archived before the CycloneDX file) pass with a note; the default
     entry's archived bundle (re-made since) carries the file and verify rebuilds it."""
-    from runner.keys import load_trusted_keys
+    from runner.keys.trust import trusted_keys
     from runner.verify import Auditor, verify_bundle
 
-    auditor = Auditor(trusted_keys=load_trusted_keys(ARCHIVE / "keys"))
+    auditor = Auditor(trusted_keys=trusted_keys(ARCHIVE / "keys"))
     older = sorted((ARCHIVE / "claims" / "mnist-cnn-cpu").glob("mnist-cnn-cpu-*.tar.gz"))[0]
     report = verify_bundle(older, auditor)
     assert report.get("sbom").ok and report.get("sbom").detail.startswith(f"no {FILE}")

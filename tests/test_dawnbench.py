@@ -17,7 +17,7 @@ from runner.dawnbench import export_dawnbench, import_dawnbench, load_claims
 from runner.dawnbench.importer import INFERENCE_JSON, TRAIN_JSON, TSV
 from runner.errors import UserError
 from runner.fingerprint import capture_host
-from runner.keys import load_trusted_keys
+from runner.keys.trust import trusted_keys
 from runner.score.curve import curve_rows
 from runner.score.evaluations import ScoredEvaluation
 from runner.score.tta import Evaluation, Timeline
@@ -230,7 +230,7 @@ def test_export_refuses_a_run_that_does_not_count_and_writes_nothing(result_fold
     """The archived bundle does not count (a lone run, on a contended host; and here, with the
     stand-in data staged, it does not even verify): it is no submission."""
     (archive,) = (Path(__file__).parent.parent / "results" / "archive").glob("*.tar.gz")
-    keys = load_trusted_keys(Path(__file__).parent.parent / "results" / "archive" / "keys")
+    keys = trusted_keys(Path(__file__).parent.parent / "results" / "archive" / "keys")
     with pytest.raises(UserError, match="the run does not count") as err:
         export_dawnbench(archive, tmp_path / "out", "runner", trusted_keys=keys)
     assert "non-conforming" in err.value.problem or "not verified" in err.value.problem

@@ -1,4 +1,4 @@
-"""Signing keys: owner-only private key, public key file with its id, trust loading."""
+"""Signing keys: owner-only private key, public key file with its id, its pair held together, trust loading."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from securesystemslib.signer import CryptoSigner
 from runner import keys
 from runner.cli import main
 from runner.errors import UserError
+from runner.keys.trust import trusted_keys
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_loaded_signer_signs_what_the_public_key_verifies(home):
     assert isinstance(signer, CryptoSigner)
     assert signer.public_key.keyid == pair.keyid
     sig = signer.sign(b"payload")
-    (trusted,) = keys.load_trusted_keys()  # default: the local public key
+    (trusted,) = trusted_keys(None)  # default: the local public key
     trusted.verify_signature(sig, b"payload")
 
 
@@ -52,7 +53,7 @@ def test_generate_never_overwrites_without_force(home):
 
 def test_no_key_configured_means_no_signer(home):
     assert keys.load_signer() is None
-    assert keys.load_trusted_keys() == []
+    assert trusted_keys(None) == []
 
 
 def test_env_var_names_the_key(home, tmp_path, monkeypatch):
@@ -78,7 +79,7 @@ def test_trusted_keys_from_a_folder(tmp_path):
     folder.mkdir()
     (folder / "alice.pub.json").write_text(a.public.read_text())
     (folder / "bob.pub.json").write_text(b.public.read_text())
-    assert {k.keyid for k in keys.load_trusted_keys(folder)} == {a.keyid, b.keyid}
+    assert {k.keyid for k in trusted_keys(folder)} == {a.keyid, b.keyid}
 
 
 def test_public_key_file_cannot_lie_about_its_keyid(tmp_path):
@@ -87,7 +88,7 @@ def test_public_key_file_cannot_lie_about_its_keyid(tmp_path):
     data["keyid"] = "f" * 64
     pair.public.write_text(json.dumps(data))
     with pytest.raises(UserError, match="claims keyid"):
-        keys.load_trusted_keys(pair.public)
+        trusted_keys(pair.public)
 
 
 def test_cli_generate_and_show(home, capsys):
@@ -115,7 +116,7 @@ def test_a_uri_key_with_the_wrong_public_key_is_refused(home, tmp_path, monkeypa
     other = keys.generate(tmp_path / "other")
     monkeypatch.setenv(keys.ENV_VAR, f"file2:{pair.private}")
     monkeypatch.setenv(keys.PUBKEY_ENV_VAR, str(other.public))
-    with pytest.raises(UserError, match="cannot load the file2 signing key"):
+    with pytest.raises(UserError, match=f"is not the public half .* {pair.keyid[:16]}"):
         keys.load_signer()
 
 

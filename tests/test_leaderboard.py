@@ -29,7 +29,8 @@ from runner.dawnbench.tasks import format_task
 from runner.dawnbench.exporter import file_name
 from runner.errors import UserError
 from runner.fingerprint import capture_host
-from runner.keys import load_trusted_keys, public_key_dict
+from runner.keys import public_key_dict
+from runner.keys.trust import trusted_keys
 from runner.leaderboard import build, formats
 from runner.manifest import load_entry
 
@@ -81,7 +82,7 @@ def table(lb, table_id):
 
 def test_tables_pair_claims_with_verified_reproductions(board):
     results, keys = board
-    lb = build(results, load_trusted_keys(keys))
+    lb = build(results, trusted_keys(keys))
     verdicts = {r.record.run_id: (r.verdict.word, r.reason.split(":")[0]) for r in lb.reproductions}
     assert verdicts == {
         "20261122T010203Z-s0-aaaaaa": ("counts", "counts"),
@@ -124,7 +125,7 @@ def test_qanet_squad_row_shows_as_the_site_did(board):
     Its TSV's crossing is 0.765277777778 h, 2755.0000000008 s: the site took the ceiling of that
     float, with no tolerance, so a formatter that forgives float noise would show 0:45:55."""
     results, keys = board
-    lb = build(results, load_trusted_keys(keys))
+    lb = build(results, trusted_keys(keys))
     squad = table(lb, "squad-v1.1-train-time")
     (first,) = [r for r in squad.rows if r.claim is not None and r.claim.name == "dawn_qanet_1tpu"]
     assert first.claim.tta_hours == 0.765277777778
@@ -291,7 +292,7 @@ def test_the_curve_has_its_axes_from_zero_and_every_run(site_board, tmp_path):
     from runner.leaderboard import plots
 
     results, keys, _ = site_board
-    lb = build(results, load_trusted_keys(keys))
+    lb = build(results, trusted_keys(keys))
     runs = [r for r in lb.reproductions if r.record.entry == "mnist-cnn-cpu"]
     seen = {}
 

@@ -20,7 +20,7 @@ from tests.hostile.hostile_helpers import run_cli
 
 from runner.bundle import make_bundle
 from runner.fingerprint import capture_host
-from runner.keys import load_trusted_keys
+from runner.keys.trust import trusted_keys
 from runner.verify import verdict as verdict_module
 from runner.verify.verdict import EXIT_COUNTS, EXIT_DOES_NOT_COUNT, EXIT_NOT_VERIFIED, judge
 
@@ -181,7 +181,7 @@ def test_a_key_not_trusted_makes_no_run_count(board, capsys, monkeypatch, tmp_pa
 
 # -- computed once: the cache ------------------------------------------------------------------------
 def test_the_verdict_is_cached_by_digest_and_an_edit_is_judged_afresh(board, monkeypatch, tmp_path):
-    keys = load_trusted_keys(board["keys"])
+    keys = trusted_keys(board["keys"])
     folder = tmp_path / HONEST[0]
     shutil.copytree(board["honest"][0], folder)  # another name, the same signed statement
     first = judge(board["honest"][0], keys)
@@ -204,7 +204,7 @@ def test_the_verdict_is_cached_by_digest_and_an_edit_is_judged_afresh(board, mon
 def test_a_tampered_cache_entry_is_not_believed(board, monkeypatch, tmp_path):
     """A cache file is the runner's own, but its home is only a folder: an entry for another
     statement, or one that does not parse, is ignored and the run judged again."""
-    keys = load_trusted_keys(board["keys"])
+    keys = trusted_keys(board["keys"])
     forged_verdict = judge(board["forged"], keys)
     assert not forged_verdict.verified
     honest = judge(board["honest"][1], keys)

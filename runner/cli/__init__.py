@@ -51,7 +51,7 @@ SUBCOMMANDS = [
     Subcommand("fingerprint", "describe this host's CPU, memory, OS, GPUs and Docker engine",
                "fingerprint", "fingerprint"),
     Subcommand("profile", "list, show or check hardware profiles (hardware_profiles/*.yaml)", "profile", "profile"),
-    Subcommand("keys", "create or show the key that signs result bundles", "keys", "keys"),
+    Subcommand("keys", "create or show your signing key; trust, list or untrust others' keys", "keys", "keys"),
     Subcommand("ledger", "show or export the ledger of every run your key signed (for verify --ledger)",
                "ledger", "ledger"),
     Subcommand("bundle", "sign a result folder, or pack it as a deterministic .tar.gz", "bundle", "bundle"),

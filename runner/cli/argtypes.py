@@ -58,10 +58,16 @@ def backend(text: str) -> str:
     if text not in BACKENDS:
         raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(map(repr, BACKENDS))})")
     return text
+def trusted_keys_argument(parser: argparse.ArgumentParser) -> None:
+    """``--trusted-keys`` of every command that judges whose signature counts (one help line)."""
+    parser.add_argument("--trusted-keys", metavar="PATH",
+                        help="a *.pub.json or a folder of them (default: your trust store and your own key, "
+                        "as `runner keys list` shows them; keys beside bundles are not trusted by default)")
+
+
 def results_arguments(parser: argparse.ArgumentParser, what: str) -> None:
     """``--results``, ``--trusted-keys`` and ``--json`` of a command that reads results
     (``what``: what its JSON holds)."""
     parser.add_argument("--results", metavar="DIR", help="the results folder (default: RUNNER_RESULTS or results/)")
-    parser.add_argument("--trusted-keys", metavar="PATH",
-                        help="a *.pub.json or a folder of them (default: your key and RESULTS/archive/keys/)")
+    trusted_keys_argument(parser)
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")

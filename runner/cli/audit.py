@@ -10,7 +10,7 @@ from rich.console import Console
 
 from runner.cli.verify import print_checks
 from runner.errors import UserError
-from runner.keys import load_trusted_keys
+from runner.keys.trust import trusted_keys
 from runner.verify import Auditor, verify_bundle
 from runner.verify.replay import replay
 
@@ -21,8 +21,7 @@ def run(args) -> int:
                         "run `runner audit BUNDLE --replay`, or `runner verify BUNDLE` for the offline checks")
     console = Console(highlight=False)
     # Verify first: a bundle that fails any check is not replayed (its plan, its files).
-    report = verify_bundle(Path(args.bundle), Auditor(trusted_keys=load_trusted_keys(
-        Path(args.trusted_keys) if args.trusted_keys else None)))
+    report = verify_bundle(Path(args.bundle), Auditor(trusted_keys=trusted_keys(args.trusted_keys)))
     if not report.ok:
         if args.json:
             print(json.dumps({"bundle": str(args.bundle), "ok": False, "verify": report.to_dict(), "replay": None},

@@ -37,10 +37,10 @@ def result_folders(paths: list[Path]) -> list[Path]:
 def judged(paths: list[Path], trusted_keys: str | None, all_runs: bool) -> tuple[list[Path], list]:
     """(the runs to compare, [(a run left out, its verdict)]): a run that does not verify is
     refused; one that does not count is left out unless ``all_runs``."""
-    from runner.keys import load_trusted_keys  # lazy: start-up (with the verifier)
+    from runner.keys.trust import trusted_keys as trusted_keys_of  # lazy: start-up (with the verifier)
     from runner.verify.verdict import judge  # lazy: heavy (the verifier)
 
-    keys = load_trusted_keys(Path(trusted_keys) if trusted_keys else None)
+    keys = trusted_keys_of(trusted_keys)
     verdicts = [(path, judge(path, keys)) for path in paths]
     for path, verdict in verdicts:
         if not verdict.verified:

@@ -21,9 +21,9 @@ from runner.mlperf.config import load_submission, set_command
 
 
 def run_dawnbench(args) -> int:
-    from runner.keys import load_trusted_keys  # lazy: start-up (runner --help)
+    from runner.keys.trust import trusted_keys as trusted_keys_of  # lazy: start-up (runner --help)
 
-    keys = load_trusted_keys(Path(args.trusted_keys) if args.trusted_keys else None)
+    keys = trusted_keys_of(args.trusted_keys)
     written = export_dawnbench(Path(args.result), Path(args.out), args.author, args.email, args.hardware,
                                trusted_keys=keys)
     if args.json:

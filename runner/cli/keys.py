@@ -1,4 +1,4 @@
-"""``runner keys``: the Ed25519 key that signs result bundles."""
+"""``runner keys``: the Ed25519 key that signs result bundles, and the keys you trust."""
 
 from __future__ import annotations
 
@@ -9,26 +9,46 @@ from rich.console import Console
 
 from runner import keys
 from runner.errors import UserError
+from runner.keys import trust as store
 
 
 def generate(args) -> int:
-    pair = keys.generate(Path(args.out).expanduser() if args.out else None, force=args.force)
+    """A new pair; the one reproduce signs with is also added to your trust store (a pair
+    written elsewhere is trusted once RUNNER_SIGNING_KEY names it, or with `runner keys trust`)."""
+    out = Path(args.out).expanduser() if args.out else None
+    configured = out is None or out.resolve() == keys.default_private_path().parent.resolve()
+    replaced = _keyid_at(keys.public_path_for(out / keys.PRIVATE_NAME if out else keys.default_private_path()))
+    pair = keys.generate(out, force=args.force)
     console = Console()
     console.print(f"private key  {pair.private}  (mode 600: keep it secret)")
     console.print(f"public key   {pair.public}  (publish it; auditors pass it to --trusted-keys)")
     console.print(f"key id       {pair.keyid}")
-    if args.out and Path(args.out).expanduser().resolve() != keys.default_private_path().parent.resolve():
+    if not configured:
         console.print(f"[yellow]note[/]: reproduce signs with {keys.default_private_path()}; "
                       f"set {keys.ENV_VAR}={pair.private} to sign with this key")
+        return 0
+    store.trust(pair.public)
+    console.print("trusted      yes: added to your trust store (`runner keys list`)")
+    if replaced and replaced != pair.keyid and replaced in {t.keyid for t in store.list_trusted()}:
+        console.print(f"[yellow]note[/]: the replaced key {replaced[:16]} is still trusted; "
+                      f"`runner keys untrust {replaced[:16]}` stops trusting it")
     return 0
+
+
+def _keyid_at(public: Path) -> str | None:
+    """The id of the key a public file holds, None when there is none to read."""
+    try:
+        return keys.read_public_key(public).keyid if public.is_file() else None
+    except UserError:
+        return None
 
 
 def show(args) -> int:
     private = keys.default_private_path()
-    public = keys.public_path_for(private)
-    if not public.exists():
+    public = keys.configured_public_path() or keys.public_path_for(private)
+    key = keys.configured_public_key()
+    if key is None:
         raise UserError(f"no signing key is configured (looked for {public})", "run 'runner keys generate'")
-    key = keys.read_public_key(public)
     if args.json:
         print(json.dumps(keys.public_key_dict(key), indent=2, sort_keys=True))
         return 0
@@ -37,4 +57,38 @@ def show(args) -> int:
     console.print(f"type         {key.keytype} ({key.scheme})")
     console.print(f"public key   {public}")
     console.print(f"private key  {private}" + ("" if private.exists() else "  [red](missing: cannot sign)[/]"))
+    return 0
+
+
+def trust(args) -> int:
+    for name in args.file:
+        path = Path(name).expanduser()
+        files = sorted(path.glob("*" + keys.PUBLIC_SUFFIX)) if path.is_dir() else [path]
+        if not files:
+            raise UserError(f"no *{keys.PUBLIC_SUFFIX} files in {path}", "pass the publishers' public key files")
+        for file in files:
+            known = {t.keyid for t in store.list_trusted() if t.source != store.OWN_KEY}
+            key = store.trust(file)
+            print(f"{'already trusted' if key.keyid in known else 'trusted'} {key.keyid}  ({file})")
+    return 0
+
+
+def list_trusted(args) -> int:
+    found = store.list_trusted()
+    if args.json:
+        print(json.dumps([t.to_dict() for t in found], indent=2))
+        return 0
+    if not found:
+        print("no trusted keys: `runner keys trust FILE` adds one, `runner keys generate` makes yours")
+    for t in found:
+        when = f", added {t.added}" if t.added else ""
+        print(f"{t.keyid}  {t.source}{when}")
+    return 0
+
+
+def untrust(args) -> int:
+    keyid = store.untrust(args.keyid)
+    own = keys.configured_public_key()
+    note = "; still trusted as your signing key" if own is not None and own.keyid == keyid else ""
+    print(f"untrusted {keyid}{note}")
     return 0

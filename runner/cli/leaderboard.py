@@ -13,12 +13,12 @@ from runner import paths
 from runner.leaderboard import build
 from runner.leaderboard.html import write_site
 from runner.leaderboard.terminal import print_tables
-from runner.verify.trust import default_trusted_keys
+from runner.keys.trust import trusted_keys
 
 
 def run(args) -> int:
     results = Path(args.results) if args.results else paths.results_dir()
-    keys = default_trusted_keys(args.trusted_keys, results)
+    keys = trusted_keys(args.trusted_keys)
     board = build(results, keys)
     tables = [t for t in board.tables if not args.task or t.task.task_id in args.task]
     if args.json:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from rich.console import Console
@@ -18,9 +17,8 @@ from runner.terminal import Column, compact_table, yes_no
 
 
 def _configured_keyid() -> str | None:
-    public = os.environ.get(keys.PUBKEY_ENV_VAR)
-    path = Path(public).expanduser() if public else keys.public_path_for(keys.default_private_path())
-    return keys.read_public_key(path).keyid if path.is_file() else None
+    key = keys.configured_public_key()
+    return key.keyid if key is not None else None
 
 
 def _keyid(option: str | None) -> str:

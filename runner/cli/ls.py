@@ -14,11 +14,11 @@ from runner import paths
 def run(args) -> int:
     from runner.runs import list_runs  # lazy: start-up (signature checks import verify's modules)
     from runner.runs.terminal import ls_renderables  # lazy: start-up (signature checks import verify's modules)
-    from runner.verify.trust import default_trusted_keys  # lazy: start-up (signature checks import verify's modules)
+    from runner.keys.trust import trusted_keys  # lazy: start-up (signature checks import verify's modules)
 
     results = Path(args.results) if args.results else paths.results_dir()
     entry = Path(args.entry).name if args.entry else None
-    rows, skipped = list_runs(results, entry, default_trusted_keys(args.trusted_keys, results))
+    rows, skipped = list_runs(results, entry, trusted_keys(args.trusted_keys))
     if args.json:
         print(json.dumps({"results": str(results), "runs": [r.to_dict() for r in rows], "skipped": skipped},
                          indent=2))

@@ -46,7 +46,7 @@ def run(args) -> int:
     with reporting(Reporter(Console(stderr=True) if args.json else None)):
         folders = launch(plan, slurm)
     if args.json:
-        return print_json(folders)
+        return print_json(folders, args.trusted_keys)
     print_results(console, folders)
     if len(folders) > 1:
         s, summary = write_runs_summary(folders)
@@ -63,15 +63,15 @@ def run(args) -> int:
     return 0 if all(s == "complete" for s in statuses) else 1
 
 
-def print_json(folders: list[Path]) -> int:
-    """The runs as ``runner ls --json`` lists them (full run ids, folders), and their summary."""
+def print_json(folders: list[Path], trusted: str | None = None) -> int:
+    """The runs as ``runner ls --json`` lists them (full run ids, folders), and their summary;
+    verified against ``trusted`` (``--trusted-keys``), as ``runner ls`` judges them."""
     import json  # lazy: start-up (only for --json)
 
-    from runner import paths  # lazy: start-up (only for --json)
+    from runner.keys.trust import trusted_keys  # lazy: start-up (verify's modules)
     from runner.runs import judge, read_result, row_of  # lazy: start-up (verify's modules)
-    from runner.verify.trust import default_trusted_keys  # lazy: start-up (signature checks import verify's modules)
 
-    keys = default_trusted_keys(None, paths.results_dir())
+    keys = trusted_keys(trusted)
     rows = [row_of(f, read_result(f), judge(f, keys)) for f in folders]
     summary = write_runs_summary(folders)[1] if len(folders) > 1 else None
     print(json.dumps({"runs": [r.to_dict() for r in rows], "summary": None if summary is None else str(summary)},

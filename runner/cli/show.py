@@ -15,10 +15,10 @@ def run(args) -> int:
     from runner.runs import find_run, judge, read_result, row_of  # lazy: start-up (verify's modules)
     from runner.runs.show import view_run  # lazy: start-up (signature checks import verify's modules)
     from runner.runs.terminal import show_renderable  # lazy: start-up (signature checks import verify's modules)
-    from runner.verify.trust import default_trusted_keys  # lazy: start-up (signature checks import verify's modules)
+    from runner.keys.trust import trusted_keys  # lazy: start-up (signature checks import verify's modules)
 
     results = Path(args.results) if args.results else paths.results_dir()
-    keys = default_trusted_keys(args.trusted_keys, results)
+    keys = trusted_keys(args.trusted_keys)
     ref = Path(args.run)
     if ref.is_file():  # a bundle's .tar.gz, opened safely into a temporary folder
         with open_bundle(ref, Limits()) as opened:

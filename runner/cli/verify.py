@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from runner.keys import load_trusted_keys
+from runner.keys.trust import trusted_keys
 from runner.verify import Auditor, verify_bundles
 from runner.verify.ledger import read_published
 from runner.verify.verdict import EXIT_NOT_VERIFIED, Verdict, exit_code_of, judge_report
@@ -26,7 +26,7 @@ def print_checks(console: Console, checks) -> None:
 
 
 def run(args) -> int:
-    trusted = load_trusted_keys(Path(args.trusted_keys) if args.trusted_keys else None)
+    trusted = trusted_keys(args.trusted_keys)
     ledgers = dict(read_published(Path(path)) for path in args.ledger)
     reports, across = verify_bundles([Path(b) for b in args.bundle], Auditor(trusted_keys=trusted, ledgers=ledgers))
     verdicts = [judge_report(r) for r in reports]

@@ -1,4 +1,4 @@
-"""Ed25519 signing keys: generate a pair, load the signer, load the keys an auditor trusts.
+"""Ed25519 signing keys: generate a pair, load the signer, read a public key file.
 
 The private key is a PEM file only its owner can read; the public key is a JSON file in
 securesystemslib's key format plus its ``keyid``, so it can be published as it is.
@@ -6,7 +6,9 @@ Default place: ``runner.paths.keys_dir()`` (``signing.key``, ``signing.pub.json`
 ``RUNNER_SIGNING_KEY`` names another private key file (its public key sits beside it), or
 a securesystemslib private-key URI (``file2:PATH``, ``gcpkms:...``, ``awskms:...``,
 ``azurekms:...``, ``hsm:...``, ``hv:...``) with ``RUNNER_SIGNING_PUBKEY`` naming its public
-key's JSON, so a CI or a cluster can sign with a key that never sits on its disk.
+key's JSON, so a CI or a cluster can sign with a key that never sits on its disk. A public
+key file that is not the private key's own half is refused, when signing and when trusting.
+Which keys a command trusts is ``runner.keys.trust``'s.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ def signer_from_uri(uri: str, public: Path | None = None) -> Signer:
         raise UserError(f"the signing key {uri} has no public key given",
                         f"set {PUBKEY_ENV_VAR} to the key's public JSON (a *.pub.json file)")
     key = read_public_key(public)
+    if scheme == "file2":
+        private = Path(uri.partition(":")[2]).expanduser()
+        _require_pair(_public_half(private), key, private, public)
     try:
         return Signer.from_priv_key_uri(uri, key)
     except Exception as err:  # noqa: BLE001 - each scheme's library raises its own errors
@@ -79,6 +84,64 @@ def public_key_dict(key: SSlibKey) -> dict:
     return {"keyid": key.keyid, **key.to_dict()}
 
 
+def public_key_json(key: SSlibKey) -> str:
+    """A public key file's text, as ``runner keys generate`` writes it (and the trust store keeps it)."""
+    return json.dumps(public_key_dict(key), indent=2, sort_keys=True) + "\n"
+
+
+def _private_file() -> Path | None:
+    """The configured private key's file, None for a key that is not a file here (KMS, HSM)."""
+    configured = os.environ.get(ENV_VAR)
+    scheme = key_uri_scheme(configured) if configured else None
+    if scheme == "file2":
+        return Path(configured.partition(":")[2]).expanduser()
+    return None if scheme else default_private_path()
+
+
+def configured_public_path() -> Path | None:
+    """The configured signing key's public JSON: ``RUNNER_SIGNING_PUBKEY``, else the
+    ``*.pub.json`` beside the private key file; None for a KMS or HSM key without the variable."""
+    if os.environ.get(PUBKEY_ENV_VAR):
+        return Path(os.environ[PUBKEY_ENV_VAR]).expanduser()
+    private = _private_file()
+    return public_path_for(private) if private is not None else None
+
+
+def configured_public_key() -> SSlibKey | None:
+    """Your signing key's public key, None when no public key file is there; refused when
+    the private key file beside it is of another pair."""
+    public = configured_public_path()
+    if public is None or not public.is_file():
+        return None
+    key = read_public_key(public)
+    private = _private_file()
+    if private is not None and private.is_file():
+        _require_pair(_public_half(private), key, private, public)
+    return key
+
+
+def _public_half(private: Path) -> SSlibKey | None:
+    """The public key of an Ed25519 private key file, None when it cannot be read as one
+    (``load_signer`` says why when it signs)."""
+    try:
+        key = serialization.load_pem_private_key(private.read_bytes(), password=None)
+    except (OSError, ValueError, TypeError):
+        return None
+    return CryptoSigner(key).public_key if isinstance(key, Ed25519PrivateKey) else None
+
+
+def _require_pair(actual: SSlibKey | None, claimed: SSlibKey, private: Path, public: Path) -> None:
+    """Refuse a public key file that is not the public half of the private key (``actual``:
+    the private key's own public key; None when it could not be read, left to the signer)."""
+    if actual is not None and actual.keyid != claimed.keyid:
+        raise UserError(
+            f"the public key {public} (key {claimed.keyid[:16]}) is not the public half of the signing key "
+            f"{private} (key {actual.keyid[:16]})",
+            "restore the public key file that belongs to this private key, or make a new pair with "
+            "'runner keys generate --force'",
+        )
+
+
 def generate(out_dir: Path | None = None, force: bool = False) -> KeyPair:
     """Write a new Ed25519 pair; refuse to replace an existing key unless ``force``."""
     private = out_dir / PRIVATE_NAME if out_dir is not None else default_private_path()
@@ -99,7 +162,7 @@ def generate(out_dir: Path | None = None, force: bool = False) -> KeyPair:
     _write_owner_only(private, pem)
     signer = CryptoSigner(key)
     try:
-        public.write_text(json.dumps(public_key_dict(signer.public_key), indent=2, sort_keys=True) + "\n")
+        public.write_text(public_key_json(signer.public_key))
     except OSError as err:
         private.unlink(missing_ok=True)
         public.unlink(missing_ok=True)
@@ -147,7 +210,11 @@ def load_signer(private: Path | None = None) -> Signer | None:
         raise UserError(f"cannot read the signing key {path}: {err}", "generate a new one with 'runner keys generate --force'") from None
     if not isinstance(key, Ed25519PrivateKey):
         raise UserError(f"signing key {path} is not an Ed25519 key", "generate one with 'runner keys generate'")
-    return CryptoSigner(key)
+    signer = CryptoSigner(key)
+    public = public_path_for(path) if private is not None else configured_public_path()
+    if public is not None and public.is_file():
+        _require_pair(signer.public_key, read_public_key(public), path, public)
+    return signer
 
 
 def key_from_dict(data: dict, origin: str) -> SSlibKey:
@@ -177,20 +244,3 @@ def read_public_key(path: Path) -> SSlibKey:
     if not isinstance(data, dict):
         raise UserError(f"{path} is not a public key file", "pass a *.pub.json file")
     return key_from_dict(data, str(path))
-
-
-def load_trusted_keys(path: Path | None = None) -> list[SSlibKey]:
-    """Keys from a ``*.pub.json`` file or a folder of them; default: the local public key."""
-    if path is None:
-        path = public_path_for(default_private_path())
-        if not path.exists():
-            return []
-    path = Path(path).expanduser()
-    if path.is_dir():
-        files = sorted(path.glob("*" + PUBLIC_SUFFIX))
-        if not files:
-            raise UserError(f"no *{PUBLIC_SUFFIX} files in {path}", "put the publishers' public keys there")
-        return [read_public_key(f) for f in files]
-    if not path.exists():
-        raise UserError(f"no trusted key file at {path}", "pass a *.pub.json file or a folder of them")
-    return [read_public_key(path)]

@@ -15,15 +15,16 @@ from runner.bundle.open import open_bundle
 from runner.claims import (
     REQUIRED_RUNS, applicable_claim, claim_profile_id, claims_of, cross_seed_problem, variant_problem,
 )
-from runner.keys import load_trusted_keys
+from runner.keys.trust import trusted_keys
 from runner.profiles import load_profile, match
 from runner.verify import verify_bundle
 from runner.verify.evidence import Auditor
 
 
-def check_evidence(entry, root: Path, trusted_keys: Path, claimed: dict | None = None) -> list[str]:
+def check_evidence(entry, root: Path, keys: str | Path | None, claimed: dict | None = None) -> list[str]:
     """Every problem with a claim's archived bundles (``claimed``: one of ``claims_of``; by
-    default the main one); [] when they bear it out."""
+    default the main one); [] when they bear it out. ``keys``: ``--trusted-keys`` (None: the
+    keys every command trusts, ``runner.keys.trust``)."""
     if claimed is None:
         claimed = (claims_of(entry.claimed, entry.hardware_profile) or [{}])[0]
     bundles = claimed.get("bundles") or []
@@ -31,7 +32,7 @@ def check_evidence(entry, root: Path, trusted_keys: Path, claimed: dict | None =
         return ["the claim names no bundles (claimed.bundles)"]
     profile_id = claimed.get("profile") or claim_profile_id(entry)
     profile = load_profile(profile_id)
-    auditor = Auditor(trusted_keys=load_trusted_keys(trusted_keys))
+    auditor = Auditor(trusted_keys=trusted_keys(keys))
     problems, ttas, seeds = [], [], set()
     if len(bundles) < REQUIRED_RUNS:
         problems.append(f"the claim has {len(bundles)} bundles: a claim needs {REQUIRED_RUNS} runs with different "

@@ -3,8 +3,7 @@
 result.json's" (no data, labels or hardware needed). The leaderboard and ``runner ls`` /
 ``runner show`` judge a run by them; ``runner verify`` runs every check.
 
-The keys trusted by default are your own and those published beside the archive
-(``<results>/archive/keys/``), as the leaderboard has always read them.
+Which keys are trusted is ``runner.keys.trust.trusted_keys``'s: the same set for every command.
 """
 
 from __future__ import annotations
@@ -13,11 +12,9 @@ from pathlib import Path
 
 from securesystemslib.signer import SSlibKey
 
-from runner.keys import load_trusted_keys
 from runner.verify import CHECKS
 from runner.verify.evidence import Auditor, Evidence, Unavailable
 
-ARCHIVE_KEYS = Path("archive") / "keys"  # under the results folder
 SIGNATURE_CHECKS = [
     (name, check) for name, check in CHECKS
     if name in ("signature", "trusted-key", "payload-type", "file-digests", "statement-matches-result")
@@ -43,14 +40,3 @@ def signature_verdict(folder: Path, trusted_keys: list[SSlibKey]) -> tuple[str |
             return f"signature check {name} fails", None
     trusted = {k.keyid for k in trusted_keys}
     return None, next((k for k in sorted(evidence.envelope.signatures) if k in trusted), None)
-
-
-def default_trusted_keys(option: str | None, results: Path) -> list[SSlibKey]:
-    """``--trusted-keys``, else your own key plus the keys published beside the archive."""
-    if option:
-        return load_trusted_keys(Path(option))
-    keys = load_trusted_keys(None)
-    archive_keys = Path(results) / ARCHIVE_KEYS
-    if archive_keys.is_dir() and any(archive_keys.glob("*.pub.json")):
-        keys += load_trusted_keys(archive_keys)
-    return keys

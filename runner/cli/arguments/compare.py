@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from runner.cli.argtypes import trusted_keys_argument
+
 PLOT_NAME = "comparison.png"  # what -o/--out DIR holds
 
 DESCRIPTION = ("Print and plot runs side by side: per entry, the median and CV of "
@@ -25,6 +27,5 @@ def register(p) -> None:
     p.add_argument("--no-plot", action="store_true", help="print the table only")
     p.add_argument("--all-runs", action="store_true",
                    help="compare runs that verify but do not count too (each left-out run is named otherwise)")
-    p.add_argument("--trusted-keys", metavar="PATH",
-                   help="a *.pub.json file or a folder of them (default: the keys you trust)")
+    trusted_keys_argument(p)
     p.add_argument("--json", action="store_true", help="print each entry's figures (median, CV, min, max, n) as JSON")

@@ -1,6 +1,8 @@
 """``runner export``'s arguments: one action per format, each added by a function in ``FORMATS``
 and run by the function it names in ``runner.cli.export``."""
 
+from runner.cli.argtypes import trusted_keys_argument
+
 DESCRIPTION = "Write a reproduced result in another benchmark's submission format."
 
 
@@ -17,9 +19,7 @@ def dawnbench(formats) -> None:
     d.add_argument("--author", default="runner", help="the author field and file-name prefix (default: runner)")
     d.add_argument("--email", default="", help="the authorEmail field")
     d.add_argument("--hardware", help="the hardware field (default: the run's hardware profile)")
-    d.add_argument("--trusted-keys", metavar="PATH",
-                   help="a *.pub.json file or a folder of them (default: the keys you trust); only a run that "
-                   "counts under them is exported")
+    trusted_keys_argument(d)
     d.set_defaults(func="run_dawnbench")
 
 

@@ -38,6 +38,7 @@ def register(p) -> None:
                    help="also print where each run's time went (its result's timings section)")
     p.add_argument("--json", action="store_true",
                    help="print the runs as JSON at the end (full run ids, folders); progress goes to stderr")
+    argtypes.trusted_keys_argument(p)  # --json's "verified"
     p.add_argument("--no-sign", action="store_true",
                    help="leave the result unsigned (Slurm tasks: the submit host signs)")
     slurm.add_arguments(p)
