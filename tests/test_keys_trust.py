@@ -90,6 +90,7 @@ def test_your_own_key_is_trusted_without_the_store(home):
 
 def test_a_key_beside_the_archive_is_not_trusted_until_you_trust_it(home, archived, capsys):
     results, folder, beside, keyid = archived
+    stage_mnist_stand_in(home)  # the data the run used: verify recomputes its scores with it
     assert not _verified(capsys, results)
     code, out, _ = run_cli(capsys, "verify", str(folder), "--json")
     (check,) = [c for c in json.loads(out)["checks"] if c["name"] == "trusted-key"]
@@ -105,6 +106,7 @@ def test_a_key_beside_the_archive_is_not_trusted_until_you_trust_it(home, archiv
 
 def test_trusted_keys_option_overrides_the_store(home, archived, tmp_path, capsys):
     results, _, beside, _ = archived
+    stage_mnist_stand_in(home)  # the data the run used: verify recomputes its scores with it
     assert _verified(capsys, results, "--trusted-keys", str(beside.parent))  # a folder, given: trusted
     trust(beside)
     stranger = keys.generate(tmp_path / "someone")
