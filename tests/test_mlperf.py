@@ -5,23 +5,28 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from synthetic_result import make_result_folder, stage_mnist_stand_in
+from synthetic_result import make_result_folder, new_signer, stage_mnist_stand_in
 
 from runner import paths
+from runner.bundle import make_bundle
 from runner.cli import main
 from runner.errors import UserError
 from runner.fingerprint import capture_host
+from runner.mlperf import admit
+from runner.mlperf import export as mlperf_export
 from runner.mlperf.system import INFERENCE_NON_EMPTY, submission_description
 from runner.mlperf.config import SubmissionConfig, load_submission, set_value
 from runner.mlperf.from_result import mlperf_run_from_result
 from runner.mlperf.run_log import write_mlperf_log
 from runner.mlperf.training_log import Epoch, Evaluation, MlperfRun, render_training_log
 from runner.results.layout import entry_runs
+from runner.verify.verdict import Verdict
 
 SUBMISSION = {"org": "Test Lab", "platform": "cpu-2core-x86", "division": "open", "status": "onprem"}
 
@@ -155,34 +160,93 @@ def test_system_description_passes_its_checker_and_names_what_only_the_user_know
     assert "checker failed" in out
 
 
+# Two hosts the cpu-2core-x86 profile admits alike (x86-64, 2 logical cores, AVX2): the
+# auditor's case of issue 45, one of them an Intel Xeon, the other an AMD EPYC.
+AMD = {"vendor": "AuthenticAMD", "model_name": "AMD EPYC 7B13", "logical_cores": 2, "sockets": 1}
+INTEL = {"vendor": "GenuineIntel", "model_name": "Intel(R) Xeon(R) Platinum 8488C", "logical_cores": 2, "sockets": 1}
+
+
+def on_host(fingerprint: dict, cpu: dict) -> dict:
+    return {**fingerprint, "cpu": {**fingerprint["cpu"], **cpu}}
+
+
 @pytest.fixture(scope="module")
-def five_results(tmp_path_factory):
+def signed_runs(tmp_path_factory):
+    """Signed runs of the default entry, made by the project's own functions: five on the AMD
+    host (seeds 0-4, what an export takes), two on the Intel host (seeds 5, 6) and two more on
+    the AMD host that repeat seeds 0 and 1 (other runs: their epochs took longer). The staged
+    data (what verify recomputes the scores from) is under ``home``; the key that signed them
+    is in ``keys``."""
     home = tmp_path_factory.mktemp("home")
-    staged = stage_mnist_stand_in(home)
-    fingerprint = capture_host()
     root = tmp_path_factory.mktemp("results")
-    return [make_result_folder(root / f"20261122T01020{i}Z-s{i}-abc12{i}", staged, fingerprint, seed=i)
-            for i in range(5)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RUNNER_HOME", str(home))
+        staged = stage_mnist_stand_in(home)
+        signer, keys = new_signer(root)
+        host = capture_host()
+
+        def run(name: str, cpu: dict, seed: int, pace: float = 1.0) -> Path:
+            folder = make_result_folder(root / name, staged, on_host(host, cpu), seed=seed, pace=pace)
+            make_bundle(folder, signer)
+            return folder
+
+        runs = {
+            "amd": [run(f"20261122T01020{i}Z-s{i}-amd00{i}", AMD, i) for i in range(5)],
+            "intel": [run(f"20261122T01030{i}Z-s{i}-intel{i}", INTEL, i) for i in (5, 6)],
+            "again": [run(f"20261122T01040{i}Z-s{i}-again{i}", AMD, i, pace=1.0 + (i + 1) / 20) for i in (0, 1)],
+        }
+    return home, keys, runs
+
+
+@pytest.fixture
+def mlperf_home(signed_runs, tmp_path, monkeypatch):
+    """A private RUNNER_HOME with the open-division settings and the runs' staged data."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "data").symlink_to(signed_runs[0] / "data", target_is_directory=True)
+    monkeypatch.setenv("RUNNER_HOME", str(home))
+    for key, value in SUBMISSION.items():
+        set_value(f"mlperf.{key}", value)
+    return home
+
+
+def export(runs, out: Path, keys: Path, *more: str) -> list[str]:
+    return ["export", "mlperf", *map(str, runs), "--out", str(out), "--trusted-keys", str(keys), *more]
+
+
+def one_line_error(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("runner: error: ") and "Traceback" not in captured.out, captured
+    return lines[0]
 
 
 def test_export_writes_a_tree_the_package_checker_accepts_and_the_summarizer_scores(
-        five_results, tmp_path, monkeypatch, capsys):
+        signed_runs, tmp_path, monkeypatch, capsys):
+    home, keys, runs = signed_runs
     monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "data").symlink_to(home / "data", target_is_directory=True)
     out = tmp_path / "submission"
-    args = ["export", "mlperf", *map(str, five_results), "--ruleset", "4.0.0", "--out", str(out)]
+    args = export(runs["amd"], out, keys, "--ruleset", "4.0.0")
     assert main(args) == 2  # nothing is set yet
     assert "needs mlperf.org" in capsys.readouterr().err and not out.exists()
     for key, value in SUBMISSION.items():
         set_value(f"mlperf.{key}", value)
 
-    assert main(["export", "mlperf", *map(str, five_results[:3]), "--out", str(out)]) == 2
+    assert main(export(runs["amd"][:3], out, keys)) == 2
     err = capsys.readouterr().err
     assert "exactly 5 runs (olympic mean); got 3" in err and "run 2 more" in err
 
     assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "package checker: SUCCESS" in printed  # it runs by default
+    assert (tmp_path / "submission.package-checker.log").is_file() and not (out / "NOT_A_SUBMISSION.txt").exists()
     logs = sorted((out / "results" / "cpu-2core-x86" / "resnet").iterdir())
     assert [p.name for p in logs] == [f"result_{i}.txt" for i in range(5)]
     assert (out / "benchmarks" / "resnet" / "implementations" / "mnist-cnn-cpu" / "train.py").is_file()
+    description = json.loads((out / "systems" / "cpu-2core-x86.json").read_text())
+    assert description["host_processor_model_name"] == "AMD EPYC 7B13" and description["division"] == "open"
 
     package = checker("mlperf_logging.package_checker", str(out), "training", "4.0.0",
                       "--log_output", str(tmp_path / "package.log"), cwd=tmp_path)
@@ -195,11 +259,123 @@ def test_export_writes_a_tree_the_package_checker_accepts_and_the_summarizer_sco
     assert len(rows) == 1 and rows[0]["division"] == "open" and rows[0]["submitter"] == "Test Lab"
     # MLPerf's score: run_stop - run_start in minutes, olympic mean over the five runs.
     minutes = []
-    for folder in five_results:
+    for folder in runs["amd"]:
         run = mlperf_run_from_result(folder, SubmissionConfig(SUBMISSION))
         minutes.append((round(run.run_stop_t * 1000) - round(run.run_start_t * 1000)) / 60_000)
     olympic = sum(sorted(minutes)[1:-1]) / 3
     assert float(rows[0]["resnet"]) == pytest.approx(olympic, abs=1e-3)
+
+
+def test_runs_of_two_host_classes_are_refused_naming_both(signed_runs, mlperf_home, tmp_path, capsys):
+    """Issue 45: three runs on an AMD EPYC and two on an Intel Xeon, both admitted by the
+    cpu-2core-x86 profile, were written under one system described as the first host."""
+    _, keys, runs = signed_runs
+    out = tmp_path / "tree"
+    assert main(export(runs["amd"][:3] + runs["intel"], out, keys)) == 2
+    line = one_line_error(capsys)
+    amd, intel = (f"`{cpu['model_name']}, 2 cores` (profile cpu-2core-x86)" for cpu in (AMD, INTEL))
+    assert f"{runs['amd'][0].name}, {runs['amd'][1].name} and {runs['amd'][2].name} ran on {amd}" in line, line
+    assert f"but {runs['intel'][0].name} and {runs['intel'][1].name} on {intel}" in line, line
+    assert "one MLPerf system holds one host class" in line and "export the runs of each host separately" in line
+    assert not out.exists()
+
+
+def test_repeated_seeds_are_refused_naming_the_runs_and_the_seed(signed_runs, mlperf_home, tmp_path, capsys):
+    """Seeds 0, 1, 2, 0, 1 (five different runs, each signed, each counting on its own)."""
+    _, keys, runs = signed_runs
+    out = tmp_path / "tree"
+    assert main(export(runs["amd"][:3] + runs["again"], out, keys)) == 2
+    line = one_line_error(capsys)
+    assert f"runs {runs['amd'][0].name} and {runs['again'][0].name} used the same seed 0" in line, line
+    assert "(and 1 other seed repeated)" in line and "MLPerf counts each seed once" in line
+    assert "runner reproduce ENTRY --seed N" in line and not out.exists()
+
+
+def test_the_closed_division_is_refused_before_anything_is_written(signed_runs, mlperf_home, tmp_path, capsys):
+    """What MLPerf's 4.0.0 checkers hold a closed resnet package to (ResNet-50 on ImageNet to
+    75.9% top-1, the optimizer's hyperparameters, seeds logged with their source line, the
+    reference convergence points) is not what any runner task is; docs/mlperf.md has the
+    package checker's own verdict on the closest tree that could be written."""
+    _, keys, runs = signed_runs
+    set_value("mlperf.division", "closed")
+    out = tmp_path / "tree"
+    assert main(export(runs["amd"], out, keys)) == 2
+    line = one_line_error(capsys)
+    assert "closed division needs MLPerf's reference workload" in line and "open division only" in line
+    assert 'runner config set mlperf.division "open"' in line
+    assert not out.exists() and list(tmp_path.iterdir()) == [mlperf_home]
+
+
+def test_a_runs_log_under_the_closed_division_says_what_it_cannot_be(signed_runs, tmp_path):
+    """``runner reproduce`` writes each run's log with the settings as made, and says when the
+    division set is one no runner task can be in."""
+    folder = shutil.copytree(signed_runs[2]["amd"][0], tmp_path / "run")
+    written, why = write_mlperf_log(folder, SubmissionConfig({**SUBMISSION, "division": "closed"}))
+    assert written.is_file() and '"submission_division", "value": "closed"' in written.read_text()
+    assert "MLPerf's closed division takes only its reference workloads" in why
+    assert why.endswith('Fix: runner config set mlperf.division "open"')
+
+
+def test_a_run_that_does_not_count_is_refused(signed_runs, mlperf_home, tmp_path, capsys):
+    """Only runs that count are exported: without the key that signed them, none is verified."""
+    _, keys, runs = signed_runs
+    out = tmp_path / "tree"
+    assert main(["export", "mlperf", *map(str, runs["amd"]), "--out", str(out)]) == 2
+    line = one_line_error(capsys)
+    assert f"MLPerf export of {runs['amd'][0]}: the run does not count (not verified: trusted-key" in line, line
+    assert not out.exists()
+
+
+def test_the_package_checkers_failure_fails_the_export_and_marks_the_tree(signed_runs, mlperf_home, tmp_path,
+                                                                           monkeypatch, capsys):
+    """A renderer that drops ``cache_clear`` (what MLPerf's compliance checker requires) writes
+    logs the package checker refuses: the export exits 1, shows the checker's findings in a
+    few lines and leaves the tree marked as no submission; --no-check is the explicit skip."""
+    _, keys, runs = signed_runs
+    render = mlperf_export.render_training_log
+    monkeypatch.setattr(mlperf_export, "render_training_log", lambda run: "".join(
+        line + "\n" for line in render(run).splitlines() if '"cache_clear"' not in line))
+    out = tmp_path / "tree"
+    assert main(export(runs["amd"], out, keys)) == 1
+    printed = capsys.readouterr().out
+    assert "package checker: FAILED" in printed and "Required AT_LEAST_ONE occurrence of 'cache_clear'" in printed
+    assert "5 files do not comply" in printed and len(printed.splitlines()) < 25, printed
+    marker = (out / "NOT_A_SUBMISSION.txt").read_text()
+    assert "package checker failed" in marker and "cache_clear" in marker and "tree.package-checker.log" in marker
+    assert len(list((out / "results" / "cpu-2core-x86" / "resnet").iterdir())) == 5  # left for inspection
+
+    assert main(export(runs["amd"], tmp_path / "json-tree", keys, "--json")) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["submission"] is False and report["package_checker"]["ok"] is False
+    assert any("cache_clear" in line for line in report["package_checker"]["findings"])
+
+    assert main(export(runs["amd"], tmp_path / "unchecked", keys, "--no-check")) == 0
+    assert "not checked (--no-check)" in capsys.readouterr().out
+    assert not (tmp_path / "unchecked" / "NOT_A_SUBMISSION.txt").exists()
+
+
+def test_allow_smoke_writes_a_tree_marked_as_no_submission(signed_runs, mlperf_home, tmp_path, monkeypatch, capsys):
+    """A smoke run never counts. --allow-smoke (to try the format) takes smoke runs that verify
+    and whose only fault is being smoke, into a tree marked NOT_A_SUBMISSION.txt; a smoke run
+    that does not verify is refused even so. (A synthetic smoke run cannot verify here: the
+    auditor regenerates smoke data; the Docker test below exports real ones.)"""
+    _, keys, runs = signed_runs
+    verdicts = {"verified": Verdict(True, False, (), admit.SMOKE_REASONS, None, None),
+                "not verified": Verdict(False, False, ("scores: x",), ("not verified: scores: x",), None, None)}
+    state = {"verdict": verdicts["verified"]}
+    monkeypatch.setattr(admit, "judge", lambda path, trusted: state["verdict"])
+    read = mlperf_export.read_result
+    monkeypatch.setattr(mlperf_export, "read_result", lambda folder: {**read(folder), "smoke": True})
+
+    out = tmp_path / "tree"
+    assert main(export(runs["amd"], out, keys, "--no-check")) == 2
+    assert "is a smoke run (synthetic data), which never counts" in one_line_error(capsys) and not out.exists()
+    assert main(export(runs["amd"], out, keys, "--no-check", "--allow-smoke")) == 0
+    assert "not a submission" in capsys.readouterr().out
+    assert "smoke runs" in (out / "NOT_A_SUBMISSION.txt").read_text()
+    state["verdict"] = verdicts["not verified"]
+    assert main(export(runs["amd"], tmp_path / "other", keys, "--no-check", "--allow-smoke")) == 2
+    assert "the run does not count (not verified: scores: x)" in one_line_error(capsys)
 
 
 @pytest.mark.docker
@@ -226,12 +402,20 @@ def test_real_smoke_reproduces_give_logs_and_a_tree_mlperf_accepts(docker_client
                   if '"eval_accuracy"' in line]
     assert accuracies == [e["scores"]["top1"] for e in result["training"]["evaluations"]]
 
+    from runner.keys import default_private_path, public_path_for
+
+    signed_by = public_path_for(default_private_path())  # the key reproduce signed them with, and its data
+    data = paths.data_dir()
     monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "data").symlink_to(data, target_is_directory=True)
     for key, value in SUBMISSION.items():
         set_value(f"mlperf.{key}", value)
     tree = tmp_path / "submission"
-    assert main(["export", "mlperf", *map(str, folders), "--out", str(tree)]) == 2  # smoke runs are refused
-    assert main(["export", "mlperf", *map(str, folders), "--out", str(tree), "--allow-smoke"]) == 0
+    args = ["export", "mlperf", *map(str, folders), "--out", str(tree), "--trusted-keys", str(signed_by)]
+    assert main(args) == 2  # smoke runs are refused: none counts
+    assert main([*args, "--allow-smoke"]) == 0  # ... but may be written to try the format, marked as such
+    assert (tree / "NOT_A_SUBMISSION.txt").is_file()
     package = checker("mlperf_logging.package_checker", str(tree), "training", "4.0.0",
                       "--log_output", str(tmp_path / "package.log"), cwd=tmp_path)
     assert "PACKAGE CHECKER FOUND NO ERRORS, SUCCESS" in package, package[-3000:]

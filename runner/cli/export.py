@@ -36,32 +36,42 @@ def run_dawnbench(args) -> int:
 
 
 def export_mlperf(args) -> int:
-    from runner.mlperf.export import export_mlperf as write_tree, package_check  # lazy: start-up (runner --help)
+    """The tree, then MLPerf's package checker's verdict on it: exit 1 when it fails (the tree
+    is left, marked as no submission, for inspection)."""
+    from runner.keys.trust import trusted_keys  # lazy: start-up (runner --help)
+    from runner.mlperf.export import NOT_A_SUBMISSION, export_mlperf as write_tree  # lazy: start-up (runner --help)
 
-    submission = load_submission()
-    exported = write_tree([Path(r) for r in args.results], Path(args.out), ruleset=args.ruleset,
-                          submission=submission, allow_smoke=args.allow_smoke)
-    out = exported.out
+    exported = write_tree([Path(r) for r in args.results], Path(args.out), trusted=trusted_keys(args.trusted_keys),
+                          ruleset=args.ruleset, submission=load_submission(), allow_smoke=args.allow_smoke,
+                          check=args.check)
+    out, check = exported.out, exported.check
+    code = 0 if check is None or check.ok else 1
     if args.json:
-        check = package_check(out, args.ruleset) if args.check else None
-        print(json.dumps({"out": str(out), "left_empty": list(exported.unset),
-                          "package_checker": None if check is None else {"ok": check.ok, "output": check.output}},
-                         indent=2))
-        return 0 if check is None or check.ok else 1
+        checker = ({"ran": False, "why": exported.unchecked} if check is None else
+                   {"ran": True, "ok": check.ok, "findings": check.findings, "log": str(check.log)})
+        print(json.dumps({"out": str(out), "submission": exported.submission, "smoke": exported.smoke,
+                          "left_empty": list(exported.unset), "package_checker": checker}, indent=2))
+        return code
     console = Console(highlight=False)
     console.print(f"wrote the MLPerf training submission tree to {escape(str(out))}")
     for key in exported.unset:
         console.print(f"[yellow]left empty[/] {key} (MLPerf inference wants it): "
                       f"{escape(set_command(key.removeprefix('mlperf.')))}")
-    if args.check:
-        check = package_check(out, args.ruleset)
-        console.print(escape(check.output))
-        console.print("[green bold]package checker: SUCCESS[/]" if check.ok else "[red bold]package checker: FAILED[/]")
-        return 0 if check.ok else 1
-    console.print(f"check it: runner export mlperf ... --check, or python -m mlperf_logging.package_checker {out} "
-                  f"training {args.ruleset}")
-    console.print(f"score it: python -m mlperf_logging.result_summarizer {out} training {args.ruleset}")
-    return 0
+    if exported.smoke:
+        console.print("[yellow bold]not a submission[/]: it holds smoke runs (--allow-smoke), which never count")
+    if check is None:
+        console.print(f"[yellow]not checked[/] ({escape(exported.unchecked or '')}): "
+                      f"python -m mlperf_logging.package_checker {escape(str(out))} training {args.ruleset}")
+    elif check.ok:
+        console.print("[green bold]package checker: SUCCESS[/]")
+    else:
+        for line in check.findings:
+            console.print(f"  {escape(line)}")
+        console.print(f"[red bold]package checker: FAILED[/]: the tree is left for inspection, marked "
+                      f"{escape(str(out / NOT_A_SUBMISSION))}; the checker's output: {escape(str(check.log))}")
+        return code
+    console.print(f"score it: python -m mlperf_logging.result_summarizer {escape(str(out))} training {args.ruleset}")
+    return code
 
 
 def export_image(args) -> int:

@@ -8,16 +8,20 @@ Layout (what ``mlperf_logging.package_checker FOLDER training 4.0.0`` reads)::
 
 MLPerf scores a benchmark over a fixed number of runs (resnet: 5) with the olympic mean,
 so the export refuses any other number of results, naming how many more to run, and refuses
-what would inflate that count: the same run twice (its run id, its clock record
-``events.jsonl`` or its rendered log), runs of several entries, smoke runs. Results may be
-folders or bundles' ``.tar.gz``, opened as ``runner verify`` opens them. ``package_check``
-runs MLPerf's own package checker on the tree (``pip install -e '.[mlperf]'``).
+what would make the folder say more than the runs do (``runner.mlperf.admit``): the same run
+twice, a seed repeated, runs of several entries or host classes, runs that do not count. The
+closed division is refused (``_refuse_closed``). Results may be folders or bundles'
+``.tar.gz``, opened as ``runner verify`` opens them. Every refusal comes before anything is
+written; the tree is written whole or not at all. MLPerf's own package checker then runs on
+it by default (``pip install -e '.[mlperf]'``); a tree it fails is left, marked
+``NOT_A_SUBMISSION.txt``, for inspection.
 """
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -26,12 +30,16 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from securesystemslib.signer import SSlibKey
+
 from runner import paths
 from runner.bundle.open import open_results
 from runner.errors import UserError
-from runner.mlperf.system import submission_description
+from runner.mlperf.admit import (fingerprint_of, refuse_duplicates, refuse_mixed_hosts, refuse_repeated_seeds,
+                                 require_counting)
 from runner.mlperf.config import SubmissionConfig, load_submission, set_command
 from runner.mlperf.from_result import mlperf_run_from_result, read_result
+from runner.mlperf.system import submission_description
 from runner.mlperf.training_log import SUBMISSION_KEYS, render_training_log
 
 RULESETS = ("4.0.0",)
@@ -51,11 +59,7 @@ def system_id(platform: str) -> str:
 def system_description_for(result_dir: Path, submission: SubmissionConfig) -> dict[str, str]:
     """The training system description for the host that ran ``result_dir``."""
     result = read_result(result_dir)
-    try:
-        fingerprint = json.loads((Path(result_dir) / "fingerprint.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        raise UserError(f"{result_dir} has no readable fingerprint.json",
-                        "restore it from the result's signed bundle") from None
+    fingerprint = fingerprint_of(result_dir)
     framework = result.get("entry", {}).get("framework") or {}
     fallback = f"{framework.get('name', '')} {framework.get('version', '')}".strip()
     fields, missing = submission_description(fingerprint, submission.values, "training", fallback)
@@ -70,8 +74,7 @@ def system_description_for(result_dir: Path, submission: SubmissionConfig) -> di
 def unset_settings(result_dir: Path, submission: SubmissionConfig) -> list[str]:
     """Settings still empty that MLPerf's inference checker also wants non-empty (the
     training checker accepts them empty); each is left empty rather than guessed."""
-    fingerprint = json.loads((Path(result_dir) / "fingerprint.json").read_text())
-    return submission_description(fingerprint, submission.values, "inference")[1]
+    return submission_description(fingerprint_of(result_dir), submission.values, "inference")[1]
 
 
 def _copy_entry_code(entry_name: str, result: dict, target: Path) -> None:
@@ -94,14 +97,6 @@ def _copy_entry_code(entry_name: str, result: dict, target: Path) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Exported:
-    """The written tree, and the settings MLPerf's inference checker would also want set."""
-
-    out: Path
-    unset: list[str]
-
-
 def _require_settings(submission: SubmissionConfig) -> None:
     """Every submission setting the export needs, all the missing ones named at once."""
     missing = [key for key in SUBMISSION_KEYS if submission.get(key) is None]
@@ -111,93 +106,174 @@ def _require_settings(submission: SubmissionConfig) -> None:
                         "; ".join(set_command(key) for key in missing))
 
 
-def _digest(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+def _refuse_closed(submission: SubmissionConfig) -> None:
+    """The closed division is a claim this export cannot make true. Its checkers (4.0.0) want
+    MLPerf's reference workload: for resnet, ResNet-50 on ImageNet to 75.9 % top-1
+    (closed_resnet.yaml), the optimizer's name and hyperparameters at fixed values and
+    gradient_accumulation_steps in every log (closed_common.yaml, closed_resnet_sgd/lars.yaml),
+    each seed logged with the source file and line that logged it (the seed checker), and
+    convergence within MLPerf's reference points (the RCP checker). No runner task is that
+    workload (MNIST, CIFAR10 and the DAWNBench ImageNet target of 93 % top-5 report under resnet
+    as the closest benchmark), and the runner does not record the entry's optimizer, so the
+    tree would either fail the checker or carry hyperparameters nobody measured. Refused before
+    anything is read or written."""
+    if submission.division == "closed":
+        raise UserError("the MLPerf closed division needs MLPerf's reference workload (resnet: ResNet-50 on ImageNet "
+                        "to 75.9% top-1, its optimizer's hyperparameters in every log, convergence within MLPerf's "
+                        "reference points), which no runner task is: runner results export to the open division only",
+                        set_command("division", "open"))
 
 
-def _refuse_duplicates(results: list[tuple[Path, dict]], logs: list[str]) -> None:
-    """The same run passed twice (by run id, by its clock record, by its rendered log) would
-    count twice in MLPerf's olympic mean."""
-    seen: dict[tuple[str, object], Path] = {}
-    for (folder, result), log in zip(results, logs):
-        for key in (("run id", result.get("run_id")), ("events.jsonl", _digest(folder / "events.jsonl")),
-                    ("MLPerf log", hashlib.sha256(log.encode()).hexdigest())):
-            if key[1] is None:
-                continue
-            if key in seen:
-                raise UserError(f"{folder} and {seen[key]} are the same run (the same {key[0]}"
-                                + (f" {key[1]}" if key[0] == "run id" else "") + "): MLPerf would count it twice",
-                                "pass each run once; run more with `runner reproduce ENTRY --runs N`")
-            seen[key] = folder
+def checker_installed() -> bool:
+    """Whether MLPerf's package checker (``mlperf-logging``, the ``[mlperf]`` extra) is here."""
+    return importlib.util.find_spec("mlperf_logging") is not None
 
 
-def export_mlperf(result_dirs: list[Path], out: Path, *, ruleset: str = "4.0.0",
-                  submission: SubmissionConfig | None = None, allow_smoke: bool = False) -> Exported:
-    """Write the submission tree to ``out`` (which must not exist yet)."""
+@dataclass(frozen=True)
+class PackageCheck:
+    ok: bool
+    findings: list[str]  # the checker's errors (or its last lines when it names none), a few lines
+    log: Path  # its whole output
+
+
+@dataclass(frozen=True)
+class Exported:
+    """The written tree; the settings MLPerf's inference checker would also want set; whether
+    smoke runs are in it; MLPerf's package checker's verdict on it (None: not run, ``unchecked``
+    says why)."""
+
+    out: Path
+    unset: list[str]
+    smoke: bool = False
+    check: PackageCheck | None = None
+    unchecked: str | None = None
+
+    @property
+    def submission(self) -> bool:
+        """False when the tree is marked as no submission (``NOT_A_SUBMISSION.txt``)."""
+        return not self.smoke and (self.check is None or self.check.ok)
+
+
+NOT_A_SUBMISSION = "NOT_A_SUBMISSION.txt"
+
+
+def export_mlperf(result_dirs: list[Path], out: Path, *, trusted: list[SSlibKey], ruleset: str = "4.0.0",
+                  submission: SubmissionConfig | None = None, allow_smoke: bool = False,
+                  check: bool | None = None) -> Exported:
+    """Write the submission tree to ``out`` (which must not exist yet, or be empty) from runs
+    that count under ``trusted``, then run MLPerf's package checker on it: ``check`` None runs
+    it when ``mlperf-logging`` is installed, True requires it, False skips it. A tree that
+    fails the checker, or holds smoke runs, is left for inspection with ``NOT_A_SUBMISSION.txt``
+    saying why. Every refusal comes before anything is written."""
     if ruleset not in RULESETS:
         raise UserError(f"ruleset {ruleset} is not supported", f"use --ruleset {RULESETS[-1]}")
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"{out} already exists and is not empty", "choose a new --out folder")
     submission = submission if submission is not None else load_submission()
     _require_settings(submission)
+    _refuse_closed(submission)
+    if check and not checker_installed():
+        raise UserError("--check needs MLPerf's package checker (mlperf-logging), which is not installed",
+                        "pip install -e '.[mlperf]', or pass --no-check")
     with ExitStack() as stack:
-        return _write_tree(open_results(result_dirs, stack), out, ruleset, submission, allow_smoke)
+        runs = [(d, read_result(d)) for d in open_results(result_dirs, stack)]
+        logs, benchmark, entry = _admit(runs, submission, allow_smoke)
+        smoke = require_counting([Path(p) for p in result_dirs], trusted, allow_smoke)
+        _write_atomically(out, lambda tree: _write_tree(tree, runs, logs, benchmark, entry, submission))
+        unset = unset_settings(runs[0][0], submission)
+    reasons = ["it holds smoke runs (synthetic data, one short epoch; exported with --allow-smoke to try the "
+               "format): no smoke run counts"] if smoke else []
+    unchecked = None
+    result = None
+    if check is False:
+        unchecked = "--no-check"
+    elif not checker_installed():
+        unchecked = "MLPerf's package checker (mlperf-logging) is not installed: pip install -e '.[mlperf]'"
+    else:
+        result = package_check(out, ruleset)
+        if not result.ok:
+            reasons.append(f"MLPerf's package checker failed on it (its output: {result.log.name}, beside this "
+                           "tree):\n" + "\n".join(f"  {line}" for line in result.findings))
+    if reasons:
+        (out / NOT_A_SUBMISSION).write_text("This tree is not an MLPerf submission:\n\n"
+                                            + "".join(f"- {reason}\n" for reason in reasons))
+    return Exported(out, unset, smoke, result, unchecked)
 
 
-def _write_tree(result_dirs: list[Path], out: Path, ruleset: str, submission: SubmissionConfig,
-                allow_smoke: bool) -> Exported:
-    results = [(d, read_result(d)) for d in result_dirs]
-    entries = {r.get("entry", {}).get("name") for _, r in results}
+def _admit(runs: list[tuple[Path, dict]], submission: SubmissionConfig,
+           allow_smoke: bool) -> tuple[list[str], str, str]:
+    """The runs' logs, benchmark and entry, once every run may stand in one system's benchmark
+    folder (``runner.mlperf.admit``)."""
+    entries = {r.get("entry", {}).get("name") for _, r in runs}
     if len(entries) != 1:
         raise UserError(f"the results come from several entries ({', '.join(sorted(map(str, entries)))})",
                         "export the runs of one entry at a time")
-    smoke = [r["run_id"] for _, r in results if r.get("smoke")]
+    entry = str(next(iter(entries)))
+    smoke = [r.get("run_id") for _, r in runs if r.get("smoke")]
     if smoke and not allow_smoke:
-        raise UserError(f"{smoke[0]} is a smoke run (synthetic data), not a submission",
-                        "export full runs, or pass --allow-smoke to try the format")
-    runs = [mlperf_run_from_result(d, submission) for d, _ in results]
-    logs = [render_training_log(run) for run in runs]
-    _refuse_duplicates(results, logs)
-    benchmark = runs[0].benchmark
+        raise UserError(f"{smoke[0]} is a smoke run (synthetic data), which never counts",
+                        "export full runs, or pass --allow-smoke for a tree marked as no submission (to try the format)")
+    mlperf_runs = [mlperf_run_from_result(d, submission) for d, _ in runs]
+    logs = [render_training_log(run) for run in mlperf_runs]
+    refuse_duplicates(runs, logs)
+    refuse_mixed_hosts(runs)  # first: the runs of each host are then exported (and their seeds judged) apart
+    refuse_repeated_seeds(runs)
+    benchmark = mlperf_runs[0].benchmark
     needed = RESULT_COUNT.get(benchmark)
     if needed is not None and len(runs) != needed:
-        entry = next(iter(entries))
         more = needed - len(runs)
         fix = (f"run {more} more (e.g. 'runner reproduce entries/{entry} --runs {more} --seed N') and pass all {needed}"
                if more > 0 else f"pass exactly {needed} result folders")
         raise UserError(f"MLPerf scores {benchmark} over exactly {needed} runs (olympic mean); got {len(runs)}", fix)
+    return logs, benchmark, entry
 
+
+def _write_atomically(out: Path, write) -> None:
+    """``write(folder)`` into a fresh sibling of ``out``, renamed to ``out`` once whole: an
+    error half-way leaves nothing at ``out``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.parent / f".{out.name}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    try:
+        write(partial)
+        if out.exists():
+            out.rmdir()  # empty (checked before anything was read)
+        partial.rename(out)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _write_tree(out: Path, runs: list[tuple[Path, dict]], logs: list[str], benchmark: str, entry: str,
+                submission: SubmissionConfig) -> None:
     system = system_id(submission.platform)
-    description = system_description_for(results[0][0], submission)
+    description = system_description_for(runs[0][0], submission)
     description["system_name"] = submission.platform
-    out.mkdir(parents=True, exist_ok=True)
     (out / "systems").mkdir()
     (out / "systems" / f"{system}.json").write_text(json.dumps(description, indent=2) + "\n")
     folder = out / "results" / system / benchmark
     folder.mkdir(parents=True)
     for i, log in enumerate(logs):
         (folder / f"result_{i}.txt").write_text(log)
-    entry_name = next(iter(entries))
-    _copy_entry_code(entry_name, results[0][1], out / "benchmarks" / benchmark / "implementations" / entry_name)
-    return Exported(out, unset_settings(results[0][0], submission))
+    _copy_entry_code(entry, runs[0][1], out / "benchmarks" / benchmark / "implementations" / entry)
 
 
-@dataclass(frozen=True)
-class PackageCheck:
-    ok: bool
-    output: str  # the checker's last lines
+FINDINGS = 8  # lines of the checker's output shown
 
 
 def package_check(out: Path, ruleset: str) -> PackageCheck:
-    """MLPerf's own package checker on the tree (``mlperf_logging.package_checker``)."""
-    try:
-        import mlperf_logging  # noqa: F401  # lazy: optional (mlperf-logging, the mlperf extra: is it installed?)
-    except ImportError:
-        raise UserError("--check needs MLPerf's checker (mlperf-logging), which is not installed",
-                        "pip install -e '.[mlperf]'") from None
+    """MLPerf's own package checker on the tree (``mlperf_logging.package_checker``), its whole
+    output in ``<out>.package-checker.log`` beside the tree."""
     log = out.parent / f"{out.name}.package-checker.log"
     proc = subprocess.run([sys.executable, "-m", "mlperf_logging.package_checker", str(out), "training", ruleset,
                            "--log_output", str(log)], capture_output=True, text=True, cwd=out.parent)
     text = (proc.stdout + proc.stderr).strip()
-    return PackageCheck("PACKAGE CHECKER FOUND NO ERRORS, SUCCESS" in text, "\n".join(text.splitlines()[-15:]))
+    if not log.is_file() or not log.read_text().strip():
+        log.write_text(text + "\n")
+    ok = "PACKAGE CHECKER FOUND NO ERRORS, SUCCESS" in text
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # Its findings: each distinct error or warning line (a rule broken in all five logs is said once).
+    said = [line for line in lines if "ERROR" in line or "WARNING" in line or "failed" in line.lower()]
+    findings = list(dict.fromkeys(said or lines))
+    return PackageCheck(ok, [] if ok else findings[-FINDINGS:], log)

@@ -29,6 +29,10 @@ def write_mlperf_log(result_dir: Path, submission: SubmissionConfig | None = Non
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     missing = missing_submission_keys(submission)
+    if submission.get("division") == "closed":  # said, not changed: the log records the setting as made
+        return path, ("it says division closed, but MLPerf's closed division takes only its reference workloads, "
+                      "which no runner task is (docs/mlperf.md; `runner export mlperf` refuses it). "
+                      f"Fix: {set_command('division', 'open')}")
     if not missing:
         return path, None
     return path, (f"it leaves out the submission keys not set ({', '.join(missing)}), which MLPerf's "

@@ -196,17 +196,20 @@ def test_export_mlperf_names_every_missing_setting_at_once(signed, tmp_path, mon
 
 
 def test_export_mlperf_reads_bundles_and_runs_the_package_checker(signed, mlperf_home, tmp_path, capsys):
-    """Five different runs, given as packed bundles; ``--check`` runs MLPerf's own package checker."""
+    """Five different runs, given as packed bundles, each counting under the key that signed it
+    (verify recomputes their scores from the data staged in this home); ``--check`` runs MLPerf's
+    own package checker."""
     pytest.importorskip("mlperf_logging")
-    staged = stage_mnist_stand_in(tmp_path / "stand-in")
+    _, pair, _ = signed
+    staged = stage_mnist_stand_in(tmp_path / "home")
     bundles = []
     for seed in range(5):
         folder = make_result_folder(tmp_path / "runs" / f"20261122T01020{seed}Z-s{seed}-pack{seed:02d}", staged,
                                     capture_host(), seed=seed)
-        make_bundle(folder, None)
+        make_bundle(folder, keys.load_signer(pair.private))
         bundles.append(pack(folder, tmp_path / f"{folder.name}.tar.gz"))
     code, out, err = run_cli(capsys, "export", "mlperf", *map(str, bundles), "--out", str(tmp_path / "tree"),
-                             "--check")
+                             "--trusted-keys", str(pair.public), "--check")
     assert code == 0, (out, err)
     assert "package checker: SUCCESS" in out and "Traceback" not in out + err
     assert len(list((tmp_path / "tree" / "results" / "cpu-2core-x86" / "resnet").iterdir())) == 5

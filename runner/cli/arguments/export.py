@@ -1,6 +1,8 @@
 """``runner export``'s arguments: one action per format, each added by a function in ``FORMATS``
 and run by the function it names in ``runner.cli.export``."""
 
+import argparse
+
 from runner.cli.argtypes import trusted_keys_argument
 
 DESCRIPTION = "Write a reproduced result in another benchmark's submission format."
@@ -26,14 +28,19 @@ def dawnbench(formats) -> None:
 def mlperf(formats) -> None:
     p = formats.add_parser("mlperf", help="an MLPerf training submission tree (open division)",
                            description="Results, system description and code reference as MLPerf's "
-                           "package_checker reads them; MLPerf scores resnet over exactly 5 runs.")
+                           "package_checker reads them; MLPerf scores resnet over exactly 5 runs. Every run must "
+                           "count (`runner verify` exits 0 on it), have its own seed and come from one host class "
+                           "(hardware profile, CPU and GPU models and counts). The closed division is refused.")
     p.add_argument("results", nargs="+", metavar="RESULT",
                    help="result folders or bundles' .tar.gz of one entry, each run once (5 for resnet)")
     p.add_argument("--ruleset", default="4.0.0", help="MLPerf training ruleset (default 4.0.0)")
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="a new folder for the tree")
-    p.add_argument("--allow-smoke", action="store_true", help="accept smoke runs (to try the format only)")
-    p.add_argument("--check", action="store_true",
-                   help="run MLPerf's package checker on the tree (needs the [mlperf] extra)")
+    trusted_keys_argument(p)
+    p.add_argument("--allow-smoke", action="store_true",
+                   help="accept smoke runs, to try the format: the tree is marked NOT_A_SUBMISSION.txt")
+    p.add_argument("--check", action=argparse.BooleanOptionalAction, default=None,
+                   help="run MLPerf's package checker on the tree and fail the export if it fails (default: when "
+                   "mlperf-logging is installed; --check requires it, --no-check skips it)")
     p.set_defaults(func="export_mlperf")
 
 
