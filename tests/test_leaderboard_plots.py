@@ -78,6 +78,12 @@ def test_one_point_or_equal_points_still_get_an_axis_around_them(figures, points
     assert left == 0 and right > max(s for s, _ in points)
 
 
+def test_a_run_without_points_is_listed_and_draws_nothing(figures):
+    ax = drawn(figures, plots.curve_figure(MNIST, COUNTED + [plots.RunCurve("s9-empty", [], False)]))
+    assert "s9-empty (does not count)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert ax.get_xlim()[1] < 25 and len(ax.texts) == 0
+
+
 def test_a_fraction_metric_and_a_point_at_the_top_stay_sensible(figures):
     run = plots.RunCurve("s0", curve((100, 0.70), (200, 0.76), (300, 1.0), field="f1Score"), True)
     ax = drawn(figures, plots.curve_figure(SQUAD, [run]))

@@ -197,7 +197,7 @@ def curve_figure(ft: FormatTask, runs: list[RunCurve], claimed: list[CurvePoint]
             if outside:
                 ax.plot(*zip(*outside), marker=mark, color=color, alpha=alpha, markersize=6, linestyle="none",
                         clip_on=False)
-        if max(x) > x_lim.high:
+        if x and max(x) > x_lim.high:
             height = min(max(_exit_height(x, y, x_lim.high), y_lim.low), y_lim.high)
             notes.append((_fraction(y_lim, height), f"to {_number(max(x))} {UNIT_SHORT[unit]}", color, alpha))
     _edge_notes(ax, notes)
