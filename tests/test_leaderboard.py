@@ -288,26 +288,26 @@ def test_the_task_page_puts_reproduced_rows_first_and_escapes_what_it_shows(publ
     assert reproduced > 0 and folded == -1  # every MNIST row is reproduced
 
 
-def test_the_curve_has_its_axes_from_zero_and_every_run(site_board, tmp_path):
-    from runner.leaderboard import plots
+def test_the_curve_fits_the_runs_that_count_and_shows_every_run(site_board):
+    from runner.leaderboard import plots  # lazy: heavy (matplotlib, only this test)
+    from runner.plotting import pyplot  # lazy: heavy (matplotlib, only this test)
 
     results, keys, _ = site_board
     lb = build(results, trusted_keys(keys))
     runs = [r for r in lb.reproductions if r.record.entry == "mnist-cnn-cpu"]
-    seen = {}
-
-    def spy(fig, ax, path, title, legend):
-        seen[path.name] = (ax.get_xlim(), ax.get_ylim(), title, ax.get_legend_handles_labels()[1])
-        return original(fig, ax, path, title, legend)
-
-    original = plots._save
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(plots, "_save", spy)
-        plots.runs_curve(tmp_path / "curve.png", format_task("mnist"),
-                         [plots.RunCurve(r.record.run_id[17:], r.curve, r.counts) for r in runs])
-    (xlim, ylim, title, labels) = seen["curve.png"]
-    assert xlim[0] == 0 and ylim[0] == 0 and title == "Time to accuracy"
-    assert len([label for label in labels if label.startswith("s")]) == len(runs) == 4
+    curves = [plots.RunCurve(r.record.run_id[17:], r.curve, r.counts) for r in runs]
+    fig = plots.curve_figure(format_task("mnist"), curves)
+    try:
+        (ax,) = fig.axes
+        (low, high), (left, right) = ax.get_ylim(), ax.get_xlim()
+        counted = [p for r in runs if r.counts for p in r.curve]
+        assert 0 < low <= min(p.scores["top1Accuracy"] for p in counted) and high >= 99.3  # zoomed, not from zero
+        assert left == 0 and right >= max(p.hours for p in counted) * 3600  # seconds
+        labels = ax.get_legend_handles_labels()[1]
+        assert ax.get_title() == "Time to accuracy"
+        assert len([label for label in labels if label.startswith("s")]) == len(runs) == 4
+    finally:
+        pyplot().close(fig)
 
 
 # -- the site in a real browser ------------------------------------------------------------------

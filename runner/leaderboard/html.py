@@ -355,7 +355,8 @@ def _entry_view(out: Path, ft: FormatTask, entry: str, runs: list[Reproduction],
         view.curve_png = f"{slug(entry)}/curve.png"
     backends = sorted({b for r in runs for b in r.latencies_ms})
     for backend in backends:
-        series = [(short_id(r.record.run_id), r.latencies_ms[backend]) for r in runs if backend in r.latencies_ms]
+        series = [plots.RunLatencies(short_id(r.record.run_id), r.latencies_ms[backend], r.counts)
+                  for r in runs if backend in r.latencies_ms]
         plots.latency_runs(folder / f"latency-{slug(backend)}.png", backend, series)
         view.latency_pngs.append(f"{slug(entry)}/latency-{slug(backend)}.png")
     return view
