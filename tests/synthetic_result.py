@@ -13,9 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from runner import __version__
 from runner.inference.measure import evaluate_backend
@@ -332,3 +335,13 @@ def stage_mnist_stand_in(home: Path, seed: int = 7):
     from runner.data import synthetic
 
     return synthetic(TASK, home / "data" / TASK, n_train=8, n_eval=get_task(TASK).eval_size, seed=seed)
+
+
+@contextmanager
+def auditor_home(tmp_path_factory) -> Iterator:
+    """A fresh runner home holding the MNIST stand-in (the auditor's staged data), set as
+    ``RUNNER_HOME`` while the block runs; yields the staged set."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RUNNER_HOME", str(home))
+        yield stage_mnist_stand_in(home)

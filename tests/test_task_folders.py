@@ -211,6 +211,16 @@ TOY_SOURCE = '''\
 def prepare(target):
     raise NotImplementedError
 '''
+TOY_RULES = """\
+threshold = 0.9
+descent_similarity = 0.1
+cross_seed_mistakes = 0.9
+cross_seed_weights = 0.5
+probe_gap = 0.1
+probe_items = 2000
+evidence_fraction = 1.5
+information_budget = 32768
+"""
 TOY_CHECK = '''\
 import json, sys
 from pathlib import Path
@@ -249,6 +259,8 @@ def test_a_new_task_is_one_folder(tmp_path):
     toy.mkdir()
     (toy / "__init__.py").write_text(TOY_INIT)
     (toy / "source.py").write_text(TOY_SOURCE)
+    (toy / "rules").mkdir()
+    (toy / "rules" / "1.toml").write_text(TOY_RULES)
     (tmp_path / "check.py").write_text(textwrap.dedent(TOY_CHECK))
     done = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "staged")],
                           cwd=tmp_path, capture_output=True, text=True,

@@ -28,6 +28,11 @@ def _task_info(task) -> TaskInfo:
     return TaskInfo(task.id, task.metric, task.threshold, task.eval_size)
 
 
+def _rules_info(task) -> dict:
+    """The version of the task's rules the run is made under (today's)."""
+    return {"task": task.id, "version": task.rules_version}
+
+
 @dataclass(frozen=True)
 class Prepared:
     """What the shared stages found before a run trains, as its record keeps it (the plan says
@@ -70,6 +75,7 @@ def started(plan: RunPlan, prepared: Prepared, probe: dict | None = None) -> Res
         public_inputs=list(prepared.public_inputs) or None,
         probe=probe,
         variant=plan.variant,
+        rules=_rules_info(entry.task),
     )
 
 
@@ -209,7 +215,7 @@ def placeholder(*, run_id: str, entry, seed: int, smoke: bool, reason: str) -> R
     """The record of a run that never started the entry (a Slurm task that died first)."""
     return Result(
         schema_version=RESULT_SCHEMA_VERSION, run_id=run_id, toolkit=None,
-        entry=_entry_info(entry), task=_task_info(entry.task), seed=seed, smoke=smoke,
+        entry=_entry_info(entry), task=_task_info(entry.task), seed=seed, smoke=smoke, rules=_rules_info(entry.task),
         status="incomplete", incomplete_reason=None, conforming=False, nonconforming_reasons=[reason],
         image=None, data=None, cost=None, hardware=None,
     )

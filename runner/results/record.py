@@ -149,6 +149,9 @@ class Result:
     # of the entry (smoke runs apart) the key had made, this one included. None: unsigned, or
     # signed before the ledger.
     ledger: dict | None = None
+    # The version of the task's rules the run was made under (runner.tasks.rules): ``task``,
+    # ``version``. None: made before rules had versions, judged by version 1.
+    rules: dict | None = None
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
@@ -158,6 +161,12 @@ class Result:
 
     def ended(self, status: str, reason: str | None) -> None:
         self.status, self.incomplete_reason = status, reason
+
+    @property
+    def rules_version(self) -> str:
+        """The version of the task's rules the run was made under ("1" when it records none)."""
+        version = self.rules.get("version") if isinstance(self.rules, dict) else None
+        return version if isinstance(version, str) else "1"
 
     @property
     def tta_seconds(self) -> float | None:
@@ -208,7 +217,8 @@ class Result:
         return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
 
 
-_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant", "initial_weights", "ledger")
+_OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant", "initial_weights", "ledger",
+             "rules")
 _SECTIONS = {
     "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
     "cost": Cost, "training": Training,

@@ -293,6 +293,15 @@ RESULT_SCHEMA: dict = {
                 "entry_runs": {"type": "integer", "minimum": 1},
             },
         },
+        "rules": {
+            "type": ["object", "null"],
+            "description": "the version of the task's rules the run was made under (runner/tasks/<task>/rules/"
+            "<version>.toml: threshold and limits); `runner verify` judges the result by it and says what today's "
+            "rules would say when they differ. Absent in results from before rules had versions: version 1",
+            "required": ["task", "version"],
+            "additionalProperties": False,
+            "properties": {"task": {"type": "string"}, "version": {"type": "string", "pattern": "^[0-9]+$"}},
+        },
         "timings": {
             "type": ["object", "null"],
             "description": "where the run's wall time went (runner.timings): phases in the order they ran, "

@@ -47,6 +47,7 @@ class ResultRecord:
     tta_resolution_seconds: float | None = None  # the step the evaluations time TTA in (None: not stated)
     variant: dict | None = None  # a study's variant of the entry (result.json's variant; None: the entry's own)
     ledger: dict | None = None  # its place in its signing key's ledger (result.json's ledger; None: before it)
+    rules_version: str = "1"  # the task's rules it was made under (result.json's rules; "1": before versions)
 
     @property
     def complete(self) -> bool:
@@ -121,6 +122,7 @@ def read_record(folder: Path) -> ResultRecord:
             tta_resolution_seconds=training.tta_resolution_seconds if training and training.reached else None,
             variant=result.variant,
             ledger=result.ledger if isinstance(result.ledger, dict) else None,
+            rules_version=result.rules_version,
         )
     except FileNotFoundError:
         raise UserError(f"{path} does not exist", "pass a result folder written by `runner reproduce`") from None

@@ -111,13 +111,16 @@ def probe_subset(n: int, items: object, seed: object):
 
 
 def probe_problem(gap: float | None, task=None) -> str | None:
-    """The non-conforming reason for a crossing whose probe gap is too large."""
-    if gap is None or gap <= PROBE_GAP_LIMIT:
+    """The non-conforming reason for a crossing whose probe gap is too large (the limit: the
+    rules ``task`` applies, ``Task.rules.probe_gap``; without a task, today's)."""
+    rules = getattr(task, "rules", None)
+    limit = rules.probe_gap if rules is not None else PROBE_GAP_LIMIT
+    if gap is None or gap <= limit:
         return None
     if getattr(task, "inputs", "images") == "questions":
         return (f"class 3 (answers that are not the model's): the crossing checkpoint scores {gap:.4f} F1 lower "
-                f"with an unrelated sentence appended to every context (limit {PROBE_GAP_LIMIT:.2f})")
+                f"with an unrelated sentence appended to every context (limit {limit:.2f})")
     return (
         f"class 3 (answers that are not the model's): the crossing checkpoint scores "
-        f"{gap * 100:.1f} points lower on inputs shifted by one pixel (limit {PROBE_GAP_LIMIT * 100:.0f})"
+        f"{gap * 100:.1f} points lower on inputs shifted by one pixel (limit {limit * 100:.0f})"
     )

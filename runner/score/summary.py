@@ -137,7 +137,7 @@ def summarize_training(plan: RunPlan, run, labels, train_samples: int | None = N
             plan.entry.framework["name"], task.descent.similarity, run.sensitivity or [], tta.crossing)
         summary.nonconforming += [CLASS4 + p for p in problems]
     training.evidence, problem = training_evidence(scored, tta.crossing, train_samples, len(labels),
-                                                   judged=task.inputs == IMAGES)
+                                                   judged=task.inputs == IMAGES, fraction=task.rules.evidence_fraction)
     if problem:
         summary.nonconforming.append(problem)
     return summary

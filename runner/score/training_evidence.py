@@ -99,17 +99,18 @@ def predicted_items(scored, eval_size: int) -> int:
 
 
 def training_evidence(scored: list, crossing: int | None, train_items: int | None,
-                      eval_size: int, judged: bool = True) -> tuple[dict | None, str | None]:
+                      eval_size: int, judged: bool = True, fraction: float = FRACTION) -> tuple[dict | None, str | None]:
     """(``training.evidence``, the class 4 reason or None) for the crossing evaluation.
     ``judged`` False (a task whose inputs are questions): the figures are recorded, no verdict
     is given, since the evaluator's cost per question is mostly the harness's tokenisation and
     span decoding, not the model's forward pass (drqa-squad's smoke run: 25 questions per
-    CPU-second, ratio 0.99 for an honest run)."""
+    CPU-second, ratio 0.99 for an honest run). ``fraction``: the floor the rules set
+    (``Rules.evidence_fraction``; ``runner verify`` passes the result's own)."""
     if crossing is None or not 0 <= crossing < len(scored):
         return None, None
     s = scored[crossing]
     items = predicted_items(s, eval_size)
-    evidence = TrainingEvidence(crossing, s.cpu_seconds, None, None, None, FRACTION,
+    evidence = TrainingEvidence(crossing, s.cpu_seconds, None, None, None, fraction,
                                 train_items if isinstance(train_items, int) and train_items > 0 else None,
                                 items, s.predict_cpu_seconds, s.gpu_work_seconds)
     missing = [what for what, value in (("the training containers' CPU time", s.cpu_seconds),
@@ -120,13 +121,13 @@ def training_evidence(scored: list, crossing: int | None, train_items: int | Non
         return evidence.to_dict(), None
     forward = s.predict_cpu_seconds * evidence.train_items / items
     evidence.forward_pass_cpu_seconds = round(forward, 6)
-    evidence.floor_cpu_seconds = round(FRACTION * forward, 6)
+    evidence.floor_cpu_seconds = round(fraction * forward, 6)
     evidence.ratio = round(s.cpu_seconds / forward, 4)
     if s.cpu_seconds >= evidence.floor_cpu_seconds or not judged:
         return evidence.to_dict(), None
     rate = items / s.predict_cpu_seconds
     return evidence.to_dict(), (
         f"{CLASS4F}checkpoint {crossing} crossed the threshold after {s.cpu_seconds:.2f} CPU-seconds of training, "
-        f"less than {FRACTION:g} times one forward pass of the scored model over the training set "
+        f"less than {fraction:g} times one forward pass of the scored model over the training set "
         f"({forward:.2f} CPU-seconds for {evidence.train_items} items at the evaluator's {rate:.0f} items per "
         f"CPU-second; ratio {evidence.ratio:.2f}): no evidence of training")

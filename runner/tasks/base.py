@@ -10,8 +10,10 @@ modules stage data with ``runner.data``, which itself reads the registry.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
+
+from runner.tasks.rules import FIRST, Rules
 
 IMAGES, QUESTIONS = "images", "questions"
 
@@ -189,6 +191,38 @@ class Task:
     # study generalization's transfer), in order of preference; none declared: any staged
     # task with the same input shape.
     transfer_tasks: tuple[str, ...] = ()
+    # The rules a result of the task is judged by (runner.tasks.rules), set by discovery from
+    # the task's rules/ folder: every published version, oldest first, and the one applied
+    # (today's, the newest; a verified result's own: ``under``). A task declared in code
+    # without a rules folder (tests) is judged by version 1 of its own fields.
+    rules_version: str = FIRST
+    rules_history: tuple[Rules, ...] = ()
+    applied_rules: Rules | None = None
+
+    @property
+    def rules(self) -> Rules:
+        """The rules the task applies (``rules_version``'s)."""
+        if self.applied_rules is not None:
+            return self.applied_rules
+        return Rules(self.id, self.rules_version, self.threshold, descent_similarity=self.descent.similarity,
+                     cross_seed_mistakes=self.cross_seed.mistakes, cross_seed_weights=self.cross_seed.weights,
+                     **({"information_budget": self.information_budget} if self.information_budget else {}))
+
+    def rules_of(self, version: str) -> Rules:
+        """A published version of the task's rules; ``LookupError`` naming the known ones."""
+        known = self.rules_history or (self.rules,)
+        for rules in known:
+            if rules.version == version:
+                return rules
+        raise LookupError(f"result made under {self.id} rules v{version}, which this runner does not know "
+                          f"(it knows {', '.join('v' + r.version for r in known)})")
+
+    def under(self, rules: Rules) -> Task:
+        """The task judged by ``rules`` (its threshold and calibrated limits)."""
+        return replace(self, threshold=rules.threshold, rules_version=rules.version, applied_rules=rules,
+                       descent=replace(self.descent, similarity=rules.descent_similarity),
+                       cross_seed=replace(self.cross_seed, mistakes=rules.cross_seed_mistakes,
+                                          weights=rules.cross_seed_weights))
 
     @property
     def topk(self) -> int:

@@ -30,6 +30,7 @@ from runner.verify.integrity import (
     check_trusted_key,
 )
 from runner.verify.report import CheckResult, Report
+from runner.verify.rules import rules_notes
 from runner.verify.sbom import check_sbom
 from runner.verify.scoring import (
     check_data_digest,
@@ -84,6 +85,11 @@ def _checked(evidence: Evidence) -> list[CheckResult]:
     return [run_check(name, check, evidence) for name, check in CHECKS]
 
 
+def _rerun(evidence: Evidence, names: tuple[str, ...]) -> list[CheckResult]:
+    """The checks ``names`` again, on ``evidence`` (judged by other rules: runner.verify.rules)."""
+    return [run_check(name, check, evidence) for name, check in CHECKS if name in names]
+
+
 def run_check(name: str, check: Callable[[Evidence], CheckResult], evidence: Evidence) -> CheckResult:
     """One check's verdict; whatever the bundle holds, a failure, never an exception."""
     try:
@@ -126,6 +132,7 @@ def verify_bundle(
         evidence = Evidence(opened.root, auditor, Path(scratch))
         report.checks += _checked(evidence)
         report.notes += result_notes(opened.root)
+        report.notes += rules_notes(evidence, report.checks, _rerun)
         if all(report.get(name).ok for name in ("signature", "file-digests", "statement-matches-result")):
             report.ledger_claim = claim_of(evidence, str(path))
             if report.get("trusted-key").ok:

@@ -39,7 +39,7 @@ from runner.profiles import Profile, profile_from_dict
 from runner.events import Event, read_events
 from runner.score.evaluations import ScoredEvaluation, load_predictions, score_evaluations
 from runner.score.tta import Evaluation, EventStreamError, Timeline, timeline
-from runner.tasks import Task, get_task
+from runner.tasks import Rules, Task, get_task
 from runner.data.synthetic import smoke_data
 
 
@@ -81,11 +81,24 @@ def _json(path: Path, what: str) -> object:
         raise Unavailable(f"{what} is not valid JSON ({err})") from None
 
 
+# What depends on the rules a result is judged by: dropped by ``Evidence.under``.
+_RULES_BOUND = frozenset({"rules", "task", "rescored", "scored_from_events", "_judged_by"})
+
+
 class Evidence:
-    def __init__(self, root: Path, auditor: Auditor, scratch: Path):
+    def __init__(self, root: Path, auditor: Auditor, scratch: Path, rules: Rules | None = None):
         self.root = root
         self.auditor = auditor
         self.scratch = scratch  # a private folder for regenerated smoke data
+        self._judged_by = rules  # None: the rules the result records (runner.tasks.rules)
+
+    def under(self, rules: Rules) -> Evidence:
+        """The same evidence judged by ``rules`` (today's, for the note on a result made under
+        older ones): what was read and does not depend on the rules is kept."""
+        again = Evidence(self.root, self.auditor, self.scratch, rules)
+        again.__dict__.update({k: v for k, v in self.__dict__.items()
+                               if k not in _RULES_BOUND and k not in ("root", "auditor", "scratch")})
+        return again
 
     # -- signature --------------------------------------------------------------------
     @cached_property
@@ -169,7 +182,8 @@ class Evidence:
 
     # -- task and the auditor's own labels -----------------------------------------------
     @cached_property
-    def task(self) -> Task:
+    def today_task(self) -> Task:
+        """The task the result names, as this runner declares it today (today's rules)."""
         task_id = self.claim("task", "id")
         if not isinstance(task_id, str):
             raise Unavailable("result.json names no task")
@@ -177,6 +191,30 @@ class Evidence:
             return get_task(task_id)
         except UserError as err:
             raise Unavailable(err.problem) from None
+
+    @cached_property
+    def rules(self) -> Rules:
+        """The rules the result is judged by: the version it records (none recorded: "1", made
+        before rules had versions); a version this runner does not know is unavailable."""
+        if self._judged_by is not None:
+            return self._judged_by
+        task, recorded = self.today_task, self.claim("rules")
+        if recorded is None:
+            version = "1"
+        elif (not isinstance(recorded, dict) or recorded.get("task") != task.id
+              or not isinstance(recorded.get("version"), str)):
+            raise Unavailable(f"result.json's rules {str(recorded)[:120]} do not name a version of {task.id}'s rules")
+        else:
+            version = recorded["version"]
+        try:
+            return task.rules_of(version)
+        except LookupError as err:
+            raise Unavailable(str(err)) from None
+
+    @cached_property
+    def task(self) -> Task:
+        """The task under the rules the result is judged by (``rules``): its threshold and limits."""
+        return self.today_task.under(self.rules)
 
     @cached_property
     def smoke(self) -> bool:

@@ -7,9 +7,9 @@ The entry-folder part is recomputed from the entry's files the bundle carries (t
 off the allow-list (the wheels are not in the bundle), but which wheels were exempt is held
 to the auditor's own allow-list: a wheel the record calls reviewed must be on it (name,
 version and digest), and every pin of the bundle's lock must be in the record, reviewed or
-counted. The budget must be the auditor's own for the task. A result that claims conforming
-while over the budget fails, and so does one that claims less information than its files
-carry. Results written before the budget pass, saying that they have no record; results
+counted. The budget must be the one of the task's rules the result was made under
+(``Evidence.rules``). A result that claims conforming while over the budget fails, and so
+does one that claims less information than its files carry. Results written before the budget pass, saying that they have no record; results
 written before the wheels counted, saying that their wheels were not.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from runner.entry_build.context import entry_files
 from runner.entry_build.image_inspection import INSPECTION_FILE
-from runner.entry_build.information import InformationReport, budget_for, measure_entry
+from runner.entry_build.information import InformationReport, measure_entry
 from runner.entry_build.lockfile import normalise_name, parse_lock
 from runner.entry_build.wheel_allowlist import load_allowlist
 from runner.errors import UserError
@@ -99,7 +99,7 @@ def check_information(ev: Evidence) -> Verdict:
     if (summary.get("total"), summary.get("budget")) != (recorded.total, recorded.budget):
         problems.append(f"result.json says {summary.get('total')} bytes of a budget of {summary.get('budget')}, "
                         f"{INSPECTION_FILE} {recorded.total} of {recorded.budget}")
-    budget, source = budget_for(ev.task.id)
+    budget, source = ev.rules.information_budget, ev.rules.label
     if recorded.budget > budget:
         problems.append(f"its budget of {recorded.budget} bytes is over the task's {budget} ({source})")
     lock = _lock_name(ev)

@@ -51,7 +51,7 @@ def _training_evidence(ev: Evidence, scored: list, crossing: int | None) -> tupl
         return [], [], "evidence of training not recorded (the result predates it)"
 
     mine, problem = training_evidence(scored, crossing, ev.claim("training", "train_samples"), ev.eval_size,
-                                      judged=ev.task.inputs == IMAGES)
+                                      judged=ev.task.inputs == IMAGES, fraction=ev.rules.evidence_fraction)
     mismatches = []
     if not isinstance(claimed, dict) or mine is None:
         mismatches.append("training.evidence is recorded but nothing crossed, or it is malformed")

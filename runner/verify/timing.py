@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runner.digests import sha256_file
 from runner.score.curve import curve_rows
-from runner.score.probe import PROBE_ITEMS, probe_problem
+from runner.score.probe import probe_problem
 from runner.score.tta import time_to_accuracy
 from runner.verify.evidence import Evidence, Unavailable
 from runner.verify.report import Verdict
@@ -98,7 +98,7 @@ def check_first_crossing(ev: Evidence) -> Verdict:
     if claimed_task.get("threshold") != task.threshold or claimed_task.get("metric") != task.metric:
         return Verdict(False,
             f"result.json claims {claimed_task.get('metric')} >= {claimed_task.get('threshold')}, "
-            f"the task {task.id} requires {task.metric} >= {task.threshold}",
+            f"{ev.rules.label} require {task.metric} >= {task.threshold}",
         )
     scored = ev.rescored
     first = next((s.index for s in scored if s.meets), None)
@@ -151,14 +151,14 @@ def check_checkpoints(ev: Evidence) -> Verdict:
     )
 
 
-def _probe_too_small(crossing, seed: object) -> str | None:
+def _probe_too_small(crossing, seed: object, least: int) -> str | None:
     """Why the crossing's probe does not count: none at all, fewer items than the runner
-    probes, or items drawn by another seed than the run's."""
+    probes (``least``: the rules'), or items drawn by another seed than the run's."""
     if crossing.probe_predictions is None or crossing.probe_gap is None:
         return "has no score: a crossing is probed"
     if crossing.probe_items is not None:
-        if crossing.probe_items < min(PROBE_ITEMS, crossing.count or PROBE_ITEMS):
-            return f"predicted {crossing.probe_items} items, fewer than the runner's {PROBE_ITEMS}"
+        if crossing.probe_items < min(least, crossing.count or least):
+            return f"predicted {crossing.probe_items} items, fewer than the runner's {least}"
         if crossing.probe_seed != seed:
             return f"items were drawn by seed {crossing.probe_seed}, not the run's {seed}"
     return None
@@ -176,10 +176,11 @@ def check_probe(ev: Evidence) -> Verdict:
             )
     crossing = ev.claim("training", "crossing")
     if isinstance(crossing, int) and 0 <= crossing < len(scored):
-        problem = probe_problem(scored[crossing].probe_gap)
+        problem = probe_problem(scored[crossing].probe_gap, ev.task)
         if problem and ev.claim("conforming"):
             return Verdict(False, f"claims conforming, but {problem}")
-        if ev.claim("probe") and ev.claim("conforming") and (short := _probe_too_small(scored[crossing], ev.claim("seed"))):
+        if ev.claim("probe") and ev.claim("conforming") and (
+                short := _probe_too_small(scored[crossing], ev.claim("seed"), ev.rules.probe_items)):
             return Verdict(False, f"claims conforming, but the crossing's probe {short}")
     gaps = [s.probe_gap for s in scored if s.probe_gap is not None]
     return Verdict(True, f"probe gaps recomputed ({', '.join(f'{g * 100:.2f}' for g in gaps) or 'none'} points)")

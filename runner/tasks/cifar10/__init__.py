@@ -25,5 +25,5 @@ TASK = Task(
     public_train_size=50_000,
     threshold_ladder=(91.0, 92.0, 93.0, 94.0),
     extra_sets=(CIFAR10_1,),
-    descent=DescentLimits(evidence="calibration.md"),  # the default limit: no full run here yet
+    descent=DescentLimits(evidence="calibration.md"),  # its limit in rules/: no full run here yet
 )

@@ -44,5 +44,5 @@ TASK = Task(
     # question words): alike by design, left out of the aligned weights. Mistakes are not
     # compared (answers are spans, not classes).
     cross_seed=CrossSeedLimits(public_width=300),
-    descent=DescentLimits(evidence="calibration.md"),  # the default limit: no full run here yet
+    descent=DescentLimits(evidence="calibration.md"),  # its limit in rules/: no full run here yet
 )
