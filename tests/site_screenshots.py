@@ -124,7 +124,7 @@ def build_results(root: Path) -> tuple[Path, Path]:
                                      entry__name="mnist-other")
         make_bundle(folder, signer)
 
-    export_dawnbench(results / ENTRY / next(iter(COUNTED)), root / "export", AUTHOR)
+    export_dawnbench(results / ENTRY / next(iter(COUNTED)), root / "export", AUTHOR, trusted_keys=[signer.public_key])
     for source in (FIXTURES, root / "export"):
         report = import_dawnbench(source)
         assert not report.failures, report.failures

@@ -146,6 +146,7 @@ def test_the_forged_run_is_not_verified_by_ls_show_or_the_leaderboard(board, cap
                         for f in board["honest"])
     assert row["reproduced"] == pytest.approx(float(np.median(honest_tta)))  # not 0.50
     assert row["spread"]["runs"] == 2
+    assert row["rules"] == "mnist rules v1"  # the rules its runs were made under and judged by
     forged = next(r for r in board_json["reproductions"] if r["run_id"] == FORGED)
     assert forged["verified"] is False and forged["counts"] is False
 

@@ -17,13 +17,13 @@ def _reproduction(r: Reproduction) -> dict:
     return {"run_id": rec.run_id, "entry": rec.entry, "origin": r.origin, **r.verdict.to_dict(),
             "smoke": rec.smoke, "status": rec.status,
             "conforming": rec.conforming, "tta_seconds": rec.tta_seconds, "profile": rec.profile,
-            "ledger": rec.ledger}
+            "ledger": rec.ledger, "rules_version": rec.rules_version}
 
 
 def _row(row: Row) -> dict:
     return {"rank": row.rank, "claimed": row.claimed, "reproduced": row.reproduced, "ratio": row.ratio,
             "model": row.model, "team": row.team, "hardware": row.hardware, "framework": row.framework,
-            "date": row.date, "not_compared": row.not_compared or None, "ledger": row.ledger or None,
+            "date": row.date, "not_compared": row.not_compared or None, "ledger": row.ledger or None, "rules": row.rules or None,
             "spread": None if row.spread is None else asdict(row.spread),
             "claim": None if row.claim is None else {"name": row.claim.name, "source": row.claim.source},
             "reproduction": None if row.reproduction is None else {

@@ -133,7 +133,7 @@ def _row_view(table: Table, row: Row) -> RowView:
         reproduced=None if repro is None else table.show_reproduced(row.reproduced) if counts else "—",
         link=None if repro is None else f"{reproduction_page(repro.record.entry)}#{run_anchor(repro)}",
         counts=counts, reason="" if repro is None or counts else repro.reason,
-        spread="; ".join(x for x in (table.show_spread(row.spread) if counts else "", row.ledger) if x),
+        spread="; ".join(x for x in (table.show_spread(row.spread) if counts else "", row.ledger, row.rules) if x),
         ratio=formats.ratio(row.ratio) if counts else "—",
         model=row.model, team=row.team, hardware=row.hardware, not_compared=row.not_compared,
         framework=row.framework, date=formats.month(row.date),

@@ -125,6 +125,7 @@ class Row:
     spread: Spread | None = None  # the counting runs the reproduced median is of; None: none counts
     not_compared: str = ""  # why the runs are not held against the claim shown ("" when they are)
     ledger: str = ""  # "3 of 7 runs of this entry with key 1a2b3c4d": the runs read against the key's ledger
+    rules: str = ""  # the task's rules versions the row's runs were made under ("mnist rules v1")
 
     @property
     def ratio(self) -> float | None:
@@ -211,11 +212,21 @@ def ledger_note(runs: list[Reproduction]) -> str:
                      for (entry, key), made in sorted(counts.items()))
 
 
+def rules_note(runs: list[Reproduction]) -> str:
+    """"mnist rules v1" (or "mnist rules v1, v2"): the rules versions the runs behind a figure
+    were made under and are judged by (those that count, else all)."""
+    shown = [r for r in runs if r.counts] or runs
+    if not shown:
+        return ""
+    versions = sorted({r.record.rules_version for r in shown}, key=lambda v: (len(v), v))
+    return f"{shown[0].record.task} rules " + ", ".join(f"v{v}" for v in versions)
+
+
 def _claim_row(claim: Claim, objective: Objective, runs: list[Reproduction]) -> Row:
     repro, value, spread = aggregate(runs, objective)
     return Row(0, objective.claimed(claim), value, claim, repro,
                claim.model, claim.team, claim.hardware, claim.framework, claim.date, spread,
-               ledger=ledger_note(runs))
+               ledger=ledger_note(runs), rules=rules_note(runs))
 
 
 def _entry_row(runs: list[Reproduction], objective: Objective) -> Row:
@@ -224,7 +235,7 @@ def _entry_row(runs: list[Reproduction], objective: Objective) -> Row:
     claimed = objective.entry_claim(repro)
     why_not = repro.claim.why_not if repro.claim and claimed is not None else ""
     return Row(0, claimed, value, None, repro, rec.model, rec.entry, f"profile {rec.profile}", rec.framework,
-               rec.date, spread, why_not, ledger_note(runs))
+               rec.date, spread, why_not, ledger_note(runs), rules_note(runs))
 
 
 def on_claim_host(r: Reproduction) -> bool:

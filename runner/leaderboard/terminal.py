@@ -32,7 +32,7 @@ def reproduction_cell(table: Table, row: Row) -> str:
     repro = row.reproduction
     if repro is None:
         return "[dim]not reproduced[/]"
-    counts = f"\n[dim]{escape(row.ledger)}[/]" if row.ledger else ""
+    counts = "".join(f"\n[dim]{escape(note)}[/]" for note in (row.ledger, row.rules) if note)
     if row.reproduced is None or row.spread is None:
         return f"— [dim]no run counts[/]\n[red]({escape(repro.reason)})[/]" + counts
     value = escape(table.show_reproduced(row.reproduced))

@@ -110,6 +110,7 @@ def summary_rows(view: RunView) -> list[tuple[str, str]]:
     rows.append(("conforming", conforming))
     verdict = row.verdict
     rows.append(("verdict", escape(verdict.word if verdict.counts else f"{verdict.word}: " + "; ".join(verdict.reasons))))
+    rows += [("rules", escape(note.removeprefix("rules: "))) for note in verdict.notes]
     if isinstance(place := row.ledger, dict):
         rows.append(("ledger", escape(f"run {place.get('entry_runs')} of this entry with key "
                                       f"{str(place.get('key_id'))[:16]} (index {place.get('index')})")
