@@ -141,9 +141,9 @@ def signed(tmp_path_factory):
         edit_result(first, conforming=True, nonconforming_reasons=[])
         folders = [first]
         for seed, name in ((5, "20261123T010203Z-s5-bbbbbb"), (9, "20261124T010203Z-s9-cccccc")):
-            shutil.copytree(first, results / name)
-            edit_result(results / name, run_id=name, seed=seed)
-            folders.append(results / name)
+            folder = make_result_folder(results / name, staged, capture_host(), seed=seed)  # its own draw
+            edit_result(folder, conforming=True, nonconforming_reasons=[])
+            folders.append(folder)
         places = [make_bundle(folder, signer, ledger=True).ledger for folder in folders]
         lines = read_ledger(signer.public_key.keyid)
     return root, home, folders, places, lines, signer, keys, staged

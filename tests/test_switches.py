@@ -138,6 +138,7 @@ def test_a_signed_variant_run_is_no_reproduction_and_is_not_held_against_the_cla
     from runner.claims import result_claim
     from runner.fingerprint import capture_host
     from runner.leaderboard.reproductions import read_reproduction
+    from runner.verify.verdict import judge
 
     monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
     staged, host = stage_mnist_stand_in(tmp_path / "home"), capture_host()
@@ -153,10 +154,11 @@ def test_a_signed_variant_run_is_no_reproduction_and_is_not_held_against_the_cla
             data["variant"] = variant
         (folder / "result.json").write_text(json.dumps(data))
         make_bundle(folder, signer)
-        seen[name] = (read_reproduction(folder, [signer.public_key]), result_claim(folder))
+        seen[name] = (read_reproduction(folder, judge(folder, [signer.public_key])), result_claim(folder))
     (plain, plain_claim), (lesioned, lesioned_claim) = seen.values()
-    assert plain.verified and plain_claim.variant is None
-    assert not lesioned.verified and lesioned.verdict.startswith("a study variant (switches off: bf16)")
+    assert plain.counts and plain_claim.variant is None
+    assert lesioned.verdict.verified and not lesioned.counts
+    assert lesioned.reason.startswith("a study variant (switches off: bf16)")
     assert not lesioned_claim.comparable and "not compared: a study variant" in lesioned_claim.why_not
     assert lesioned_claim.profile == plain_claim.profile  # the same claim, only not compared
 
@@ -173,13 +175,12 @@ def test_a_plan_that_turned_switches_off_must_be_the_results_variant():
     assert _variant_problems({"options": {}}, {}) == []  # a result from before switches
 
 
-def test_verify_says_a_variant_is_never_a_claim(tmp_path):
-    from runner.verify import result_notes
+def test_verify_says_a_variant_is_never_a_claim():
+    """The verdict's reason (runner verify exits 3 for a verified variant: it never counts)."""
+    from runner.verify.verdict import standing_problems
 
-    (tmp_path / "result.json").write_text(json.dumps({"smoke": False, "conforming": True, "status": "complete",
-                                                      "variant": {"switches_off": ["one-cycle"]}}))
-    assert result_notes(tmp_path) == ["a study variant (switches off: one-cycle), not the entry's recipe: "
-                                      "never a claim or a leaderboard reproduction"]
+    result = {"smoke": False, "conforming": True, "status": "complete", "variant": {"switches_off": ["one-cycle"]}}
+    assert standing_problems(result) == ["a study variant (switches off: one-cycle), not the entry's recipe"]
 
 
 def test_a_slurm_resubmission_skips_only_complete_runs_of_the_same_variant(tmp_path):

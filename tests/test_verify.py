@@ -720,6 +720,8 @@ def test_cli_bad_bundle_path_is_a_user_error(trusted_key_file, tmp_path, capsys)
 
 
 def test_a_non_conforming_result_is_noted_even_when_every_check_passes(setup, bundle, capsys, trusted_key_file):
+    from runner.verify.verdict import judge_report
+
     def smoke(r):
         r["conforming"] = False
         r["nonconforming_reasons"] = ["entry used an unpinned wheel"]
@@ -728,6 +730,7 @@ def test_a_non_conforming_result_is_noted_even_when_every_check_passes(setup, bu
     _resign(bundle, setup)
     report = verify_bundle(bundle, setup.auditor)
     assert report.ok
-    assert report.notes == ["the result is marked NON-CONFORMING: entry used an unpinned wheel"]
-    assert main(["verify", str(bundle), "--trusted-keys", str(trusted_key_file)]) == 0
-    assert "NON-CONFORMING" in capsys.readouterr().out
+    assert judge_report(report).reasons == ("non-conforming: entry used an unpinned wheel",)
+    assert main(["verify", str(bundle), "--trusted-keys", str(trusted_key_file)]) == 3  # verified, does not count
+    out = capsys.readouterr().out
+    assert "the run does not count" in out and "  - non-conforming: entry used an unpinned wheel" in out

@@ -40,13 +40,15 @@ def test_fresh_bundle_from_the_default_entry_verifies(
         assert backend["count"] == 10_000 and backend["latency_ms"]["p50"] > 0
     capsys.readouterr()
 
-    assert main(["verify", str(folder), "--trusted-keys", str(pair.public), "--json"]) == 0
+    # Verified (exit 3, not 0: a lone run's cross-seed checks were not possible, so it does not count).
+    assert main(["verify", str(folder), "--trusted-keys", str(pair.public), "--json"]) == 3
     report = json.loads(capsys.readouterr().out)
+    assert report["verified"] and report["reasons"] == [r for r in report["reasons"] if "cross-seed" in r]
     assert [c["name"] for c in report["checks"]] == CHECK_NAMES
     assert all(c["ok"] for c in report["checks"]), [c for c in report["checks"] if not c["ok"]]
 
     archive = pack(folder, tmp_path / f"{folder.name}.tar.gz")
-    assert main(["verify", str(archive), "--trusted-keys", str(pair.public)]) == 0
+    assert main(["verify", str(archive), "--trusted-keys", str(pair.public)]) == 3
 
     # Re-running only the inference phase re-signs the bundle, which still verifies; the
     # backends not timed again keep their figures (a per-backend merge).
@@ -58,7 +60,7 @@ def test_fresh_bundle_from_the_default_entry_verifies(
     result = json.loads((folder / "result.json").read_text())
     assert sorted(result["inference"]) == ["onnxruntime", "torch"]
     assert result["inference"]["torch"]["latency_ms"] == before["torch"]["latency_ms"]
-    assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 0
+    assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 3  # verified; a lone run
 
 
 @pytest.mark.docker
@@ -80,7 +82,7 @@ def test_a_run_without_inference_leaves_its_final_model_to_reinfer(
     final = training["final_model"]
     assert final["deferred"] and len(final["sha256"]) == 64 and "predictions" not in final
     assert [s["of"] for s in training["model_origin"]["sensitivity"]] == ["crossing"]
-    assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 0
+    assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 3  # verified; a lone run
     capsys.readouterr()
 
     # Other bytes than the run's final model: refused in one line, the result untouched.
@@ -103,4 +105,4 @@ def test_a_run_without_inference_leaves_its_final_model_to_reinfer(
     assert result["inference"]["torch"]["passed_gate"] and result["inference"]["torch"]["final_model_disagreement"] == 0.0
     assert result["conforming"], result["nonconforming_reasons"]
     assert (folder / "logs" / "evaluator-final-model.log").is_file()
-    assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 0
+    assert main(["verify", str(folder), "--trusted-keys", str(pair.public)]) == 3  # verified; a lone run

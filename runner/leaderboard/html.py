@@ -373,7 +373,7 @@ def _run_view(out: Path, entry: str, repro: Reproduction, keys: dict[str, str]) 
     bundle = _copy_bundle(repro, out)
     return RunView(
         repro=repro, short=short_id(rec.run_id), anchor=run_anchor(repro),
-        verdict=repro.verdict.word if repro.counts else f"{repro.verdict.word}: " + "; ".join(repro.verdict.reasons),
+        verdict=repro.verdict.summary,
         tta=formats.tta(rec.tta_seconds, rec.tta_resolution_seconds) if rec.reached else "threshold not reached",
         cost=formats.dollars(rec.training_usd), latency=_latency_text(repro),
         bundle=bundle, curve=curve, verify=_verify_command(repro, bundle, keys),

@@ -47,8 +47,8 @@ def variant_lines(rows: list[RunRow]) -> Text | None:
 def verdict_lines(rows: list[RunRow]) -> Text | None:
     """Why each real run that does not count does not (its first reason): a smoke run says so
     in its own column."""
-    lines = [f"{row.short_id}: {row.verdict.word}: {row.verdict.reason}" for row in rows
-             if not row.counts and not row.smoke]
+    lines = [f"{row.short_id}: {row.verdict.word}: {row.verdict.reason.removeprefix('not verified: ')}"
+             for row in rows if not row.counts and not row.smoke]
     return Text("\n".join(lines), style="dim") if lines else None
 
 
@@ -109,7 +109,7 @@ def summary_rows(view: RunView) -> list[tuple[str, str]]:
         conforming += ": " + escape("; ".join(r.nonconforming_reasons))
     rows.append(("conforming", conforming))
     verdict = row.verdict
-    rows.append(("verdict", escape(verdict.word if verdict.counts else f"{verdict.word}: " + "; ".join(verdict.reasons))))
+    rows.append(("verdict", escape(verdict.summary)))
     rows += [("rules", escape(note.removeprefix("rules: "))) for note in verdict.notes]
     if isinstance(place := row.ledger, dict):
         rows.append(("ledger", escape(f"run {place.get('entry_runs')} of this entry with key "

@@ -85,6 +85,13 @@ class Verdict:
         return EXIT_COUNTS if self.counts else EXIT_DOES_NOT_COUNT if self.verified else EXIT_NOT_VERIFIED
 
     @property
+    def summary(self) -> str:
+        """"counts", or the word and every reason on one line ("not verified: tta: ...; plan: ...")."""
+        if self.counts:
+            return COUNTS
+        return f"{self.word}: " + "; ".join(r.removeprefix("not verified: ") for r in self.reasons)
+
+    @property
     def reason(self) -> str:
         """The first reason, or "counts"."""
         return self.reasons[0] if self.reasons else COUNTS

@@ -62,10 +62,12 @@ def _board(folders):
     from runner.dawnbench.tasks import FORMAT_TASKS
     from runner.leaderboard.reproductions import read_reproduction
     from runner.leaderboard.tables import OBJECTIVES, build_table
+    from runner.verify.verdict import Verdict
 
-    repros = [read_reproduction(f, []) for f in folders]
-    for r in repros[:3]:
-        r.problems = []  # as if signed by a trusted key: the figures, not the signature, are tested
+    # As if the first three counted (verified by a trusted key): the figures, not the verdict, are tested.
+    counts = Verdict(True, True, (), (), None, None)
+    fails = Verdict(False, False, ("signature: unsigned",), ("not verified: signature: unsigned",), None, None)
+    repros = [read_reproduction(f, counts if i < 3 else fails) for i, f in enumerate(folders)]
     ft = next(t for t in FORMAT_TASKS if t.task_id == "mnist")
     return build_table(ft, OBJECTIVES[0], [], repros)
 
@@ -76,7 +78,7 @@ def test_the_leaderboard_prints_no_ratio_against_a_claim_this_host_does_not_meet
 
     folders, _ = runs
     table = _board(folders)
-    (row,) = [r for r in table.rows if r.reproduction is not None and r.reproduction.verified]
+    (row,) = [r for r in table.rows if r.reproduction is not None and r.reproduction.counts]
     assert row.claimed == 5.0
     assert row.ratio is None  # before: 1.4x against the AMX claim, which reproduce said does not apply
     console = Console(width=300, record=True)
@@ -102,7 +104,7 @@ def test_the_reproduced_figure_is_the_median_of_the_verified_runs_with_their_spr
 
     folders, _ = runs
     table = _board(folders)
-    (row,) = [r for r in table.rows if r.reproduction is not None and r.reproduction.verified]
+    (row,) = [r for r in table.rows if r.reproduction is not None and r.reproduction.counts]
     assert row.reproduced == 7.0  # the median of 7, 8, 6 (not the newest, 6); the contended 30 s run is not verified
     assert row.spread.runs == 3 and (row.spread.low, row.spread.high) == (6.0, 8.0)
     assert row.spread.cv == pytest.approx(1.0 / 7.0)

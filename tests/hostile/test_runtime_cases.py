@@ -528,13 +528,14 @@ def test_a_sparse_100_gib_output_is_over_the_quota_and_never_signed(docker_clien
     assert "output/huge.pt (107374182400 bytes, over the 4294967296-byte limit of one file)" in note
     # Nothing verify refuses was signed: the bundle opens, its signature and every digest
     # hold, and the evaluation the runner refused is an honest gap (its signed event and
-    # its record give the same reason): verify passes the bundle.
+    # its record give the same reason): verify passes the bundle, and its exit code says the
+    # incomplete run does not count (3).
     code, out, err = run_cli(capsys, "verify", str(folder), "--json", "--trusted-keys",
                              str(paths.keys_dir() / "signing.pub.json"))
     assert "Traceback" not in out + err, out + err
     report = json.loads(out)
     failed = {c["name"]: c["detail"] for c in report["checks"] if not c["ok"]}
-    assert not failed and code == 0, failed
+    assert not failed and code == 3 and report["verified"] and not report["counts"], failed
 
 
 def test_a_full_runner_home_is_named_not_blamed_on_the_engine(docker_client, tmp_path, capsys, monkeypatch):
