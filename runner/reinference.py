@@ -1,11 +1,15 @@
 """Re-run only the inference phase on an existing result's trained model (``runner reinfer``).
 
 A result is re-inferred in place: its newest full (not smoke) run, or a given folder, is first
-held to its own bundle (``runner.verify.custody``: an edited result is never signed again),
-then checked to hold a trained model of the same entry; the image that trained it times each
-backend given, and those backends' records and files replace theirs while every other
-backend's are kept (a per-backend merge: timing onnxruntime again leaves torch's figures);
-the folder is then re-signed. The new files are made in a temporary folder inside the result
+held to its own bundle (``runner.verify.custody``: an edited result is never signed again)
+and to the runner's record of what it measured (``runner.bundle.measured``: a run this host
+never measured, or one edited and stripped of its bundle, is refused too), then checked to
+hold a trained model of the same entry; the image that trained it times each backend given,
+and those backends' records and files replace theirs while every other backend's are kept (a
+per-backend merge: timing onnxruntime again leaves torch's figures); the folder is then
+re-signed, held to that record once more for every file but those re-inference writes
+(``REWRITES``, ``REWRITTEN_FIELDS``), and the record updated. The new files are made in a
+temporary folder inside the result
 and swapped in only when the harness ran to its end, so a failed re-run leaves the previous
 inference intact. A result of a run that timed
 no model (``--no-infer``) holds its final model's digest but no evaluation of it: the
@@ -40,12 +44,21 @@ from runner.score.timed_model import check_timed_model
 from runner.verify.custody import require_intact
 from runner.report import reporter
 from runner.bundle import sign_folder
+from runner.bundle.measured import require_measured
 from runner.engine import get_engine
 from runner.plan import EVALUATIONS_DIR, RunPlan
 from runner.run.final_model import DeferredError, evaluate_deferred, probe_subset
 from runner.score.evaluations import ScoredEvaluation
 from runner.score.probe import make_probe_inputs
 from runner.score.summary import final_record, model_origin
+
+
+ACTION = "re-inference"
+# What re-inference writes into a result (``swap_in``, ``_evaluate_final``); its re-signing
+# holds every other file, and result.json's other fields, to the runner's record.
+REWRITES = ("inference", "logs/infer.log", "logs/evaluator-final-model.log")
+REWRITTEN_FIELDS = ("inference", "training.final_model", "training.model_origin", "conforming",
+                    "nonconforming_reasons")
 
 
 @dataclass(frozen=True)
@@ -223,7 +236,8 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     if threads is not None and threads < 1:
         raise UserError("--threads must be at least 1", "pass --threads 1 or more")
     result_dir = Path(result_dir).resolve() if result_dir else latest_result(entry.name)
-    require_intact(result_dir, "re-inference")  # before a byte is written: an edit is never re-signed
+    require_intact(result_dir, ACTION)  # before a byte is written: an edit is never re-signed
+    require_measured(result_dir, ACTION)  # ... nor a run this host did not measure, bundle or none
     result = _read_result(result_dir, entry)
     earlier = set(result.inference)
     plan = make_plan(entry_path, ReproduceOptions(backends=backends))  # the profile's limits
@@ -269,9 +283,17 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     reporter().print(f"rewrote {result_dir / 'result.json'} (inference) and {result_dir / 'inference'}")
     replaced = sorted(earlier & set(inference))
     reporter().print(replacement_note(replaced, kept, sorted(set(inference) - earlier)), highlight=False)
-    # The result changed, so its bundle must be re-made, or verify would rightly refuse it.
-    sign_folder(result_dir)
+    sign_reinferred(result_dir, added)
     return ReinferenceOutcome(result_dir, entry.task.metric, inference, replaced, kept)
+
+
+def sign_reinferred(result_dir: Path, added: list[Path]):
+    """Sign a re-inferred result again (its bundle must be re-made, or verify would rightly
+    refuse it), and bring the runner's record up to date with the new inference files: only
+    if nothing but what re-inference wrote (``REWRITES``, ``REWRITTEN_FIELDS``, the final
+    model's evaluations ``added``) changed since the run was measured."""
+    return sign_folder(result_dir, again=ACTION, fields=REWRITTEN_FIELDS,
+                       rewritten=(*REWRITES, *(Path(f).relative_to(result_dir).as_posix() for f in added)))
 
 
 def replacement_note(replaced: list[str], kept: list[str], added: list[str]) -> str:

@@ -22,7 +22,9 @@ from runner.entry_build.context import entry_files
 from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_document
 from runner.entry_build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
 from runner.entry_build.information import budget_for
-from runner.bundle import PROFILE_FILE, sign_folder
+from runner.bundle import PROFILE_FILE, record_measured, sign_folder
+from runner.bundle.filelist import MANIFEST
+from runner.bundle.measured import measured_record, require_measured
 from runner.keys import load_signer
 from runner.keys.ledger import earlier_runs
 from runner.engine import Engine, get_engine
@@ -386,8 +388,7 @@ def launch(plan: RunPlan, slurm=None, resume: bool = True) -> list[Path]:
     in seed order."""
     if plan.placement == SLURM:
         folders = reproduce_on_slurm(plan, slurm, resume)
-        for folder in mark_alike_runs(folders, _labels_here(plan), plan):
-            sign_folder(folder)  # gathered runs are signed here: its result changed, signed again
+        finish_runs(folders, _labels_here(plan), plan)  # gathered runs are signed here, once
         return folders
     return _reproduce_here(plan)
 
@@ -413,25 +414,25 @@ def _reproduce_here(plan: RunPlan) -> list[Path]:
     with ownership.scratch_folder() as tmp, sigterm_as_interrupt():
         clock = Timings()
         plan, shared = prepare(plan, Path(tmp), clock)
-        folders, signing = [], {}
-        for i, seed in enumerate(plan.seeds):
-            clock = shared.timings if i == 0 else Timings()  # the shared phases count once
-            waited = time.monotonic()
-            with hold_cores(plan.limits.cpus, reporter().print, plan.entry.name):
-                if (held := time.monotonic() - waited) > 0.05:
-                    clock.add("waiting for cores", held)
-                folder = run_once(plan, shared, seed, Path(tmp), clock)
-                ownership.mark_finished(folder.name)
-                if len(plan.seeds) == 1:  # its cross-seed record (none possible) before it is signed
-                    mark_alike_runs([folder], shared.labels, plan)
-                if opts.sign:
-                    started = time.monotonic()
-                    sign_folder(folder)
-                    signing[folder] = time.monotonic() - started
-            folders.append(folder)
-        for folder in mark_alike_runs(folders, shared.labels, plan) if len(plan.seeds) > 1 else []:
-            if opts.sign:  # its result changed: its bundle is signed again
-                sign_folder(folder)
+        folders: list[Path] = []
+        try:
+            for i, seed in enumerate(plan.seeds):
+                clock = shared.timings if i == 0 else Timings()  # the shared phases count once
+                waited = time.monotonic()
+                with hold_cores(plan.limits.cpus, reporter().print, plan.entry.name):
+                    if (held := time.monotonic() - waited) > 0.05:
+                        clock.add("waiting for cores", held)
+                    folder = run_once(plan, shared, seed, Path(tmp), clock)
+                    record_measured(folder)  # what it measured, kept outside the folder from now on
+                    ownership.mark_finished(folder.name)
+                folders.append(folder)
+        except BaseException:  # the runs that ended before the failure are finished all the same
+            try:
+                finish_runs(folders, shared.labels, plan)
+            except Exception as exc:  # the failure that stopped the runs is the one to raise
+                reporter().print(f"[yellow]the runs that ended were not finished[/]: {exc}", highlight=False)
+            raise
+        signing = finish_runs(folders, shared.labels, plan)
     if opts.verbose:
         for folder in folders:
             timings = Result.read(folder).timings or {}
@@ -439,6 +440,42 @@ def _reproduce_here(plan: RunPlan) -> list[Path]:
             if folder in signing:
                 reporter().print(f"  then signing: {signing[folder]:.2f} s (after result.json was final)")
     return folders
+
+
+FINISHING = "signing the finished run"
+ACROSS_SEEDS = ("training.cross_seed", "conforming", "nonconforming_reasons")  # what mark_alike_runs writes
+
+
+def finish_runs(folders: list[Path], labels, plan: RunPlan) -> dict[Path, float]:
+    """The end of the runs that ended: their cross-seed records (``mark_alike_runs``; for one
+    run, the record that none is possible), then each folder, now finished, signed once, held
+    to the runner's record of what the run measured (``record_measured`` as each run ended)
+    for everything but those records (``ACROSS_SEEDS``); with ``--no-sign`` the record is only
+    brought up to date (``runner bundle sign`` may sign the run later, as it was measured).
+    Nothing writes into a folder after this. Gathered Slurm runs (signed here, by the submit
+    host) skip a placeholder and a run signed before whose result did not change. Returns the
+    seconds each signing took."""
+    if not folders:
+        return {}
+    gathered = plan.placement == SLURM
+    changed = set(mark_alike_runs(folders, labels, plan))
+    signing = {}
+    for folder in folders:
+        if gathered and (folder not in changed and (folder / MANIFEST).is_file()):
+            continue
+        if gathered and measured_record(folder) is None:
+            if folder in changed:  # a run gathered before this host kept records: its bundle is now stale
+                reporter().print(f"[yellow]not signed again[/] {short_id(folder.name)}: this runner has no record "
+                                 "of measuring it; `runner reproduce` the seed again", highlight=False)
+            continue
+        started = time.monotonic()
+        if plan.options.sign or gathered:
+            sign_folder(folder, again=FINISHING, fields=ACROSS_SEEDS)
+            signing[folder] = time.monotonic() - started
+        else:
+            require_measured(folder, FINISHING, fields=ACROSS_SEEDS)
+            record_measured(folder)
+    return signing
 
 
 def mark_alike_runs(folders: list[Path], labels, plan: RunPlan) -> list[Path]:

@@ -345,3 +345,17 @@ def auditor_home(tmp_path_factory) -> Iterator:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RUNNER_HOME", str(home))
         yield stage_mnist_stand_in(home)
+
+
+def reinference_work(folder: Path, backend: str = "onnxruntime") -> Path:
+    """What ``runner reinfer`` leaves in its work folder (inside the result) once ``backend``
+    was timed: its inference files, events and log, for ``runner.reinference.swap_in``."""
+    work = folder / ".infer-test"
+    (work / "inference" / backend).mkdir(parents=True)
+    (work / "inference" / backend / "info.json").write_text("{}")
+    write_events(work / "inference" / "events.jsonl", [
+        Event(0, 1.0, "infer_start", metadata={"backend": backend}),
+        Event(1, 2.0, "infer_stop", metadata={"backend": backend})])
+    (work / "logs").mkdir()
+    (work / "logs" / "infer.log").write_text(f"harness: {backend}\n")
+    return work

@@ -290,6 +290,7 @@ def test_open_refuses_what_is_not_a_gzip_tar(tmp_path):
 
 def test_cli_sign_and_pack(result_dir, tmp_path, monkeypatch, capsys):
     from runner import keys
+    from runner.bundle import record_measured
     from runner.cli import main
 
     monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
@@ -298,6 +299,7 @@ def test_cli_sign_and_pack(result_dir, tmp_path, monkeypatch, capsys):
     def run(*argv: str) -> int:
         return main(list(argv))
 
+    record_measured(result_dir)  # as the run that wrote it would: the runner signs only what it measured
     assert run("bundle", "sign", str(result_dir)) == 1  # no key: unsigned, and says so
     assert "NOT signed" in capsys.readouterr().out
     keys.generate()

@@ -233,10 +233,22 @@ def test_a_timeout_keeps_an_incomplete_result_and_no_container(docker_client, tm
     assert own_containers(docker_client, result) == []  # others' runs may share the engine
 
 
-def test_runs_repeat_with_successive_seeds_and_are_summarised(docker_client, tmp_path, results):
+def test_runs_repeat_with_successive_seeds_and_are_summarised(docker_client, tmp_path, results, monkeypatch):
+    from runner import keys
+    from runner.bundle.filelist import read_manifest
+    from runner.bundle.measured import measured_record
+    from runner.keys.ledger import read_ledger
+
+    pair = keys.generate(tmp_path / "key")  # a fresh key: its ledger holds these runs alone
+    monkeypatch.setenv(keys.ENV_VAR, str(pair.private))
     entry = probe_entry(tmp_path, "sandbox")
     assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--runs", "2", "--seed", "7"]) == 0
     folders = entry_runs(results, "contract-probe")
+    # Each finished folder (compared across seeds first) is signed once, and the runner's record
+    # of what it measured is what was signed.
+    assert sorted(line["run_id"] for line in read_ledger(pair.keyid)) == sorted(f.name for f in folders)
+    for folder in folders:
+        assert measured_record(folder)["files"] == read_manifest(folder)
     seeds = [json.loads((f / "result.json").read_text())["seed"] for f in folders]
     assert sorted(seeds) == [7, 8]
     assert {f.parent for f in folders} == {results / "contract-probe" / SMOKE_DIR}  # smoke runs kept apart

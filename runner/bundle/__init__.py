@@ -4,12 +4,18 @@
 ``bundle/statement.dsse.json`` (an in-toto Statement v1 in a DSSE envelope, Ed25519) and
 ``bundle/signer.pub.json``. ``pack`` writes the folder as a deterministic ``.tar.gz``.
 ``open_bundle`` opens someone else's bundle safely for ``runner verify``.
+
+The runner signs through ``sign_folder``: once, at the end of a run, over the finished folder,
+writing its record of what it measured outside the folder (``runner.bundle.measured``); a later
+signature (``sign_again``: ``runner bundle sign``, ``runner reinfer``) is given only to a folder
+whose files still match that record. ``make_bundle`` is the bare step under both.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -27,6 +33,7 @@ from runner.bundle.filelist import (
     unverifiable,
     write_manifest,
 )
+from runner.bundle.measured import record_measured, require_measured
 from runner.bundle.open import Limits, OpenedBundle, UnsafeBundleError, open_bundle
 from runner.bundle.signing import PAYLOAD_TYPE, sign_statement, write_envelope
 from runner.bundle.statement import build_statement
@@ -49,6 +56,9 @@ __all__ = [
     "make_bundle",
     "open_bundle",
     "pack",
+    "record_measured",
+    "sign_again",
+    "sign_folder",
 ]
 
 
@@ -105,7 +115,7 @@ def _leave_out_unverifiable(result_dir: Path, result: Result, warnings: list[str
         raise UserError(
             f"{result_dir} cannot be bundled: runner verify would refuse "
             + "; ".join(map(str, runner_owned[:5])) + (f" and {len(runner_owned) - 5} more" if len(runner_owned) > 5 else ""),
-            "remove or shrink those files, then run `runner bundle sign` again",
+            "remove or shrink those files where the run wrote them, then `runner reproduce` the entry again",
         )
     for item in refused:
         path = result_dir / item.path
@@ -175,11 +185,30 @@ def _sign(result_dir: Path, result: Result, signer: Signer, warnings: list[str])
     return Bundle(result_dir, manifest, result_dir / ENVELOPE, signer.public_key.keyid, digests, warnings)
 
 
-def sign_folder(result_dir: Path) -> Bundle:
-    """Bundle a result folder with the configured key, saying so when there is none."""
-    signer = load_signer()
-    bundle = make_bundle(result_dir, signer, ledger=True)
-    if signer is None:  # the same for every run of the command: said once
+def _sign_and_record(result_dir: Path) -> Bundle:
+    """Sign with the configured key (unsigned without one) and record what was signed as
+    what this runner measured (``runner.bundle.measured``)."""
+    bundle = make_bundle(result_dir, load_signer(), ledger=True)
+    record_measured(result_dir, bundle.files)
+    return bundle
+
+
+def sign_again(result_dir: Path, action: str, *, rewritten: Iterable[str] = (),
+               fields: Iterable[str] = ()) -> Bundle:
+    """A later signature of a run this runner measured (``runner bundle sign``, ``runner
+    reinfer``): refused unless every file is as the runner's record says (less ``rewritten``
+    paths and result.json ``fields``, what ``action`` wrote itself), then signed and recorded."""
+    require_measured(result_dir, action, rewritten=rewritten, fields=fields)
+    return _sign_and_record(result_dir)
+
+
+def sign_folder(result_dir: Path, *, again: str | None = None, rewritten: Iterable[str] = (),
+                fields: Iterable[str] = ()) -> Bundle:
+    """Bundle a result folder with the configured key, saying so when there is none. Without
+    ``again`` it is the signature at the end of a run (the folder is what the run measured:
+    the record is written); with ``again`` (the action, for a refusal) it is ``sign_again``."""
+    bundle = sign_again(result_dir, again, rewritten=rewritten, fields=fields) if again else _sign_and_record(result_dir)
+    if not bundle.signed:  # the same for every run of the command: said once
         reporter().warn_once(
             "[yellow]not signed[/]: no signing key is configured. "
             "Fix: run `runner keys generate`, then `runner reproduce` again"

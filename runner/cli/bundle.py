@@ -1,4 +1,9 @@
-"""``runner bundle``: sign a result folder again, or pack it for transport."""
+"""``runner bundle``: sign a result folder again, or pack it for transport.
+
+``sign`` signs only a run this runner measured, as it measured it: the folder is held to its
+bundle when it has one (``runner.verify.custody``: intact, and signed by this key), then to the
+runner's record of the run (``runner.bundle.sign_again``), which a deleted bundle does not erase.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from runner.bundle import bundle_name, make_bundle, pack
+from runner.bundle import bundle_name, pack, sign_again
 from runner.errors import UserError
-from runner.keys import load_signer
 from runner.verify.custody import require_intact
 
 
@@ -22,10 +26,10 @@ def _folder(text: str) -> Path:
 def sign(args) -> int:
     console = Console()
     folder = _folder(args.result_dir)
-    # A folder bundled before is signed again only as it was signed (runner.verify.custody).
+    # A folder bundled before is signed again only as it was signed (runner.verify.custody),
+    # and any folder only as this runner measured it (runner.bundle.measured).
     require_intact(folder, "signing it again", unbundled_ok=True)
-    signer = load_signer()
-    bundle = make_bundle(folder, signer, ledger=True)
+    bundle = sign_again(folder, "signing it again")
     for warning in bundle.warnings:
         console.print(f"[yellow]warning[/]: {warning}")
     if bundle.signed:

@@ -3,7 +3,8 @@
 ``reproduce_on_slurm`` is the Slurm placement of ``runner.reproduce.launch``: it takes the
 plan's seeds, skips those already complete in the shared results folder, submits the rest
 as one job array whose tasks each read the plan (``submit``), follows it (``follow``), and
-gathers and signs the results on this host (``gather``). It returns the run folders in seed
+gathers and records the results on this host (``gather``; ``runner.reproduce.launch`` signs
+them once they are compared across seeds). It returns the run folders in seed
 order, like a local ``--runs N``.
 """
 

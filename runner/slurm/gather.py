@@ -1,11 +1,12 @@
-"""Gather a job array's results from the shared folder, name Slurm's part, sign them here.
+"""Gather a job array's results from the shared folder, name Slurm's part, record them here.
 
 Each task's run folder is found by its seed among the folders that appeared after the
 submission. Every gathered ``result.json`` records its Slurm job (``slurm``); a task that
 did not end COMPLETED makes its run incomplete with the job id and state in the reason,
 and a task that never started leaves a placeholder result folder saying the same. The
-submit host signs each run folder with its own key (``runner.keys``), so compute nodes
-never hold a private key.
+submit host records each gathered run as what it measured (``runner.bundle.measured``) and,
+once the runs are compared across seeds, signs each once with its own key
+(``runner.reproduce.finish_runs``), so compute nodes never hold a private key.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 
 from runner.manifest import Entry
-from runner.bundle import sign_folder as sign
+from runner.bundle import record_measured
 from runner.results import assemble, new_run_id
 from runner.results.record import Result
 from runner.slurm.submit import JobArray
@@ -96,7 +97,8 @@ def placeholder(entry: Entry, entry_dir: Path, seed: int, smoke: bool, record: d
 
 def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], entry: Entry,
            entry_dir: Path, before: set[str], smoke: bool) -> dict[int, Path]:
-    """Seed -> its run folder (real, or a placeholder), each real one signed here."""
+    """Seed -> its run folder (real, or a placeholder), each real one recorded here as
+    gathered (signed once finished: ``runner.reproduce.finish_runs``)."""
     folders = {}
     for index, seed in enumerate(job.seeds):
         record = slurm_record(job, index, states[index], nodes.get(index))
@@ -114,6 +116,6 @@ def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], 
             reporter().print(f"[red]unreadable result[/] in {folder} ({exc}): a placeholder records the run")
             continue
         mark(result, record).write(folder)
-        sign(folder)
+        record_measured(folder)
         folders[seed] = folder
     return folders

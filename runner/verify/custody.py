@@ -9,6 +9,12 @@ against result.json, the plan against the result) and refuse it, naming what cha
 signed folder must also be signed by the key that would sign it again: re-signing another
 signer's result would vouch for training this key never saw. ``runner audit --replay``
 runs every check of ``verify`` before it replays (``runner.verify.verify_bundle``).
+
+A bundle can be deleted, so the bundle is not the last word: a signature is then given only
+to a folder whose files match the runner's own record of what it measured, kept outside the
+folder (``runner.bundle.measured.require_measured``, called by ``runner.bundle.sign_again``).
+No refusal here advises signing again: a changed folder is started again from its bundle or
+reproduced.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ def require_intact(folder: Path, action: str, *, unbundled_ok: bool = False) -> 
         if unbundled_ok:
             return
         raise UserError(f"{folder} has no bundle ({MANIFEST}) to check its files against; {action} refused",
-                        f"if you wrote it yourself, sign it with `runner bundle sign {folder}` first")
+                        "start again from the signed bundle, or `runner reproduce` the entry again")
     with tempfile.TemporaryDirectory(prefix="runner-custody-") as scratch:
         evidence = Evidence(folder, Auditor(), Path(scratch))
         failed = [c for c in (run_check(name, check, evidence) for name, check in (SIGNED if signed else UNSIGNED))

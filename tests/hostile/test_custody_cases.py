@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from synthetic_result import make_result_folder, stage_mnist_stand_in
+from synthetic_result import make_result_folder, reinference_work, stage_mnist_stand_in
 
 from runner import keys
 from runner.bundle import make_bundle, pack
@@ -124,21 +124,13 @@ def test_reinfer_picks_the_newest_full_result_not_a_newer_smoke_run(copy, monkey
 def test_reinfer_merges_per_backend_and_says_exactly_what_it_replaced(copy, capsys):
     """Timing onnxruntime again keeps torch's figures and files (before: deleted, with
     "the earlier inference phase (torch) was replaced")."""
-    from runner.events import Event, write_events
     from runner.reinference import replacement_note, swap_in
     from runner.results.inference import BackendRun
     from runner.results.record import Result
 
     result = Result.read(copy)
     torch_files = _snapshot(copy / "inference" / "torch")
-    work = copy / ".infer-test"
-    (work / "inference" / "onnxruntime").mkdir(parents=True)
-    (work / "inference" / "onnxruntime" / "info.json").write_text("{}")
-    write_events(work / "inference" / "events.jsonl", [
-        Event(0, 1.0, "infer_start", metadata={"backend": "onnxruntime"}),
-        Event(1, 2.0, "infer_stop", metadata={"backend": "onnxruntime"})])
-    (work / "logs").mkdir()
-    (work / "logs" / "infer.log").write_text("harness: onnxruntime\n")
+    work = reinference_work(copy)
     kept = swap_in(copy, work, result, {"onnxruntime": BackendRun.from_dict("onnxruntime", {"passed_gate": True})})
     assert kept == ["torch"]
     after = json.loads((copy / "result.json").read_text())

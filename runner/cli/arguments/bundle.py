@@ -6,9 +6,11 @@ DESCRIPTION = ("A bundle is a result folder plus bundle/manifest.json (every fil
 
 def register(p) -> None:
     sub = p.add_subparsers(dest="bundle_command", metavar="ACTION", required=True)
-    s = sub.add_parser("sign", help="(re)write the manifest and sign it with your key",
+    s = sub.add_parser("sign", help="sign again a run this runner measured, as it measured it",
                        description="Write the result folder's manifest (every file's sha256) and sign the "
-                       "claim with your key; a folder bundled before is signed again only as it was signed.")
+                       "claim with your key: only a run this runner measured (its record under the runner's "
+                       "home, measured/<run_id>.json), every file as measured; a folder bundled before is "
+                       "also signed again only as it was signed.")
     s.add_argument("result_dir", help="a result folder, e.g. results/mnist-cnn-cpu/<run_id>")
     s.set_defaults(func="sign")
     k = sub.add_parser("pack", help="write the bundle as a byte-reproducible .tar.gz",
