@@ -65,7 +65,8 @@ def board(tmp_path_factory):
         mp.setenv("RUNNER_HOME", str(home))
         staged = stage_mnist_stand_in(home)
         host = capture_host()
-        honest = [_run(results, run_id, staged, host, seed) for seed, run_id in enumerate(HONEST)]
+        honest = [_run(results, run_id, staged, host, seed, entry__claimed={"tta_seconds": 12.0})
+                  for seed, run_id in enumerate(HONEST)]
         forged = _run(results, FORGED, staged, host, 2)
         make_bundle(forged, signer)
         _forge(forged, signer)
@@ -218,3 +219,18 @@ def test_a_tampered_cache_entry_is_not_believed(board, monkeypatch, tmp_path):
     assert judge(board["honest"][1], keys) == honest  # recomputed: the stored digest did not match
     path.write_text("{not json")
     assert judge(board["honest"][1], keys) == honest
+
+
+def test_the_index_counts_what_the_task_page_ranks(board, capsys, monkeypatch, tmp_path):
+    """One vocabulary: the index's "Claims" for MNIST are the claims its tables rank (here the
+    entry's own claimed TTA), and its entries are those with a figure from runs that count."""
+    import re
+
+    code, _, _ = _cli(capsys, monkeypatch, "leaderboard", "--results", str(board["results"]), "--trusted-keys",
+                      str(board["keys"]), "--html", str(tmp_path / "site"))
+    assert code == 0
+    index = (tmp_path / "site" / "index.html").read_text()
+    row = re.search(r'<tr><td><a href="tasks/mnist.html">MNIST</a>.*?</tr>', index, re.S).group(0)
+    assert re.findall(r'<td class="num">(\d+)</td>', row) == ["1", "1"]
+    assert "2 of 4 count" in index  # the entry's runs: two honest, the forgery, the smoke run
+    assert "<dt>Counts</dt>" in index and "<dt>Verified</dt>" in index and "<dt>Claims</dt>" in index

@@ -55,12 +55,34 @@ def run(args) -> int:
             f"{fmt(s.median, '.2f')} s; coefficient of variation {fmt(s.cv, '.3f')}"
         )
         console.print(f"summary of the runs: {summary}", highlight=False)
+    if not args.no_sign:
+        print_verdicts(console, folders, args.trusted_keys)
     statuses = [Result.read(f).status for f in folders]
     for parent in dict.fromkeys(f.parent for f in folders):
         names = ", ".join(short_id(f.name) for f in folders if f.parent == parent)
         console.print(f"results in {parent}/: {names} (`runner show {short_id(folders[-1].name)}` for one)",
                       highlight=False)
     return 0 if all(s == "complete" for s in statuses) else 1
+
+
+def print_verdicts(console: Console, folders: list[Path], trusted: str | None) -> None:
+    """What ``runner verify`` says of each signed run, one line each, judged now (the verdict is
+    then cached, so ``runner ls`` and the leaderboard read it at once)."""
+    from rich.markup import escape  # lazy: start-up (with the verifier)
+
+    from runner.errors import UserError  # lazy: start-up (with the verifier)
+    from runner.keys.trust import trusted_keys  # lazy: start-up (verify's modules)
+    from runner.runs import judge  # lazy: start-up (verify's modules)
+
+    try:
+        keys = trusted_keys(trusted)
+    except UserError as err:
+        console.print(f"[yellow]verdict not judged[/]: {escape(err.problem)}", highlight=False)
+        return
+    for folder in folders:
+        verdict = judge(folder, keys)
+        style = "green" if verdict.counts else "yellow" if verdict.verified else "red"
+        console.print(f"verdict {short_id(folder.name)}: [{style}]{escape(verdict.summary)}[/]", highlight=False)
 
 
 def print_json(folders: list[Path], trusted: str | None = None) -> int:
