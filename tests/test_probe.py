@@ -77,12 +77,12 @@ def _crossing(**fields) -> ScoredEvaluation:
 
 
 def test_verify_holds_the_crossings_probe_to_the_runners_size_and_the_runs_seed():
-    assert _probe_too_small(_crossing(), 7) is None
-    assert _probe_too_small(_crossing(probe_items=None, probe_seed=None), 7) is None  # every item
-    assert "no score" in _probe_too_small(_crossing(probe_predictions=None, probe_gap=None), 7)
-    assert "fewer than the runner's" in _probe_too_small(_crossing(probe_items=50), 7)
-    assert "seed 8" in _probe_too_small(_crossing(probe_seed=8), 7)
-    assert _probe_too_small(_crossing(count=512, probe_items=512), 7) is None  # a smoke set, probed whole
+    assert _probe_too_small(_crossing(), 7, PROBE_ITEMS) is None
+    assert _probe_too_small(_crossing(probe_items=None, probe_seed=None), 7, PROBE_ITEMS) is None  # every item
+    assert "no score" in _probe_too_small(_crossing(probe_predictions=None, probe_gap=None), 7, PROBE_ITEMS)
+    assert "fewer than the runner's" in _probe_too_small(_crossing(probe_items=50), 7, PROBE_ITEMS)
+    assert "seed 8" in _probe_too_small(_crossing(probe_seed=8), 7, PROBE_ITEMS)
+    assert _probe_too_small(_crossing(count=512, probe_items=512), 7, PROBE_ITEMS) is None  # a smoke set, probed whole
 
 
 def test_the_ledger_pays_no_dynamo_import_and_the_warm_up_runs_no_entry_code(tmp_path):
