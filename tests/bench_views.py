@@ -55,7 +55,8 @@ make_bundle(f, signer)
 def _timed(repo: Path, root: Path, *argv: str) -> float:
     env = {**os.environ, "PYTHONPATH": str(repo), "RUNNER_HOME": str(root / "home"), "COLUMNS": "80"}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "runner", *argv], env=env, capture_output=True, text=True)
+    # cwd: not a checkout (``-m`` puts the working folder first on the path, before PYTHONPATH)
+    done = subprocess.run([sys.executable, "-m", "runner", *argv], env=env, capture_output=True, text=True, cwd=root)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{repo}: runner {' '.join(argv)} exited {done.returncode}: {done.stderr[-400:]}")
