@@ -22,7 +22,7 @@ from runner.entry_build.context import entry_files
 from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_document
 from runner.entry_build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
 from runner.entry_build.information import budget_for
-from runner.bundle import PROFILE_FILE, record_measured, sign_folder
+from runner.bundle import PROFILE_FILE, record_measured, settle_outputs, sign_folder
 from runner.bundle.filelist import MANIFEST
 from runner.bundle.measured import measured_record, require_measured
 from runner.keys import load_signer
@@ -423,6 +423,7 @@ def _reproduce_here(plan: RunPlan) -> list[Path]:
                     if (held := time.monotonic() - waited) > 0.05:
                         clock.add("waiting for cores", held)
                     folder = run_once(plan, shared, seed, Path(tmp), clock)
+                    settle_outputs(folder)  # outputs verify would refuse: left out, named, before the record
                     record_measured(folder)  # what it measured, kept outside the folder from now on
                     ownership.mark_finished(folder.name)
                 folders.append(folder)

@@ -57,6 +57,7 @@ __all__ = [
     "open_bundle",
     "pack",
     "record_measured",
+    "settle_outputs",
     "sign_again",
     "sign_folder",
 ]
@@ -128,6 +129,17 @@ def _leave_out_unverifiable(result_dir: Path, result: Result, warnings: list[str
     assemble.left_out(result, note)
     result.write(result_dir)
     warnings.append(note)
+
+
+def settle_outputs(result_dir: Path) -> None:
+    """At the end of a run, before the runner records what it measured: the entry's outputs
+    that verify would refuse (a FIFO, a link, a sparse giant) are left out, unread, and named
+    in the result (``_leave_out_unverifiable``), so the record and the signature cover the
+    same files."""
+    warnings: list[str] = []
+    _leave_out_unverifiable(Path(result_dir), _read_result(Path(result_dir)), warnings)
+    for warning in warnings:
+        reporter().print(f"[yellow]{warning}[/]", highlight=False)
 
 
 def make_bundle(result_dir: Path, signer: Signer | None = None, *, ledger: bool = False) -> Bundle:

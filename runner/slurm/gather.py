@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 from runner.manifest import Entry
-from runner.bundle import record_measured
+from runner.bundle import record_measured, settle_outputs
 from runner.results import assemble, new_run_id
 from runner.results.record import Result
 from runner.slurm.submit import JobArray
@@ -116,6 +116,7 @@ def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], 
             reporter().print(f"[red]unreadable result[/] in {folder} ({exc}): a placeholder records the run")
             continue
         mark(result, record).write(folder)
+        settle_outputs(folder)  # outputs verify would refuse: left out, named, before the record
         record_measured(folder)
         folders[seed] = folder
     return folders
