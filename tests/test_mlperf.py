@@ -389,6 +389,11 @@ def test_real_smoke_reproduces_give_logs_and_a_tree_mlperf_accepts(docker_client
     assert len(folders) == 5
 
     # Without the submission keys the log is still written: it leaves them out, and says so.
+    # (On a copy: writing into a signed folder would edit what was signed, and verify, which
+    # the export runs, would refuse it.)
+    signed_first = folders[0]
+    folders = [tmp_path / "copy" / signed_first.name, *folders[1:]]
+    shutil.copytree(signed_first, folders[0])
     written, why = write_mlperf_log(folders[0], SubmissionConfig({}))
     assert written == folders[0] / "logs" / "mlperf_train.log" and "submission_org" not in written.read_text()
     assert "org, platform, division, status" in why and 'runner config set mlperf.org' in why
@@ -412,6 +417,7 @@ def test_real_smoke_reproduces_give_logs_and_a_tree_mlperf_accepts(docker_client
     for key, value in SUBMISSION.items():
         set_value(f"mlperf.{key}", value)
     tree = tmp_path / "submission"
+    folders[0] = signed_first  # the export reads the runs as they were signed
     args = ["export", "mlperf", *map(str, folders), "--out", str(tree), "--trusted-keys", str(signed_by)]
     assert main(args) == 2  # smoke runs are refused: none counts
     assert main([*args, "--allow-smoke"]) == 0  # ... but may be written to try the format, marked as such
