@@ -269,8 +269,9 @@ def test_class7_the_entrys_timestamps_are_ignored(clock_run):
 
 
 def test_cheating_runs_still_verify_as_what_they_are(clock_run, capsys):
-    """The bundle is honest about the cheat: every check passes, and it is not conforming."""
-    assert main(["verify", str(clock_run["_folder"])]) in (0, 1)
+    """The bundle is honest about the cheat: every check passes, and it is not conforming, so it
+    never counts (exit 3; 1 only where this home's key is not the one that signed it)."""
+    assert main(["verify", str(clock_run["_folder"])]) in (1, 3)
     out = capsys.readouterr().out
     for check in ("tta", "events-order", "checkpoints", "probe", "first-crossing", "scores"):
         assert f"✓ {check} " in out, out
