@@ -24,8 +24,6 @@ the verdict was cached is judged afresh.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +31,11 @@ from securesystemslib.signer import SSlibKey
 
 from runner import __version__, paths
 from runner.bundle.filelist import ENVELOPE
+from runner.digests import sha256_file
 from runner.claims import cross_seed_problem, variant_problem
 from runner.errors import UserError
 from runner.events import bounded_json
+from runner.results.folder import write_json
 from runner.tasks import TASKS
 from runner.verify import Auditor, Report, verify_bundle
 from runner.verify.trust import signature_verdict
@@ -170,19 +170,13 @@ def judge(path: Path | str, trusted_keys: list[SSlibKey], *, auditor: Auditor | 
 # -- the cache ---------------------------------------------------------------------------------
 
 def _statement_digest(path: Path) -> str | None:
-    envelope = path / ENVELOPE if path.is_dir() else None
+    """The sha256 of a folder's signed statement, or of a bundle's tarball (its bytes are what
+    was signed and packed); None when there is neither."""
+    target = path / ENVELOPE if path.is_dir() else path
     try:
-        if envelope is not None:
-            return hashlib.sha256(envelope.read_bytes()).hexdigest()
-        if path.is_file():  # a bundle's tarball: its bytes are what was signed and packed
-            digest = hashlib.sha256()
-            with path.open("rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(block)
-            return digest.hexdigest()
+        return sha256_file(target) if target.is_file() else None
     except OSError:
         return None
-    return None
 
 
 def _cache_key(path: Path, trusted_keys: list[SSlibKey]) -> tuple[str, str] | None:
@@ -222,9 +216,7 @@ def _write_cache(key: tuple[str, str], verdict: Verdict) -> None:
     target = _cache_path(key[0])
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(verdict.to_dict(), sort_keys=True))
-        os.replace(tmp, target)
+        write_json(target, verdict.to_dict())
     except OSError:
         pass  # a read-only home: the verdict is recomputed next time, never wrong
 
