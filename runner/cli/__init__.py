@@ -20,6 +20,7 @@ from collections import namedtuple
 
 from runner import __version__
 from runner.errors import UserError
+from runner.safe_read import visible
 
 # name: what people type; help: its line in `runner --help` (None: not listed, started by the
 # runner itself); arguments: runner.cli.arguments.<arguments> adds its arguments; run:
@@ -132,8 +133,9 @@ def function(args: argparse.Namespace):
 
 
 def one_line(text: str, limit: int = 2000) -> str:
-    """An error message as one line of bounded length, whatever it quotes."""
-    text = " ".join(text.split())
+    """An error message as one line of bounded length, whatever it quotes, with the control
+    characters of what it quotes made visible (a file name may carry escape sequences)."""
+    text = visible(" ".join(text.split()))
     return text if len(text) <= limit else text[:limit] + "..."
 
 
