@@ -113,7 +113,13 @@ def _read_manifest(root: Path) -> Manifest | None:
                        for k, v in files.items())
             or not all(isinstance(f, str) for f in folders)):
         return None
-    return Manifest(files, folders)
+    return Manifest({k: v for k, v in files.items() if _plain(k)}, [f for f in folders if _plain(f)])
+
+
+def _plain(rel: str) -> bool:
+    """A path the manifest may name: relative, inside the folder, no ``..`` or empty part."""
+    parts = rel.split("/")
+    return bool(rel) and not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts) and "\0" not in rel
 
 
 def _named(paths: list[str]) -> str:
@@ -170,7 +176,9 @@ def check_target(out: Path) -> Manifest | None:
             f"{visible(str(out))} holds {count} file{'s' if len(strange) != 1 else ''} the runner did not "
             f"write: {_named(strange)}; the site was not written and nothing there was touched",
             "name a new or empty folder for the site (or move those files out of it)")
-    return manifest
+    # What may be removed once the new site is in: only what was found here and is as written.
+    return Manifest({rel: manifest.files[rel] for rel in found.files if rel in manifest.files},
+                    [rel for rel in found.folders if rel in ours])
 
 
 def manifest_of(root: Path) -> Manifest:
@@ -230,6 +238,8 @@ def _remove_old(old: Path, manifest: Manifest) -> list[str]:
     runner wrote (same digest), then its folders once empty. What is left, relative to ``old``."""
     for rel, sha in manifest.files.items():
         path = old / rel
+        if not _plain(rel) or old.resolve() not in path.resolve().parents:
+            continue
         try:
             if digest(path) == sha:
                 path.unlink()
@@ -239,6 +249,8 @@ def _remove_old(old: Path, manifest: Manifest) -> list[str]:
     if manifest_file.is_file() and not manifest_file.is_symlink():
         manifest_file.unlink()
     for rel in sorted(manifest.folders, key=lambda p: p.count("/"), reverse=True):
+        if not _plain(rel) or (old / rel).is_symlink() or old.resolve() not in (old / rel).resolve().parents:
+            continue
         try:
             (old / rel).rmdir()
         except OSError:
@@ -263,7 +275,7 @@ def build_into(out: Path, write: Callable[[Path], None]) -> None:
     except OSError as exc:
         raise _write_error(exc, out) from None
     try:
-        os.chmod(fresh, _mode())
+        os.chmod(fresh, _mode() if previous is None else stat.S_IMODE(os.stat(out).st_mode))  # as DIR was
         write(fresh)
         (fresh / MANIFEST).write_text(manifest_of(fresh).as_json(), encoding="utf-8")
         left = _swap(fresh, out, previous)

@@ -239,3 +239,43 @@ def test_a_study_plot_that_became_a_fifo_or_a_link_out_is_left_out_of_the_site(r
     assert "plot left out: lesion.png: is a FIFO" in text and "plot left out: other.png" in text
     assert list((page.parent / STUDY).glob("*.png")) == []
     assert b"host file" not in b"".join(p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("text, why", [
+    ("", None),  # an empty curve.tsv: no points (was an IndexError)
+    ("epoch\thours\ttop1Accuracy\n1\t0.01\t97.5\n2\tlots\t98.0\n", "line 3 is not epoch, hours and accuracy"),
+    ("epoch\thours\ttop1Accuracy\n1\tnan\t97.5\n", "line 2 holds a number that is not finite"),
+])
+def test_a_studys_curve_tsv_is_read_as_untrusted_input(tmp_path, text, why):
+    from runner.safe_read import Unreadable
+    from runner.study.common import read_curve
+
+    (tmp_path / "curve.tsv").write_text(text)
+    if why is None:
+        assert read_curve(tmp_path) == []
+    else:
+        with pytest.raises(Unreadable, match=why):
+            read_curve(tmp_path)
+    (tmp_path / "curve.tsv").unlink()
+    os.mkfifo(tmp_path / "curve.tsv")
+    with pytest.raises(Unreadable, match="FIFO"):  # was: no points, as if the run had no curve
+        read_curve(tmp_path)
+
+
+def test_a_forged_manifest_never_removes_a_file_outside_the_site_or_one_it_did_not_find(results, tmp_path, capsys):
+    """A shared site folder whose manifest names ``../victim.txt`` (with its true digest) or a
+    file that is not there: rebuilding removes only what it found in the site, as written."""
+    out = tmp_path / "site"
+    assert site(capsys, results, out)[0] == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own")
+    (tmp_path / "empty-dir").mkdir()
+    manifest = json.loads((out / MANIFEST).read_text())
+    manifest["files"]["../victim.txt"] = hashlib.sha256(victim.read_bytes()).hexdigest()
+    manifest["files"]["/" + str(victim).lstrip("/")] = manifest["files"]["../victim.txt"]
+    manifest["folders"] += ["../empty-dir", str(tmp_path / "empty-dir")]
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    code, _, err = site(capsys, results, out)
+    assert code == 0, err
+    assert victim.read_text() == "the user's own" and (tmp_path / "empty-dir").is_dir()
+    assert "../victim.txt" not in (out / MANIFEST).read_text() and leftovers(out) == []
