@@ -21,9 +21,11 @@ from hostile_helpers import assert_one_line_error, run_cli
 from synthetic_result import make_result_folder, stage_mnist_stand_in
 
 from runner.fingerprint import capture_host
-from runner.leaderboard import html
+from runner.leaderboard import formats, html
 from runner.leaderboard import studies as studies_module
 from runner.leaderboard.studies import PNG_MAGIC
+from runner.safe_read import Unreadable
+from runner.study.common import read_curve
 
 ENTRY = "mnist-cnn-cpu"
 MANIFEST = ".runner-site.json"  # what the runner wrote into a site folder
@@ -247,9 +249,6 @@ def test_a_study_plot_that_became_a_fifo_or_a_link_out_is_left_out_of_the_site(r
     ("epoch\thours\ttop1Accuracy\n1\tnan\t97.5\n", "line 2 holds a number that is not finite"),
 ])
 def test_a_studys_curve_tsv_is_read_as_untrusted_input(tmp_path, text, why):
-    from runner.safe_read import Unreadable
-    from runner.study.common import read_curve
-
     (tmp_path / "curve.tsv").write_text(text)
     if why is None:
         assert read_curve(tmp_path) == []
@@ -279,3 +278,13 @@ def test_a_forged_manifest_never_removes_a_file_outside_the_site_or_one_it_did_n
     assert code == 0, err
     assert victim.read_text() == "the user's own" and (tmp_path / "empty-dir").is_dir()
     assert "../victim.txt" not in (out / MANIFEST).read_text() and leftovers(out) == []
+
+
+def test_figures_from_a_hand_edited_record_are_written_never_raised():
+    """The site and the tables write what a result holds: a negative cost or an infinite time
+    shows as such or as "—", never a ValueError that takes the whole board down."""
+    assert formats.dollars(-1.5) == "-$1.50" and formats.dollars(-0.001) == "-$0.0010"
+    assert formats.duration(float("inf")) == "—" and formats.run_duration(float("nan")) == "—"
+    assert formats.duration(-90) == "-0:01:30" and formats.dollars(float("inf")) == "—"
+    assert formats.milliseconds(float("nan")) == "—" and formats.ratio(float("inf")) == "—"
+    assert formats.month(5) == "5"
