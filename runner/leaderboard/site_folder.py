@@ -233,9 +233,10 @@ def _write_error(exc: OSError, out: Path, fresh: Path | None = None) -> UserErro
                      f"{visible(str(out))} is as it was", "check that folder and its disk")
 
 
-def _remove_old(old: Path, manifest: Manifest) -> list[str]:
+def _remove_old(old: Path, manifest: Manifest) -> bool:
     """Remove the old site from ``old`` (renamed aside): each file its manifest proves the
-    runner wrote (same digest), then its folders once empty. What is left, relative to ``old``."""
+    runner wrote (same digest), then its folders once empty. True when ``old`` had to stay
+    (it holds something the runner cannot prove it wrote)."""
     for rel, sha in manifest.files.items():
         path = old / rel
         if not _plain(rel) or old.resolve() not in path.resolve().parents:
@@ -247,7 +248,7 @@ def _remove_old(old: Path, manifest: Manifest) -> list[str]:
             pass
     manifest_file = old / MANIFEST
     if manifest_file.is_file() and not manifest_file.is_symlink():
-        manifest_file.unlink()
+        manifest_file.unlink(missing_ok=True)
     for rel in sorted(manifest.folders, key=lambda p: p.count("/"), reverse=True):
         if not _plain(rel) or (old / rel).is_symlink() or old.resolve() not in (old / rel).resolve().parents:
             continue
@@ -257,9 +258,9 @@ def _remove_old(old: Path, manifest: Manifest) -> list[str]:
             pass
     try:
         old.rmdir()
-        return []
+        return False
     except OSError:
-        return contents(old).files or ["?"]
+        return True  # something the runner cannot prove it wrote: left where it is
 
 
 def build_into(out: Path, write: Callable[[Path], None]) -> None:
@@ -303,6 +304,4 @@ def _swap(fresh: Path, out: Path, previous: Manifest | None) -> Path | None:
     except OSError:
         os.rename(old, out)
         raise
-    if stat.S_ISDIR(os.lstat(old).st_mode) and _remove_old(old, previous):
-        return old
-    return None
+    return old if _remove_old(old, previous) else None

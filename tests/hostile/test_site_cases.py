@@ -288,3 +288,22 @@ def test_figures_from_a_hand_edited_record_are_written_never_raised():
     assert formats.duration(-90) == "-0:01:30" and formats.dollars(float("inf")) == "—"
     assert formats.milliseconds(float("nan")) == "—" and formats.ratio(float("inf")) == "—"
     assert formats.month(5) == "5"
+
+
+def test_a_file_added_to_the_old_site_while_the_new_one_is_built_is_kept(results, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "site"
+    assert site(capsys, results, out)[0] == 0
+    render = html._render
+
+    def meanwhile(path: Path, template: str, **context) -> None:
+        if template == "index.html":
+            (out / "tasks" / "late.txt").write_text("written while the site was built")
+        render(path, template, **context)
+
+    monkeypatch.setattr(html, "_render", meanwhile)
+    code, _, err = site(capsys, results, out)
+    assert code == 0 and "kept files the runner did not write" in err, err
+    (kept,) = [out.parent / name for name in leftovers(out)]
+    assert (kept / "tasks" / "late.txt").read_text() == "written while the site was built"
+    assert [str(p.relative_to(kept)) for p in kept.rglob("*")] == ["tasks", "tasks/late.txt"]  # the rest removed
+    assert not (out / "tasks" / "late.txt").exists() and (out / "index.html").is_file()
