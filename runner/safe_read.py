@@ -44,6 +44,7 @@ LIMITS = {
     "ledger": 64 * MiB,  # a key's ledger chain
     "events": 512 * MiB,  # events.jsonl (read as a stream of lines)
     "text": 16 * MiB,  # a text file read whole
+    "plot": 32 * MiB,  # a PNG of a study, copied into the leaderboard's site
     "data": 1 << 40,  # a file that is streamed and digested, never held (a checkpoint, a tarball)
 }
 MAX_DEPTH = 64

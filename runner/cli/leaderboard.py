@@ -12,12 +12,16 @@ from rich.markup import escape
 from runner import paths
 from runner.leaderboard import build
 from runner.leaderboard.html import write_site
+from runner.leaderboard.site_folder import check_target
+from runner.safe_read import visible
 from runner.leaderboard.terminal import print_tables
 from runner.keys.trust import trusted_keys
 
 
 def run(args) -> int:
     results = Path(args.results) if args.results else paths.results_dir()
+    if args.html:  # refused before any work when it holds files the runner did not write
+        check_target(Path(args.html).absolute())
     keys = trusted_keys(args.trusted_keys)
     board = build(results, keys)
     tables = [t for t in board.tables if not args.task or t.task.task_id in args.task]
@@ -35,9 +39,9 @@ def run(args) -> int:
         return 0
     console = Console(highlight=False)
     for problem in board.skipped:
-        console.print(f"[yellow]skipped[/]: {escape(problem)}")
+        console.print(f"[yellow]skipped[/]: {escape(visible(problem))}")
     print_tables(tables, console, args.top)
     if args.html:
         index = write_site(Path(args.html), tables, board.claims, board.reproductions, keys, board.studies)
-        console.print(f"wrote the site: {index} (open it from disk, or publish the folder as it is)")
+        console.print(f"wrote the site: {escape(visible(str(index)))} (open it from disk, or publish the folder as it is)")
     return 0

@@ -21,8 +21,10 @@ from datetime import date
 
 def duration(seconds: float | None) -> str:
     """h:mm:ss, rounded up to the second ("0:02:38"); days spelled out past 24 h."""
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):  # a hand-edited result: never a traceback
         return "—"
+    if seconds < 0:
+        return "-" + duration(-seconds)
     total = math.ceil(seconds)  # as the site did: 2755.0000000008 s is 0:45:56
     days, rest = divmod(total, 86_400)
     hours, rest = divmod(rest, 3600)
@@ -49,8 +51,10 @@ def tta(seconds: float | None, resolution: float | None) -> str:
 def dollars(usd: float | None) -> str:
     """To the cent; a figure under half a cent keeps two significant digits ("$0.0021")
     rather than showing "$0.00"."""
-    if usd is None:
+    if usd is None or not math.isfinite(usd):
         return "—"
+    if usd < 0:
+        return "-" + dollars(-usd)
     if usd == 0 or usd >= 0.005:
         return f"${usd:,.2f}"
     decimals = 1 - math.floor(math.log10(usd))
@@ -60,18 +64,18 @@ def dollars(usd: float | None) -> str:
 def milliseconds(ms: float | None) -> str:
     """Up to four decimals, trailing zeros dropped (0.1345, 43.45, 705.9); the column
     header names the unit, as DAWNBench's did."""
-    if ms is None:
+    if ms is None or not math.isfinite(ms):
         return "—"
     return f"{ms:.4f}".rstrip("0").rstrip(".")
 
 
 def ratio(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}×"
+    return "—" if value is None or not math.isfinite(value) else f"{value:.2f}×"
 
 
 def month(iso: str) -> str:
     """"2018-11-06" -> "Nov 2018"."""
     try:
         return date.fromisoformat(iso).strftime("%b %Y")
-    except ValueError:
-        return iso
+    except (TypeError, ValueError):
+        return str(iso)

@@ -15,6 +15,11 @@
     reproductions/<entry>/studies/<kind>-<stamp>/*.png
     bundles/<entry>-<run_id>.tar.gz each run's signed bundle (an archive's copied, a folder packed)
     keys/<keyid>.pub.json           the trusted keys that signed them
+    .runner-site.json               what the runner wrote here (each file's sha256)
+
+The site is written into a fresh folder beside the target and swapped in whole once complete
+(``runner.leaderboard.site_folder``): a target that holds anything the runner did not write is
+refused, naming it, and nothing of it is ever removed.
 
 No page names a path of the machine that built it (the results folder, HOME, the checkout):
 the site is written to be copied elsewhere and served as it is. Pages are Jinja2 templates
@@ -25,7 +30,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,9 +42,11 @@ from runner.dawnbench.claims import Claim
 from runner.dawnbench.tasks import FORMAT_TASKS, FormatTask, format_task
 from runner.errors import UserError
 from runner.keys import public_key_dict
+from runner import safe_read
 from runner.leaderboard import formats, plots
 from runner.leaderboard.reproductions import Reproduction
-from runner.leaderboard.studies import Study
+from runner.leaderboard.site_folder import build_into
+from runner.leaderboard.studies import Study, read_plot
 from runner.leaderboard.tables import OBJECTIVES, Row, Table, aggregate, ledger_note
 from runner.results.layout import short_id
 from runner.verify.verdict import WORDS
@@ -50,7 +56,6 @@ TASKS_DIR = "tasks"
 REPRODUCTIONS_DIR = "reproductions"
 BUNDLES_DIR = "bundles"
 KEYS_DIR = "keys"
-OURS = (STYLE, "index.html", TASKS_DIR, REPRODUCTIONS_DIR, BUNDLES_DIR, KEYS_DIR, "plots")  # rebuilt each time
 UP = "../"  # from a page one folder down to the site's root
 
 _ENV = jinja2.Environment(
@@ -303,8 +308,12 @@ def _copy_bundle(repro: Reproduction, out: Path) -> str | None:
     target = out / rel
     if target.exists():  # the same run read twice (a folder and its archive): one bundle
         return rel
-    if repro.archive is not None:
-        shutil.copyfile(repro.archive, target)
+    if repro.archive is not None:  # from the results folder: copied as untrusted input (no FIFO, no link)
+        try:
+            _copy_file(repro.archive, target)
+        except safe_read.Unreadable:
+            target.unlink(missing_ok=True)  # in the site's fresh folder: the runner's own
+            return None
     elif repro.bundled:
         try:
             pack_folder(repro.record.folder, target)
@@ -314,6 +323,12 @@ def _copy_bundle(repro: Reproduction, out: Path) -> str | None:
     else:
         return None
     return rel
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    with target.open("xb") as out:
+        for chunk in safe_read.iter_chunks(source, "data"):
+            out.write(chunk)
 
 
 def _write_keys(out: Path, trusted_keys: list[SSlibKey], used: set[str]) -> dict[str, str]:
@@ -387,10 +402,16 @@ def _study_view(out: Path, view: EntryView, study: Study, variants: dict[str, Ru
     its variants)."""
     page = study_page(study)
     folder = out / page.removesuffix(".html")
+    folder.parent.mkdir(parents=True, exist_ok=True)  # the page's folder, with or without plots
     plots = []
     for path, caption in study.plots:
+        try:  # read again as untrusted input: it may have changed since the report was read
+            data = read_plot(path, path.parent)
+        except safe_read.Unreadable as err:
+            study.left_out.append(f"{path.name}: {err.why}")
+            continue
         folder.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, folder / path.name)
+        (folder / path.name).write_bytes(data)
         plots.append((f"{folder.name}/{path.name}", caption))
     own = {r.repro.record.run_id: r for r in view.runs}
     runs = []
@@ -443,31 +464,27 @@ def _group(repros: list[Reproduction]) -> dict[tuple[str, str], list[Reproductio
     return ordered
 
 
-def _clean(out: Path) -> None:
-    for name in OURS:
-        path = out / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-
-
 def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list[Reproduction],
                trusted_keys: list[SSlibKey] | None = None, studies: list[Study] | None = None) -> Path:
-    """Write the site under ``out`` (its own files replaced, anything else left); returns the index."""
+    """Write the site as ``out``, built beside it and swapped in whole (``site_folder``): a
+    folder holding anything the runner did not write is refused. Returns the index."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    _clean(out)
+    build_into(out, lambda fresh: _write_pages(fresh, tables, claims, repros, trusted_keys or [], studies or []))
+    return out / "index.html"
+
+
+def _write_pages(out: Path, tables: list[Table], claims: list[Claim], repros: list[Reproduction],
+                 trusted_keys: list[SSlibKey], studies: list[Study]) -> None:
     for name in (TASKS_DIR, REPRODUCTIONS_DIR, BUNDLES_DIR, KEYS_DIR):
         (out / name).mkdir()
     (out / STYLE).write_text(_ENV.loader.get_source(_ENV, STYLE)[0], encoding="utf-8")
-    keys = _write_keys(out, trusted_keys or [], {r.signer_keyid for r in repros if r.signer_keyid})
+    keys = _write_keys(out, trusted_keys, {r.signer_keyid for r in repros if r.signer_keyid})
     shown_tasks = {t.task.task_id for t in tables}
     entries = []
     for (task, entry), runs in _group(repros).items():
         if task not in shown_tasks:
             continue
-        of_entry = [st for st in studies or [] if st.entry == entry]
+        of_entry = [st for st in studies if st.entry == entry]
         own, variants = _split_variants(runs, of_entry)
         view = _entry_view(out, format_task(task), entry, own, claims, keys)
         variant_views = {r.record.run_id: _run_view(out, entry, r, keys) for r in variants}
@@ -491,7 +508,6 @@ def write_site(out: Path, tables: list[Table], claims: list[Claim], repros: list
     _render(index, "index.html", root="", current="index", views=views, entries=entries, counts=counts,
             claims=sum(c.claims for c in counts.values()), reproductions=len(repros),
             verified=sum(r.verdict.verified for r in repros), counting=sum(r.counts for r in repros), **common)
-    return index
 
 
 def _render(path: Path, template: str, **context) -> None:

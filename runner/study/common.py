@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner import data, paths
+from runner import data, paths, safe_read
 from runner.data.synthetic import SMOKE_SIZES
 from runner.errors import UserError
 from runner.events import ENTRY, RUNNER, read_events
@@ -104,18 +105,28 @@ def check_run_folders(folders: list[Path]) -> list[Path]:
 
 
 def read_curve(folder: Path) -> list[tuple[int, float, float]]:
-    """DAWNBench's curve.tsv as (epoch, training seconds, primary accuracy in percent)."""
+    """DAWNBench's curve.tsv as (epoch, training seconds, primary accuracy in percent), read
+    through ``runner.safe_read`` (a run folder is untrusted input): ``Unreadable`` naming the
+    file and the line when it is not a regular file or not a curve."""
     path = Path(folder) / "curve.tsv"
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return []
-    lines = path.read_text().splitlines()
+    lines = safe_read.read_text(path, "text").splitlines()
+    if not lines:
+        return []
     header = lines[0].split("\t")
     column = 3 if len(header) > 3 and header[3] == "top5Accuracy" else 2  # ImageNet's metric is top-5
     points = []
-    for line in lines[1:]:
+    for number, line in enumerate(lines[1:], start=2):
         cells = line.split("\t")
         if len(cells) > column and cells[column]:
-            points.append((int(cells[0]), float(cells[1]) * 3600, float(cells[column])))
+            try:
+                point = (int(cells[0]), float(cells[1]) * 3600, float(cells[column]))
+            except ValueError:
+                raise safe_read.Unreadable(path, f"line {number} is not epoch, hours and accuracy") from None
+            if not all(math.isfinite(x) for x in point[1:]):
+                raise safe_read.Unreadable(path, f"line {number} holds a number that is not finite")
+            points.append(point)
     return points
 
 
