@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 
 from rich.console import Console
@@ -84,10 +85,11 @@ def export_image(args) -> int:
     built = build_entry(entry, engine)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    partial = out / f".{entry.name}.partial-{os.getpid()}.tar"
+    fd, name = tempfile.mkstemp(prefix=f".{entry.name}.partial-", suffix=".tar", dir=out)  # ours alone
+    partial = Path(name)
     digest = hashlib.sha256()
     try:
-        with open(partial, "wb") as fh:
+        with os.fdopen(fd, "wb") as fh:
             for chunk in engine.export_image(built.image_id):
                 digest.update(chunk)
                 fh.write(chunk)

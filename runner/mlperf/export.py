@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,9 +233,7 @@ def _write_atomically(out: Path, write) -> None:
     """``write(folder)`` into a fresh sibling of ``out``, renamed to ``out`` once whole: an
     error half-way leaves nothing at ``out``."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.parent / f".{out.name}.partial-{os.getpid()}"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
+    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))  # ours alone
     try:
         write(partial)
         if out.exists():
