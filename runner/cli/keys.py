@@ -9,6 +9,7 @@ from rich.console import Console
 
 from runner import keys
 from runner.errors import UserError
+from runner.safe_read import visible
 from runner.keys import trust as store
 
 
@@ -61,15 +62,28 @@ def show(args) -> int:
 
 
 def trust(args) -> int:
+    """Each FILE, or every ``*.pub.json`` of a folder: in a folder, a file that is not a key is
+    skipped with a warning naming it (``runner.keys.trust.keys_in``'s rule)."""
     for name in args.file:
         path = Path(name).expanduser()
-        files = sorted(path.glob("*" + keys.PUBLIC_SUFFIX)) if path.is_dir() else [path]
+        folder = path if path.is_dir() else None
+        files = sorted(path.glob("*" + keys.PUBLIC_SUFFIX)) if folder else [path]
         if not files:
             raise UserError(f"no *{keys.PUBLIC_SUFFIX} files in {path}", "pass the publishers' public key files")
+        trusted = 0
         for file in files:
             known = {t.keyid for t in store.list_trusted() if t.source != store.OWN_KEY}
-            key = store.trust(file)
-            print(f"{'already trusted' if key.keyid in known else 'trusted'} {key.keyid}  ({file})")
+            try:
+                key = store.trust(file, folder)
+            except UserError as err:
+                if folder is None:
+                    raise
+                store.warn(f"{err.problem}; skipped")
+                continue
+            trusted += 1
+            print(f"{'already trusted' if key.keyid in known else 'trusted'} {key.keyid}  ({visible(str(file))})")
+        if folder is not None and not trusted:
+            raise UserError(f"no usable key in {visible(str(path))}", "pass the publishers' public key files")
     return 0
 
 
