@@ -188,10 +188,10 @@ def test_fifo_ledger_of_your_own_key_does_not_block_ls(signed, case, tmp_path, m
     ledger = ledger_path(signer.public_key.keyid)
     ledger.unlink()
     fifo(ledger)
-    code, out, err, took = cli("ls", "--results", str(results), "--trusted-keys", str(archive_keys), "--json",
+    code, out, err, took = cli("ls", "--results", str(results), "--trusted-keys", str(archive_keys),
                                env={"RUNNER_HOME": str(home)}, timeout=20)
     assert code == 0 and took < 10, (code, out, err)
-    assert trusted_of(out) and ledger.exists()
+    assert "s0-keycase" in out and ledger.exists()
 
 
 # -- a sparse giant, not UTF-8, not a key, nested deep ----------------------------------------
