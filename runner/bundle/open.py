@@ -94,10 +94,11 @@ def safe_relative(name: str) -> PurePosixPath:
 
 
 class _Budget:
-    def __init__(self, source: Path, limits: Limits):
-        self.source, self.limits = source, limits
+    def __init__(self, source: Path, limits: Limits, packed: bool = False):
+        self.source, self.limits, self.packed = source, limits, packed
         self.files = 0
         self.total = 0
+        self.top: str | None = None  # a packed bundle's top folder (its run id), from its first file
 
     def add_file(self, name: str, size: int) -> None:
         self.files += 1
@@ -105,7 +106,12 @@ class _Budget:
             raise _refuse(self.source, f"more than {self.limits.max_files} files")
         if size > self.limits.max_file_bytes:
             raise _refuse(self.source, f"{name} is {size} bytes, over the {self.limits.max_file_bytes}-byte limit")
-        kind = kind_of_member(PurePosixPath(name))
+        rel = PurePosixPath(name)
+        if self.packed and self.files == 1 and len(rel.parts) > 1:
+            self.top = rel.parts[0]
+        if self.top is not None and len(rel.parts) > 1 and rel.parts[0] == self.top:
+            rel = PurePosixPath(*rel.parts[1:])
+        kind = kind_of_member(rel)
         if kind is not None and size > safe_read.LIMITS[kind]:
             raise _refuse(self.source, f"{name} is {safe_read.size_text(size)}, over the "
                           f"{safe_read.size_text(safe_read.LIMITS[kind])} such a file may hold")
@@ -152,7 +158,7 @@ def _make_parent(dest_root: Path, rel: PurePosixPath) -> Path:
 
 
 def _extract_tar(source: Path, dest: Path, limits: Limits) -> None:
-    budget = _Budget(source, limits)
+    budget = _Budget(source, limits, packed=True)
     compressed = max(1, source.stat().st_size)
     seen: set[str] = set()
     try:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from runner import keys
 from runner.errors import UserError
@@ -56,8 +57,8 @@ def show(args) -> int:
     console = Console()
     console.print(f"key id       {key.keyid}")
     console.print(f"type         {key.keytype} ({key.scheme})")
-    console.print(f"public key   {public}")
-    console.print(f"private key  {private}" + ("" if private.exists() else "  [red](missing: cannot sign)[/]"))
+    console.print(f"public key   {escape(visible(str(public)))}")
+    console.print(f"private key  {escape(visible(str(private)))}" + ("" if private.exists() else "  [red](missing: cannot sign)[/]"))
     return 0
 
 
@@ -96,7 +97,7 @@ def list_trusted(args) -> int:
         print("no trusted keys: `runner keys trust FILE` adds one, `runner keys generate` makes yours")
     for t in found:
         when = f", added {t.added}" if t.added else ""
-        print(f"{t.keyid}  {t.source}{when}")
+        print(f"{t.keyid}  {visible(t.source)}{visible(when)}")
     return 0
 
 

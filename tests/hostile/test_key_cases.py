@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -369,3 +370,45 @@ def test_verify_a_statement_with_nan_is_a_failed_check(case, capsys):
     code, report, _ = verify_json(capsys, run, archive_keys)
     assert code == 1
     assert "NaN" in failed(report), failed(report)
+
+
+def test_verify_a_tarball_whose_result_json_is_over_its_cap(case, tmp_path, capsys):
+    """A packed bundle's result.json of 20 MiB (spaces, then the JSON: it compresses to almost
+    nothing, under the zip-bomb ratio) is refused when the bundle is opened, by its size."""
+    run, archive_keys, _ = case
+    text = (run / "result.json").read_text()
+    (run / "result.json").write_text(" " * (20 << 20) + text)
+    packed = tmp_path / "big-result.tar.gz"
+    with tarfile.open(packed, "w:gz", compresslevel=1) as tar:
+        tar.add(run, arcname=run.name)
+    code, report, took = verify_json(capsys, packed, archive_keys)
+    assert code == 1 and took < 5, (took, failed(report))
+    assert "bundle-safe-to-open" in failed(report) and "result.json is 20.0 MiB" in failed(report), failed(report)
+
+
+# -- text from keys and bundles is data ----------------------------------------------------------
+
+
+def test_a_trusted_key_origin_with_escape_sequences_is_shown_inert(case, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
+    pair = keys.generate(tmp_path / "other")
+    assert run_cli(capsys, "keys", "trust", str(pair.public))[0] == 0
+    origin = tmp_path / "home" / "trusted-keys" / f"{pair.keyid}.origin.json"
+    origin.write_text(json.dumps({"source": "\x1b]0;owned\x07\x1b[2Jhere", "added": "\x1b[31mnow"}))
+    code, out, err = run_cli(capsys, "keys", "list")
+    assert code == 0 and pair.keyid in out
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "\\x1b]0;owned" in out
+
+
+def test_verify_prints_a_hostile_folder_name_inert(case, tmp_path, capsys):
+    """A run folder named with escape sequences and holding a FIFO: the failed check names it
+    with its control characters made visible."""
+    run, archive_keys, _ = case
+    hostile = run.with_name("run\x1b]0;owned\x07\x1b[2J")
+    run.rename(hostile)
+    fifo(hostile / "pipe")
+    code, out, err = run_cli(capsys, "verify", str(hostile), "--trusted-keys", str(archive_keys))
+    assert code == 1 and "Traceback" not in err
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "pipe" in out and "\\x1b]0;owned" in out
