@@ -9,6 +9,14 @@ a securesystemslib private-key URI (``file2:PATH``, ``gcpkms:...``, ``awskms:...
 key's JSON, so a CI or a cluster can sign with a key that never sits on its disk. A public
 key file that is not the private key's own half is refused, when signing and when trusting.
 Which keys a command trusts is ``runner.keys.trust``'s.
+
+Every key file is read through ``runner.safe_read`` (kind ``key``: a regular file of at most
+64 KiB, opened without blocking; a public key is depth-capped, finite JSON): a FIFO, device or
+sparse giant where a key should be is refused on one line naming it. A link is followed only
+where you configured it (``RUNNER_SIGNING_KEY``, ``RUNNER_SIGNING_PUBKEY``, a file you name).
+The advice names what is wrong: a private key file others can read is told ``chmod 600`` on
+the file, a key folder others can write (who could swap the key) ``chmod 700`` on the folder,
+and a folder given where the key file belongs is told which file to name.
 """
 
 from __future__ import annotations
@@ -52,7 +60,7 @@ def signer_from_uri(uri: str, public: Path | None = None) -> Signer:
     if public is None:
         raise UserError(f"the signing key {uri} has no public key given",
                         f"set {PUBKEY_ENV_VAR} to the key's public JSON (a *.pub.json file)")
-    key = read_public_key(public)
+    key = read_public_key(public.resolve())  # your own configuration: a link you made is followed
     if scheme == "file2":
         private = Path(uri.partition(":")[2]).expanduser()
         _require_pair(_public_half(private), key, private, public)
@@ -114,7 +122,7 @@ def configured_public_key() -> SSlibKey | None:
     public = configured_public_path()
     if public is None or not public.is_file():
         return None
-    key = read_public_key(public)
+    key = read_public_key(public.resolve())
     private = _private_file()
     if private is not None and private.is_file():
         _require_pair(_public_half(private), key, private, public)
@@ -214,7 +222,7 @@ def load_signer(private: Path | None = None) -> Signer | None:
     signer = CryptoSigner(key)
     public = public_path_for(path) if private is not None else configured_public_path()
     if public is not None and public.is_file():
-        _require_pair(signer.public_key, read_public_key(public), path, public)
+        _require_pair(signer.public_key, read_public_key(public.resolve()), path, public)
     return signer
 
 
