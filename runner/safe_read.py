@@ -85,6 +85,11 @@ def _check(path: Path, st: os.stat_result, limit: int) -> None:
         raise Unreadable(path, f"is {_size(st.st_size)} (its apparent size), over the {_size(limit)} a file of this kind may hold")
 
 
+def size_text(n: int) -> str:
+    """``n`` bytes in words (``4.0 GiB``), as the refusals say it."""
+    return _size(n)
+
+
 def _size(n: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", KiB)):
         if n >= scale:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from securesystemslib.signer import Signer
 
-from runner import paths
+from runner import paths, safe_read
 from runner.bundle.claim import PREDICATE_TYPE, build_predicate
 from runner.results import assemble
 from runner.results.record import RESULT_FILE, Result
@@ -239,7 +239,7 @@ def bundle_name(result_dir: Path) -> str:
     """``<entry>-<run_id>.tar.gz``: the name a packed bundle goes by, as in the archive
     (``results/archive/``), read from the folder's result.json."""
     try:
-        raw = json.loads((Path(result_dir) / RESULT_FILE).read_text())
+        raw = safe_read.read_json_object(Path(result_dir) / RESULT_FILE, "result")
         name = f"{raw['entry']['name']}-{raw['run_id']}.tar.gz"
     except (ValueError, KeyError, TypeError) as err:
         raise UserError(f"{result_dir}/{RESULT_FILE} names no entry and run id ({type(err).__name__})",

@@ -13,6 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner import safe_read
 from runner.bundle.open import Limits
 from runner.digests import sha256_file
 from runner.entry_outputs import kind_of
@@ -152,7 +153,12 @@ def write_manifest(root: Path, digests: dict[str, str]) -> Path:
 
 def read_manifest(root: Path) -> dict[str, str]:
     """``{path: sha256}`` from ``bundle/manifest.json``; ValueError if malformed."""
-    data = json.loads((root / MANIFEST).read_text())
+    try:
+        data = safe_read.read_json(root / MANIFEST, "json")
+    except safe_read.Unreadable as err:
+        if err.why == "does not exist":
+            raise FileNotFoundError(err.problem) from None
+        raise ValueError(f"manifest.json {err.why}") from None
     if not isinstance(data, dict) or data.get("algorithm") != "sha256" or not isinstance(data.get("files"), list):
         raise ValueError("manifest.json is not a runner file manifest")
     out: dict[str, str] = {}

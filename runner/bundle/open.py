@@ -2,8 +2,12 @@
 fresh temporary folder after every member is checked.
 
 Refused: absolute paths, ``..``, links (symbolic or hard), devices and other special
-files, duplicate names, too many files, a file or a total too large, and a compression
-ratio only a zip bomb has. Nothing is written outside the fresh folder.
+files, duplicate names, too many files, a file or a total too large (the runner's own files,
+result.json, events.jsonl, the bundle's bookkeeping and other top-level JSON, within the caps
+``runner.safe_read`` keeps for their kind), a sparse file of a folder (its blocks far fewer
+than its size says: never copied), and a compression ratio only a zip bomb has. A folder's
+files are opened without blocking and without following a link. Nothing is written outside
+the fresh folder.
 """
 
 from __future__ import annotations
@@ -17,9 +21,27 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from runner import safe_read
 from runner.errors import UserError
 
 _CHUNK = 1 << 20
+# A folder's file this much larger than the blocks it holds is sparse (a hole of many GiB a
+# honest run never writes); small files are left alone (a file system may pack them).
+SPARSE_FLOOR = 64 << 20
+SPARSE_RATIO = 8
+
+
+def kind_of_member(rel: PurePosixPath) -> str | None:
+    """The ``runner.safe_read`` kind whose cap a bundle's file is held to: the runner's own
+    files (result.json, events.jsonl, the bundle's bookkeeping, top-level JSON records); None
+    for the others (checkpoints, predictions, the entry's outputs), held to ``Limits``."""
+    if rel.as_posix() == "result.json":
+        return "result"
+    if rel.as_posix() == "events.jsonl":
+        return "events"
+    if (len(rel.parts) == 2 and rel.parts[0] == "bundle") or (len(rel.parts) == 1 and rel.suffix == ".json"):
+        return "json"
+    return None
 
 
 @dataclass(frozen=True)
@@ -72,10 +94,11 @@ def safe_relative(name: str) -> PurePosixPath:
 
 
 class _Budget:
-    def __init__(self, source: Path, limits: Limits):
-        self.source, self.limits = source, limits
+    def __init__(self, source: Path, limits: Limits, packed: bool = False):
+        self.source, self.limits, self.packed = source, limits, packed
         self.files = 0
         self.total = 0
+        self.top: str | None = None  # a packed bundle's top folder (its run id), from its first file
 
     def add_file(self, name: str, size: int) -> None:
         self.files += 1
@@ -83,6 +106,15 @@ class _Budget:
             raise _refuse(self.source, f"more than {self.limits.max_files} files")
         if size > self.limits.max_file_bytes:
             raise _refuse(self.source, f"{name} is {size} bytes, over the {self.limits.max_file_bytes}-byte limit")
+        rel = PurePosixPath(name)
+        if self.packed and self.files == 1 and len(rel.parts) > 1:
+            self.top = rel.parts[0]
+        if self.top is not None and len(rel.parts) > 1 and rel.parts[0] == self.top:
+            rel = PurePosixPath(*rel.parts[1:])
+        kind = kind_of_member(rel)
+        if kind is not None and size > safe_read.LIMITS[kind]:
+            raise _refuse(self.source, f"{name} is {safe_read.size_text(size)}, over the "
+                          f"{safe_read.size_text(safe_read.LIMITS[kind])} such a file may hold")
 
     def check_declared(self, name: str, size: int, compressed: int) -> None:
         """Refuse a member from its header, before writing it: the total it would bring,
@@ -126,7 +158,7 @@ def _make_parent(dest_root: Path, rel: PurePosixPath) -> Path:
 
 
 def _extract_tar(source: Path, dest: Path, limits: Limits) -> None:
-    budget = _Budget(source, limits)
+    budget = _Budget(source, limits, packed=True)
     compressed = max(1, source.stat().st_size)
     seen: set[str] = set()
     try:
@@ -183,9 +215,16 @@ def _copy_folder(source: Path, dest: Path, limits: Limits) -> None:
                 raise _refuse(source, f"{rel} is a special file")
             if st.st_nlink > 1:
                 raise _refuse(source, f"{rel} is hard-linked elsewhere")
+            if st.st_size > SPARSE_FLOOR and st.st_blocks * 512 * SPARSE_RATIO < st.st_size:
+                raise _refuse(source, f"{rel} is a sparse file ({safe_read.size_text(st.st_size)} by its size, "
+                              f"{safe_read.size_text(st.st_blocks * 512)} on disk): not copied")
             budget.add_file(str(rel), st.st_size)
             target = _make_parent(dest, rel)
-            with open(full, "rb") as src:
+            try:
+                src, _ = safe_read.open_file(full, "data")  # never blocks, never follows a link
+            except safe_read.Unreadable as err:
+                raise _refuse(source, f"{rel} {err.why}") from None
+            with src:
                 _copy_limited(src, target, str(rel), st.st_size, budget)
 
 

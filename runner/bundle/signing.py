@@ -9,6 +9,7 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import FormatError
 from securesystemslib.signer import Signer
 
+from runner import safe_read
 from runner.bundle.statement import serialize
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -25,9 +26,13 @@ def write_envelope(path: Path, envelope: Envelope) -> None:
 
 
 def read_envelope(path: Path) -> Envelope:
-    """The envelope at ``path``; ValueError if it is not a DSSE envelope."""
+    """The envelope at ``path`` (read through ``runner.safe_read``: a regular file, at most
+    16 MiB of depth-capped, finite JSON); ValueError if it is not a DSSE envelope."""
     try:
-        data = json.loads(path.read_text())
+        data = safe_read.read_json(path, "json")
+    except safe_read.Unreadable as err:
+        raise ValueError(err.why) from None
+    try:
         if not isinstance(data, dict) or not isinstance(data.get("signatures"), list):
             raise ValueError("no signatures list")
         return Envelope.from_dict(data)

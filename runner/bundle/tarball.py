@@ -13,6 +13,7 @@ import os
 import tarfile
 from pathlib import Path
 
+from runner import safe_read
 from runner.bundle.filelist import MANIFEST, list_files
 from runner.errors import UserError
 
@@ -50,7 +51,8 @@ def pack_folder(root: Path, out_path: Path, prefix: str | None = None) -> Path:
                     info.uid = info.gid = 0
                     info.uname = info.gname = ""
                     info.type = tarfile.REGTYPE
-                    with open(path, "rb") as fh:
+                    fh, info.size = safe_read.open_file(path, "data")  # a file swapped for a FIFO: refused
+                    with fh:
                         tar.addfile(info, fh)
     os.replace(tmp, out_path)
     return out_path

@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from runner.bundle import bundle_name, pack, sign_again
 from runner.errors import UserError
+from runner.safe_read import visible
 from runner.verify.custody import require_intact
 
 
@@ -31,7 +33,7 @@ def sign(args) -> int:
     require_intact(folder, "signing it again", unbundled_ok=True)
     bundle = sign_again(folder, "signing it again")
     for warning in bundle.warnings:
-        console.print(f"[yellow]warning[/]: {warning}")
+        console.print(f"[yellow]warning[/]: {escape(visible(warning))}")
     if bundle.signed:
         console.print(f"signed {len(bundle.files)} files with key {bundle.keyid[:16]}: {bundle.envelope}")
     return 0 if bundle.signed else 1

@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from runner import keys
 from runner.errors import UserError
+from runner.safe_read import visible
 from runner.keys import trust as store
 
 
@@ -55,21 +57,34 @@ def show(args) -> int:
     console = Console()
     console.print(f"key id       {key.keyid}")
     console.print(f"type         {key.keytype} ({key.scheme})")
-    console.print(f"public key   {public}")
-    console.print(f"private key  {private}" + ("" if private.exists() else "  [red](missing: cannot sign)[/]"))
+    console.print(f"public key   {escape(visible(str(public)))}")
+    console.print(f"private key  {escape(visible(str(private)))}" + ("" if private.exists() else "  [red](missing: cannot sign)[/]"))
     return 0
 
 
 def trust(args) -> int:
+    """Each FILE, or every ``*.pub.json`` of a folder: in a folder, a file that is not a key is
+    skipped with a warning naming it (``runner.keys.trust.keys_in``'s rule)."""
     for name in args.file:
         path = Path(name).expanduser()
-        files = sorted(path.glob("*" + keys.PUBLIC_SUFFIX)) if path.is_dir() else [path]
+        folder = path if path.is_dir() else None
+        files = sorted(path.glob("*" + keys.PUBLIC_SUFFIX)) if folder else [path]
         if not files:
             raise UserError(f"no *{keys.PUBLIC_SUFFIX} files in {path}", "pass the publishers' public key files")
+        trusted = 0
         for file in files:
             known = {t.keyid for t in store.list_trusted() if t.source != store.OWN_KEY}
-            key = store.trust(file)
-            print(f"{'already trusted' if key.keyid in known else 'trusted'} {key.keyid}  ({file})")
+            try:
+                key = store.trust(file, folder)
+            except UserError as err:
+                if folder is None:
+                    raise
+                store.warn(f"{err.problem}; skipped")
+                continue
+            trusted += 1
+            print(f"{'already trusted' if key.keyid in known else 'trusted'} {key.keyid}  ({visible(str(file))})")
+        if folder is not None and not trusted:
+            raise UserError(f"no usable key in {visible(str(path))}", "pass the publishers' public key files")
     return 0
 
 
@@ -82,7 +97,7 @@ def list_trusted(args) -> int:
         print("no trusted keys: `runner keys trust FILE` adds one, `runner keys generate` makes yours")
     for t in found:
         when = f", added {t.added}" if t.added else ""
-        print(f"{t.keyid}  {t.source}{when}")
+        print(f"{t.keyid}  {visible(t.source)}{visible(when)}")
     return 0
 
 

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from runner.keys.trust import trusted_keys
+from runner.safe_read import visible
 from runner.verify import Auditor, verify_bundles
 from runner.verify.ledger import read_published
 from runner.verify.verdict import EXIT_NOT_VERIFIED, Verdict, exit_code_of, judge_report
@@ -22,7 +23,7 @@ def print_checks(console: Console, checks) -> None:
     width = max(len(c.name) for c in checks)
     for check in checks:
         mark = "[dim]-[/]" if getattr(check, "skipped", False) else ("[green]✓[/]" if check.ok else "[red]✗[/]")
-        console.print(f"{mark} {check.name:<{width}}  {escape(check.detail)}")
+        console.print(f"{mark} {check.name:<{width}}  {escape(visible(check.detail))}")
 
 
 def run(args) -> int:
@@ -44,7 +45,7 @@ def run(args) -> int:
     console = Console(highlight=False)
     for i, (report, verdict) in enumerate(zip(reports, verdicts)):
         if len(reports) > 1:
-            console.print(("\n" if i else "") + f"[bold]{escape(report.bundle)}[/]")
+            console.print(("\n" if i else "") + f"[bold]{escape(visible(report.bundle))}[/]")
         print_report(console, report, verdict)
     if across is not None:
         console.print()
@@ -67,14 +68,14 @@ def _json(report, verdict: Verdict) -> dict:
 def print_report(console: Console, report, verdict: Verdict) -> None:
     print_checks(console, report.checks)
     for note in report.notes:
-        console.print(f"[yellow]note[/]: {escape(note)}")
+        console.print(f"[yellow]note[/]: {escape(visible(note))}")
     if verdict.counts:
         console.print(f"[green bold]verified[/]: all {len(report.checks)} checks pass; the run [green bold]counts[/]")
     elif verdict.verified:
         console.print(f"[green bold]verified[/]: all {len(report.checks)} checks pass; "
                       "[yellow bold]the run does not count[/]:")
         for reason in verdict.reasons:
-            console.print(f"  - {escape(reason)}")
+            console.print(f"  - {escape(visible(reason))}")
     else:
         console.print(f"[red bold]NOT verified[/]: {len(report.failed)} of {len(report.checks)} checks fail "
                       f"({', '.join(report.failed)})")

@@ -9,12 +9,21 @@ a securesystemslib private-key URI (``file2:PATH``, ``gcpkms:...``, ``awskms:...
 key's JSON, so a CI or a cluster can sign with a key that never sits on its disk. A public
 key file that is not the private key's own half is refused, when signing and when trusting.
 Which keys a command trusts is ``runner.keys.trust``'s.
+
+Every key file is read through ``runner.safe_read`` (kind ``key``: a regular file of at most
+64 KiB, opened without blocking; a public key is depth-capped, finite JSON): a FIFO, device or
+sparse giant where a key should be is refused on one line naming it. A link is followed only
+where you configured it (``RUNNER_SIGNING_KEY``, ``RUNNER_SIGNING_PUBKEY``, a file you name).
+The advice names what is wrong: a private key file others can read is told ``chmod 600`` on
+the file, a key folder others can write (who could swap the key) ``chmod 700`` on the folder,
+and a folder given where the key file belongs is told which file to name.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +34,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 from securesystemslib.signer import SIGNER_FOR_URI_SCHEME, CryptoSigner, Signer, SSlibKey
 
-from runner import paths
+from runner import paths, safe_read
 from runner.errors import UserError
 
 PRIVATE_NAME = paths.SIGNING_KEY_NAME
@@ -51,7 +60,7 @@ def signer_from_uri(uri: str, public: Path | None = None) -> Signer:
     if public is None:
         raise UserError(f"the signing key {uri} has no public key given",
                         f"set {PUBKEY_ENV_VAR} to the key's public JSON (a *.pub.json file)")
-    key = read_public_key(public)
+    key = read_public_key(public.resolve())  # your own configuration: a link you made is followed
     if scheme == "file2":
         private = Path(uri.partition(":")[2]).expanduser()
         _require_pair(_public_half(private), key, private, public)
@@ -113,7 +122,7 @@ def configured_public_key() -> SSlibKey | None:
     public = configured_public_path()
     if public is None or not public.is_file():
         return None
-    key = read_public_key(public)
+    key = read_public_key(public.resolve())
     private = _private_file()
     if private is not None and private.is_file():
         _require_pair(_public_half(private), key, private, public)
@@ -124,8 +133,8 @@ def _public_half(private: Path) -> SSlibKey | None:
     """The public key of an Ed25519 private key file, None when it cannot be read as one
     (``load_signer`` says why when it signs)."""
     try:
-        key = serialization.load_pem_private_key(private.read_bytes(), password=None)
-    except (OSError, ValueError, TypeError):
+        key = serialization.load_pem_private_key(safe_read.read_bytes(private, "key"), password=None)
+    except (UserError, ValueError, TypeError):
         return None
     return CryptoSigner(key).public_key if isinstance(key, Ed25519PrivateKey) else None
 
@@ -152,7 +161,7 @@ def generate(out_dir: Path | None = None, force: bool = False) -> KeyPair:
             "keep it, or pass --force to replace it (bundles signed with it will no longer "
             "verify against the new public key)",
         )
-    private.parent.mkdir(parents=True, exist_ok=True)
+    private.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a key folder only its owner can change
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(
         serialization.Encoding.PEM,
@@ -199,13 +208,13 @@ def load_signer(private: Path | None = None) -> Signer | None:
         if private is not None or os.environ.get(ENV_VAR):
             raise UserError(f"no signing key at {path}", f"run 'runner keys generate' or fix {ENV_VAR}")
         return None
-    mode = path.stat().st_mode & 0o777
-    if mode & 0o077:
-        raise UserError(
-            f"signing key {path} is readable by others (mode {mode:o})", f"run 'chmod 600 {path}'"
-        )
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        pem = safe_read.read_bytes(_private_key_file(path), "key")
+    except safe_read.Unreadable as err:
+        raise UserError(f"cannot read the signing key {err.problem}",
+                        "restore the key file, or make a new pair with 'runner keys generate --force'") from None
+    try:
+        key = serialization.load_pem_private_key(pem, password=None)
     except (ValueError, TypeError) as err:
         raise UserError(f"cannot read the signing key {path}: {err}", "generate a new one with 'runner keys generate --force'") from None
     if not isinstance(key, Ed25519PrivateKey):
@@ -213,8 +222,31 @@ def load_signer(private: Path | None = None) -> Signer | None:
     signer = CryptoSigner(key)
     public = public_path_for(path) if private is not None else configured_public_path()
     if public is not None and public.is_file():
-        _require_pair(signer.public_key, read_public_key(public), path, public)
+        _require_pair(signer.public_key, read_public_key(public.resolve()), path, public)
     return signer
+
+
+def _private_key_file(path: Path) -> Path:
+    """The private key file ``path`` leads to (a link you made is followed), refused with the
+    fix for what is actually wrong: a folder given for the file, a file others can read
+    (``chmod 600`` the file), a folder others can write, who could swap the key (``chmod 700``
+    the folder). A FIFO, device or giant is refused when it is read (``runner.safe_read``)."""
+    real = path.resolve()
+    if real.is_dir():
+        inside = real / PRIVATE_NAME
+        hint = f"set {ENV_VAR} to the key file {inside}" if inside.is_file() else \
+            f"set {ENV_VAR} to a private key file (runner keys generate --out {real} writes {inside})"
+        raise UserError(f"the signing key {path} is a folder, not a private key file", hint)
+    info = real.stat()
+    if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
+        raise UserError(f"signing key {path} is readable by others (mode {info.st_mode & 0o777:o})",
+                        f"run 'chmod 600 {real}'")
+    folder = real.parent.stat()
+    if folder.st_mode & 0o022 and not folder.st_mode & stat.S_ISVTX:
+        raise UserError(f"the folder of the signing key {path}, {real.parent}, can be written by others "
+                        f"(mode {folder.st_mode & 0o777:o}): they could replace the key",
+                        f"run 'chmod 700 {real.parent}'")
+    return real
 
 
 def key_from_dict(data: dict, origin: str) -> SSlibKey:
@@ -227,7 +259,8 @@ def key_from_dict(data: dict, origin: str) -> SSlibKey:
         raw = bytes.fromhex(body["keyval"]["public"])
         key = SSlibKey.from_crypto(Ed25519PublicKey.from_public_bytes(raw), scheme="ed25519")
     except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise UserError(f"{origin} is not a public key file: {err}", "use a *.pub.json written by 'runner keys generate'") from None
+        raise UserError(f"{origin} is not a public key file: {safe_read.visible(str(err))[:200]}",
+                        "use a *.pub.json written by 'runner keys generate'") from None
     if claimed is not None and claimed != key.keyid:
         raise UserError(
             f"{origin} claims keyid {claimed} but its key's id is {key.keyid}",
@@ -236,11 +269,14 @@ def key_from_dict(data: dict, origin: str) -> SSlibKey:
     return key
 
 
-def read_public_key(path: Path) -> SSlibKey:
+def read_public_key(path: Path, inside: Path | None = None) -> SSlibKey:
+    """The public key of a ``*.pub.json`` file (``runner.safe_read``: a regular file, no link, at
+    most 64 KiB of depth-capped, finite JSON; with ``inside``, resolving inside that folder)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise UserError(f"cannot read public key {path}: {err}", "pass a *.pub.json file") from None
+        data = safe_read.read_json(path, "key", inside)
+    except UserError as err:
+        raise UserError(f"cannot read public key {err.problem}", "pass a *.pub.json file") from None
     if not isinstance(data, dict):
-        raise UserError(f"{path} is not a public key file", "pass a *.pub.json file")
-    return key_from_dict(data, str(path))
+        raise UserError(f"{safe_read.visible(str(path))} is not a public key file (it holds a JSON "
+                        f"{type(data).__name__})", "pass a *.pub.json file")
+    return key_from_dict(data, safe_read.visible(str(path)))

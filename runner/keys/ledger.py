@@ -28,8 +28,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from runner import paths
-from runner.digests import sha256_file
+from runner import paths, safe_read
 from runner.errors import UserError
 
 GENESIS = "0" * 64  # the head of an empty ledger: the first line's ``previous``
@@ -99,24 +98,27 @@ def chain_problem(lines: list[object]) -> str | None:
 
 
 def parse(text: str) -> list[object]:
-    """The ledger's lines as JSON values (a line that is not JSON raises ValueError naming it)."""
+    """The ledger's lines as JSON values (``runner.safe_read.parse_json``: depth-capped, finite
+    numbers); a line that is not such JSON raises ValueError naming it."""
     lines = []
     for n, raw in enumerate(text.splitlines()):
         try:
-            lines.append(json.loads(raw))
-        except ValueError as err:
-            raise ValueError(f"line {n + 1} is not JSON ({err})") from None
+            lines.append(safe_read.parse_json(raw, f"line {n + 1}"))
+        except safe_read.Unreadable as err:
+            raise ValueError(err.problem) from None
     return lines
 
 
 def read_chain(path: Path) -> list[dict]:
     """An intact ledger's lines; a broken one is a UserError naming its first broken line."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return []
     fix = (f"restore {path} from a backup (moving it aside starts a new chain at index 0, which every "
            "later bundle of this key shows)")
+    try:
+        text = safe_read.read_text(path, "ledger")
+    except safe_read.Unreadable as err:
+        raise UserError(f"the ledger {err.problem}", fix) from None
     if text and not text.endswith("\n"):
         raise UserError(f"the ledger {path} is broken at line {text.count(chr(10)) + 1}: cut short", fix)
     try:
@@ -231,15 +233,25 @@ def earlier_runs(keyid: str, entry: str, smoke: bool, exclude: set[str],
             continue
         folder = Path(line["folder"])
         try:
-            digest = sha256_file(folder / "result.json")
-        except OSError:
-            skipped.append(f"{line['run_id']}: its folder {folder} is gone")
+            digest = _digest(folder / "result.json")
+        except safe_read.Unreadable as err:
+            skipped.append(f"{line['run_id']}: its result.json cannot be read ({err.why})" if err.why != "does not exist"
+                           else f"{line['run_id']}: its folder {folder} is gone")
             continue
         if digest != line["result_sha256"]:
             skipped.append(f"{line['run_id']}: its result.json is not the one signed at ledger index {line['index']}")
             continue
         found.append(folder)
     return found, skipped
+
+
+def _digest(path: Path) -> str:
+    """sha256 of a run's result.json, streamed through ``runner.safe_read`` (a FIFO or a giant
+    where the ledger says a run lies is refused, never waited on)."""
+    digest = hashlib.sha256()
+    for chunk in safe_read.iter_chunks(path, "result"):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def ledger_keys() -> list[str]:

@@ -8,6 +8,13 @@ merely sits beside bundles (``results/archive/keys/``, a bundle's ``bundle/signe
 is never trusted by default: whoever wrote the bundles could have written it too. It is
 trusted when you say so, with ``runner keys trust FILE``.
 
+A folder of keys (``--trusted-keys FOLDER``, ``runner keys trust FOLDER``) is someone else's
+folder: each ``*.pub.json`` is read through ``runner.safe_read`` (a regular file, no link, at
+most 64 KiB of JSON), and one that cannot be read as a key is skipped with a one-line warning
+naming it and why, the folder's other keys still used; a folder without one usable key is
+refused. A single file given, or a file in the trust store (your own folder), that is not a
+key is refused, naming it.
+
 Each stored key has a sidecar ``<keyid>.origin.json``: the file it was trusted from and when
 (UTC). The store holds keys exactly as ``runner keys generate`` writes them, so the folder
 itself can be passed to ``--trusted-keys`` elsewhere.
@@ -18,13 +25,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from securesystemslib.signer import SSlibKey
 
-from runner import paths
+from runner import paths, safe_read
 from runner.errors import UserError
 from runner.keys import PUBLIC_SUFFIX, configured_public_key, configured_public_path, public_key_json, read_public_key
 
@@ -67,14 +75,15 @@ def list_trusted() -> list[TrustedKey]:
     return found
 
 
-def trust(file: str | Path) -> SSlibKey:
+def trust(file: str | Path, inside: Path | None = None) -> SSlibKey:
     """Copy a public key into the store (its id recomputed from the key, the file rewritten
-    canonically); trusting a key again changes nothing."""
+    canonically); trusting a key again changes nothing. With ``inside`` (a folder of keys), the
+    file must be a regular file in it, not a link."""
     source = Path(file).expanduser()
-    key = read_public_key(source)
+    key = read_public_key(source if inside is not None else source.resolve(), inside)
     store = paths.trusted_keys_dir()
     target = store / (key.keyid + PUBLIC_SUFFIX)
-    if target.is_file() and target.read_text() == public_key_json(key):
+    if _text_of(target) == public_key_json(key):
         return key
     store.mkdir(parents=True, exist_ok=True)
     origin = {"source": str(source.resolve()), "added": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -108,29 +117,59 @@ def _stored(path: Path) -> TrustedKey:
     keyid = path.name.removesuffix(PUBLIC_SUFFIX)
     fix = f"run 'runner keys untrust {keyid}', then trust the key again from its publisher's file"
     try:
-        key = read_public_key(path)
+        key = read_public_key(path, path.parent)
     except UserError as err:
         raise UserError(f"the trust store's {path} is not a valid key ({err.problem})", fix) from None
     if key.keyid != keyid:
         raise UserError(f"the trust store's {path} holds key {key.keyid[:16]}, not the key it is named for", fix)
     try:
-        origin = json.loads(path.with_name(keyid + ORIGIN_SUFFIX).read_text())
-    except (OSError, ValueError):
+        origin = safe_read.read_json(path.with_name(keyid + ORIGIN_SUFFIX), "key", path.parent)
+    except UserError:
         origin = {}
     origin = origin if isinstance(origin, dict) else {}
     return TrustedKey(key, str(origin.get("source") or "unknown"), origin.get("added"), path)
 
 
 def _keys_at(path: Path) -> list[SSlibKey]:
-    """The keys of a ``*.pub.json`` file, or of every one in a folder."""
+    """The keys of a ``*.pub.json`` file, or of every one in a folder (``keys_in``)."""
     if path.is_dir():
-        files = sorted(path.glob("*" + PUBLIC_SUFFIX))
-        if not files:
-            raise UserError(f"no *{PUBLIC_SUFFIX} files in {path}", "put the publishers' public keys there")
-        return [read_public_key(f) for f in files]
+        return keys_in(path)
     if not path.exists():
         raise UserError(f"no trusted key file at {path}", "pass a *.pub.json file or a folder of them")
-    return [read_public_key(path)]
+    return [read_public_key(path.resolve())]  # a file you name may be a link you made
+
+
+def keys_in(folder: Path) -> list[SSlibKey]:
+    """The keys of every ``*.pub.json`` in ``folder``: one that cannot be read as a key (a
+    FIFO, a link, a giant, not JSON, not a key) is skipped with a one-line warning naming it;
+    a folder without one usable key is refused."""
+    files = sorted(folder.glob("*" + PUBLIC_SUFFIX))
+    if not files:
+        raise UserError(f"no *{PUBLIC_SUFFIX} files in {folder}", "put the publishers' public keys there")
+    found, skipped = [], []
+    for file in files:
+        try:
+            found.append(read_public_key(file, folder))
+        except UserError as err:
+            skipped.append(err.problem)
+            warn(f"{err.problem}; skipped (the other keys of {safe_read.visible(str(folder))} are used)")
+    if not found:
+        raise UserError(f"no usable key in {safe_read.visible(str(folder))} ({len(skipped)} skipped: {skipped[0]})",
+                        "put the publishers' *.pub.json files there, as `runner keys generate` writes them")
+    return found
+
+
+def warn(text: str) -> None:
+    """One warning line on stderr (a key skipped), whatever the command prints on stdout."""
+    print(f"runner: warning: {' '.join(text.split())}", file=sys.stderr)
+
+
+def _text_of(path: Path) -> str | None:
+    """A store file's text, None when there is none to read."""
+    try:
+        return safe_read.read_text(path, "key")
+    except UserError:
+        return None
 
 
 def _write(path: Path, text: str) -> None:

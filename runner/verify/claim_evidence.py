@@ -7,10 +7,10 @@ profile when it loads an entry, and verifying bundles needs the whole of ``verif
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
+from runner import safe_read
 from runner.bundle.open import open_bundle
 from runner.claims import (
     REQUIRED_RUNS, applicable_claim, claim_profile_id, claims_of, cross_seed_problem, variant_problem,
@@ -47,8 +47,8 @@ def check_evidence(entry, root: Path, keys: str | Path | None, claimed: dict | N
             problems.append(f"{name}: does not verify ({', '.join(report.failed)})")
             continue
         with open_bundle(path) as opened:
-            result = json.loads((opened.root / "result.json").read_text())
-            fingerprint = json.loads((opened.root / "fingerprint.json").read_text())
+            result = safe_read.read_json_object(opened.root / "result.json", "result")
+            fingerprint = safe_read.read_json_object(opened.root / "fingerprint.json", "json")
         if (result.get("entry") or {}).get("name") != entry.name:
             problems.append(f"{name}: a run of {(result.get('entry') or {}).get('name')!r}, not {entry.name}")
         if not result.get("conforming") or result.get("smoke") or result.get("status") != "complete":

@@ -6,7 +6,6 @@ Every piece is loaded on first use and kept; a piece that cannot be loaded raise
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,7 +15,7 @@ import numpy as np
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 
-from runner import data, paths
+from runner import data, paths, safe_read
 from runner.bundle import PROFILE_FILE
 from runner.fingerprint.host import node_file
 from runner.bundle.filelist import (
@@ -73,11 +72,17 @@ class Auditor:
 
 
 def _json(path: Path, what: str) -> object:
+    """A JSON file of the bundle through ``runner.safe_read`` (a regular file within the cap
+    of its kind, strict UTF-8), then depth- and number-bounded: Unavailable otherwise."""
     try:
-        return bounded_json(path.read_text())  # a hostile bundle's JSON: depth and size bounded
-    except FileNotFoundError:
-        raise Unavailable(f"the bundle has no {what}") from None
-    except (OSError, ValueError) as err:
+        text = safe_read.read_text(path, "result" if what == "result.json" else "json")
+    except safe_read.Unreadable as err:
+        if err.why == "does not exist":
+            raise Unavailable(f"the bundle has no {what}") from None
+        raise Unavailable(f"{what} {err.why}") from None
+    try:
+        return bounded_json(text)  # a hostile bundle's JSON: depth and size bounded
+    except ValueError as err:
         raise Unavailable(f"{what} is not valid JSON ({err})") from None
 
 
@@ -124,9 +129,9 @@ class Evidence:
     @cached_property
     def statement(self) -> dict:
         try:
-            statement = json.loads(self.envelope.payload)
-        except ValueError as err:
-            raise Unavailable(f"the signed payload is not JSON ({err})") from None
+            statement = safe_read.parse_json(self.envelope.payload, "the signed payload")
+        except safe_read.Unreadable as err:
+            raise Unavailable(err.problem) from None
         if not isinstance(statement, dict):
             raise Unavailable("the signed payload is not a JSON object")
         return statement

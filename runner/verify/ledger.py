@@ -15,13 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner import safe_read
 from runner.errors import UserError
 from runner.keys.ledger import chain_problem, line_hash, parse, position_problem, runs_of
 from runner.results.record import RESULT_FILE
 from runner.verify.evidence import Evidence, Unavailable
 from runner.verify.report import CheckResult, Verdict
 
-LEDGER_LIMIT_BYTES = 64 * 2**20
+LEDGER_LIMIT_BYTES = safe_read.LIMITS["ledger"]
 ACROSS = "ledger-across-bundles"
 
 
@@ -29,12 +30,10 @@ def read_published(path: Path) -> tuple[str, list]:
     """A ledger file its key's owner published (``runner ledger export``): its key id and its
     lines as JSON values, unjudged (``check_ledger`` says whether they chain)."""
     try:
-        if path.stat().st_size > LEDGER_LIMIT_BYTES:
-            raise UserError(f"the ledger {path} is over {LEDGER_LIMIT_BYTES >> 20} MiB", "pass the key's ledger file")
-        lines = parse(path.read_text())
-    except OSError as err:
-        raise UserError(f"cannot read the ledger {path}: {err.strerror or err}", "pass a *.jsonl ledger file") from None
-    except (ValueError, UnicodeDecodeError) as err:
+        lines = parse(safe_read.read_text(path.resolve() if path.is_symlink() else path, "ledger"))
+    except safe_read.Unreadable as err:
+        raise UserError(f"cannot read the ledger {err.problem}", "pass a *.jsonl ledger file") from None
+    except ValueError as err:
         raise UserError(f"{path} is not a ledger ({err})", "pass the file `runner ledger export` wrote") from None
     key = lines[0].get("key") if lines and isinstance(lines[0], dict) else None
     if not isinstance(key, str):

@@ -13,10 +13,10 @@ result that records its plan (``result.json`` ``plan``: the file and its sha256)
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import PurePosixPath
 
+from runner import safe_read
 from runner.data.public_inputs import PUBLIC_MOUNT
 from runner.digests import sha256_file
 from runner.plan import PLAN_FILE
@@ -139,9 +139,9 @@ def read_plan(ev: Evidence) -> object | None:
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise Unavailable(f"{PLAN_FILE} is unreadable ({err})") from None
+        return safe_read.read_json(path, "json")
+    except safe_read.Unreadable as err:
+        raise Unavailable(f"{PLAN_FILE} is unreadable ({err.why})") from None
 
 
 def check_plan(ev: Evidence) -> Verdict:

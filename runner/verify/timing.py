@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runner import safe_read
 from runner.digests import sha256_file
 from runner.score.curve import curve_rows
 from runner.score.probe import probe_problem
@@ -76,7 +77,7 @@ def check_tta(ev: Evidence) -> Verdict:
         )
     curve = ev.root / "curve.tsv"
     if curve.exists():
-        lines = curve.read_text().splitlines()
+        lines = safe_read.read_text(curve, "text").splitlines()  # Unreadable: the check fails, naming it
         if [r.split("\t") for r in lines[1:]] != curve_rows(ev.task, line, scored):
             problems.append("curve.tsv differs from the curve recomputed from the events and scores")
     else:
