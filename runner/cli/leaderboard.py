@@ -3,7 +3,6 @@ and (``--html DIR``) as a static site with each reproduction's plots."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.console import Console
@@ -14,6 +13,7 @@ from runner.leaderboard import build
 from runner.leaderboard.html import write_site
 from runner.leaderboard.terminal import print_tables
 from runner.keys.trust import trusted_keys
+from runner.terminal import json_text
 
 
 def run(args) -> int:
@@ -31,7 +31,7 @@ def run(args) -> int:
         if args.html:
             site = write_site(Path(args.html), tables, board.claims, board.reproductions, keys, board.studies)
             data["site"] = str(site)
-        print(json.dumps(data, indent=2))
+        print(json_text(data, indent=2))
         return 0
     console = Console(highlight=False)
     for problem in board.skipped:

@@ -146,6 +146,8 @@ def read_result(folder: Path) -> Result:
     """``folder/result.json``; a missing or malformed one is a UserError naming it."""
     try:
         return Result.read(folder)
+    except UserError:
+        raise  # the file and why, already in one line (runner.safe_read)
     except UNREADABLE as err:
         raise UserError(f"{Path(folder) / RESULT_FILE}: not a readable result ({type(err).__name__}: {err})",
                         "pass a run folder written by `runner reproduce`") from None

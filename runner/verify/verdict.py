@@ -24,18 +24,18 @@ the verdict was cached is judged afresh.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from securesystemslib.signer import SSlibKey
 
 from runner import __version__, paths
-from runner.bundle.filelist import ENVELOPE
-from runner.digests import sha256_file
+from runner.bundle.filelist import ENVELOPE, MANIFEST
 from runner.claims import cross_seed_problem, variant_problem
 from runner.errors import UserError
-from runner.events import bounded_json
 from runner.results.folder import write_json
+from runner.safe_read import Unreadable, iter_chunks, open_file, read_json_object
 from runner.tasks import TASKS
 from runner.verify import Auditor, Report, verify_bundle
 from runner.verify.trust import signature_verdict
@@ -154,6 +154,10 @@ def judge(path: Path | str, trusted_keys: list[SSlibKey], *, auditor: Auditor | 
           cache: bool = True) -> Verdict:
     """The verdict on the run at ``path`` (a result folder, or a bundle's ``.tar.gz``)."""
     path = Path(path)
+    if problems := oversized_files(path):
+        # a FIFO, a link or a file over its kind's cap (an 8 GiB sparse events.jsonl) is never
+        # digested or copied: the run is not verified, at the cost of a few lstat calls
+        return Verdict(False, False, tuple(problems), tuple(f"not verified: {p}" for p in problems), None, None)
     auditor = auditor or Auditor(trusted_keys=list(trusted_keys))
     key = _cache_key(path, trusted_keys) if cache else None
     if key is not None and (cached := _read_cache(key)) is not None:
@@ -167,16 +171,45 @@ def judge(path: Path | str, trusted_keys: list[SSlibKey], *, auditor: Auditor | 
     return verdict
 
 
+# The files of a run folder that have a kind in runner.safe_read (a cap on their size); each is
+# checked by its size alone before any check reads a byte of the folder.
+RUN_FILES = (("result.json", "result"), ("events.jsonl", "events"), ("curve.tsv", "text"), ("plan.json", "json"),
+             ("fingerprint.json", "json"), (ENVELOPE, "json"), (MANIFEST, "json"))
+
+
+def oversized_files(path: Path) -> list[str]:
+    """Why the run folder ``path`` cannot be verified without reading what no run writes: each
+    of its known files that is not a regular file, or is over its kind's cap (one line each,
+    the file named relative to the folder); empty for a bundle's .tar.gz or a sound folder."""
+    if not path.is_dir():
+        return []
+    problems = []
+    for name, kind in RUN_FILES:
+        file = path / name
+        if not os.path.lexists(file):
+            continue
+        try:  # checked on its kind and apparent size only, opened without blocking, never read
+            open_file(file, kind)[0].close()
+        except Unreadable as err:
+            problems.append(f"{name} {err.why}")
+    return problems
+
+
 # -- the cache ---------------------------------------------------------------------------------
 
 def _statement_digest(path: Path) -> str | None:
     """The sha256 of a folder's signed statement, or of a bundle's tarball (its bytes are what
     was signed and packed); None when there is neither."""
     target = path / ENVELOPE if path.is_dir() else path
-    try:
-        return sha256_file(target) if target.is_file() else None
-    except OSError:
+    if not target.is_file():
         return None
+    digest = hashlib.sha256()
+    try:
+        for chunk in iter_chunks(target, "data"):  # a regular file only: a FIFO never blocks
+            digest.update(chunk)
+    except UserError:
+        return None
+    return digest.hexdigest()
 
 
 def _cache_key(path: Path, trusted_keys: list[SSlibKey]) -> tuple[str, str] | None:
@@ -204,10 +237,12 @@ def _cache_path(name: str) -> Path:
 
 
 def _read_cache(key: tuple[str, str]) -> Verdict | None:
+    path = _cache_path(key[0])
+    if not path.is_file():
+        return None
     try:
-        data = bounded_json(_cache_path(key[0]).read_text())
-        verdict = Verdict.from_dict(data)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        verdict = Verdict.from_dict(read_json_object(path, "json"))
+    except (UserError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return verdict if verdict.statement_digest == key[1] else None
 
