@@ -9,13 +9,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from runner.bundle.open import open_results
 from runner.cli.arguments.compare import PLOT_NAME
 from runner.errors import UserError
 from runner.results.layout import entry_runs
-from runner.terminal import json_text
+from runner.terminal import json_text, markup
 
 
 def result_folders(paths: list[Path]) -> list[Path]:
@@ -77,7 +76,7 @@ def run(args) -> int:
     for line in filter(None, map(tta_line, summaries)):
         console.print(line, highlight=False)
     for path, verdict in left_out:
-        console.print(f"[yellow]left out[/]: {escape(str(path))}: does not count ({escape(verdict.reason)})",
+        console.print(f"[yellow]left out[/]: {markup(path)}: does not count ({markup(verdict.reason)})",
                       highlight=False)
     if args.all_runs and any(s.smoke for s in summaries):
         console.print("[yellow]note[/]: smoke runs are pipeline checks on synthetic data, never benchmark figures")

@@ -6,14 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from runner import paths
 from runner.leaderboard import build
 from runner.leaderboard.html import write_site
 from runner.leaderboard.terminal import print_tables
 from runner.keys.trust import trusted_keys
-from runner.terminal import json_text
+from runner.terminal import json_text, markup
 
 
 def run(args) -> int:
@@ -35,7 +34,7 @@ def run(args) -> int:
         return 0
     console = Console(highlight=False)
     for problem in board.skipped:
-        console.print(f"[yellow]skipped[/]: {escape(problem)}")
+        console.print(f"[yellow]skipped[/]: {markup(problem)}", soft_wrap=True)  # one line each, the file and why
     print_tables(tables, console, args.top)
     if args.html:
         index = write_site(Path(args.html), tables, board.claims, board.reproductions, keys, board.studies)
