@@ -16,7 +16,7 @@ from pathlib import Path
 
 from runner.results.folder import write_json
 from runner.results.inference import BackendRun, read_section
-from runner.safe_read import Unreadable, read_json
+from runner.safe_read import Unreadable, read_json, visible
 
 RESULT_FILE = "result.json"
 
@@ -207,6 +207,9 @@ class Result:
                     _check_types(section, values[name], f"{name}.")
                     values[name] = section(**values[name])
             if "inference" in values:
+                for name, record in (values["inference"] or {}).items():
+                    if isinstance(record, dict):
+                        _check_types(BackendRun, record, f"inference.{name}.")
                 values["inference"] = read_section(values["inference"])
             return cls(**values)
         except TypeError as err:  # a missing or unknown field
@@ -240,7 +243,7 @@ class Result:
         try:
             return cls.from_dict(data)
         except ValueError as err:
-            why = str(err).removeprefix("result.json ").removeprefix("result.json's ")
+            why = visible(str(err).removeprefix("result.json ").removeprefix("result.json's "))  # names from the data
             raise UnreadableResult(path, why, "pass a run folder written by `runner reproduce`") from None
 
 
@@ -272,7 +275,8 @@ def _fits(value: object, annotation: str) -> bool:
         if base == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
             return True
         if base == "dict" and isinstance(value, dict):
-            return True
+            return option != "dict[str, float]" or all(
+                x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in value.values())
         if base == "list" and isinstance(value, list):
             return option != "list[str]" or all(isinstance(x, str) for x in value)
         if base not in ("str", "bool", "int", "float", "dict", "list", "None"):

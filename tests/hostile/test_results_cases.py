@@ -223,3 +223,19 @@ def test_json_output_is_strict_json(board, capsys, monkeypatch, tmp_path):
         code, out, err, _ = _cli(capsys, monkeypatch, *argv, "--trusted-keys", keys, "--json")
         assert "Traceback" not in err, err
         _strict(out)
+
+
+def test_wrong_types_deep_in_a_result_are_unreadable_not_a_traceback(board, capsys, monkeypatch, tmp_path):
+    results = _results(board, tmp_path)
+    data = json.loads((results / ENTRY / GOOD / "result.json").read_text())
+    backend = next(iter(data["inference"]))
+    data.update(run_id=BAD)
+    data["inference"][backend]["latency_ms"] = "fast"
+    data["training"]["evaluations"] = 5
+    _bad_run(results, json.dumps(data))
+    code, out, err, _ = _ls(board, capsys, monkeypatch, results)
+    assert code == 0 and "Traceback" not in out + err, (out, err)
+    assert "s0-aaaaaa" in out and [line for line in out.splitlines() if BAD in line and "result.json" in line], out
+    code, out, err, _ = _cli(capsys, monkeypatch, "show", str(results / ENTRY / BAD), "--trusted-keys",
+                             str(board["keys"]))
+    assert_one_line_error(code, out, err, "result.json")
