@@ -38,7 +38,7 @@ from runner.bundle.filelist import ENVELOPE, MANIFEST
 from runner.claims import cross_seed_problem, variant_problem
 from runner.errors import UserError
 from runner.results.folder import write_json
-from runner.safe_read import Unreadable, iter_chunks, open_file, read_json_object
+from runner.safe_read import Unreadable, check_size, iter_chunks, read_json_object
 from runner.tasks import TASKS
 from runner.verify import Auditor, Report, verify_bundle
 from runner.verify.trust import signature_verdict
@@ -197,13 +197,11 @@ def oversized_files(path: Path) -> list[str]:
         return []
     problems = []
     for name, kind in RUN_FILES:
-        file = path / name
-        if not os.path.lexists(file):
-            continue
-        try:  # checked on its kind and apparent size only, opened without blocking, never read
-            open_file(file, kind)[0].close()
+        try:  # checked on its kind and apparent size only (one lstat), never opened
+            check_size(path / name, kind)
         except Unreadable as err:
-            problems.append(f"{name} {err.why}")
+            if err.why != "does not exist":  # a run without it is judged by the checks
+                problems.append(f"{name} {err.why}")
     return problems
 
 
