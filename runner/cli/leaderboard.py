@@ -34,7 +34,7 @@ def run(args) -> int:
         return 0
     console = Console(highlight=False)
     for problem in board.skipped:
-        console.print(f"[yellow]skipped[/]: {markup(problem)}", soft_wrap=True)  # one line each, the file and why
+        console.print(f"[yellow]skipped[/]: {markup(problem)}")
     print_tables(tables, console, args.top)
     if args.html:
         index = write_site(Path(args.html), tables, board.claims, board.reproductions, keys, board.studies)
