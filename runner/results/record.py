@@ -203,7 +203,7 @@ class Result:
             for name, section in _SECTIONS.items():
                 if values.get(name) is not None:
                     if not isinstance(values[name], dict):
-                        raise ValueError(f"result.json's {name} is a {_json_type(values[name])}, not an object")
+                        raise ValueError(f"result.json's {name} is {_a(_json_type(values[name]))}, not an object")
                     _check_types(section, values[name], f"{name}.")
                     values[name] = section(**values[name])
             if "inference" in values:
@@ -258,6 +258,10 @@ def _json_type(value: object) -> str:
     return type(value).__name__
 
 
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
 def _fits(value: object, annotation: str) -> bool:
     """Whether a value read from JSON has the type of a field annotated ``annotation`` (the
     plain ones a result uses; any other annotation is not checked)."""
@@ -289,7 +293,7 @@ def _check_types(cls: type, values: dict, prefix: str) -> None:
     a result with ``"training": 5`` or ``"status": []`` is unreadable, never a TypeError later."""
     for f in fields(cls):
         if f.name in values and not _fits(values[f.name], str(f.type)):
-            raise ValueError(f"result.json's {prefix}{f.name} is a {_json_type(values[f.name])}, not {f.type}")
+            raise ValueError(f"result.json's {prefix}{f.name} is {_a(_json_type(values[f.name]))}, not {f.type}")
 
 
 _OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant", "initial_weights", "ledger",
