@@ -10,12 +10,16 @@ parsed with ``origin="entry"`` whatever they say.
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import math
 import threading
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from runner.safe_read import Unreadable, open_file
 
 PREFIX = ":::MLLOG"
 ENTRY, RUNNER = "entry", "runner"
@@ -143,7 +147,13 @@ def read_events(path: Path) -> list[Event]:
     """Events written by ``write_events``; ValueError for a file over the limits (a
     hostile bundle's events.jsonl), never a RecursionError or an unbounded read."""
     events = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    try:  # a regular file within the cap of an events file (runner.safe_read): a FIFO never blocks
+        raw, _ = open_file(path, "events")
+    except Unreadable as err:
+        if err.why == "does not exist":
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path)) from None
+        raise ValueError(err.problem) from None
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as fh:
         while line := fh.readline(MAX_STORED_LINE_CHARS + 1):
             if len(line) > MAX_STORED_LINE_CHARS:
                 raise ValueError(f"line {len(events) + 1} is longer than {MAX_STORED_LINE_CHARS} characters")
@@ -154,5 +164,8 @@ def read_events(path: Path) -> list[Event]:
             data = bounded_json(line)
             if not isinstance(data, dict):
                 raise ValueError(f"line {len(events) + 1} is not an event object")
-            events.append(Event(**data))
+            try:
+                events.append(Event(**data))
+            except TypeError:
+                raise ValueError(f"line {len(events) + 1} does not have an event's fields") from None
     return events

@@ -304,6 +304,21 @@ def size_of(path: Path | str) -> int:
     return st.st_size
 
 
+def check_size(path: Path | str, kind: str) -> int:
+    """The apparent size of ``path`` when it is a regular file (not a link) within the cap of
+    ``kind``; ``Unreadable`` otherwise. One ``lstat``, nothing opened: what a caller checks of
+    many files before it reads any (``runner ls`` over a hundred runs)."""
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise Unreadable(path, _strerror(exc)) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise Unreadable(path, "is a link; the runner reads no link in a folder it did not write")
+    _check(path, st, limit_of(kind))
+    return st.st_size
+
+
 # C0 and C1 controls (tab excepted), DEL, and the bidirectional overrides and isolates that
 # reorder what a terminal shows.
 _CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")

@@ -9,15 +9,74 @@ table as lines of its own.
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from dataclasses import dataclass
 
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+
+from runner.safe_read import visible
 
 MISSING = "--"
 # Cells that say nothing: a column made only of these is left out.
 EMPTY = frozenset({"", MISSING, "—", "-", "not measured"})
+
+
+# Text from a result, bundle or report is data: its control characters are made visible
+# (``runner.safe_read.visible``) and it is never read as rich markup. ``text`` makes such a
+# string a cell of its own, ``markup`` puts it inside a markup string the runner wrote;
+# the tables below make any control character left in a cell visible all the same.
+
+
+def text(value: object, style: str = "") -> Text:
+    """``value`` (a string from data) as a rich ``Text``: control characters visible, no markup."""
+    return Text(visible(str(value)), style=style)
+
+
+def markup(value: object) -> str:
+    """``value`` (a string from data) for a markup string: control characters visible, its
+    brackets escaped (``[red]`` prints as itself)."""
+    return escape(visible(str(value)))
+
+
+_CONTROLS_BUT_NEWLINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def inert(cell: object) -> object:
+    """A table cell with every control character but the line break made visible (a cell the
+    runner wrote may span lines; none of its own holds another control character)."""
+    if isinstance(cell, Text):
+        if _CONTROLS_BUT_NEWLINE.search(cell.plain):
+            return Text(_CONTROLS_BUT_NEWLINE.sub(lambda m: visible(m.group()), cell.plain), style=cell.style)
+        return cell
+    if isinstance(cell, str):
+        return _CONTROLS_BUT_NEWLINE.sub(lambda m: visible(m.group()), cell)
+    return cell
+
+
+def finite(value: object) -> object:
+    """``value`` with every NaN or infinity (not JSON) replaced by None, tuples as lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
+def json_text(data: object, **options) -> str:
+    """``data`` as strict JSON (what every ``--json`` prints): a non-finite number is null,
+    never ``NaN`` or ``Infinity``, which no JSON parser need accept."""
+    return json.dumps(finite(data), allow_nan=False, **{"indent": 2, **options})
+
+
+def print_json(data: object, **options) -> None:
+    print(json_text(data, **options))
 
 
 def yes_no(value: bool | None) -> str:
@@ -52,12 +111,12 @@ def compact_table(title: str | None, columns: list[Column], rows: list[list], hi
     """A table without vertical rules; with ``hide_empty``, its all-empty columns are left out."""
     keep = [i for i, c in enumerate(columns)
             if c.keep_empty or not hide_empty or not rows or any(_plain(row[i]) not in EMPTY for row in rows)]
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+    table = Table(title=inert(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   show_edge=False, collapse_padding=True, **options)
     for i in keep:
         columns[i].add_to(table)
     for row in rows:
-        table.add_row(*(row[i] for i in keep))
+        table.add_row(*(inert(row[i]) for i in keep))
     return table
 
 
@@ -67,5 +126,5 @@ def key_values(rows: list[tuple[str, str]]) -> Table:
     table.add_column(no_wrap=True, style="bold")
     table.add_column(overflow="fold")
     for key, value in rows:
-        table.add_row(key, value)
+        table.add_row(inert(key), inert(value))
     return table

@@ -502,5 +502,5 @@ def test_an_unreadable_result_is_skipped_with_the_reason(board, tmp_path, capsys
     (broken / "result.json").write_text('{"run_id": ')
     assert main(["leaderboard", "--results", str(copy), "--trusted-keys", str(keys), "--task", "mnist"]) == 0
     out = capsys.readouterr().out.replace("\n", "")
-    assert f"skipped: {broken / 'result.json'}: not a readable result" in out
+    assert f"skipped: {broken / 'result.json'}: is not JSON" in out  # the file and why (runner.safe_read)
     assert "MNIST Training Time" in out

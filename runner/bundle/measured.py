@@ -26,6 +26,7 @@ from runner.bundle.filelist import file_digests
 from runner.errors import UserError
 from runner.results.folder import write_json
 from runner.results.record import RESULT_FILE
+from runner.safe_read import read_json_object
 
 VERSION = 1
 SAFE_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
@@ -37,11 +38,11 @@ def measured_dir() -> Path:
 
 
 def _read_json(path: Path) -> dict | None:
+    """A record or result.json read safely (runner.safe_read); None when absent or unreadable."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return read_json_object(path, "json")
+    except UserError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def _run_id(folder: Path) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from runner.errors import UserError
 from runner.keys.trust import trusted_keys
 from runner.verify import Auditor, verify_bundle
 from runner.verify.replay import replay
+from runner.terminal import json_text
 
 
 def run(args) -> int:
@@ -24,7 +24,7 @@ def run(args) -> int:
     report = verify_bundle(Path(args.bundle), Auditor(trusted_keys=trusted_keys(args.trusted_keys)))
     if not report.ok:
         if args.json:
-            print(json.dumps({"bundle": str(args.bundle), "ok": False, "verify": report.to_dict(), "replay": None},
+            print(json_text({"bundle": str(args.bundle), "ok": False, "verify": report.to_dict(), "replay": None},
                              indent=2))
         else:
             print_checks(console, [c for c in report.checks if not c.ok])
@@ -33,7 +33,7 @@ def run(args) -> int:
     checks = replay(Path(args.bundle))
     failed = [c.name for c in checks if not c.ok]
     if args.json:
-        print(json.dumps({"bundle": str(args.bundle), "ok": not failed, "verify": report.to_dict(),
+        print(json_text({"bundle": str(args.bundle), "ok": not failed, "verify": report.to_dict(),
                           "replay": [asdict(c) for c in checks]}, indent=2))
         return 1 if failed else 0
     print_checks(console, checks)

@@ -4,18 +4,17 @@ verifies but does not count is left out of the figures unless ``--all-runs`` (th
 
 from __future__ import annotations
 
-import json
 from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from runner.bundle.open import open_results
 from runner.cli.arguments.compare import PLOT_NAME
 from runner.errors import UserError
 from runner.results.layout import entry_runs
+from runner.terminal import json_text, markup
 
 
 def result_folders(paths: list[Path]) -> list[Path]:
@@ -68,7 +67,7 @@ def run(args) -> int:
     plot_path = None if args.no_plot else (args.plot or args.out / PLOT_NAME)
     if args.json:
         plot = None if plot_path is None else str(plot_comparison(summaries, plot_path))
-        print(json.dumps({"runs": [str(f) for f in given], "entries": [asdict(s) for s in summaries],
+        print(json_text({"runs": [str(f) for f in given], "entries": [asdict(s) for s in summaries],
                           "left_out": [{"run": str(p), **v.to_dict()} for p, v in left_out],
                           "plot": plot}, indent=2))
         return 0
@@ -77,7 +76,7 @@ def run(args) -> int:
     for line in filter(None, map(tta_line, summaries)):
         console.print(line, highlight=False)
     for path, verdict in left_out:
-        console.print(f"[yellow]left out[/]: {escape(str(path))}: does not count ({escape(verdict.reason)})",
+        console.print(f"[yellow]left out[/]: {markup(path)}: does not count ({markup(verdict.reason)})",
                       highlight=False)
     if args.all_runs and any(s.smoke for s in summaries):
         console.print("[yellow]note[/]: smoke runs are pipeline checks on synthetic data, never benchmark figures")

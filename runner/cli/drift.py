@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
@@ -16,6 +15,7 @@ from runner.plan import LOCAL, SLURM, make_plan
 from runner.report import Reporter, reporting
 from runner.reproduce import launch
 from runner.slurm import options_from_args
+from runner.terminal import json_text
 
 
 def _rerun(slurm):
@@ -55,5 +55,5 @@ def run(args) -> int:
         if drift.tta_now is not None:
             console.print(f"  TTA now {drift.tta_now:.2f} s, archived {drift.tta_archived:.2f} s")
     if args.json:
-        print(json.dumps({"bundles": found}, indent=2))
+        print(json_text({"bundles": found}, indent=2))
     return 1 if drifted and args.fail_on_drift else 0

@@ -19,6 +19,7 @@ from runner.engine import get_engine
 from runner.entry_build import build_entry
 from runner.manifest import load_entry
 from runner.mlperf.config import load_submission, set_command
+from runner.terminal import json_text
 
 
 def run_dawnbench(args) -> int:
@@ -28,7 +29,7 @@ def run_dawnbench(args) -> int:
     written = export_dawnbench(Path(args.result), Path(args.out), args.author, args.email, args.hardware,
                                trusted_keys=keys)
     if args.json:
-        print(json.dumps({"written": [str(p) for p in written]}, indent=2))
+        print(json_text({"written": [str(p) for p in written]}, indent=2))
         return 0
     console = Console(highlight=False)
     for path in written:
@@ -50,7 +51,7 @@ def export_mlperf(args) -> int:
     if args.json:
         checker = ({"ran": False, "why": exported.unchecked} if check is None else
                    {"ran": True, "ok": check.ok, "findings": check.findings, "log": str(check.log)})
-        print(json.dumps({"out": str(out), "submission": exported.submission, "smoke": exported.smoke,
+        print(json_text({"out": str(out), "submission": exported.submission, "smoke": exported.smoke,
                           "left_empty": list(exported.unset), "package_checker": checker}, indent=2))
         return code
     console = Console(highlight=False)
@@ -102,7 +103,7 @@ def export_image(args) -> int:
               "convert": f"apptainer build {entry.name}.sif docker-archive:{archive.name}"}
     (archive.with_suffix(".json")).write_text(json.dumps(record, indent=2) + "\n")
     if args.json:
-        print(json.dumps({**record, "archive": str(archive)}, indent=2))
+        print(json_text({**record, "archive": str(archive)}, indent=2))
         return 0
     console = Console(highlight=False)
     console.print(f"wrote {escape(str(archive))} (sha256 {digest.hexdigest()}), image {built.image_id}")

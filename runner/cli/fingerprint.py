@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from runner.fingerprint import capture_host, capture_image
 from runner.manifest import load_entry
 from runner.mlperf.config import load_settings, set_command
 from runner.mlperf.system import submission_description
+from runner.terminal import json_text
 
 
 def _target(args) -> Path | None:
@@ -69,7 +69,7 @@ def run(args) -> int:
         text = buffer.getvalue()
     else:
         data = fingerprint if args.format == "json" else _mlperf_description(fingerprint, args.mlperf_benchmark)
-        text = json.dumps(data, indent=2) + "\n"
+        text = json_text(data) + "\n"
         if target is None:
             sys.stdout.write(text)
             return 0

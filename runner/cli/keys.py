@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.console import Console
@@ -12,6 +11,7 @@ from runner import keys
 from runner.errors import UserError
 from runner.safe_read import visible
 from runner.keys import trust as store
+from runner.terminal import json_text
 
 
 def generate(args) -> int:
@@ -52,7 +52,7 @@ def show(args) -> int:
     if key is None:
         raise UserError(f"no signing key is configured (looked for {public})", "run 'runner keys generate'")
     if args.json:
-        print(json.dumps(keys.public_key_dict(key), indent=2, sort_keys=True))
+        print(json_text(keys.public_key_dict(key), indent=2, sort_keys=True))
         return 0
     console = Console()
     console.print(f"key id       {key.keyid}")
@@ -91,7 +91,7 @@ def trust(args) -> int:
 def list_trusted(args) -> int:
     found = store.list_trusted()
     if args.json:
-        print(json.dumps([t.to_dict() for t in found], indent=2))
+        print(json_text([t.to_dict() for t in found], indent=2))
         return 0
     if not found:
         print("no trusted keys: `runner keys trust FILE` adds one, `runner keys generate` makes yours")

@@ -3,19 +3,17 @@ and (``--html DIR``) as a static site with each reproduction's plots."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from runner import paths
 from runner.leaderboard import build
 from runner.leaderboard.html import write_site
-from runner.leaderboard.site_folder import check_target
-from runner.safe_read import visible
-from runner.leaderboard.terminal import print_tables
 from runner.keys.trust import trusted_keys
+from runner.leaderboard.site_folder import check_target
+from runner.leaderboard.terminal import print_tables
+from runner.terminal import json_text, markup
 
 
 def run(args) -> int:
@@ -35,13 +33,13 @@ def run(args) -> int:
         if args.html:
             site = write_site(Path(args.html), tables, board.claims, board.reproductions, keys, board.studies)
             data["site"] = str(site)
-        print(json.dumps(data, indent=2))
+        print(json_text(data, indent=2))
         return 0
     console = Console(highlight=False)
     for problem in board.skipped:
-        console.print(f"[yellow]skipped[/]: {escape(visible(problem))}")
+        console.print(f"[yellow]skipped[/]: {markup(problem)}")
     print_tables(tables, console, args.top)
     if args.html:
         index = write_site(Path(args.html), tables, board.claims, board.reproductions, keys, board.studies)
-        console.print(f"wrote the site: {escape(visible(str(index)))} (open it from disk, or publish the folder as it is)")
+        console.print(f"wrote the site: {markup(str(index))} (open it from disk, or publish the folder as it is)")
     return 0

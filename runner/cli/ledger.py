@@ -13,7 +13,7 @@ from runner.errors import UserError
 from runner.keys.ledger import ledger_dir, ledger_keys, ledger_path, published, read_ledger, runs_of
 from runner.results.folder import write_text_atomically
 from runner.results.layout import short_id
-from runner.terminal import Column, compact_table, yes_no
+from runner.terminal import Column, compact_table, yes_no, json_text
 
 
 def _configured_keyid() -> str | None:
@@ -42,7 +42,7 @@ def show(args) -> int:
     lines = read_ledger(keyid)
     chosen = [line for line in lines if args.entry in (None, line["entry"])]
     if args.json:
-        print(json.dumps({"key": keyid, "ledger": str(ledger_path(keyid)), "lines": chosen}, indent=2))
+        print(json_text({"key": keyid, "ledger": str(ledger_path(keyid)), "lines": chosen}, indent=2))
         return 0
     console = Console(highlight=False)
     console.print(f"key {keyid[:16]}: {len(lines)} signing(s), chain intact"

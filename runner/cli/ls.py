@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from runner import paths
+from runner.terminal import markup, print_json
 
 
 def run(args) -> int:
@@ -20,15 +19,14 @@ def run(args) -> int:
     entry = Path(args.entry).name if args.entry else None
     rows, skipped = list_runs(results, entry, trusted_keys(args.trusted_keys))
     if args.json:
-        print(json.dumps({"results": str(results), "runs": [r.to_dict() for r in rows], "skipped": skipped},
-                         indent=2))
+        print_json({"results": str(results), "runs": [r.to_dict() for r in rows], "skipped": skipped})
         return 0
     console = Console(highlight=False)
-    for problem in skipped:
-        console.print(f"[yellow]skipped[/]: {escape(problem)}")
+    for problem in skipped:  # one line each, however long: the file and why it cannot be read
+        console.print(f"[yellow]unreadable[/]: {markup(problem)}", soft_wrap=True)
     if not rows:
         where = f"of {entry} " if entry else ""
-        console.print(f"no runs {where}under {escape(str(results))} (`runner reproduce ENTRY` makes one)")
+        console.print(f"no runs {where}under {markup(results)} (`runner reproduce ENTRY` makes one)")
         return 0
     for i, renderable in enumerate(ls_renderables(rows, console.width)):
         if i:

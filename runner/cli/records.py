@@ -8,13 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from runner.inference.loadgen import claims_mlperf_minimums
 from runner.results.inference import BackendRun
 from runner.results.layout import short_id
 from runner.results.record import Result
-from runner.terminal import EMPTY, MISSING, Column, compact_table, fmt, yes_no
+from runner.terminal import EMPTY, MISSING, Column, compact_table, fmt, markup, yes_no
 
 
 def loadgen_cells(run: BackendRun) -> tuple[str, str, str]:
@@ -151,12 +150,12 @@ def print_inference(console: Console, metric: str, inference: dict[str, BackendR
         console.print(table)
     for name, b in inference.items():
         if not b.passed_gate:
-            console.print(f"[yellow]no latency claim[/] for {escape(name)}: {escape(str(b.gate_reason))}")
+            console.print(f"[yellow]no latency claim[/] for {markup(name)}: {markup(str(b.gate_reason))}")
         for problem in loadgen_problems(b):
-            console.print(f"[yellow]LoadGen[/] {escape(name)}: {escape(problem)}")
+            console.print(f"[yellow]LoadGen[/] {markup(name)}: {markup(problem)}")
     shown = {line for b in inference.values() if (line := loadgen_settings_line(b))}
     for line in sorted(shown):
-        console.print(f"LoadGen settings {escape(line)}")
+        console.print(f"LoadGen settings {markup(line)}")
 
 
 def print_results(console: Console, folders: list[Path]) -> None:
@@ -175,6 +174,6 @@ def print_results(console: Console, folders: list[Path]) -> None:
                 console.print(line, highlight=False)
         if not r.conforming:
             console.print(f"[yellow]non-conforming[/] {short_id(r.run_id)}: "
-                          + escape("; ".join(r.nonconforming_reasons)))
+                          + markup("; ".join(r.nonconforming_reasons)))
         if r.incomplete_reason:
-            console.print(f"[red]{r.status}[/] {short_id(r.run_id)}: {escape(r.incomplete_reason)}")
+            console.print(f"[red]{r.status}[/] {short_id(r.run_id)}: {markup(r.incomplete_reason)}")

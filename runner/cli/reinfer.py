@@ -7,13 +7,13 @@ the backends' table.
 
 from __future__ import annotations
 
-import json
 
 from rich.console import Console
 
 from runner.cli.records import print_inference
 from runner.reinference import reinfer
 from runner.report import Reporter, reporting
+from runner.terminal import json_text
 
 
 
@@ -23,7 +23,7 @@ def run(args) -> int:
     if args.json:  # stdout is the JSON's alone: the progress goes to stderr
         with reporting(Reporter(Console(stderr=True))):
             outcome = reinfer(args.entry, result_dir=args.result, backends=args.backends, threads=args.threads)
-        print(json.dumps({"result": str(outcome.result_dir), "replaced": outcome.replaced, "kept": outcome.kept,
+        print(json_text({"result": str(outcome.result_dir), "replaced": outcome.replaced, "kept": outcome.kept,
                           "inference": {name: rec.to_dict() for name, rec in outcome.inference.items()}},
                          indent=2))
         return 0 if outcome.passed else 1

@@ -16,7 +16,7 @@ from runner.results.layout import short_id
 from runner.results.record import Result
 from runner.results.runs import write_runs_summary
 from runner.slurm import options_from_args
-from runner.terminal import fmt
+from runner.terminal import fmt, json_text
 
 
 def loadgen_option(args) -> bool | str:
@@ -88,14 +88,12 @@ def print_verdicts(console: Console, folders: list[Path], trusted: str | None) -
 def print_json(folders: list[Path], trusted: str | None = None) -> int:
     """The runs as ``runner ls --json`` lists them (full run ids, folders), and their summary;
     verified against ``trusted`` (``--trusted-keys``), as ``runner ls`` judges them."""
-    import json  # lazy: start-up (only for --json)
-
     from runner.keys.trust import trusted_keys  # lazy: start-up (verify's modules)
     from runner.runs import judge, read_result, row_of  # lazy: start-up (verify's modules)
 
     keys = trusted_keys(trusted)
     rows = [row_of(f, read_result(f), judge(f, keys)) for f in folders]
     summary = write_runs_summary(folders)[1] if len(folders) > 1 else None
-    print(json.dumps({"runs": [r.to_dict() for r in rows], "summary": None if summary is None else str(summary)},
+    print(json_text({"runs": [r.to_dict() for r in rows], "summary": None if summary is None else str(summary)},
                      indent=2))
     return 0 if all(r.status == "complete" for r in rows) else 1

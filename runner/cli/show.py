@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.console import Console
 
 from runner import paths
+from runner.terminal import print_json
 
 
 def run(args) -> int:
@@ -29,7 +29,7 @@ def run(args) -> int:
         result = read_result(folder)
         view = view_run(folder, result, row_of(folder, result, judge(folder, keys)), str(folder), bundle=False)
     if args.json:
-        print(json.dumps(view.to_dict(), indent=2))
+        print_json(view.to_dict())
         return 0
     console = Console(highlight=False)
     console.print(show_renderable(view, console.width))

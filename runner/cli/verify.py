@@ -5,7 +5,6 @@ run, a study's variant, not isolated); with several bundles, the worst of them."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.console import Console
@@ -16,6 +15,7 @@ from runner.safe_read import visible
 from runner.verify import Auditor, verify_bundles
 from runner.verify.ledger import read_published
 from runner.verify.verdict import EXIT_NOT_VERIFIED, Verdict, exit_code_of, judge_report
+from runner.terminal import json_text
 
 
 def print_checks(console: Console, checks) -> None:
@@ -36,9 +36,9 @@ def run(args) -> int:
         code = EXIT_NOT_VERIFIED
     if args.json:
         if len(reports) == 1:
-            print(json.dumps(_json(reports[0], verdicts[0]), indent=2))
+            print(json_text(_json(reports[0], verdicts[0]), indent=2))
         else:
-            print(json.dumps({"ok": code == 0, "verified": all(v.verified for v in verdicts) and code != 1,
+            print(json_text({"ok": code == 0, "verified": all(v.verified for v in verdicts) and code != 1,
                               "counts": code == 0, "bundles": [_json(r, v) for r, v in zip(reports, verdicts)],
                               "across": None if across is None else across.to_dict()}, indent=2))
         return code

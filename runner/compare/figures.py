@@ -9,6 +9,7 @@ from runner.claims import result_claim
 from runner.errors import UserError
 from runner.events import read_events
 from runner.results.record import Result
+from runner.safe_read import visible
 from runner.score.tta import EVAL_FREEZE, EVAL_THAW
 
 
@@ -69,10 +70,16 @@ def figures(folder: Path) -> RunFigures:
     folder = Path(folder)
     try:
         result = Result.read(folder)
+    except UserError:
+        raise  # the file and why, in one line (runner.safe_read)
     except (OSError, ValueError) as err:
         raise UserError(f"cannot read the result in {folder}: {err}", "pass result folders written by runner reproduce") from None
     training = result.training
-    events = read_events(folder / "events.jsonl") if (folder / "events.jsonl").is_file() else []
+    try:
+        events = read_events(folder / "events.jsonl") if (folder / "events.jsonl").is_file() else []
+    except (OSError, ValueError) as err:
+        raise UserError(f"{visible(str(folder / 'events.jsonl'))}: {visible(str(err))}",
+                        "pass result folders written by runner reproduce") from None
     epochs = _epoch_seconds_from_markers(events)
     source = "epoch events"
     if not epochs:

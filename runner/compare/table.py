@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.table import Table
 
 from runner.compare.summary import EntrySummary, Stat
 from runner.harness.backends import REGISTRY
-from runner.terminal import MISSING, Column, compact_table
+from runner.terminal import MISSING, Column, compact_table, markup
 
 
 def fmt(stat: Stat, digits: int = 1, unit: str = "") -> str:
@@ -28,7 +27,7 @@ def tta_line(s: EntrySummary) -> str | None:
         return None
     resolution = "" if s.tta_resolution_seconds.median is None else f" (resolution {s.tta_resolution_seconds.median:.1f} s)"
     runs = "smoke runs" if s.smoke and s.counted == s.smoke else "conforming runs"
-    text = f"{s.entry} on {s.profile or '?'}: TTA {stat.median:.2f} s{resolution}, "
+    text = f"{markup(s.entry)} on {markup(s.profile or '?')}: TTA {stat.median:.2f} s{resolution}, "
     text += f"median of {stat.n} {runs}" if stat.n > 1 else f"1 {runs[:-1]} alone"
     if stat.n > 1:
         text += f", {stat.low:.2f}-{stat.high:.2f} s, CoV {100 * (stat.cv or 0):.1f}%"
@@ -43,7 +42,7 @@ def native_backend(summary: EntrySummary) -> str | None:
 
 
 def _entry_cell(s: EntrySummary) -> str:
-    return "\n".join(escape(x) for x in (s.entry, s.profile, s.framework) if x)
+    return "\n".join(markup(x) for x in (s.entry, s.profile, s.framework) if x)
 
 
 def comparison_tables(summaries: list[EntrySummary]) -> list[Table]:
@@ -64,8 +63,8 @@ def comparison_tables(summaries: list[EntrySummary]) -> list[Table]:
         latency = []
         for s in summaries:
             native = native_backend(s)
-            latency.append([escape(s.entry) + (f"\n{escape(s.profile)}" if s.profile else ""),
-                            f"{fmt(s.latency_p50_ms[native], 3)}\n({native})" if native else MISSING,
+            latency.append([markup(s.entry) + (f"\n{markup(s.profile)}" if s.profile else ""),
+                            f"{fmt(s.latency_p50_ms[native], 3)}\n({markup(native)})" if native else MISSING,
                             *(fmt(s.latency_p50_ms[b], 3) if b in s.latency_p50_ms else MISSING for b in others)])
         tables.append(compact_table("Batch-1 p50 ms", [
             Column("entry", wrap=True), Column("native", number=True),

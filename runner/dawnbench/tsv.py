@@ -8,12 +8,14 @@ It streams: a file of millions of rows is read a line at a time, never held whol
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
 from runner.dawnbench.claims import CurvePoint
 from runner.errors import UserError
 from runner.manifest.untrusted_yaml import MAX_NUMBER
+from runner.safe_read import Unreadable, open_file
 
 REQUIRED = ("epoch", "hours")
 
@@ -55,7 +57,11 @@ def _lines(path: Path):
     """(line number, text) of each non-blank line, read as ``read_text`` reads the whole file
     (BOM dropped, any line ending), one line at a time."""
     try:
-        with open(path, encoding="utf-8-sig", newline=None) as fh:
+        raw, _ = open_file(path, "text")  # a regular file within its cap: a FIFO never blocks
+    except Unreadable as err:
+        raise FormatError(path, err.why, "check the path and its permissions") from None
+    try:
+        with io.TextIOWrapper(raw, encoding="utf-8-sig", newline=None) as fh:
             for lineno, line in enumerate(fh, start=1):
                 if line.strip():
                     yield lineno, line.rstrip("\n")

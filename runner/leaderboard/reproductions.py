@@ -23,9 +23,9 @@ from runner.dawnbench.claims import CurvePoint
 from runner.dawnbench.tasks import format_task
 from runner.dawnbench.tsv import FormatError, read_curve
 from runner.errors import UserError
-from runner.events import bounded_json
 from runner.results.layout import all_runs
 from runner.results.view import ResultRecord, read_record
+from runner.safe_read import read_bytes, read_json
 from runner.verify.verdict import Verdict, judge
 
 ARCHIVE_DIR = "archive"
@@ -59,27 +59,27 @@ class Reproduction:
         return self.verdict.signer_keyid
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def _read_bytes(path: Path, kind: str = "text") -> bytes | None:
+    """A run's small file (runner.safe_read: a regular file within its kind's cap), or None."""
     try:
-        return path.read_bytes() if path.is_file() and not path.is_symlink() else None
-    except OSError:
+        return read_bytes(path, kind) if path.is_file() else None
+    except UserError:
         return None
 
 
 def _read_fingerprint(folder: Path) -> dict | None:
-    raw = _read_bytes(folder / FINGERPRINT_FILE)
     try:
-        data = bounded_json(raw.decode()) if raw is not None else None
-    except (UnicodeDecodeError, ValueError):
+        data = read_json(folder / FINGERPRINT_FILE) if (folder / FINGERPRINT_FILE).is_file() else None
+    except UserError:
         return None
     return data if isinstance(data, dict) else None
 
 
 def read_reproduction(folder: Path, verdict: Verdict, origin: str | None = None,
-                      archive: Path | None = None) -> Reproduction:
+                      archive: Path | None = None, record: ResultRecord | None = None) -> Reproduction:
     """The run in ``folder`` (a result folder, or an archive opened into one) with the verdict
-    ``runner.verify.verdict.judge`` gave its bundle."""
-    record = read_record(folder)
+    ``runner.verify.verdict.judge`` gave its bundle (``record``: its result, when already read)."""
+    record = record or read_record(folder)
     repro = Reproduction(record, origin or str(folder), verdict,
                          claim=result_claim(folder), archive=archive, bundled=(folder / MANIFEST).is_file(),
                          curve_tsv=_read_bytes(record.curve_path()), fingerprint=_read_fingerprint(folder))
@@ -117,7 +117,8 @@ def load_reproductions(results: Path, trusted_keys: list[SSlibKey]) -> tuple[lis
     out, skipped = [], []
     for folder in find_result_folders(results):
         try:
-            out.append(read_reproduction(folder, judge(folder, trusted_keys)))
+            record = read_record(folder)  # an unreadable result is skipped before the verifier sees it
+            out.append(read_reproduction(folder, judge(folder, trusted_keys), record=record))
         except UserError as err:
             skipped.append(err.problem)
     for archive in sorted((results / ARCHIVE_DIR).glob("*.tar.gz")):

@@ -21,6 +21,7 @@ group whose host does not meet that claim's profile shows the claim but no ratio
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -132,7 +133,8 @@ class Row:
         """reproduced / claimed: above 1 the reproduction took longer or cost more."""
         if self.claimed in (None, 0) or self.reproduced is None or self.not_compared:
             return None
-        return self.reproduced / self.claimed
+        ratio = self.reproduced / self.claimed
+        return ratio if math.isfinite(ratio) else None  # an overflow is no figure (and not JSON)
 
 
 @dataclass

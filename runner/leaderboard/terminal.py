@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console, Group
-from rich.markup import escape
 from rich.text import Text
 
 from runner.leaderboard import formats
 from runner.leaderboard.tables import Row, Table
-from runner.terminal import Column, compact_table
+from runner.safe_read import visible
+from runner.terminal import Column, compact_table, markup
 
 
 def spread_lines(table: Table, spread) -> list[str]:
@@ -32,17 +32,17 @@ def reproduction_cell(table: Table, row: Row) -> str:
     repro = row.reproduction
     if repro is None:
         return "[dim]not reproduced[/]"
-    counts = "".join(f"\n[dim]{escape(note)}[/]" for note in (row.ledger, row.rules) if note)
+    counts = "".join(f"\n[dim]{markup(note)}[/]" for note in (row.ledger, row.rules) if note)
     if row.reproduced is None or row.spread is None:
-        return f"— [dim]no run counts[/]\n[red]({escape(repro.reason)})[/]" + counts
-    value = escape(table.show_reproduced(row.reproduced))
-    return f"[green]{value}[/] ✓\n[dim]" + escape("\n".join(spread_lines(table, row.spread))) + "[/]" + counts
+        return f"— [dim]no run counts[/]\n[red]({markup(repro.reason)})[/]" + counts
+    value = markup(table.show_reproduced(row.reproduced))
+    return f"[green]{value}[/] ✓\n[dim]" + markup("\n".join(spread_lines(table, row.spread))) + "[/]" + counts
 
 
 def submission_cell(row: Row) -> str:
     """Model, team, hardware (and why the runs are not held against the claim), framework."""
     hardware = row.hardware + (f" ({row.not_compared})" if row.not_compared else "")
-    lines = [f"[bold]{escape(row.model)}[/]"] + [escape(x) for x in (row.team, hardware, row.framework) if x]
+    lines = [f"[bold]{markup(row.model)}[/]"] + [markup(x) for x in (row.team, hardware, row.framework) if x]
     return "\n".join(lines)
 
 
@@ -67,12 +67,12 @@ def render(table: Table, top: int | None = None) -> Group:
     rows = []
     for row in table.rows[:top] if top else table.rows:
         ratio = formats.ratio(row.ratio) if row.spread is not None else "—"
-        rows.append([str(row.rank), escape(table.show(row.claimed)), reproduction_cell(table, row), ratio,
-                     submission_cell(row), formats.month(row.date), energy_cell(table, row)])
+        rows.append([str(row.rank), markup(table.show(row.claimed)), reproduction_cell(table, row), ratio,
+                     submission_cell(row), markup(formats.month(row.date)), energy_cell(table, row)])
     columns = [Column("Rank", number=True), Column("Claimed", number=True),
                Column("Reproduced", wrap=True, min_width=16), Column("Ratio", number=True),
                Column("Submission", wrap=True), Column("Date"), Column("Energy", number=True)]
-    title = Text.assemble((table.title, "bold"), f": {table.column} ({table.criterion})")
+    title = Text.assemble((visible(table.title), "bold"), visible(f": {table.column} ({table.criterion})"))
     return Group(title, compact_table(None, columns, rows, show_lines=True))
 
 
@@ -83,5 +83,5 @@ def print_tables(tables: list[Table], console: Console, top: int | None = None) 
             if top and len(table.rows) > top:
                 console.print(f"[dim]… {len(table.rows) - top} more rows[/]")
         else:
-            console.print(f"[bold]{table.title}[/] — {table.criterion}: [dim]no claims or reproductions[/]")
+            console.print(f"[bold]{markup(table.title)}[/] — {markup(table.criterion)}: [dim]no claims or reproductions[/]")
         console.print()

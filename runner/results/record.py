@@ -10,15 +10,24 @@ fields a backend adds of its own.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from runner.results.folder import write_json
 from runner.results.inference import BackendRun, read_section
+from runner.safe_read import Unreadable, read_json, visible
 
 RESULT_FILE = "result.json"
+
+
+class UnreadableResult(Unreadable, ValueError):
+    """A result.json that is not a result (``Result.read``): a ``UserError`` naming the file and
+    why, and a ``ValueError`` for the readers that catch a malformed result as one."""
+
+
+class MissingResult(Unreadable, FileNotFoundError):
+    """A run folder without a result.json (``Result.read``)."""
 
 
 @dataclass
@@ -187,13 +196,20 @@ class Result:
     @classmethod
     def from_dict(cls, data: object) -> Result:
         if not isinstance(data, dict):
-            raise ValueError("result.json is not an object")
+            raise ValueError(f"result.json holds a JSON {_json_type(data)}, not an object")
         try:
             values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+            _check_types(cls, values, "")
             for name, section in _SECTIONS.items():
                 if values.get(name) is not None:
+                    if not isinstance(values[name], dict):
+                        raise ValueError(f"result.json's {name} is {_a(_json_type(values[name]))}, not an object")
+                    _check_types(section, values[name], f"{name}.")
                     values[name] = section(**values[name])
             if "inference" in values:
+                for name, record in (values["inference"] or {}).items():
+                    if isinstance(record, dict):
+                        _check_types(BackendRun, record, f"inference.{name}.")
                 values["inference"] = read_section(values["inference"])
             return cls(**values)
         except TypeError as err:  # a missing or unknown field
@@ -214,7 +230,70 @@ class Result:
 
     @classmethod
     def read(cls, folder: Path) -> Result:
-        return cls.from_dict(json.loads((Path(folder) / RESULT_FILE).read_text()))
+        """``folder/result.json`` read safely (``runner.safe_read``, kind "result"): a FIFO, a
+        huge, deep, truncated or ill-typed file is an ``UnreadableResult`` naming it and why
+        (``MissingResult`` when there is none), never a hang or a traceback."""
+        path = Path(folder) / RESULT_FILE
+        try:
+            data = read_json(path, "result")
+        except Unreadable as err:
+            if err.why == "does not exist":
+                raise MissingResult(path, err.why, "pass a run folder written by `runner reproduce`") from None
+            raise UnreadableResult(path, err.why, "pass a run folder written by `runner reproduce`") from None
+        try:
+            return cls.from_dict(data)
+        except ValueError as err:
+            why = visible(str(err).removeprefix("result.json ").removeprefix("result.json's "))  # names from the data
+            raise UnreadableResult(path, why, "pass a run folder written by `runner reproduce`") from None
+
+
+def _json_type(value: object) -> str:
+    """A value's type as JSON names it."""
+    if value is None:
+        return "null"
+    for kind, name in ((bool, "boolean"), (str, "string"), (int, "number"), (float, "number"), (dict, "object"),
+                       (list, "array")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
+def _fits(value: object, annotation: str) -> bool:
+    """Whether a value read from JSON has the type of a field annotated ``annotation`` (the
+    plain ones a result uses; any other annotation is not checked)."""
+    options = [a.strip() for a in annotation.split("|")]
+    if "None" in options and value is None:
+        return True
+    for option in options:
+        base = option.split("[", 1)[0]
+        if base == "str" and isinstance(value, str):
+            return True
+        if base == "bool" and isinstance(value, bool):
+            return True
+        if base == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if base == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if base == "dict" and isinstance(value, dict):
+            return option != "dict[str, float]" or all(
+                x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in value.values())
+        if base == "list" and isinstance(value, list):
+            return option != "list[str]" or all(isinstance(x, str) for x in value)
+        if base not in ("str", "bool", "int", "float", "dict", "list", "None"):
+            return True  # a section (checked on its own) or a type not checked here
+    return False
+
+
+def _check_types(cls: type, values: dict, prefix: str) -> None:
+    """``ValueError`` naming the first field of ``values`` whose JSON type is not its field's:
+    a result with ``"training": 5`` or ``"status": []`` is unreadable, never a TypeError later."""
+    for f in fields(cls):
+        if f.name in values and not _fits(values[f.name], str(f.type)):
+            raise ValueError(f"result.json's {prefix}{f.name} is {_a(_json_type(values[f.name]))}, not {f.type}")
 
 
 _OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant", "initial_weights", "ledger",

@@ -32,7 +32,8 @@ class RunsSummary:
 def summarize_runs(ttas: list[float | None]) -> RunsSummary:
     reached = [t for t in ttas if t is not None]
     median = statistics.median(reached) if reached else None
-    cv = statistics.stdev(reached) / statistics.mean(reached) if len(reached) >= 2 else None
+    mean = statistics.mean(reached) if reached else 0
+    cv = statistics.stdev(reached) / mean if len(reached) >= 2 and mean else None  # no ratio to a zero mean
     return RunsSummary(len(ttas), len(reached), list(ttas), median, cv)
 
 

@@ -124,8 +124,10 @@ def read_record(folder: Path) -> ResultRecord:
             ledger=result.ledger if isinstance(result.ledger, dict) else None,
             rules_version=result.rules_version,
         )
-    except FileNotFoundError:
+    except FileNotFoundError:  # Result.read's MissingResult
         raise UserError(f"{path} does not exist", "pass a result folder written by `runner reproduce`") from None
+    except UserError:
+        raise  # the file and why, in one line (Result.read through runner.safe_read)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise UserError(
             f"{path}: not a readable result ({type(err).__name__}: {err})",

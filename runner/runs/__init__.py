@@ -10,6 +10,7 @@ whether it counts). ``find_run`` turns what a user typed (a folder, a run id, it
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +147,8 @@ def read_result(folder: Path) -> Result:
     """``folder/result.json``; a missing or malformed one is a UserError naming it."""
     try:
         return Result.read(folder)
+    except UserError:
+        raise  # the file and why, already in one line (runner.safe_read)
     except UNREADABLE as err:
         raise UserError(f"{Path(folder) / RESULT_FILE}: not a readable result ({type(err).__name__}: {err})",
                         "pass a run folder written by `runner reproduce`") from None
@@ -170,7 +173,7 @@ def find_run(ref: str, results: Path) -> Path:
     by its id, its short id (``s5-c0997d``), ``ENTRY/SHORT`` or a unique start of its id."""
     path = Path(ref)
     if path.is_dir():
-        if (path / RESULT_FILE).is_file():
+        if os.path.lexists(path / RESULT_FILE):  # whatever it is: reading it says why it is not a result
             return path
         raise UserError(f"{ref} is a folder without a {RESULT_FILE}",
                         "pass a run folder, a bundle's .tar.gz or a run id that `runner ls` lists")

@@ -4,21 +4,21 @@ summary, curve and files. Short run ids here; the full ids are in the files and 
 from __future__ import annotations
 
 from rich.console import Group
-from rich.markup import escape
 from rich.text import Text
 
 from runner.claims import variant_problem
 from runner.runs import RunRow, ledger_counts
 from runner.runs.curve import draw_curve
 from runner.runs.show import RunView
-from runner.terminal import MISSING, Column, compact_table, fmt, key_values, yes_no
+from runner.safe_read import visible
+from runner.terminal import MISSING, Column, compact_table, fmt, key_values, markup, text, yes_no
 
 WIDE = 100  # from this width on, ls shows each run's date too
 
 
-def _verdict(row: RunRow) -> str:
+def _verdict(row: RunRow) -> Text:
     """"counts", "verified" (but does not count) or "no" (not verified)."""
-    return "counts" if row.counts else "verified" if row.verified else "[red]no[/]"
+    return Text("counts") if row.counts else Text("verified") if row.verified else Text("no", style="red")
 
 
 def runs_table(entry: str, rows: list[RunRow], width: int):
@@ -26,28 +26,28 @@ def runs_table(entry: str, rows: list[RunRow], width: int):
     wide = width >= WIDE
     columns = [Column("run"), *([Column("started (UTC)")] if wide else []), Column("status"), Column("reached"),
                Column("TTA s", number=True), Column("conforming"), Column("smoke"), Column("verdict")]
-    cells = [[row.short_id, *([row.date] if wide else []), row.status, yes_no(row.reached),
+    cells = [[text(row.short_id), *([text(row.date)] if wide else []), text(row.status), yes_no(row.reached),
               fmt(row.tta_seconds, ".2f"), yes_no(row.conforming), yes_no(row.smoke), _verdict(row)]
              for row in rows]
     for row, line in zip(rows, cells):
         if row.variant:  # a study's variant: marked, and named below the table
-            line[0] = f"{row.short_id}*"
+            line[0] = text(f"{row.short_id}*")
     runs = f"{len(rows)} run{'s' if len(rows) != 1 else ''}"
     # every column of ls says something, even "no" or "--" in every row
-    return compact_table(f"[bold]{escape(entry)}[/] ({runs})", columns, cells, hide_empty=False)
+    return compact_table(f"[bold]{markup(entry)}[/] ({runs})", columns, cells, hide_empty=False)
 
 
 def variant_lines(rows: list[RunRow]) -> Text | None:
     """``* s7-eeeeee: study variant, -one-cycle,label-smoothing`` for each variant run: a
     study's run with a switch off or another placement, never the entry's recipe."""
-    lines = [f"* {row.short_id}: study variant, {row.variant_label}" for row in rows if row.variant]
+    lines = [visible(f"* {row.short_id}: study variant, {row.variant_label}") for row in rows if row.variant]
     return Text("\n".join(lines), style="dim") if lines else None
 
 
 def verdict_lines(rows: list[RunRow]) -> Text | None:
     """Why each real run that does not count does not (its first reason): a smoke run says so
     in its own column."""
-    lines = [f"{row.short_id}: {row.verdict.word}: {row.verdict.reason.removeprefix('not verified: ')}"
+    lines = [visible(f"{row.short_id}: {row.verdict.word}: {row.verdict.reason.removeprefix('not verified: ')}")
              for row in rows if not row.counts and not row.smoke]
     return Text("\n".join(lines), style="dim") if lines else None
 
@@ -56,7 +56,8 @@ def ledger_lines(rows: list[RunRow]) -> Text | None:
     """``3 of 7 runs of this entry with key 1a2b3c4d5e6f7a8b`` for each key whose verified runs
     carry their place in its ledger: the runs listed against every run of the entry the key
     signed (smoke runs counted apart)."""
-    lines = [f"{here} of {made} {'smoke ' if smoke else ''}run{'s' if made != 1 else ''} of this entry with key {key[:16]}"
+    lines = [visible(f"{here} of {made} {'smoke ' if smoke else ''}run{'s' if made != 1 else ''} of this entry "
+                     f"with key {key[:16]}")
              for key, smoke, here, made in ledger_counts(rows)]
     return Text("\n".join(lines)) if lines else None
 
@@ -85,17 +86,17 @@ def summary_rows(view: RunView) -> list[tuple[str, str]]:
     r, row = view.result, view.row
     training = r.training
     threshold = _percent(r.task.threshold, view.percent)
-    rows = [("status", escape(r.status + (f": {r.incomplete_reason}" if r.incomplete_reason else ""))),
-            ("task", f"{escape(r.task.id)}, {escape(r.task.metric)} ≥ {threshold}"),
+    rows = [("status", markup(r.status + (f": {r.incomplete_reason}" if r.incomplete_reason else ""))),
+            ("task", f"{markup(r.task.id)}, {markup(r.task.metric)} ≥ {threshold}"),
             ("seed", str(r.seed)), ("smoke", yes_no(r.smoke) + (" (synthetic data: never a figure)" if r.smoke else ""))]
     if r.variant is not None:
-        rows.append(("study variant", escape(variant_problem(r.variant) or "")))
+        rows.append(("study variant", markup(variant_problem(r.variant) or "")))
     crossing = view.crossing()
     if training and training.reached:
         at = "" if crossing is None else (
-            (f", at epoch {crossing['epoch']}" if crossing.get("epoch") is not None
-             else f", at evaluation {crossing.get('index')}")
-            + f": {r.task.metric} {_percent((crossing.get('scores') or {}).get(r.task.metric), view.percent)}")
+            (f", at epoch {markup(crossing['epoch'])}" if crossing.get("epoch") is not None
+             else f", at evaluation {markup(crossing.get('index'))}")
+            + f": {markup(r.task.metric)} {_percent((crossing.get('scores') or {}).get(r.task.metric), view.percent)}")
         rows.append(("reached", "yes" + at))
         step = training.tta_resolution_seconds
         rows.append(("TTA", f"{training.tta_seconds:.2f} s" + ("" if step is None else f" (resolution {step:.1f} s)")))
@@ -103,22 +104,22 @@ def summary_rows(view: RunView) -> list[tuple[str, str]]:
         rows.append(("reached", "no"))
     if r.cost is not None:
         rows.append(("cost", (f"${r.cost.training_usd:.6f}" if r.cost.training_usd is not None else MISSING)
-                     + f" on {escape(r.cost.profile)} at ${r.cost.usd_per_hour:g}/h"))
+                     + f" on {markup(r.cost.profile)} at ${r.cost.usd_per_hour:g}/h"))
     conforming = yes_no(r.conforming)
     if not r.conforming and r.nonconforming_reasons:
-        conforming += ": " + escape("; ".join(r.nonconforming_reasons))
+        conforming += ": " + markup("; ".join(r.nonconforming_reasons))
     rows.append(("conforming", conforming))
     verdict = row.verdict
-    rows.append(("verdict", escape(verdict.summary)))
-    rows += [("rules", escape(note.removeprefix("rules: "))) for note in verdict.notes]
+    rows.append(("verdict", markup(verdict.summary)))
+    rows += [("rules", markup(note.removeprefix("rules: "))) for note in verdict.notes]
     if isinstance(place := row.ledger, dict):
-        rows.append(("ledger", escape(f"run {place.get('entry_runs')} of this entry with key "
+        rows.append(("ledger", markup(f"run {place.get('entry_runs')} of this entry with key "
                                       f"{str(place.get('key_id'))[:16]} (index {place.get('index')})")
                      + ("" if row.ledger_key else " (not verified)")))
     for name, b in r.inference.items():
         lat = b.latency_ms or {}
-        gate = "gate pass" if b.passed_gate else f"gate fail ({escape(b.gate_reason or b.error or '?')})"
-        rows.append((f"{escape(name)}", f"p50 {fmt(lat.get('p50'), '.3f')} ms, mean {fmt(lat.get('mean'), '.3f')} "
+        gate = "gate pass" if b.passed_gate else f"gate fail ({markup(b.gate_reason or b.error or '?')})"
+        rows.append((f"{markup(name)}", f"p50 {fmt(lat.get('p50'), '.3f')} ms, mean {fmt(lat.get('mean'), '.3f')} "
                                          f"ms, {gate}"))
     return rows
 
@@ -126,23 +127,24 @@ def summary_rows(view: RunView) -> list[tuple[str, str]]:
 def file_rows(view: RunView) -> list[tuple[str, str]]:
     if view.bundle:
         inside = ", ".join(view.files.values())
-        return [("bundle", escape(view.location)), ("inside", escape(inside))]
-    rows = [("folder", escape(view.location))]
-    rows += [(name, escape(rel + ("/" if name in ("logs", "model", "inference", "bundle") else "")))
+        return [("bundle", markup(view.location)), ("inside", markup(inside))]
+    rows = [("folder", markup(view.location))]
+    rows += [(name, markup(rel + ("/" if name in ("logs", "model", "inference", "bundle") else "")))
              for name, rel in view.files.items()]
-    rows.append(("check it", escape(f"runner verify {view.location}")))
+    rows.append(("check it", markup(f"runner verify {view.location}")))
     return rows
 
 
 def show_renderable(view: RunView, width: int) -> Group:
     row = view.row
-    title = Text.assemble((row.entry, "bold"), " ", (row.short_id, "bold cyan"), f"  run {row.run_id}")
+    title = Text.assemble((visible(row.entry), "bold"), " ", (visible(row.short_id), "bold cyan"),
+                          f"  run {visible(row.run_id)}")
     parts = [title, key_values(summary_rows(view)), Text("")]
     if view.curve:
         unit = "%" if view.percent else ""
         lines = draw_curve([(p.seconds, p.score) for p in view.curve], view.threshold, unit, width=width)
         parts += [Text("time to accuracy", style="bold"), Text("\n".join(lines), no_wrap=True, overflow="crop")]
     else:
-        parts.append(Text(f"no curve: {view.curve_problem}", style="dim"))
+        parts.append(Text(f"no curve: {visible(str(view.curve_problem))}", style="dim"))
     parts += [Text(""), Text("files", style="bold"), key_values(file_rows(view))]
     return Group(*parts)

@@ -18,24 +18,27 @@ signed statement, the rules versions (the one the run was made under and today's
 trusted keys and this runner's version. The folder's name is never part of the key. A
 cached verdict is used only after the cheap checks (signature, every file's digest, the
 signed claim against result.json) pass again on the folder as it is now, so an edit since
-the verdict was cached is judged afresh.
+the verdict was cached is judged afresh; or, for a folder those checks already passed on,
+when its stamp (``folder_stamp``: every entry's size, times and inode, read without opening
+a file) is the one it had then, so ``runner ls`` of 100 unchanged runs reads no file's bytes
+but the statements'.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from securesystemslib.signer import SSlibKey
 
 from runner import __version__, paths
-from runner.bundle.filelist import ENVELOPE
-from runner.digests import sha256_file
+from runner.bundle.filelist import ENVELOPE, MANIFEST
 from runner.claims import cross_seed_problem, variant_problem
 from runner.errors import UserError
-from runner.events import bounded_json
 from runner.results.folder import write_json
+from runner.safe_read import Unreadable, check_size, iter_chunks, read_json_object
 from runner.tasks import TASKS
 from runner.verify import Auditor, Report, verify_bundle
 from runner.verify.trust import signature_verdict
@@ -154,17 +157,52 @@ def judge(path: Path | str, trusted_keys: list[SSlibKey], *, auditor: Auditor | 
           cache: bool = True) -> Verdict:
     """The verdict on the run at ``path`` (a result folder, or a bundle's ``.tar.gz``)."""
     path = Path(path)
+    if problems := oversized_files(path):
+        # a FIFO, a link or a file over its kind's cap (an 8 GiB sparse events.jsonl) is never
+        # digested or copied: the run is not verified, at the cost of a few lstat calls
+        return Verdict(False, False, tuple(problems), tuple(f"not verified: {p}" for p in problems), None, None)
     auditor = auditor or Auditor(trusted_keys=list(trusted_keys))
     key = _cache_key(path, trusted_keys) if cache else None
-    if key is not None and (cached := _read_cache(key)) is not None:
-        return cached
+    stamp = folder_stamp(path) if key is not None and path.is_dir() else None  # before any check reads it
+    if key is not None:
+        cached, stamps = _read_cache(key)
+        if cached is not None:
+            if stamp is not None and stamp in stamps:
+                return cached  # this very folder, not changed since it was verified here
+            if not path.is_dir() or signature_verdict(path, trusted_keys)[0] is None:
+                if stamp is not None:
+                    _write_cache(key, cached, [stamp, *stamps])
+                return cached
+            key = None  # edited since signing (or not signed by a trusted key): judged afresh
     report = verify_bundle(path, auditor)
     verdict = judge_report(report, key and key[1])
     if key is not None and verdict.verified:
         # Only a verified verdict is kept: a failure may come from the auditor's side (data
         # not staged yet), and is cheap to find again.
-        _write_cache(key, verdict)
+        _write_cache(key, verdict, [stamp] if stamp is not None else [])
     return verdict
+
+
+# The files of a run folder that have a kind in runner.safe_read (a cap on their size); each is
+# checked by its size alone before any check reads a byte of the folder.
+RUN_FILES = (("result.json", "result"), ("events.jsonl", "events"), ("curve.tsv", "text"), ("plan.json", "json"),
+             ("fingerprint.json", "json"), (ENVELOPE, "json"), (MANIFEST, "json"))
+
+
+def oversized_files(path: Path) -> list[str]:
+    """Why the run folder ``path`` cannot be verified without reading what no run writes: each
+    of its known files that is not a regular file, or is over its kind's cap (one line each,
+    the file named relative to the folder); empty for a bundle's .tar.gz or a sound folder."""
+    if not path.is_dir():
+        return []
+    problems = []
+    for name, kind in RUN_FILES:
+        try:  # checked on its kind and apparent size only (one lstat), never opened
+            check_size(path / name, kind)
+        except Unreadable as err:
+            if err.why != "does not exist":  # a run without it is judged by the checks
+                problems.append(f"{name} {err.why}")
+    return problems
 
 
 # -- the cache ---------------------------------------------------------------------------------
@@ -173,20 +211,53 @@ def _statement_digest(path: Path) -> str | None:
     """The sha256 of a folder's signed statement, or of a bundle's tarball (its bytes are what
     was signed and packed); None when there is neither."""
     target = path / ENVELOPE if path.is_dir() else path
-    try:
-        return sha256_file(target) if target.is_file() else None
-    except OSError:
+    if not target.is_file():
         return None
+    digest = hashlib.sha256()
+    try:
+        for chunk in iter_chunks(target, "data"):  # a regular file only: a FIFO never blocks
+            digest.update(chunk)
+    except UserError:
+        return None
+    return digest.hexdigest()
+
+
+def folder_stamp(folder: Path) -> str:
+    """sha256 over what the file system says of every entry under ``folder`` (path, kind, size,
+    modification and change times, inode, device), read without opening a file: any write,
+    rename, copy or replacement changes it (the change time cannot be set back), so a folder
+    with the stamp it had when its verdict was made holds the same bytes."""
+    digest = hashlib.sha256()
+    pending = [(str(folder), "")]
+    while pending:
+        here, rel = pending.pop()
+        try:
+            with os.scandir(here) as found:
+                entries = sorted(found, key=lambda e: e.name)
+        except OSError as err:
+            digest.update(f"{rel}\0unreadable {err.errno}\n".encode())
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError as err:
+                digest.update(f"{rel}/{entry.name}\0gone {err.errno}\n".encode(errors="surrogateescape"))
+                continue
+            line = (f"{rel}/{entry.name}\0{st.st_mode} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} "
+                    f"{st.st_ino} {st.st_dev}\n")
+            digest.update(line.encode(errors="surrogateescape"))
+            if entry.is_dir(follow_symlinks=False):
+                pending.append((entry.path, f"{rel}/{entry.name}"))
+    return digest.hexdigest()
 
 
 def _cache_key(path: Path, trusted_keys: list[SSlibKey]) -> tuple[str, str] | None:
     """(the cache file's name, the statement's digest), or None when nothing may be cached:
-    an unsigned folder, or a folder whose files no longer match its signature."""
+    an unsigned folder. Whether a folder's files still match its signature is ``judge``'s
+    to check (skipped for a folder whose stamp is one its cached verdict was made on)."""
     digest = _statement_digest(path)
     if digest is None:
         return None
-    if path.is_dir() and signature_verdict(path, trusted_keys)[0] is not None:
-        return None  # edited since signing (or not signed by a trusted key): judged afresh
     keys = ",".join(sorted(k.keyid for k in trusted_keys))
     parts = [str(CACHE_FORMAT), digest, keys, __version__, *current_rules()]
     name = hashlib.sha256("\n".join(parts).encode()).hexdigest()
@@ -203,20 +274,29 @@ def _cache_path(name: str) -> Path:
     return paths.home() / CACHE_DIR / f"{name}.json"
 
 
-def _read_cache(key: tuple[str, str]) -> Verdict | None:
+def _read_cache(key: tuple[str, str]) -> tuple[Verdict | None, list[str]]:
+    """(the cached verdict, the stamps of the folders it was checked on), or (None, [])."""
+    path = _cache_path(key[0])
+    if not path.is_file():
+        return None, []
     try:
-        data = bounded_json(_cache_path(key[0]).read_text())
+        data = read_json_object(path, "json")  # runner.safe_read: a FIFO or a huge file is no verdict
         verdict = Verdict.from_dict(data)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-        return None
-    return verdict if verdict.statement_digest == key[1] else None
+    except (UserError, ValueError, KeyError, TypeError, AttributeError):
+        return None, []
+    stamps = data.get("folder_stamps")
+    stamps = [s for s in stamps if isinstance(s, str)] if isinstance(stamps, list) else []
+    return (verdict, stamps) if verdict.statement_digest == key[1] else (None, [])
 
 
-def _write_cache(key: tuple[str, str], verdict: Verdict) -> None:
+MAX_STAMPS = 8  # the copies of one run (one statement) whose folders a cached verdict remembers
+
+
+def _write_cache(key: tuple[str, str], verdict: Verdict, stamps: list[str]) -> None:
     target = _cache_path(key[0])
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_json(target, verdict.to_dict())
+        write_json(target, {**verdict.to_dict(), "folder_stamps": list(dict.fromkeys(stamps))[:MAX_STAMPS]})
     except OSError:
         pass  # a read-only home: the verdict is recomputed next time, never wrong
 
