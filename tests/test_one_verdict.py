@@ -21,6 +21,7 @@ from tests.hostile.hostile_helpers import run_cli
 from runner.bundle import make_bundle
 from runner.fingerprint import capture_host
 from runner.keys.trust import trusted_keys
+from runner.verify import checks as checks_module
 from runner.verify import verdict as verdict_module
 from runner.verify.verdict import EXIT_COUNTS, EXIT_DOES_NOT_COUNT, EXIT_NOT_VERIFIED, judge
 
@@ -192,7 +193,7 @@ def test_the_verdict_is_cached_by_digest_and_an_edit_is_judged_afresh(board, mon
     def no_verify(*args, **kwargs):
         raise AssertionError("verify ran again for a cached verdict")
 
-    monkeypatch.setattr(verdict_module, "verify_bundle", no_verify)
+    monkeypatch.setattr(checks_module, "verify_bundle", no_verify)
     assert judge(folder, keys) == first  # by the statement's digest, not the folder's name
     edit_result(folder, training__tta_seconds=0.5)  # after the verdict was cached
     monkeypatch.undo()

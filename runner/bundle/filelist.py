@@ -19,10 +19,8 @@ from runner.digests import sha256_file
 from runner.entry_outputs import kind_of
 from runner.errors import UserError
 from runner.manifest.untrusted_yaml import load_untrusted_yaml
+from runner.results.layout import BUNDLE_DIR, ENVELOPE, MANIFEST
 
-BUNDLE_DIR = "bundle"
-MANIFEST = f"{BUNDLE_DIR}/manifest.json"
-ENVELOPE = f"{BUNDLE_DIR}/statement.dsse.json"
 SIGNER_KEY = f"{BUNDLE_DIR}/signer.pub.json"
 BOOKKEEPING = (MANIFEST, ENVELOPE, SIGNER_KEY)
 PROFILE_FILE = "profile.yaml"  # the hardware profile the run was matched and priced against

@@ -10,7 +10,8 @@ from rich.console import Console
 from runner.cli.verify import print_checks
 from runner.errors import UserError
 from runner.keys.trust import trusted_keys
-from runner.verify import Auditor, verify_bundle
+from runner.verify.checks import verify_bundle
+from runner.verify.evidence import Auditor
 from runner.verify.replay import replay
 from runner.terminal import json_text
 

@@ -12,7 +12,8 @@ from rich.markup import escape
 
 from runner.keys.trust import trusted_keys
 from runner.safe_read import visible
-from runner.verify import Auditor, verify_bundles
+from runner.verify.checks import verify_bundles
+from runner.verify.evidence import Auditor
 from runner.verify.ledger import read_published
 from runner.verify.verdict import EXIT_NOT_VERIFIED, Verdict, exit_code_of, judge_report
 from runner.terminal import json_text

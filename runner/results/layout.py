@@ -25,6 +25,11 @@ STUDY_REPORT_DATA = "report.json"  # in a study's folder: what its report shows 
 NOT_ENTRIES = frozenset({"claims", "archive", ".slurm"})
 # Folders of an entry's folder that are not runs (smoke runs are listed from SMOKE_DIR).
 NOT_RUNS = frozenset({SMOKE_DIR, STUDIES_DIR})
+# A bundled run's own files (runner.bundle): kept here, where a reader of run folders finds
+# them without loading the bundle writer.
+BUNDLE_DIR = "bundle"
+MANIFEST = f"{BUNDLE_DIR}/manifest.json"
+ENVELOPE = f"{BUNDLE_DIR}/statement.dsse.json"
 
 
 def entry_dir(results: Path, entry: str, smoke: bool) -> Path:

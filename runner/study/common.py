@@ -196,7 +196,7 @@ def custody_problem(folder: Path) -> str | None:
     claim against result.json, the plan); else why it is not. Whose key signed is not judged
     here (a study may read another signer's runs)."""
     from runner.bundle.filelist import ENVELOPE  # lazy: start-up (verify's checks, for the studies that mark runs)
-    from runner.verify import run_check  # lazy: start-up (verify's checks, for the studies that mark runs)
+    from runner.verify.checks import run_check  # lazy: start-up (verify's checks, for the studies that mark runs)
     from runner.verify.custody import SIGNED  # lazy: start-up (verify's checks, for the studies that mark runs)
     from runner.verify.evidence import Auditor, Evidence  # lazy: start-up (verify's checks, for the studies that mark runs)
 

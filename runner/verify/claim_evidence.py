@@ -17,7 +17,7 @@ from runner.claims import (
 )
 from runner.keys.trust import trusted_keys
 from runner.profiles import load_profile, match
-from runner.verify import verify_bundle
+from runner.verify.checks import verify_bundle
 from runner.verify.evidence import Auditor
 
 

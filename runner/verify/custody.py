@@ -25,7 +25,7 @@ from pathlib import Path
 from runner.bundle.filelist import ENVELOPE, MANIFEST
 from runner.errors import UserError
 from runner.keys import load_signer
-from runner.verify import run_check
+from runner.verify.checks import run_check
 from runner.verify.evidence import Auditor, Evidence, Unavailable
 from runner.verify.integrity import check_file_digests, check_signature, check_statement_matches_result
 from runner.verify.plan import check_plan

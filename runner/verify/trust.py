@@ -12,13 +12,7 @@ from pathlib import Path
 
 from securesystemslib.signer import SSlibKey
 
-from runner.verify import CHECKS
-from runner.verify.evidence import Auditor, Evidence, Unavailable
-
-SIGNATURE_CHECKS = [
-    (name, check) for name, check in CHECKS
-    if name in ("signature", "trusted-key", "payload-type", "file-digests", "statement-matches-result")
-]
+SIGNATURE_CHECKS = ("signature", "trusted-key", "payload-type", "file-digests", "statement-matches-result")
 
 
 def signature_problem(folder: Path, trusted_keys: list[SSlibKey]) -> str | None:
@@ -28,8 +22,11 @@ def signature_problem(folder: Path, trusted_keys: list[SSlibKey]) -> str | None:
 
 def signature_verdict(folder: Path, trusted_keys: list[SSlibKey]) -> tuple[str | None, str | None]:
     """(what fails, None), or (None, the id of the trusted key that signed it)."""
+    from runner.verify.checks import CHECKS  # lazy: start-up (a cached verdict never loads the verifier)
+    from runner.verify.evidence import Auditor, Evidence, Unavailable  # lazy: start-up (as above)
+
     evidence = Evidence(folder, Auditor(trusted_keys=trusted_keys), folder)
-    for name, check in SIGNATURE_CHECKS:
+    for name, check in ((n, c) for n, c in CHECKS if n in SIGNATURE_CHECKS):
         try:
             result = check(evidence)
         except Unavailable as err:

@@ -30,17 +30,21 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from securesystemslib.signer import SSlibKey
 
 from runner import __version__, paths
-from runner.bundle.filelist import ENVELOPE, MANIFEST
 from runner.claims import cross_seed_problem, variant_problem
 from runner.errors import UserError
 from runner.results.folder import write_json
 from runner.safe_read import Unreadable, check_size, iter_chunks, read_json_object
+from runner.results.layout import ENVELOPE, MANIFEST
 from runner.tasks import TASKS
-from runner.verify import Auditor, Report, verify_bundle
+from runner.verify.report import Report
+
+if TYPE_CHECKING:
+    from runner.verify.evidence import Auditor
 from runner.verify.trust import signature_verdict
 
 # ``runner verify``'s exit codes: the verdict (documented in the README and ``--help``).
@@ -161,7 +165,6 @@ def judge(path: Path | str, trusted_keys: list[SSlibKey], *, auditor: Auditor | 
         # a FIFO, a link or a file over its kind's cap (an 8 GiB sparse events.jsonl) is never
         # digested or copied: the run is not verified, at the cost of a few lstat calls
         return Verdict(False, False, tuple(problems), tuple(f"not verified: {p}" for p in problems), None, None)
-    auditor = auditor or Auditor(trusted_keys=list(trusted_keys))
     key = _cache_key(path, trusted_keys) if cache else None
     stamp = folder_stamp(path) if key is not None and path.is_dir() else None  # before any check reads it
     if key is not None:
@@ -174,7 +177,10 @@ def judge(path: Path | str, trusted_keys: list[SSlibKey], *, auditor: Auditor | 
                     _write_cache(key, cached, [stamp, *stamps])
                 return cached
             key = None  # edited since signing (or not signed by a trusted key): judged afresh
-    report = verify_bundle(path, auditor)
+    from runner.verify.checks import verify_bundle  # lazy: start-up (a cached verdict never loads the verifier)
+    from runner.verify.evidence import Auditor  # lazy: start-up (as above)
+
+    report = verify_bundle(path, auditor or Auditor(trusted_keys=list(trusted_keys)))
     verdict = judge_report(report, key and key[1])
     if key is not None and verdict.verified:
         # Only a verified verdict is kept: a failure may come from the auditor's side (data
