@@ -33,6 +33,8 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from runner import safe_read
+
 # One embedded run over this many decoded bytes is a finding: a useful MNIST model fits in
 # about 20 KB of fp16 weights, and the project's own entries embed nothing near it.
 RUN_LIMIT_BYTES = 8 * 1024
@@ -283,7 +285,7 @@ def scan_entry(entry_dir: Path, files: list[Path]) -> EntryScan:
     total = 0.0
     for path in files:
         rel = path.relative_to(entry_dir).as_posix()
-        raw = path.read_bytes()
+        raw = safe_read.read_bytes(path, "text")  # a regular file of at most 16 MiB, never a FIFO
         text = _decode(raw)
         if text is None:  # not text: all of it is data (the audit names its kind too)
             run = EmbeddedRun(rel, 0, 0, len(raw), len(raw), ["binary file"])
