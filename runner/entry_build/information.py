@@ -413,13 +413,15 @@ def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None,
     report = InformationReport(lock=lock.relative_to(entry_dir).as_posix()
                                if lock is not None and lock.is_relative_to(entry_dir) else None)
     total = 0  # of the files measured so far
+    unmeasured = f"not measured: the files before it carry over {stop_at} bytes already"
+    prefix = str(entry_dir).rstrip("/") + "/"
     for path in files:
         total += report.files[-1].compressed if report.files else 0
-        rel = path.relative_to(entry_dir).as_posix()
+        name = str(path)  # as a string: Path.relative_to costs more than measuring a small file
+        rel = name[len(prefix):] if name.startswith(prefix) else path.relative_to(entry_dir).as_posix()
         if total > stop_at:
             size = os.lstat(path).st_size  # a regular file: entry_files refused anything else
-            report.files.append(FileInformation(rel, "entry", size, 0, "not measured: the files before it "
-                                                f"carry over {stop_at} bytes already"))
+            report.files.append(FileInformation(rel, "entry", size, 0, unmeasured))
             continue
         size = safe_read.size_of(path)
         if size > WHOLE_MAX_BYTES:
@@ -439,7 +441,8 @@ def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None,
             compressed = compressed_size(raw)
             report.files.append(FileInformation(rel, "entry", len(raw), compressed))
             beat = report.largest_literal.compressed if report.largest_literal else -1
-            literal = largest_literal(rel, raw, beat, compressed)
+            # no piece of a file smaller than the largest literal so far can be larger: not parsed
+            literal = largest_literal(rel, raw, beat, compressed) if _upper_bound(len(raw)) > beat else None
         if literal and (report.largest_literal is None or literal.compressed > report.largest_literal.compressed):
             report.largest_literal = literal
     return report
