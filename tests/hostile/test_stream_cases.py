@@ -34,7 +34,7 @@ WORDS = "the of and to in is it that was for on are with as his they".split()
 
 
 def _entry(tmp_path: Path) -> Path:
-    folder = tmp_path / "entry"
+    folder = tmp_path / DEFAULT_ENTRY.name  # the manifest's name is the folder's
     shutil.copytree(DEFAULT_ENTRY, folder, ignore=shutil.ignore_patterns("__pycache__"))
     return folder
 
