@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -203,3 +204,13 @@ def test_a_fifo_is_digested_as_one_line_not_a_hang(tmp_path):
             print(type(e).__name__, e)
     """, str(tmp_path / "result.json"), timeout=10)
     assert "UnreadableFile" in done.stdout and "is a FIFO, not a regular file" in done.stdout, done
+
+
+def test_the_readers_benchmark_prints_each_figure_beside_its_target(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    code, out, err = run_cli(capsys, "bench", "readers", "--sparse-gib", "1", "--text-mb", "2", "--small-files", "300")
+    assert code == 0 and "Traceback" not in err, (code, out, err)
+    for case, target in (("default entry", "< 1 s"), ("1 GiB sparse file", "< 1 s, < 100 MiB"),
+                         ("2 MB text", "< 5 s"), ("300 small files", "< 5 s")):
+        assert re.search(rf"{re.escape(case)}\s*│\s*\d+\.\d\d\s*│\s*\d+\s*│\s*{re.escape(target)}", out), case
+    assert "refused: weights.bin" in out and "(over the budget)" in out
