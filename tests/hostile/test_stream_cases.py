@@ -52,13 +52,16 @@ def _python(code: str, *args: str, timeout: float = 20) -> subprocess.CompletedP
 # subprocess: its exit status, its lines, and its own peak memory (MiB) on the last line of
 # stdout. As root, it drops to ``nobody`` once imported (argv[2]), to meet a file it cannot read.
 CHECK = """
-    import os, resource, sys
+    import os, sys
+    def peak_mib():  # this process's own peak (VmHWM starts again at exec; ru_maxrss keeps the parent's)
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) // 1024 for line in fh if line.startswith("VmHWM:"))
     from runner.entry_build.information import _main
     if len(sys.argv) > 2:
         os.setgid(int(sys.argv[2]))
         os.setuid(int(sys.argv[2]))
     status = _main(sys.argv[1:2])
-    print(f"peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}")
+    print(f"peak {peak_mib()}")
     sys.exit(status)
 """
 
