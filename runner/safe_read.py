@@ -151,7 +151,11 @@ def read_bytes(path: Path | str, kind: str, inside: Path | None = None) -> bytes
     limit = limit_of(kind)
     with fh:
         try:
-            data = fh.read(limit + 1)
+            # its size and one byte more: a read of ``limit + 1`` would allocate the whole cap
+            # (16 MiB for a 1 KiB file); a file that grew is read on, up to its cap
+            data = fh.read(size + 1)
+            if len(data) > size:
+                data += fh.read(limit + 1 - len(data))
         except OSError as exc:
             raise Unreadable(path, _strerror(exc)) from None
     if len(data) > limit:

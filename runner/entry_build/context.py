@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from runner import paths
+from runner import paths, safe_read
 from runner.manifest.entry_folder import plain_files
 from runner.entry_build.wheelhouse import link_into
 
@@ -28,13 +28,21 @@ def entry_files(folder: Path) -> list[Path]:
     return plain_files(folder)
 
 
+def _file_digest(path: Path) -> bytes:
+    """The sha256 of a file, streamed (``safe_read``: a regular file, never a FIFO or a link)."""
+    digest = hashlib.sha256()
+    for chunk in safe_read.iter_chunks(path, "data"):
+        digest.update(chunk)
+    return digest.digest()
+
+
 def content_key(folder: Path, base_image_id: str, lock_path: Path) -> str:
     digest = hashlib.sha256(f"{CONTEXT_FORMAT}\0{base_image_id}\0".encode())
-    for path in entry_files(folder):
+    for path in entry_files(folder):  # named in UTF-8 (``entry_folder`` refuses other names)
         rel = path.relative_to(folder).as_posix()
-        digest.update(f"{rel}\0{path.stat().st_mode & 0o111}\0".encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    digest.update(b"lock\0" + hashlib.sha256(lock_path.read_bytes()).digest())
+        digest.update(f"{rel}\0{path.lstat().st_mode & 0o111}\0".encode())
+        digest.update(_file_digest(path))
+    digest.update(b"lock\0" + _file_digest(lock_path))
     return digest.hexdigest()
 
 

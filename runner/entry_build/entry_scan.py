@@ -33,6 +33,8 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from runner import safe_read
+
 # One embedded run over this many decoded bytes is a finding: a useful MNIST model fits in
 # about 20 KB of fp16 weights, and the project's own entries embed nothing near it.
 RUN_LIMIT_BYTES = 8 * 1024
@@ -41,6 +43,9 @@ RUN_LIMIT_BYTES = 8 * 1024
 TOTAL_LIMIT_BYTES = 16 * 1024
 # Runs at least this large are listed in image-audit.json even when under the limits.
 LIST_MIN_BYTES = 256
+# Data lines over this many bytes in all: the finding is certain, the rest of the files are
+# not cut into tokens (``scan_entry``), only searched for reaches into the harness.
+SCAN_STOP_BYTES = 4 * TOTAL_LIMIT_BYTES
 LINE_MIN_BYTES = 8
 LINE_MIN_COVER = 0.5
 RELAXED_COVER = 0.75
@@ -278,13 +283,21 @@ def _decode(raw: bytes) -> str | None:
 
 
 def scan_entry(entry_dir: Path, files: list[Path]) -> EntryScan:
-    """Scan every file of the entry folder (``runner.entry_build.context.entry_files``)."""
+    """Scan every file of the entry folder (``runner.entry_build.context.entry_files``).
+    Once the data lines found carry over ``SCAN_STOP_BYTES`` (the finding is certain), the
+    other files are read for reaches into the harness only (20,000 small files of data
+    stop after the first few hundred)."""
     scan = EntryScan()
     total = 0.0
+    prefix = str(entry_dir).rstrip("/") + "/"
     for path in files:
-        rel = path.relative_to(entry_dir).as_posix()
-        raw = path.read_bytes()
+        name = str(path)  # as a string: Path.relative_to costs more than scanning a small file
+        rel = name[len(prefix):] if name.startswith(prefix) else path.relative_to(entry_dir).as_posix()
+        raw = safe_read.read_bytes(path, "text")  # a regular file of at most 16 MiB, never a FIFO
         text = _decode(raw)
+        if total > SCAN_STOP_BYTES:
+            scan.harness += harness_reaches(rel, text) if text is not None else []
+            continue
         if text is None:  # not text: all of it is data (the audit names its kind too)
             run = EmbeddedRun(rel, 0, 0, len(raw), len(raw), ["binary file"])
             total += len(raw)

@@ -43,6 +43,16 @@ report, file by file with the largest literal, in every bundle (``runner verify`
 
 A task may declare its own budget (``Task.information_budget``, recorded in the result).
 Over the budget the run is non-conforming, naming the largest contributors.
+
+An entry folder is untrusted input, so the measure knows each file by its size before it
+reads it (``runner.safe_read``: a regular file, never a FIFO) and stops once the entry is over
+every budget (``STOP_BYTES``): a file over ``COMPRESS_MAX_BYTES`` counts whole, unread (the
+entry folder refuses it anyway); one over ``WHOLE_MAX_BYTES`` is streamed through the three
+compressors and left as soon as each has written more than ``STOP_BYTES`` (a 16 MB text: under
+a second, not three minutes); once the files measured carry more than ``STOP_BYTES``, the
+others are listed unmeasured (20,000 small files: about a second, not a hundred). Every file
+of an honest entry is small and measured exactly as before. ``runner bench readers`` prints
+the figures.
 """
 
 from __future__ import annotations
@@ -50,15 +60,19 @@ from __future__ import annotations
 import ast
 import io
 import lzma
+import os
 import re
+import sys
 import tokenize
 import zipfile
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import zstandard
 
+from runner import safe_read
 from runner.entry_build.context import entry_files
 from runner.entry_build.lockfile import parse_lock
 from runner.entry_build.wheel_allowlist import Allowlist, load_allowlist, wheel_id
@@ -70,10 +84,31 @@ from runner.tasks import get_task
 DEFAULT_BUDGET_BYTES = 32 * 1024
 # The largest contributors a finding and result.json name.
 TOP = 5
-# Files over this size are counted whole, uncompressed (they are far over any budget anyway,
-# and strong compressors are slow on them).
+# Files over this size are counted whole, by their apparent size and without a byte read
+# (they are far over any budget anyway; an entry folder refuses them outright, see
+# ``runner.manifest.entry_folder``).
 COMPRESS_MAX_BYTES = 16 << 20
+# A file's information is measured up to this many bytes compressed, and the entry's files up
+# to this many in all: past it the entry is over every budget a task sets (32 KiB in every
+# task's rules), so the exact figure no longer matters. A file stops being read as soon as
+# each of the three compressors has written more than this (a 16 MB text stops after its
+# first few hundred KB); once the files measured carry more than this in all, the others are
+# listed, not compressed (20,000 small files stop after the first few thousand).
+STOP_BYTES = 64 << 10
+# Files up to this size are read whole and compressed in one call each (every file of an
+# honest entry); larger ones are streamed through the compressors in chunks of STREAM_CHUNK.
+WHOLE_MAX_BYTES = 1 << 20
+STREAM_CHUNK = 256 << 10
 _HASH_OPTION = re.compile(r"--hash[=\s]sha256:[0-9a-fA-F]{64}")
+# zstd -22 at one setting for every call (its parameters follow each input's size, so the
+# output is the same as a fresh compressor's; making one per file cost more than compressing)
+_ZSTD = zstandard.ZstdCompressor(level=22, write_content_size=False, write_checksum=False)
+
+
+def _xz_filters(size: int) -> list[dict]:
+    # xz -9e's 64 MiB dictionary, cut to the file's size: the same output, without
+    # allocating (and clearing) 674 MiB for a file of a few KiB
+    return [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME, "dict_size": max(4096, min(size, 64 << 20))}]
 
 
 def compressed_size(data: bytes) -> int:
@@ -83,14 +118,42 @@ def compressed_size(data: bytes) -> int:
         return 0
     if len(data) > COMPRESS_MAX_BYTES:
         return len(data)
-    return min(
-        len(zlib.compress(data, 9)),
-        # xz -9e's 64 MiB dictionary, cut to the file's size: the same output, without
-        # allocating (and clearing) 674 MiB for a file of a few KiB
-        len(lzma.compress(data, format=lzma.FORMAT_RAW, filters=[
-            {"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME, "dict_size": max(4096, min(len(data), 64 << 20))}])),
-        len(zstandard.ZstdCompressor(level=22, write_content_size=False, write_checksum=False).compress(data)),
-    )
+    return min(len(zlib.compress(data, 9)),
+               len(lzma.compress(data, format=lzma.FORMAT_RAW, filters=_xz_filters(len(data)))),
+               len(_ZSTD.compress(data)))
+
+
+def streamed_size(chunks: Iterable[bytes], size: int, stop_at: int = STOP_BYTES) -> tuple[int, bool]:
+    """``(compressed_size, stopped)`` of ``size`` bytes given in ``chunks``, fed to the three
+    compressors as they come; each compressor is dropped once it has written more than
+    ``stop_at`` bytes, and reading stops when all three have. ``stopped``: the figure is then
+    a lower bound over ``stop_at`` (the smallest any compressor had written), not the exact
+    size. A file that is read to its end gives the same figure as ``compressed_size``."""
+    if size > COMPRESS_MAX_BYTES:
+        return size, True
+    running = {
+        "zlib": zlib.compressobj(9),
+        "xz": lzma.LZMACompressor(format=lzma.FORMAT_RAW, filters=_xz_filters(size)),
+        "zstd": _ZSTD.compressobj(size=size),
+    }
+    written = dict.fromkeys(running, 0)
+    seen = 0
+    for chunk in chunks:
+        seen += len(chunk)
+        for name, compressor in list(running.items()):
+            written[name] += len(compressor.compress(chunk))
+            if written[name] > stop_at:
+                del running[name]
+        if not running:
+            return min(written.values()), True
+    if seen == 0:
+        return 0, False
+    for name, compressor in list(running.items()):
+        try:
+            written[name] += len(compressor.flush())
+        except zstandard.ZstdError:  # the file was shorter than its size said (it shrank): left out
+            del written[name]
+    return min(written.values()), False
 
 
 def budget_for(task_id: str) -> tuple[int, str]:
@@ -286,48 +349,110 @@ def _paragraphs(text: str) -> list[tuple[int, int, str, str]]:
     return found
 
 
-def largest_literal(path: str, raw: bytes) -> LargestLiteral | None:
+def _upper_bound(n: int) -> int:
+    """More than any of the three compressors writes for ``n`` bytes (zlib never writes more
+    than its stored blocks: 5 bytes a block of at most 16 KiB, 6 of header and checksum)."""
+    return n + 16 + 5 * (n // 16000 + 1)
+
+
+def largest_literal(path: str, raw: bytes, beat: int = -1, whole: int | None = None) -> LargestLiteral | None:
     """The file's largest literal, comment block or docstring (Python, read with ``tokenize``;
     a source that does not parse, and other text, by paragraph), by compressed size; a file
-    that is not text is one literal."""
+    that is not text is one literal. Pieces that could not carry more than ``beat`` bytes
+    compressed (the largest literal found so far in other files) are not compressed: they
+    could not be the largest. ``whole``: the file's own compressed size, when known."""
     try:
         text = raw.decode("utf-8") if b"\0" not in raw else None
     except UnicodeDecodeError:
         text = None
     if text is None:
-        return LargestLiteral(path, 0, 0, "binary file", len(raw), compressed_size(raw))
+        return LargestLiteral(path, 0, 0, "binary file", len(raw), compressed_size(raw) if whole is None else whole)
     pieces = None
     if path.endswith(".py"):
         try:
             pieces = _python_literals(text)
-        except (SyntaxError, tokenize.TokenError, ValueError, RecursionError):
+        except (SyntaxError, tokenize.TokenError, ValueError, RecursionError, MemoryError):
             pieces = None
     if pieces is None:
         pieces = _paragraphs(text)
     # the longest few by characters are the only candidates worth compressing
     best = None
     for first, last, kind, body in sorted(pieces, key=lambda p: -len(p[3]))[:8]:
-        size = compressed_size(body.encode())
+        encoded = body.encode()
+        if _upper_bound(len(encoded)) <= max(beat, best.compressed if best else -1):
+            continue
+        size = compressed_size(encoded)
         if best is None or size > best.compressed:
             best = LargestLiteral(path, first, last, kind, len(body), size)
     return best
 
 
-def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None) -> InformationReport:
+def _read_small(path: Path) -> bytes:
+    """A file of at most ``WHOLE_MAX_BYTES`` (by its size), read whole through ``safe_read``."""
+    fh, size = safe_read.open_file(path, "text")
+    with fh:
+        try:
+            return fh.read(size)
+        except OSError as exc:
+            raise safe_read.Unreadable(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _stream(path: Path) -> Iterator[bytes]:
+    fh, size = safe_read.open_file(path, "text")
+    with fh:
+        left = size
+        while left > 0:
+            try:
+                chunk = fh.read(min(STREAM_CHUNK, left))
+            except OSError as exc:
+                raise safe_read.Unreadable(path, f"cannot be read ({exc.strerror or exc})") from None
+            if not chunk:
+                return
+            left -= len(chunk)
+            yield chunk
+
+
+def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None,
+                  stop_at: int = STOP_BYTES) -> InformationReport:
     """Every file of the entry folder, and its largest literal; ``lock`` (the run's lock,
-    inside the folder) counts without its hashes."""
+    inside the folder) counts without its hashes. Each file is known by its size before it
+    is read: one over ``COMPRESS_MAX_BYTES`` counts whole, unread; one over
+    ``WHOLE_MAX_BYTES`` is streamed and stops at ``stop_at`` bytes compressed (and is its own
+    largest literal); once the files measured carry more than ``stop_at`` in all, the rest
+    are listed unmeasured (0 bytes: the entry is over every budget already)."""
     report = InformationReport(lock=lock.relative_to(entry_dir).as_posix()
                                if lock is not None and lock.is_relative_to(entry_dir) else None)
+    total = 0  # of the files measured so far
+    unmeasured = f"not measured: the files before it carry over {stop_at} bytes already"
+    prefix = str(entry_dir).rstrip("/") + "/"
     for path in files:
-        rel = path.relative_to(entry_dir).as_posix()
-        raw = path.read_bytes()
-        if rel == report.lock:
-            free = lock_free_text(raw.decode("utf-8", "replace")).encode()
-            report.files.append(FileInformation(rel, "entry", len(raw), compressed_size(free),
-                                                "without the pins' hashes"))
+        total += report.files[-1].compressed if report.files else 0
+        name = str(path)  # as a string: Path.relative_to costs more than measuring a small file
+        rel = name[len(prefix):] if name.startswith(prefix) else path.relative_to(entry_dir).as_posix()
+        if total > stop_at:
+            size = os.lstat(path).st_size  # a regular file: entry_files refused anything else
+            report.files.append(FileInformation(rel, "entry", size, 0, unmeasured))
             continue
-        report.files.append(FileInformation(rel, "entry", len(raw), compressed_size(raw)))
-        literal = largest_literal(rel, raw)
+        size = safe_read.size_of(path)
+        if size > WHOLE_MAX_BYTES:
+            compressed, stopped = ((size, True) if size > COMPRESS_MAX_BYTES
+                                   else streamed_size(_stream(path), size, stop_at))
+            counted = ("whole, uncompressed (too large)" if size > COMPRESS_MAX_BYTES else
+                       f"until over {stop_at} bytes compressed (a lower bound)" if stopped else "whole")
+            report.files.append(FileInformation(rel, "entry", size, compressed, counted))
+            literal = LargestLiteral(rel, 0, 0, "whole file (too large to read by literal)", size, compressed)
+        else:
+            raw = _read_small(path)
+            if rel == report.lock:
+                free = lock_free_text(raw.decode("utf-8", "replace")).encode()
+                report.files.append(FileInformation(rel, "entry", len(raw), compressed_size(free),
+                                                    "without the pins' hashes"))
+                continue
+            compressed = compressed_size(raw)
+            report.files.append(FileInformation(rel, "entry", len(raw), compressed))
+            beat = report.largest_literal.compressed if report.largest_literal else -1
+            # no piece of a file smaller than the largest literal so far can be larger: not parsed
+            literal = largest_literal(rel, raw, beat, compressed) if _upper_bound(len(raw)) > beat else None
         if literal and (report.largest_literal is None or literal.compressed > report.largest_literal.compressed):
             report.largest_literal = literal
     return report
@@ -384,36 +509,63 @@ def _lock_wheels(lock: Path, allowlist: Allowlist) -> tuple[list[LockedWheel], l
     return locked, files, missing
 
 
+def _folder_line(folder: Path, allowlist: Allowlist) -> str | None:
+    """The line ``_main`` prints for ``folder`` (None: not an entry folder, left out)."""
+    manifest = folder / "entry.yaml"
+    if not manifest.exists() and not manifest.is_symlink():
+        return None
+    safe_read.size_of(manifest)  # a regular file (a FIFO, a link or a folder is named and refused)
+    lock = folder / "requirements.lock"
+    report = measure_entry(folder, entry_files(folder), lock)
+    entry_total = report.total
+    missing: list[str] = []
+    if lock.is_file():
+        try:
+            report.wheels, wheel_files, missing = _lock_wheels(lock, allowlist)
+        except UserError as e:
+            return f"{folder}: its lock cannot be read: {e}"
+        report.files += wheel_files
+    literal = report.largest_literal
+    absent = f"; not in the wheelhouse, not measured: {', '.join(missing)}" if missing else ""
+    over = f"; OVER the default budget of {DEFAULT_BUDGET_BYTES} bytes" if report.total > DEFAULT_BUDGET_BYTES else ""
+    return (f"{folder}: {report.total} bytes ({report.total / 1024:.1f} KiB) in {len(report.files)} files "
+            f"(entry folder {entry_total}, wheels {report.part('wheel')}); "
+            f"largest literal {literal.where if literal else '-'} "
+            f"({literal.compressed if literal else 0} bytes); {report.describe_wheels()}{absent}{over}")
+
+
 def _main(argv: list[str]) -> int:
     """Print each entry folder's information: ``python -m runner.entry_build.information FOLDER...``:
     its files, and the files of its lock's wheels off the allow-list (those in the host's
-    wheelhouse; the image's own share needs the build)."""
+    wheelhouse; the image's own share needs the build). A folder that cannot be read (a FIFO
+    or an unreadable file in it; a FIFO, device or missing name given as the folder) is one
+    line on stderr, and the exit status is 2; regular files and folders without an
+    ``entry.yaml`` are left out."""
     allowlist = load_allowlist()
+    status = 0
     for name in argv:
         folder = Path(name)
-        if not (folder / "entry.yaml").is_file():
+        try:
+            if folder.is_file() and not folder.is_symlink():
+                continue  # a glob's other files (``tests/entries/*``): no entry folder, left out as ever
+            if not folder.is_dir():
+                kind = f"a {safe_read.kind_of(os.lstat(folder).st_mode)}" if os.path.lexists(folder) else "nothing there"
+                raise UserError(f"{safe_read.visible(name)} is not an entry folder (it is {kind})",
+                                "name entry folders (each with an entry.yaml)")
+            line = _folder_line(folder, allowlist)
+        except UserError as e:
+            print(f"information: error: {e}", file=sys.stderr)
+            status = 2
             continue
-        lock = folder / "requirements.lock"
-        report = measure_entry(folder, entry_files(folder), lock)
-        entry_total = report.total
-        missing: list[str] = []
-        if lock.is_file():
-            try:
-                report.wheels, wheel_files, missing = _lock_wheels(lock, allowlist)
-            except UserError as e:
-                print(f"{folder}: its lock cannot be read: {e}")
-                continue
-            report.files += wheel_files
-        literal = report.largest_literal
-        absent = f"; not in the wheelhouse, not measured: {', '.join(missing)}" if missing else ""
-        print(f"{folder}: {report.total} bytes ({report.total / 1024:.1f} KiB) in {len(report.files)} files "
-              f"(entry folder {entry_total}, wheels {report.part('wheel')}); "
-              f"largest literal {literal.where if literal else '-'} "
-              f"({literal.compressed if literal else 0} bytes); {report.describe_wheels()}{absent}")
-    return 0
+        except OSError as e:
+            print(f"information: error: {safe_read.visible(str(e.filename or name))} cannot be read "
+                  f"({e.strerror or e})", file=sys.stderr)
+            status = 2
+            continue
+        if line is not None:
+            print(line)
+    return status
 
 
 if __name__ == "__main__":
-    import sys
-
     raise SystemExit(_main(sys.argv[1:]))

@@ -14,8 +14,29 @@ import stat
 from pathlib import Path, PurePosixPath
 
 from runner.errors import UserError
+from runner.safe_read import visible
 
 SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache"}
+# The most bytes one entry file may hold (its apparent size, read before the file is): an
+# entry carries its code and recipe, and a file this large counts whole against an
+# information budget of a few tens of KiB (``runner.entry_build.information``), so it could
+# never fit; refusing it by its size keeps a sparse file of gigabytes from being read,
+# digested, copied into a build context or sent to the engine.
+ENTRY_FILE_MAX_BYTES = 16 << 20
+
+
+def shown_name(name: str) -> str:
+    """A file name as it can be printed: bytes that are not UTF-8 written as ``\\xe9``,
+    control characters made visible."""
+    return visible(os.fsencode(name).decode("utf-8", "backslashreplace"))
+
+
+def _not_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _kind(mode: int) -> str:
@@ -34,27 +55,55 @@ def plain_files(folder: Path) -> list[Path]:
     """Every file under ``folder`` (caches and VCS folders skipped), in a stable order;
     UserError naming the first link or special file found."""
     files = []
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False, onerror=_walk_error):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        here = Path(dirpath)
         for name in sorted(dirnames) + sorted(filenames):
-            full = Path(dirpath) / name
-            mode = full.lstat().st_mode
+            full = os.path.join(dirpath, name)
+            if _not_utf8(name):
+                raise UserError(
+                    f"an entry file's name is not UTF-8: {shown_name(os.path.relpath(full, folder))} "
+                    f"in entry {shown_name(folder.name)}",
+                    "rename it (entry files are named in UTF-8: the build context, the image and the "
+                    "result all name them)",
+                )
+            try:
+                st = os.lstat(full)
+            except OSError as exc:
+                raise UserError(f"{shown_name(str(full))} cannot be read ({exc.strerror or exc})",
+                                "check that the entry folder is yours and readable") from None
+            mode = st.st_mode
             if stat.S_ISDIR(mode):
                 continue
+            full = here / name
             if not stat.S_ISREG(mode):
-                rel = full.relative_to(folder)
+                rel = shown_name(str(full.relative_to(folder)))
                 raise UserError(
-                    f"{rel} in entry {folder.name} is {_kind(mode)}; an entry folder holds only plain files",
-                    f"replace {full} with a regular file (copy the content in) or remove it",
+                    f"{rel} in entry {shown_name(folder.name)} is {_kind(mode)}; an entry folder holds only plain files",
+                    f"replace {shown_name(str(full))} with a regular file (copy the content in) or remove it",
                 )
-            if full.lstat().st_nlink > 1:  # a hard link may share its inode with a host file
+            if st.st_size > ENTRY_FILE_MAX_BYTES:
                 raise UserError(
-                    f"{full.relative_to(folder)} in entry {folder.name} is hard-linked elsewhere",
-                    f"replace {full} with its own copy (cp --no-preserve=links) or remove it",
+                    f"{shown_name(str(full.relative_to(folder)))} in entry {shown_name(folder.name)} is "
+                    f"{st.st_size / (1 << 20):,.1f} MiB (its apparent size); an entry file may hold at most "
+                    f"{ENTRY_FILE_MAX_BYTES >> 20} MiB, and one this large could never fit the information budget",
+                    f"remove {shown_name(str(full))} from the entry folder (data belongs to the task, not the entry)",
+                )
+            if st.st_nlink > 1:  # a hard link may share its inode with a host file
+                raise UserError(
+                    f"{shown_name(str(full.relative_to(folder)))} in entry {shown_name(folder.name)} is hard-linked elsewhere",
+                    f"replace {shown_name(str(full))} with its own copy (cp --no-preserve=links) or remove it",
                 )
             if not name.endswith(".pyc"):
                 files.append(full)
     return files  # os.walk order, folders sorted: the order content keys have always used
+
+
+def _walk_error(exc: OSError) -> None:
+    if isinstance(exc, FileNotFoundError):
+        return  # a folder that is not there holds no file (as it always has)
+    raise UserError(f"{shown_name(str(exc.filename))} cannot be read ({exc.strerror or exc})",
+                    "check that the entry folder is yours and readable") from None
 
 
 def relative_problem(value: str) -> str | None:

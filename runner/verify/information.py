@@ -15,13 +15,13 @@ written before the wheels counted, saying that their wheels were not.
 
 from __future__ import annotations
 
+from runner import safe_read
 from runner.entry_build.context import entry_files
 from runner.entry_build.image_inspection import INSPECTION_FILE
 from runner.entry_build.information import InformationReport, measure_entry
 from runner.entry_build.lockfile import normalise_name, parse_lock
 from runner.entry_build.wheel_allowlist import load_allowlist
 from runner.errors import UserError
-from runner.events import bounded_json
 from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.verify.evidence import Evidence
 from runner.verify.report import Verdict
@@ -92,7 +92,12 @@ def check_information(ev: Evidence) -> Verdict:
         return Verdict(True, "no information record: the result predates the information budget")
     if not isinstance(summary, dict):
         return Verdict(False, "image_audit.information is malformed")
-    audit = bounded_json((ev.root / INSPECTION_FILE).read_text())
+    try:  # the bundle's files are untrusted: a regular file of bounded size, never a FIFO
+        audit = safe_read.read_json(ev.root / INSPECTION_FILE, "report")
+    except UserError as e:
+        return Verdict(False, f"{INSPECTION_FILE} cannot be read: {e.problem}")
+    if not isinstance(audit, dict) or not isinstance(audit.get("information") or {}, dict):
+        return Verdict(False, f"{INSPECTION_FILE} is malformed (not an object with an information record)")
     recorded = InformationReport.from_dict((audit or {}).get("information") or {})
     counts_wheels = "wheels" in ((audit or {}).get("information") or {})  # written since the wheels count
     problems = []
@@ -104,7 +109,10 @@ def check_information(ev: Evidence) -> Verdict:
         problems.append(f"its budget of {recorded.budget} bytes is over the task's {budget} ({source})")
     lock = _lock_name(ev)
     folder = ev.root / "entry"
-    mine = measure_entry(folder, entry_files(folder), folder / lock if lock else None)
+    try:  # streamed, each file known by its size first (runner.entry_build.information)
+        mine = measure_entry(folder, entry_files(folder), folder / lock if lock else None)
+    except UserError as e:
+        return Verdict(False, f"the entry's files cannot be measured: {e.problem}")
     claimed_entry = recorded.part("entry")
     if mine.total > claimed_entry * (1 + SLACK) + SLACK_BYTES:
         problems.append(f"the entry's files carry {mine.total} bytes of information, the result claims {claimed_entry}")

@@ -1,0 +1,128 @@
+"""The readers of untrusted entry folders, timed against issue 46's targets in one sitting.
+
+The information check (``runner.entry_build.information``: ``entry_files`` then
+``measure_entry``, what ``runner build`` audits and ``runner verify`` re-checks) once read
+each file whole and compressed it whole three times. Each case here runs that check in a
+fresh interpreter of its own, so its time and its peak memory (``ru_maxrss``) are its own:
+
+* the default entry, as it is (target: under 1 s);
+* the default entry with a sparse file of 4 GiB (apparent size; nothing on disk): refused
+  by its size before a byte is read (target: under 1 s and 100 MB);
+* the default entry with a 16 MB text (random hex, which no compressor shrinks below half):
+  streamed, and stopped once over every budget (target: under 5 s);
+* the default entry with 20,000 small Python files: the first measured until the entry is
+  over every budget, the rest listed (target: under 5 s).
+
+``runner ls`` over 100 runs is not timed here: a signed, verifiable run folder is made only by
+a real run or the test suite's synthetic one (``tests/synthetic_result.py``, outside the
+package), and a copy of one folder under other run ids no longer verifies.
+
+Everything lives in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from runner.bench import DEFAULT_ENTRY
+
+# Each case's target: seconds, and peak MiB where the issue sets one.
+TARGETS = {"entry": (1.0, None), "sparse": (1.0, 100), "text": (5.0, None), "files": (5.0, None)}
+
+# The information check of one folder in a fresh interpreter: seconds, peak MiB, and what it said.
+_CHECK = """
+    import sys, time
+    def peak_mib():  # this process's own peak (VmHWM starts again at exec; ru_maxrss keeps the parent's)
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) // 1024 for line in fh if line.startswith("VmHWM:"))
+    from pathlib import Path
+    from runner.entry_build.context import entry_files
+    from runner.entry_build.information import measure_entry
+    from runner.errors import UserError
+    folder = Path(sys.argv[1])
+    started = time.monotonic()
+    try:
+        report = measure_entry(folder, entry_files(folder), folder / "requirements.lock")
+        said = (f"{report.total:,} bytes of information in {len(report.files):,} files"
+                + (" (over the budget)" if report.over else ""))
+    except UserError as err:
+        said = f"refused: {err.problem}"
+    seconds = time.monotonic() - started
+    print(f"{seconds:.3f} {peak_mib()} {said}")
+"""
+
+
+def _entry_folder(name: str) -> Path:
+    folder = Path(name)
+    if not folder.is_dir():  # the default, from the checkout this runner is in
+        folder = Path(__file__).resolve().parent.parent.parent / name
+    return folder
+
+
+def _check(folder: Path) -> tuple[float, int, str]:
+    repo = Path(__file__).resolve().parent.parent.parent
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHECK), str(folder)], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(repo)})
+    if done.returncode != 0:
+        return float("nan"), 0, f"failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+    seconds, peak, said = done.stdout.strip().split(" ", 2)
+    return float(seconds), int(peak), said
+
+
+def _cases(entry: Path, tmp: Path, args) -> dict[str, tuple[str, Path]]:
+    """The four folders, by kind: (label, folder): the entry as it is, and copies with a
+    hostile file or files."""
+    cases = {"entry": ("default entry" if args.entry == DEFAULT_ENTRY else entry.name, entry)}
+    for kind, label in (("sparse", f"{args.sparse_gib} GiB sparse file"), ("text", f"{args.text_mb} MB text"),
+                        ("files", f"{args.small_files:,} small files")):
+        folder = tmp / kind / entry.name
+        shutil.copytree(entry, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        cases[kind] = (label, folder)
+    with open(cases["sparse"][1] / "weights.bin", "wb") as fh:
+        fh.truncate(args.sparse_gib << 30)
+    hexed = random.Random(46).randbytes(args.text_mb * 500_000).hex()
+    (cases["text"][1] / "notes.txt").write_text("\n".join(hexed[i:i + 100] for i in range(0, len(hexed), 100)))
+    many = cases["files"][1] / "many"
+    many.mkdir()
+    rnd = random.Random(46)
+    for i in range(args.small_files):
+        (many / f"m{i:05}.py").write_text(f'"""Note {i}."""\nX = "{rnd.randbytes(16).hex()}"\n')
+    return cases
+
+
+def run(args) -> int:
+    console = Console()
+    entry = _entry_folder(args.entry)
+    if not (entry / "entry.yaml").is_file():
+        console.print(f"[red]error:[/] {entry} is not an entry folder (no entry.yaml)")
+        return 2
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="runner-bench-readers-") as tmp:
+        with console.status("making the hostile entry folders"):
+            cases = _cases(entry, Path(tmp), args)
+        for kind, (label, folder) in cases.items():
+            with console.status(f"information check: {label}"):
+                rows.append((kind, label, *_check(folder)))
+    table = Table(title=f"readers of untrusted entry folders (information check of {entry.name} and copies)")
+    for column in ("case", "seconds", "peak MiB", "target", "", "what the check said"):
+        number = column in ("seconds", "peak MiB")
+        table.add_column(column, no_wrap=column != "what the check said", justify="right" if number else "left")
+    for kind, name, seconds, peak, said in rows:
+        limit_s, limit_mib = TARGETS[kind]
+        meets = seconds < limit_s and (limit_mib is None or peak < limit_mib)
+        target = f"< {limit_s:g} s" + (f", < {limit_mib} MiB" if limit_mib else "")
+        table.add_row(name, f"{seconds:.2f}", str(peak), target, "[green]meets[/]" if meets else "[red]misses[/]", said)
+    console.print(table)
+    console.print("runner ls over 100 runs: not timed here (a verifiable run folder needs a real or the test "
+                  "suite's synthetic run; see runner/bench/readers.py)")
+    return 0
