@@ -15,7 +15,7 @@ from pathlib import Path
 import docker
 
 from runner import paths
-from runner.engine.client import ENGINE_WAIT_S, get_client, ping
+from runner.engine.client import ENGINE_WAIT_S, check_host, get_client, ping
 from runner.engine.kinds import EngineKind, current
 from runner.errors import UserError
 
@@ -114,6 +114,7 @@ def ensure_client(install: bool = True, engine: EngineKind | None = None) -> doc
     """A client for a running engine; with ``install``, install ``docker.io`` and start
     ``dockerd`` first when needed (Debian-like, root). Otherwise the one-line error."""
     engine = engine or current()
+    check_host(engine)  # a malformed DOCKER_HOST is the user's to correct, not an engine to start
     if ping():
         return get_client(engine)
     if engine.name == "podman":
@@ -125,12 +126,8 @@ def ensure_client(install: bool = True, engine: EngineKind | None = None) -> doc
         return get_client(engine)
     if os.environ.get("DOCKER_HOST"):
         # Starting a local dockerd would not help (and would be a second engine): the
-        # user asked for that engine, so say it is unreachable.
-        raise UserError(
-            f"no Docker engine is reachable: DOCKER_HOST={os.environ['DOCKER_HOST']} points at an unreachable engine",
-            "start the engine it names, correct DOCKER_HOST, or unset it to use (and let "
-            "`runner setup` start) this host's own engine",
-        )
+        # user asked for that engine, so say what is wrong with it (get_client raises).
+        return get_client(engine)
     if not install:
         return get_client(engine)  # raises the UserError with the fix
     if shutil.which("dockerd") is None:

@@ -52,6 +52,10 @@ def _translated():
     except docker.errors.APIError as exc:
         raise (Conflict if exc.status_code == 409 else EngineError)(exc.explanation or str(exc)) from exc
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        if api_client.timed_out(exc):
+            kind = current()
+            raise EngineError(f"{kind.name} at {api_client.address(kind)} stopped answering (the request timed "
+                              "out): check that the engine is running and not hung (`runner doctor`)") from exc
         raise EngineError(str(exc)) from exc
 
 
