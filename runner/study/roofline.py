@@ -21,6 +21,7 @@ from runner.engine import get_engine
 from runner.errors import UserError
 from runner.profiles import load_profile
 from runner.results.record import Result
+from runner.study.readable import read_run
 from runner.study.common import (
     StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, train_set_size,
     with_runs,
@@ -50,7 +51,7 @@ def count_log(entry_name: str) -> Path:
 
 
 def analyse(folder: Path, batch_override: int | None = None) -> dict:
-    result = Result.read(folder)
+    result = read_run(folder)
     task = get_task(result.task.id)
     if task.input_shape is None:
         raise UserError(f"the roofline study counts image models; {task.id} has no image input",
