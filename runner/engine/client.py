@@ -128,43 +128,55 @@ def _socket_problem(path: str) -> tuple[str, bool] | None:
     return None
 
 
-def unreachable(engine: EngineKind, exc: BaseException) -> tuple[str, str]:
-    """(problem, fix) for an engine that did not answer: which engine, which socket, what is
-    actually wrong and what to check."""
-    url = address(engine)
-    from_env = not engine.base_url and bool(os.environ.get("DOCKER_HOST", "").strip())
-    name = f"Podman (chosen by {chosen()[1]})" if engine.name == "podman" else "docker"
-    where = f"{name} at {visible(url)}" + (" (DOCKER_HOST)" if from_env else "")
-    reason = visible(str(exc).split("\n")[0][:160])
-    refused = "refused" in str(exc).lower()
-    start = ("start it with `sudo runner setup --engine podman` (`podman system service`)" if engine.name == "podman"
-             else "start it with `sudo runner setup` (or `sudo systemctl start docker`)")
-    if engine.name == "podman" and shutil.which(engine.daemon) is None:
-        return (f"{name} is not installed",
-                "install and start it with `sudo runner setup --engine podman`, or choose docker")
-    other = ("correct DOCKER_HOST, or unset it to use this host's own engine" if from_env else start)
+def _what(url: str, exc: BaseException) -> tuple[str, str | None]:
+    """(what is wrong with the engine at ``url``, in words; "access", "absent" or None: the
+    kind of fix it needs)."""
     if timed_out(exc):
-        check = "`runner doctor`; `sudo runner setup --engine podman`" if engine.name == "podman" else (
-            "`runner doctor`; `sudo runner setup`")
-        return (f"{where} did not answer in {CONNECT_TIMEOUT_S} s",
-                f"check that the engine is running and not hung ({check})"
-                + (" and that DOCKER_HOST names it" if from_env else ""))
+        return f"it accepted the connection and did not answer in {CONNECT_TIMEOUT_S} s (hung, or not an engine)", None
+    refused = "refused" in str(exc).lower()
     if url.startswith(("unix://", "http+unix://")):
         path = url.split("://", 1)[1] or "/var/run/docker.sock"
         problem = _socket_problem(path)
         if problem is not None:
             what, access = problem
-            if access:
-                return (f"{where}: {what}",
-                        "add your user to the group that owns the socket (`sudo usermod -aG docker $USER`, then log "
-                        "in again), or run the runner as root")
-            if engine.name != "podman" and not from_env and shutil.which(engine.daemon) is None:
-                return (f"{where}: {what}: Docker is not installed",
-                        "install and start it with `sudo runner setup` (Debian/Ubuntu), "
-                        "or install Docker Engine from docs.docker.com/engine/install")
-            return f"{where}: {what} (the engine is not running there)", other
+            return what, "access" if access else "absent"
         if refused:
-            return f"{where}: nothing listens on {path} (the engine is not running)", other
+            return f"nothing listens on {path} (the engine is not running)", "absent"
     elif refused:
-        return f"{where}: the connection was refused (no engine listens there)", other
-    return f"{where} is not reachable ({reason})", other
+        return "the connection was refused (nothing listens there)", "absent"
+    return f"it is not reachable ({visible(str(exc).split(chr(10))[0][:160])})", None
+
+
+ACCESS_FIX = ("add your user to the group that owns the socket (`sudo usermod -aG docker $USER`, then log in "
+              "again), or run the runner as root")
+
+
+def unreachable(engine: EngineKind, exc: BaseException) -> tuple[str, str]:
+    """(problem, fix) for an engine that did not answer: which engine, which socket, what is
+    actually wrong and what to check."""
+    url = visible(address(engine))
+    what, kind = _what(address(engine), exc)
+    if engine.name == "podman":
+        name = f"Podman (chosen by {chosen()[1]})"
+        if shutil.which(engine.daemon) is None:
+            return (f"{name} is not installed",
+                    "install and start it with `sudo runner setup --engine podman`, or choose docker")
+        fix = ACCESS_FIX if kind == "access" else (
+            "start it with `sudo runner setup --engine podman` (`podman system service`)"
+            + ("; if it runs, check it is not hung (`runner doctor`)" if kind is None else ""))
+        return f"{name} does not answer on {url}: {what}", fix
+    if not engine.base_url and os.environ.get("DOCKER_HOST", "").strip():
+        # The user asked for that engine: what is wrong with it, never a second engine.
+        problem = f"no Docker engine is reachable: DOCKER_HOST={url} points at an unreachable engine ({what})"
+        fix = ACCESS_FIX if kind == "access" else (
+            "start the engine it names (check it is running and not hung: `runner doctor`), correct DOCKER_HOST, "
+            "or unset it to use (and let `sudo runner setup` start) this host's own engine")
+        return problem, fix
+    problem = f"no Docker engine is reachable: docker at {url}: {what}"
+    if kind == "access":
+        return problem, ACCESS_FIX
+    if kind == "absent" and shutil.which(engine.daemon) is None:
+        return (f"{problem}; Docker is not installed", "install and start it with `sudo runner setup` "
+                "(Debian/Ubuntu), or install Docker Engine from docs.docker.com/engine/install")
+    return problem, ("start it with `sudo runner setup` (or `sudo systemctl start docker`)"
+                     + ("; if it runs, check it is not hung (`runner doctor`)" if kind is None else ""))
