@@ -16,7 +16,7 @@ from runner import paths
 from runner.energy import NotMeasured, RaplEnergy
 from runner.engine import EngineError, connect_engine, free_bytes
 from runner.engine.gpus import HOOK_TOOLS, gpu_containers_possible
-from runner.engine.client import unreachable
+from runner.engine.client import check_host, unreachable
 from runner.engine.kinds import current
 from runner.errors import UserError
 from runner.terminal import Column, compact_table
@@ -29,6 +29,7 @@ def _engine() -> tuple[str, str, dict, Path | None]:
     kind = current()
     engine, why = None, None
     try:
+        check_host(kind)
         engine = connect_engine(PING_TIMEOUT_S)
         answers = engine.ping()
     except UserError as err:  # a malformed DOCKER_HOST: the user's to correct

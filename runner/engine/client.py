@@ -132,7 +132,7 @@ def _what(url: str, exc: BaseException) -> tuple[str, str | None]:
     """(what is wrong with the engine at ``url``, in words; "access", "absent" or None: the
     kind of fix it needs)."""
     if timed_out(exc):
-        return f"it accepted the connection and did not answer in {CONNECT_TIMEOUT_S} s (hung, or not an engine)", None
+        return f"it accepted the connection and did not answer in {CONNECT_TIMEOUT_S} s", None
     refused = "refused" in str(exc).lower()
     if url.startswith(("unix://", "http+unix://")):
         path = url.split("://", 1)[1] or "/var/run/docker.sock"

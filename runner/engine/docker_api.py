@@ -37,6 +37,7 @@ from runner.engine.interface import (
     TimedOut,
 )
 from runner.engine.kinds import current
+from runner.errors import UserError
 from runner.engine.labels import LABEL_RUN, MANAGED_LABEL, owned_labels
 
 EXPORT_CHUNK_BYTES = 1 << 20
@@ -108,8 +109,11 @@ class DockerApiEngine(Engine):
     # -- reaching the engine --------------------------------------------------------------
     @classmethod
     def connect(cls, kind: EngineKind, timeout: float) -> DockerApiEngine:
-        with _translated():
-            return cls(kind, api_client.connect(timeout, kind))
+        try:
+            with _translated():
+                return cls(kind, api_client.connect(timeout, kind))
+        except UserError as err:  # a malformed DOCKER_HOST: an engine this host cannot reach
+            raise EngineError(str(err)) from None
 
     @classmethod
     def open(cls, kind: EngineKind) -> DockerApiEngine:

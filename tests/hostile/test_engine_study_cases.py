@@ -132,7 +132,7 @@ def two_runs(tmp_path_factory):
 def study_home(two_runs, tmp_path, monkeypatch):
     root, home, first, second = two_runs
     monkeypatch.setenv("RUNNER_HOME", str(home))
-    monkeypatch.chdir(tmp_path)  # the study folders go under ./results
+    monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "results"))  # the study folders go there
     return tmp_path
 
 
@@ -190,7 +190,7 @@ def test_a_truncated_result_in_a_stability_study_is_left_out_in_one_line(two_run
     flat = " ".join(out.split())
     assert "unreadable run" in flat and "is not JSON" in flat and broken.name in flat
     assert time.monotonic() - start < 30
-    study = Path(next(line for line in out.splitlines() if line.startswith("study: ")).removeprefix("study: "))
+    (study,) = (study_home / "results" / ENTRY / "studies").glob("stability-*")
     summary = json.loads((study / "summary.json").read_text())
     assert sorted(r["run_id"] for r in summary["runs"]) == sorted([first.name, second.name])
     assert summary["unreadable_runs"][0]["run_id"] == broken.name
