@@ -115,6 +115,10 @@ def ensure_client(install: bool = True, engine: EngineKind | None = None) -> doc
     ``dockerd`` first when needed (Debian-like, root). Otherwise the one-line error."""
     engine = engine or current()
     check_host(engine)  # a malformed DOCKER_HOST is the user's to correct, not an engine to start
+    if not engine.base_url and os.environ.get("DOCKER_HOST"):
+        # Starting a local dockerd would not help (and would be a second engine): the user
+        # asked for that engine, so it answers, or get_client says what is wrong with it.
+        return get_client(engine)
     if ping():
         return get_client(engine)
     if engine.name == "podman":
@@ -123,10 +127,6 @@ def ensure_client(install: bool = True, engine: EngineKind | None = None) -> doc
         if shutil.which("podman") is None:
             apt_install(list(engine.packages), paths.home() / "logs" / "apt.log")
         start_podman_service(engine.base_url)
-        return get_client(engine)
-    if os.environ.get("DOCKER_HOST"):
-        # Starting a local dockerd would not help (and would be a second engine): the
-        # user asked for that engine, so say what is wrong with it (get_client raises).
         return get_client(engine)
     if not install:
         return get_client(engine)  # raises the UserError with the fix
