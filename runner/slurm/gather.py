@@ -16,7 +16,6 @@ from pathlib import Path
 
 from rich.markup import escape
 
-
 from runner.manifest import Entry
 from runner.bundle import record_measured, settle_outputs
 from runner.results import assemble, new_run_id

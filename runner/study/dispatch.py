@@ -13,7 +13,6 @@ from pathlib import Path
 
 from rich.markup import escape
 
-
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.options import ReproduceOptions

@@ -28,7 +28,7 @@ from runner.manifest import Entry, load_entry
 from runner.profiles import load_profile
 from runner.report import reporter
 from runner.results.record import Result
-from runner.safe_read import visible
+from runner.safe_read import open_file, visible
 from runner.study.readable import read_run
 from runner.study.common import StudyOutput, Table, epoch_seconds, fmt, run_entry, save_study, with_runs
 from runner.study.plots import figure, save
@@ -85,6 +85,7 @@ def _timings(folder: Path) -> tuple[list[float], list[float], str | None]:
     task failed has no events.jsonl (a placeholder) or a broken one: it is reported as what
     it is, and the study goes on with the others."""
     try:
+        open_file(Path(folder) / "events.jsonl", "events")[0].close()  # a regular file within its cap, or why not
         return epoch_seconds(folder), communication(folder), None
     except UserError as err:
         return [], [], err.problem

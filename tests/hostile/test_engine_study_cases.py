@@ -6,6 +6,7 @@ never answers, a malformed DOCKER_HOST, no socket), the study cases read synthet
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import threading
@@ -203,3 +204,35 @@ def test_a_stability_study_of_only_unreadable_runs_is_one_line(two_runs, study_h
     (broken / "result.json").write_text("[" * 200_000)
     code, out, err = run_cli(capsys, "study", "stability", str(DEFAULT_ENTRY), "--from-runs", str(broken))
     assert_one_line_error(code, out, err, "none of the 1 runs given can be read", "nested deeper")
+
+
+def test_a_fifo_for_events_in_a_scaling_run_is_not_studied_and_never_waited_on(two_runs, study_home):
+    _, _, first, second = two_runs
+    fifo = study_home / "fifo" / "20261126T010203Z-s4-gggggg"
+    shutil.copytree(first, fifo)
+    edit_result(fifo, run_id=fifo.name, seed=4)
+    (fifo / "events.jsonl").unlink()
+    os.mkfifo(fifo / "events.jsonl")
+
+    done = threading.Event()
+
+    def release():  # code that waits on the FIFO gets an end of file after 10 s (and fails the timing)
+        done.wait(10)
+        while not done.is_set():
+            try:
+                os.close(os.open(fifo / "events.jsonl", os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass  # no reader waiting: nothing to release
+            done.wait(0.2)
+
+    threading.Thread(target=release, daemon=True).start()
+    start = time.monotonic()
+    try:
+        out = scaling.study(load_entry(DEFAULT_ENTRY), [fifo, second])
+    finally:
+        done.set()
+    assert time.monotonic() - start < 8
+    runs = {r["run_id"]: r for r in out.summary["runs"]}
+    assert "FIFO" in runs[fifo.name]["problem"]
+    (point,) = [p for s in out.summary["series"] for p in s["points"]]
+    assert point["complete_runs"] == 1
