@@ -16,7 +16,9 @@ from runner import paths
 from runner.energy import NotMeasured, RaplEnergy
 from runner.engine import EngineError, connect_engine, free_bytes
 from runner.engine.gpus import HOOK_TOOLS, gpu_containers_possible
+from runner.engine.client import check_host, unreachable
 from runner.engine.kinds import current
+from runner.errors import UserError
 from runner.terminal import Column, compact_table
 
 PING_TIMEOUT_S = 5
@@ -25,17 +27,20 @@ PING_TIMEOUT_S = 5
 def _engine() -> tuple[str, str, dict, Path | None]:
     """(state, detail, the engine's facts as a fingerprint records them, its data root)."""
     kind = current()
-    engine = None
+    engine, why = None, None
     try:
+        check_host(kind)
         engine = connect_engine(PING_TIMEOUT_S)
         answers = engine.ping()
-    except EngineError:
-        answers = False
+    except UserError as err:  # a malformed DOCKER_HOST: the user's to correct
+        return "missing", f"{err.problem}: {err.fix}", {}, None
+    except EngineError as err:
+        answers, why = False, err
     if not answers:
         if engine is not None:
             engine.close()
-        hint = "installed, not running" if shutil.which(kind.daemon) else "not installed"
-        return "missing", f"{hint}: run `sudo runner setup`", {}, None
+        problem, fix = unreachable(kind, why or EngineError("it did not answer a ping"))
+        return "missing", f"{problem}: {fix}", {}, None
     try:
         version, facts, root = engine.version(), engine.facts(), engine.data_root()
     finally:

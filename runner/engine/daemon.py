@@ -15,7 +15,7 @@ from pathlib import Path
 import docker
 
 from runner import paths
-from runner.engine.client import ENGINE_WAIT_S, get_client, ping
+from runner.engine.client import ENGINE_WAIT_S, check_host, get_client, ping
 from runner.engine.kinds import EngineKind, current
 from runner.errors import UserError
 
@@ -114,6 +114,11 @@ def ensure_client(install: bool = True, engine: EngineKind | None = None) -> doc
     """A client for a running engine; with ``install``, install ``docker.io`` and start
     ``dockerd`` first when needed (Debian-like, root). Otherwise the one-line error."""
     engine = engine or current()
+    check_host(engine)  # a malformed DOCKER_HOST is the user's to correct, not an engine to start
+    if not engine.base_url and os.environ.get("DOCKER_HOST"):
+        # Starting a local dockerd would not help (and would be a second engine): the user
+        # asked for that engine, so it answers, or get_client says what is wrong with it.
+        return get_client(engine)
     if ping():
         return get_client(engine)
     if engine.name == "podman":
@@ -123,14 +128,6 @@ def ensure_client(install: bool = True, engine: EngineKind | None = None) -> doc
             apt_install(list(engine.packages), paths.home() / "logs" / "apt.log")
         start_podman_service(engine.base_url)
         return get_client(engine)
-    if os.environ.get("DOCKER_HOST"):
-        # Starting a local dockerd would not help (and would be a second engine): the
-        # user asked for that engine, so say it is unreachable.
-        raise UserError(
-            f"no Docker engine is reachable: DOCKER_HOST={os.environ['DOCKER_HOST']} points at an unreachable engine",
-            "start the engine it names, correct DOCKER_HOST, or unset it to use (and let "
-            "`runner setup` start) this host's own engine",
-        )
     if not install:
         return get_client(engine)  # raises the UserError with the fix
     if shutil.which("dockerd") is None:

@@ -37,6 +37,7 @@ from runner.engine.interface import (
     TimedOut,
 )
 from runner.engine.kinds import current
+from runner.errors import UserError
 from runner.engine.labels import LABEL_RUN, MANAGED_LABEL, owned_labels
 
 EXPORT_CHUNK_BYTES = 1 << 20
@@ -52,6 +53,10 @@ def _translated():
     except docker.errors.APIError as exc:
         raise (Conflict if exc.status_code == 409 else EngineError)(exc.explanation or str(exc)) from exc
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        if api_client.timed_out(exc):
+            kind = current()
+            raise EngineError(f"{kind.name} at {api_client.address(kind)} stopped answering (the request timed "
+                              "out): check that the engine is running and not hung (`runner doctor`)") from exc
         raise EngineError(str(exc)) from exc
 
 
@@ -104,8 +109,11 @@ class DockerApiEngine(Engine):
     # -- reaching the engine --------------------------------------------------------------
     @classmethod
     def connect(cls, kind: EngineKind, timeout: float) -> DockerApiEngine:
-        with _translated():
-            return cls(kind, api_client.connect(timeout, kind))
+        try:
+            with _translated():
+                return cls(kind, api_client.connect(timeout, kind))
+        except UserError as err:  # a malformed DOCKER_HOST: an engine this host cannot reach
+            raise EngineError(str(err)) from None
 
     @classmethod
     def open(cls, kind: EngineKind) -> DockerApiEngine:

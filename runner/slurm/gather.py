@@ -11,10 +11,10 @@ once the runs are compared across seeds, signs each once with its own key
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
+from rich.markup import escape
 
 from runner.manifest import Entry
 from runner.bundle import record_measured, settle_outputs
@@ -22,14 +22,17 @@ from runner.results import assemble, new_run_id
 from runner.results.record import Result
 from runner.slurm.submit import JobArray
 from runner.report import reporter
+from runner.safe_read import read_json_object, visible
+from runner.errors import UserError
 
 
 def read_result(folder: Path) -> dict | None:
+    """The task's result.json, read as untrusted input (``runner.safe_read``: a FIFO, a huge
+    or deeply nested file is refused, never waited on); None when there is none to read."""
     try:
-        data = json.loads((folder / "result.json").read_text())
-    except (OSError, ValueError):
+        return read_json_object(folder / "result.json", "result")
+    except UserError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def settled_result(folder: Path, timeout_s: float = 60.0) -> dict | None:
@@ -110,10 +113,13 @@ def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], 
             continue
         raw = settled_result(folder)
         try:
+            if raw is None:
+                raise ValueError("its result.json cannot be read")
             result = Result.from_dict(raw)
-        except ValueError as exc:  # the task's runner died mid-write
+        except (ValueError, KeyError, TypeError) as exc:  # the task's runner died mid-write
             folders[seed] = placeholder(entry, entry_dir, seed, smoke, record)
-            reporter().print(f"[red]unreadable result[/] in {folder} ({exc}): a placeholder records the run")
+            reporter().print(f"[red]unreadable result[/] in {escape(visible(str(folder)))} ({escape(visible(str(exc)))}): "
+                             "a placeholder records the run")
             continue
         mark(result, record).write(folder)
         settle_outputs(folder)  # outputs verify would refuse: left out, named, before the record

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from runner.errors import UserError
 from runner.manifest import load_entry
-from runner.results.record import Result
+from runner.study.readable import read_run
 from runner.study.common import (
     StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, with_runs,
 )
@@ -33,7 +33,7 @@ def parse_values(text: str) -> list[int]:
 
 
 def measure(folder: Path) -> dict:
-    r = Result.read(folder)
+    r = read_run(folder)
     return {
         "run_id": r.run_id, "seed": r.seed, "status": r.status,
         "global_batch_size": int(r.hyperparameters["global_batch_size"]),
@@ -47,7 +47,7 @@ def measure(folder: Path) -> dict:
 
 
 def analyse(folders: list[Path]) -> dict:
-    first = Result.read(folders[0])
+    first = read_run(folders[0])
     rows = sorted((measure(f) for f in folders), key=lambda m: m["global_batch_size"])
     return {"kind": KIND, "entry": first.entry.name, "task": first.task.id,
             "threshold": first.task.threshold, "runs": rows}

@@ -7,16 +7,20 @@ runs already made (``--from-runs``), and whether every run of the study complete
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rich.markup import escape
 
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.options import ReproduceOptions
-from runner.results.record import Result
+from runner.report import reporter
+from runner.safe_read import visible
+from runner.study.readable import read_run, readable_runs
 from runner.study import KINDS, batch_size, generalization, lesion, roofline, scaling, stability, threshold
-from runner.study.common import RUNS_DIR, StudyOutput, check_run_folders
+from runner.study.common import RUNS_DIR, StudyOutput, check_run_folders, write_summary
 from runner.study.report import write_report
 
 
@@ -57,53 +61,80 @@ def options(request: StudyRequest) -> ReproduceOptions:
     return replace(request.options, full_curve=request.kind in ("stability", "threshold"))
 
 
-def _given_runs(request: StudyRequest) -> list[Path]:
-    folders = check_run_folders(request.from_runs)
+def _given_runs(request: StudyRequest, unreadable: list[dict]) -> list[Path]:
+    """The run folders of ``--from-runs`` that can be read; each other one is added to
+    ``unreadable`` with why (one line), and the study goes on with the rest."""
+    check_run_folders([f for f in request.from_runs if not os.path.lexists(Path(f) / "result.json")])
+    folders, left = readable_runs([Path(f) for f in request.from_runs])
+    for run in left:
+        reporter().print(f"[yellow]unreadable run[/] {escape(run['problem'])}: left out of the study")
+    unreadable.extend(left)
+    if not folders:
+        raise UserError(f"none of the {len(left)} runs given can be read ({left[0]['problem']})"
+                        + (f", and {len(left) - 1} more" if len(left) > 1 else ""),
+                        "pass run folders made by `runner reproduce` whose result.json is intact")
     name = load_entry(request.entry).name
     for folder in folders:
-        if (other := Result.read(folder).entry.name) != name:
-            raise UserError(f"{folder} is a run of {other}, not of {name}", f"pass runs under results/{name}/")
+        if (other := read_run(folder).entry.name) != name:
+            raise UserError(f"{folder} is a run of {visible(other)}, not of {name}",
+                            f"pass runs under results/{name}/")
     return folders
 
 
-def _study(request: StudyRequest) -> StudyOutput:
+def _study(request: StudyRequest, unreadable: list[dict]) -> StudyOutput:
     opts = options(request)
     if request.kind == "stability":
         include = request.include_nonconforming
-        return (stability.study(_given_runs(request), include) if request.from_runs
+        return (stability.study(_given_runs(request, unreadable), include) if request.from_runs
                 else stability.run(request.entry, request.runs, opts, slurm=request.slurm,
                                    include_nonconforming=include))
     if request.kind == "threshold":
         ladder = threshold.parse_thresholds(request.thresholds)
-        return (threshold.study(_given_runs(request), ladder) if request.from_runs
+        return (threshold.study(_given_runs(request, unreadable), ladder) if request.from_runs
                 else threshold.run(request.entry, request.runs, opts, ladder, slurm=request.slurm))
     if request.kind == "generalization":
-        return (generalization.study(_given_runs(request), request.generalization) if request.from_runs
+        return (generalization.study(_given_runs(request, unreadable), request.generalization) if request.from_runs
                 else generalization.run(request.entry, request.runs or 1, opts, request.generalization,
                                         slurm=request.slurm))
     if request.kind == "batch-size":
         return batch_size.run(request.entry, batch_size.parse_values(request.values), opts, slurm=request.slurm)
     if request.kind in lesion.MODES:
         names, include = lesion.parse_names(request.switches), request.include_nonconforming
-        return (lesion.from_runs(request.kind, request.entry, _given_runs(request), names, include)
+        return (lesion.from_runs(request.kind, request.entry, _given_runs(request, unreadable), names, include)
                 if request.from_runs else
                 lesion.run(request.kind, request.entry, request.runs, opts, names, request.slurm, include))
     if request.kind == "scaling":
-        return (scaling.study(load_entry(request.entry), _given_runs(request)) if request.from_runs
+        return (scaling.study(load_entry(request.entry), _given_runs(request, unreadable)) if request.from_runs
                 else scaling.run(request.entry, scaling.parse_counts(request.processes, "--processes"),
                                  scaling.parse_counts(request.nodes, "--nodes"), request.runs, opts, request.slurm))
     if request.kind != "roofline":
         raise ValueError(f"unknown study {request.kind!r}; the studies are {', '.join(KINDS)}")
     if request.from_runs and len(request.from_runs) != 1:
         raise UserError("the roofline study reads one run", "pass one run folder to --from-runs")
-    return (roofline.study(_given_runs(request)[0], request.batch_size) if request.from_runs
+    return (roofline.study(_given_runs(request, unreadable)[0], request.batch_size) if request.from_runs
             else roofline.run(request.entry, opts, request.batch_size, slurm=request.slurm))
 
 
 def run_study(request: StudyRequest) -> StudyOutcome:
-    """Run (or read) the study's runs, write its folder and report.html."""
-    out = _study(request)
+    """Run (or read) the study's runs, write its folder and report.html. A run that cannot be
+    read is listed with why (in the notes and the outcome), never hides the others."""
+    unreadable: list[dict] = []
+    out = _study(request, unreadable)
+    out.notes.extend(f"unreadable run {run['run_id']}: {run['problem']} (left out)" for run in unreadable)
+    if unreadable:  # in summary.json too, beside the runs studied
+        out.summary["unreadable_runs"] = unreadable
+        write_summary(out.folder, out.summary)
     report = write_report(out)
-    runs = [Result.read(link) for link in sorted((out.folder / RUNS_DIR).iterdir())]
+    runs, failed = 0, []
+    for link in sorted((out.folder / RUNS_DIR).iterdir()):
+        runs += 1
+        try:
+            run = read_run(link)
+        except UserError:
+            failed.append(link.name)
+            continue
+        if run.status != "complete":
+            failed.append(run.run_id)
     unstudied = [r["run_id"] for r in out.summary.get("runs", []) if isinstance(r, dict) and r.get("problem")]
-    return StudyOutcome(out, report, len(runs), [r.run_id for r in runs if r.status != "complete"], unstudied)
+    unstudied += [run["run_id"] for run in unreadable]
+    return StudyOutcome(out, report, runs + len(unreadable), failed, unstudied)

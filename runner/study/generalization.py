@@ -41,6 +41,7 @@ from runner.errors import UserError
 from runner.report import reporter
 from runner.results.record import Result
 from runner.safe_npy import load_npy
+from runner.study.readable import read_run
 from runner.study import transfer
 from runner.study.common import (
     StudyOutput, Table, custody_problem, fmt, run_entry, run_entry_copy, save_study, with_runs,
@@ -185,7 +186,7 @@ def evaluate_run(engine, folder: Path, task: Task, sets: dict, work: Path, trans
     from runner.run.training import CheckpointError, copy_checkpoint  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
     from runner.study.flops import run_image  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
 
-    result = Result.read(folder)
+    result = read_run(folder)
     if result.task.id != task.id:
         raise UserError(f"{folder} is a run of task {result.task.id}, not {task.id}", "pass runs of one task")
     original, (name, extra) = sets["original"], sets["extra"]
@@ -287,7 +288,7 @@ def reference(text: str, task: Task, smoke: bool) -> dict:
     if not (folder / "result.json").is_file():
         raise UserError(f"--reference {text}: not NAME=ORIG,NEW and not a run folder (no result.json)",
                         "give NAME=ORIG,NEW (percent) or a run folder made by `runner reproduce`")
-    result = Result.read(folder)
+    result = read_run(folder)
     if result.task.id != task.id or result.smoke != smoke:
         kind = "a smoke" if result.smoke else "a full"
         raise UserError(f"--reference {text}: {kind} run of {result.task.id}, for a study of "
@@ -299,7 +300,7 @@ def reference(text: str, task: Task, smoke: bool) -> dict:
 # -- the study ---------------------------------------------------------------------------------
 
 def analyse(folders: list[Path], choices: Choices, work: Path) -> dict:
-    results = [Result.read(f) for f in folders]
+    results = [read_run(f) for f in folders]
     task = get_task(results[0].task.id)
     if task.inputs != "images":
         raise UserError(f"the generalization study scores image models; {task.id} has no image input",
@@ -333,7 +334,7 @@ def analyse(folders: list[Path], choices: Choices, work: Path) -> dict:
             references.append(ref)
             continue
         folder = Path(ref["folder"])
-        row = {**ref, "marks": marks(folder, Result.read(folder))}
+        row = {**ref, "marks": marks(folder, read_run(folder))}
         try:
             row.update(evaluate_run(engine, folder, task, sets, work / "references", None))
         except RunProblem as exc:

@@ -19,7 +19,6 @@ read and the report says the same from their fingerprints.
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,7 +28,8 @@ from runner.fingerprint.cpu import capture_cpu
 from runner.manifest import Entry, load_entry
 from runner.manifest.switches import Switch, chosen
 from runner.report import reporter
-from runner.results.record import Result
+from runner.safe_read import read_json_object
+from runner.study.readable import read_run
 from runner.study.common import (
     StudyOutput, Table, fmt, read_curve, run_entry, save_study, with_runs,
 )
@@ -75,8 +75,8 @@ def host_cpu_flags() -> list[str]:
 def _run_flags(folder: Path) -> list[str] | None:
     """The CPU flags of the host a run trained on (its fingerprint.json), None if unreadable."""
     try:
-        flags = json.loads((Path(folder) / "fingerprint.json").read_text())["cpu"]["flags"]
-    except (OSError, ValueError, KeyError, TypeError):
+        flags = read_json_object(Path(folder) / "fingerprint.json", "json")["cpu"]["flags"]
+    except (UserError, KeyError, TypeError):
         return None
     return [str(f) for f in flags] if isinstance(flags, list) else None
 
@@ -113,7 +113,7 @@ def analyse(mode: str, entry: Entry, switches: list[Switch], runs: dict[str, lis
     ``skipped``: label -> why the variant was not run on this host."""
     plan = variants(mode, switches)
     every = [f for v in plan for f in runs.get(v.label, [])]
-    results = {f: Result.read(f) for f in every}
+    results = {f: read_run(f) for f in every}
     dropped = left_out([results[f] for f in every], every, {})
     skip = set() if include_nonconforming else {d["run_id"] for d in dropped}
     counted = {f for f in every if results[f].run_id not in skip and results[f].status == "complete"}
@@ -287,7 +287,7 @@ def from_runs(mode: str, entry_path: str, folders: list[Path], names: list[str] 
     by_off = {frozenset(v.off): v.label for v in variants(mode, switches)}
     grouped: dict[str, list[Path]] = {}
     for folder in folders:
-        result = Result.read(folder)
+        result = read_run(folder)
         off = frozenset((result.variant or {}).get("switches_off") or ())
         if off not in by_off or {"nodes", "processes_per_node"} & set(result.variant or {}):
             raise UserError(f"{folder} is not a run of any variant of this {mode} study "

@@ -14,13 +14,15 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from runner import paths
 from runner.engine import get_engine
 from runner.errors import UserError
 from runner.profiles import load_profile
 from runner.results.record import Result
+from runner.manifest.untrusted_yaml import load_untrusted_yaml
+from runner.safe_read import visible
+from runner.study.readable import read_run
 from runner.study.common import (
     StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, train_set_size,
     with_runs,
@@ -39,7 +41,11 @@ def _batch_size(result: Result, manifest: dict, override: int | None) -> int:
         return int(result.hyperparameters["global_batch_size"])
     declared = (manifest.get("hyperparameters") or {}).get("global_batch_size")
     if declared:
-        return int(declared["default"])
+        try:
+            return int(declared["default"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise UserError(f"{result.entry.name}'s entry.yaml declares global_batch_size without a whole default",
+                            "pass --batch-size N (the entry's batch size)") from None
     raise UserError(f"{result.entry.name} declares no global batch size, so a training step's size is unknown",
                     "pass --batch-size N (the entry's batch size) or declare hyperparameters: in its entry.yaml")
 
@@ -50,13 +56,16 @@ def count_log(entry_name: str) -> Path:
 
 
 def analyse(folder: Path, batch_override: int | None = None) -> dict:
-    result = Result.read(folder)
+    result = read_run(folder)
     task = get_task(result.task.id)
     if task.input_shape is None:
         raise UserError(f"the roofline study counts image models; {task.id} has no image input",
                         "run it on an image task's entry")
     entry_dir = folder / "entry"  # the entry files the run used, signed with it (read, never imported)
-    manifest = yaml.safe_load((entry_dir / "entry.yaml").read_text())
+    manifest = load_untrusted_yaml(entry_dir / "entry.yaml")  # bounded, no aliases, a regular file only
+    if not isinstance(manifest, dict):
+        raise UserError(f"{visible(str(entry_dir / 'entry.yaml'))} is not an entry manifest (not a mapping)",
+                        "pass a run folder made by `runner reproduce`")
     batch = _batch_size(result, manifest, batch_override)
     profile = load_profile(result.cost.profile)
     if profile.peak is None:

@@ -28,6 +28,8 @@ from runner.manifest import Entry, load_entry
 from runner.profiles import load_profile
 from runner.report import reporter
 from runner.results.record import Result
+from runner.safe_read import open_file, visible
+from runner.study.readable import read_run
 from runner.study.common import StudyOutput, Table, epoch_seconds, fmt, run_entry, save_study, with_runs
 from runner.study.plots import figure, save
 
@@ -78,10 +80,43 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _timings(folder: Path) -> tuple[list[float], list[float], str | None]:
+    """(epoch seconds, communication seconds, why they could not be read). A run whose Slurm
+    task failed has no events.jsonl (a placeholder) or a broken one: it is reported as what
+    it is, and the study goes on with the others."""
+    try:
+        open_file(Path(folder) / "events.jsonl", "events")[0].close()  # a regular file within its cap, or why not
+        return epoch_seconds(folder), communication(folder), None
+    except UserError as err:
+        return [], [], err.problem
+    except (OSError, ValueError, TypeError) as exc:
+        why = "does not exist" if isinstance(exc, FileNotFoundError) else visible(str(exc))[:160]
+        return [], [], f"{visible(str(Path(folder) / 'events.jsonl'))}: {why}"
+
+
+def unreadable_run(folder: Path, problem: str) -> dict:
+    """A run the study could not read at all, listed with why (it never hides the others)."""
+    return {"run_id": Path(folder).name, "seed": None, "status": "unreadable", "nodes": None,
+            "processes_per_node": None, "processes": None, "on_slurm": False, "reached": False, "tta_seconds": None,
+            "epoch_seconds": [], "median_epoch_seconds": None, "communication_seconds": [],
+            "median_communication_seconds": None, "conforming": False, "nonconforming_reasons": [], "smoke": False,
+            "problem": problem}
+
+
 def measure(folder: Path, entry: Entry) -> dict:
-    r = Result.read(folder)
+    try:
+        r = read_run(folder)
+    except UserError as err:
+        return unreadable_run(folder, err.problem)
     nodes, per_node = placement_of(r, entry)
-    epochs, comm = epoch_seconds(folder), communication(folder)
+    epochs, comm, problem = _timings(folder)
+    if r.status != "complete":
+        failed = r.incomplete_reason or f"the run ended {r.status}"  # a Slurm task's: its job and state
+        problem = None  # its events say nothing the study uses: the run is reported as failed
+    else:
+        failed = None
+        # A complete run whose events cannot be read cannot be measured: it is not studied.
+        problem = problem and f"its events cannot be read ({problem})"
     return {
         "run_id": r.run_id, "seed": r.seed, "status": r.status, "nodes": nodes, "processes_per_node": per_node,
         "processes": nodes * per_node, "on_slurm": r.slurm is not None,
@@ -89,11 +124,12 @@ def measure(folder: Path, entry: Entry) -> dict:
         "epoch_seconds": epochs, "median_epoch_seconds": _median(epochs),
         "communication_seconds": comm, "median_communication_seconds": _median(comm),
         "conforming": r.conforming, "nonconforming_reasons": list(r.nonconforming_reasons), "smoke": r.smoke,
+        "failed": failed, **({"problem": problem} if problem else {}),
     }
 
 
 def _point(runs: list[dict], count: int) -> dict:
-    complete = [r for r in runs if r["status"] == "complete"]
+    complete = [r for r in runs if r["status"] == "complete" and not r.get("problem")]
     ttas = [r["tta_seconds"] for r in complete if r["reached"]]
     epochs = [r["median_epoch_seconds"] for r in complete if r["median_epoch_seconds"] is not None]
     comm = [r["median_communication_seconds"] for r in complete if r["median_communication_seconds"] is not None]
@@ -180,7 +216,7 @@ def present(folder: Path, summary: dict) -> StudyOutput:
             epoch_rows.append([s["name"], str(p["processes"]), fmt(p["median_epoch_seconds"], ".2f"),
                                fmt(p["epoch_speedup"], ".2f"), fmt(p["epoch_efficiency"], ".0%"),
                                fmt(p["median_communication_seconds"], ".3f"), fmt(p["communication_fraction"], ".0%")])
-    runs = [[r["run_id"], f"{r['nodes']} x {r['processes_per_node']}", "slurm" if r["on_slurm"] else "here",
+    runs = [[r["run_id"], "?" if r["nodes"] is None else f"{r['nodes']} x {r['processes_per_node']}", "slurm" if r["on_slurm"] else "here",
              r["status"], fmt(r["tta_seconds"], ".2f", "never reached"), fmt(r["median_epoch_seconds"], ".2f"),
              "yes" if r["conforming"] else "no"] for r in summary["runs"]]
     name = plot(summary, folder / "scaling.png")
@@ -199,6 +235,11 @@ def present(folder: Path, summary: dict) -> StudyOutput:
         if not r["conforming"] and r["nonconforming_reasons"]:
             notes.append(f"non-conforming {r['run_id']} ({r['nodes']} x {r['processes_per_node']}): "
                          + "; ".join(r["nonconforming_reasons"]))
+    for r in summary["runs"]:
+        if r.get("failed"):
+            notes.append(f"failed {r['run_id']}: {r['failed']}")
+        if r.get("problem"):
+            notes.append(f"not studied {r['run_id']}: {r['problem']}")
     if summary.get("smoke"):
         notes.append("smoke runs: one short epoch on synthetic data; the figures check the pipeline, not the scaling")
     return StudyOutput(

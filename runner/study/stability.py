@@ -18,6 +18,7 @@ from runner.data.synthetic import smoke_data
 from runner.errors import UserError
 from runner.results import summarize_runs
 from runner.results.record import Result
+from runner.study.readable import read_run
 from runner.study.common import (
     StudyOutput, Table, fmt, read_curve, run_entry, save_study, with_runs,
 )
@@ -55,7 +56,7 @@ def left_out(results: list[Result], folders: list[Path], alike: dict) -> list[di
 def analyse(folders: list[Path], include_nonconforming: bool = False) -> dict:
     from runner.score.across_runs import alike_runs  # lazy: start-up (runner --help)
 
-    results = [Result.read(f) for f in folders]
+    results = [read_run(f) for f in folders]
     labels = _labels(results[0])
 
     framework = (results[0].entry.framework or {}).get("name", "pytorch")
@@ -92,7 +93,7 @@ def plot_curves(folders: list[Path], threshold_percent: float, path: Path) -> st
         points = read_curve(folder)
         if points:
             ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", ms=3,
-                    label=Result.read(folder).seed)
+                    label=read_run(folder).seed)
     ax.axhline(threshold_percent, color="grey", ls="--", lw=1, label="threshold")
     ax.set_xlim(left=0)  # the clock starts at the entry's process start
     ax.set_xlabel("training time (s)")

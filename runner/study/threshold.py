@@ -16,8 +16,8 @@ from pathlib import Path
 
 from runner.errors import UserError
 from runner.events import read_events
-from runner.results.record import Result
 from runner.score.tta import EventStreamError, time_to_accuracy, timeline
+from runner.study.readable import read_run
 from runner.study.common import (
     StudyOutput, Table, fmt, run_entry, save_study, with_runs,
 )
@@ -47,7 +47,7 @@ def parse_thresholds(text: str | None) -> list[float] | None:
 def tta_at(folder: Path, threshold: float) -> tuple[float | None, int | None, int | None]:
     """(TTA seconds, evaluation index, epoch) of the first evaluation scoring at or above
     ``threshold`` (a fraction); Nones when no evaluation reaches it."""
-    result = Result.read(folder)
+    result = read_run(folder)
     task = dataclasses.replace(get_task(result.task.id), threshold=threshold)
     try:
         line = timeline(read_events(Path(folder) / "events.jsonl"))
@@ -67,7 +67,7 @@ def tta_at(folder: Path, threshold: float) -> tuple[float | None, int | None, in
 
 
 def analyse(folders: list[Path], ladder: list[float]) -> dict:
-    results = [Result.read(f) for f in folders]
+    results = [read_run(f) for f in folders]
     task = results[0].task
     if any(r.task.id != task.id for r in results):
         raise UserError("the runs are of different tasks", "pass runs of one entry")
@@ -129,7 +129,7 @@ def present(folder: Path, summary: dict) -> StudyOutput:
 
 
 def study(folders: list[Path], ladder: list[float] | None = None) -> StudyOutput:
-    task_id = Result.read(folders[0]).task.id
+    task_id = read_run(folders[0]).task.id
     ladder = sorted(ladder or DEFAULT_LADDERS[task_id])
     summary = analyse(folders, ladder)
     folder = save_study(KIND, folders, summary)
