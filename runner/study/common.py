@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -220,5 +219,22 @@ def run_entry_copy(folder: Path, entry_name: str) -> Iterator[Path]:
                         "pass a run folder made by `runner reproduce`")
     with tempfile.TemporaryDirectory(prefix="runner-study-entry-") as tmp:
         copy = Path(tmp) / entry_name
-        shutil.copytree(files, copy, symlinks=True)
+        _copy_plain_tree(files, copy)
         yield copy
+
+
+def _copy_plain_tree(source: Path, target: Path) -> None:
+    """``source``'s folders and regular files copied to ``target``, each file read through
+    ``runner.safe_read`` (a FIFO, a device or a link among a run's entry files is refused by
+    name, never opened or followed)."""
+    target.mkdir()
+    for here, folders, names in os.walk(source):
+        rel = Path(here).relative_to(source)
+        for name in folders:
+            if (Path(here) / name).is_symlink():
+                raise safe_read.Unreadable(Path(here) / name, "is a link; a run's entry files hold none")
+            (target / rel / name).mkdir()
+        for name in names:
+            with open(target / rel / name, "wb") as out:
+                for chunk in safe_read.iter_chunks(Path(here) / name, "text"):
+                    out.write(chunk)

@@ -236,3 +236,22 @@ def test_a_fifo_for_events_in_a_scaling_run_is_not_studied_and_never_waited_on(t
     assert "FIFO" in runs[fifo.name]["problem"]
     (point,) = [p for s in out.summary["series"] for p in s["points"]]
     assert point["complete_runs"] == 1
+
+
+def test_a_fifo_among_a_runs_entry_files_is_refused_by_name_not_opened(tmp_path):
+    """A study re-reads the entry files a run used (its entry/): a FIFO there once blocked it."""
+    from runner.study.common import run_entry_copy
+    from runner.safe_read import Unreadable
+
+    entry = tmp_path / "run" / "entry"
+    (entry / "sub").mkdir(parents=True)
+    (entry / "entry.yaml").write_text("name: x\n")
+    (entry / "sub" / "model.py").write_text("X = 1\n")
+    with run_entry_copy(tmp_path / "run", "x") as copy:
+        assert (copy / "sub" / "model.py").read_text() == "X = 1\n"
+    os.mkfifo(entry / "sub" / "pipe.py")
+    started = time.monotonic()
+    with pytest.raises(Unreadable, match="pipe.py: is a FIFO"):
+        with run_entry_copy(tmp_path / "run", "x"):
+            pass
+    assert time.monotonic() - started < 5
