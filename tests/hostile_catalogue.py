@@ -145,9 +145,11 @@ def cases(root: Path, base: Path) -> list[Case]:
         _nested_result(at / "results" / RUN)
         made.append(Case(f"result.json nested 200,000 deep: {command[0]}", command, results_env(at)))
     at = fresh("study-tables-5")
-    study = at / "results" / "studies" / "stability-mnist-cnn-cpu-x"
+    study = at / "results" / "mnist-cnn-cpu" / "studies" / "lesion-20261124T230000Z"
     study.mkdir(parents=True)
-    (study / "report.json").write_text(json.dumps({"study": "stability", "entry": "mnist-cnn-cpu", "tables": 5}))
+    (study / "report.json").write_text(json.dumps({
+        "schema_version": 1, "kind": "lesion", "entry": "mnist-cnn-cpu", "written_at": "2026-11-24T23:00:00Z",
+        "tables": 5, "plots": [], "notes": [], "runs": []}))
     made.append(Case('study report.json with "tables": 5: leaderboard', ["leaderboard"], results_env(at)))
     at = fresh("truncated-from-runs")
     text = (at / "results" / RUN / "result.json").read_text()
@@ -185,8 +187,8 @@ def cases(root: Path, base: Path) -> list[Case]:
         fh.truncate(4 << 30)
     made.append(Case("4 GiB sparse entry file: information check", ["-m", "runner.entry_build.information", str(entry)]))
     entry = _entry_copy(root / "entry-16mb")
-    (entry / "big.py").write_text("".join(f"{i:08d} {hashlib.sha256(str(i).encode()).hexdigest()}\n"
-                                           for i in range(16 << 20 >> 6)))
+    text = "".join(f"{i:08d} {hashlib.sha256(str(i).encode()).hexdigest()}\n" for i in range(16_000_000 // 74 + 1))
+    (entry / "big.py").write_text(text[:16_000_000])  # 16 MB, under the 16 MiB an entry file may hold
     made.append(Case("16 MB text entry file: information check", ["-m", "runner.entry_build.information", str(entry)]))
     entry = _entry_copy(root / "entry-20000")
     (entry / "many").mkdir()
