@@ -74,7 +74,7 @@ def main() -> int:
     root = Path(args.keep or tempfile.mkdtemp(prefix="runner-bench-views-"))
     if args.keep and root.exists():
         shutil.rmtree(root)
-    root.mkdir(parents=True)
+    root.mkdir(parents=True, exist_ok=True)
     maker = checkouts[0][1]
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", MAKER, str(maker), str(root), str(args.runs)], check=True,

@@ -5,13 +5,16 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jsonschema
 import yaml
 
 from runner import paths
 from runner.errors import UserError
 from runner.profiles.schema import PROFILE_SCHEMA
+
+if TYPE_CHECKING:
+    import jsonschema
 
 
 
@@ -91,6 +94,8 @@ def _field_path(err: jsonschema.ValidationError) -> str:
 
 
 def validate_profile(data: object, source: str) -> None:
+    import jsonschema  # lazy: start-up (runner ls reads profiles' prices, never validates one)
+
     validator = jsonschema.Draft202012Validator(PROFILE_SCHEMA)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), e.message))
     if errors:
