@@ -23,7 +23,7 @@ from runner.dawnbench.claims import CurvePoint
 from runner.dawnbench.tasks import format_task
 from runner.dawnbench.tsv import FormatError, read_curve
 from runner.errors import UserError
-from runner.results.layout import all_runs
+from runner.results.layout import all_runs, refuse_linked
 from runner.results.view import ResultRecord, read_record
 from runner.safe_read import read_bytes, read_json
 from runner.verify.verdict import Verdict, judge
@@ -117,6 +117,7 @@ def load_reproductions(results: Path, trusted_keys: list[SSlibKey]) -> tuple[lis
     out, skipped = [], []
     for folder in find_result_folders(results):
         try:
+            refuse_linked(folder)
             record = read_record(folder)  # an unreadable result is skipped before the verifier sees it
             out.append(read_reproduction(folder, judge(folder, trusted_keys), record=record))
         except UserError as err:

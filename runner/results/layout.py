@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.results.record import RESULT_FILE
+from runner.safe_read import Unreadable
 
 SMOKE_DIR = "smoke"
 STUDIES_DIR = "studies"  # <entry>/studies/<kind>-<UTC stamp>/ (runner.study.common)
@@ -67,6 +68,16 @@ def entries(results: Path) -> list[str]:
 def all_runs(results: Path) -> list[Path]:
     """Every run folder under ``results``, entry by entry."""
     return [run for entry in entries(results) for run in entry_runs(results, entry)]
+
+
+def refuse_linked(run_folder: Path) -> None:
+    """``Unreadable`` when the run folder, or the entry (or smoke) folder holding it, is a link:
+    a listing reads a results folder's runs where they are, never through a link leading
+    elsewhere (a downloaded results folder may link a run to any folder of the reader's)."""
+    folder = Path(run_folder)
+    for part in (folder, folder.parent, folder.parent.parent if folder.parent.name == SMOKE_DIR else None):
+        if part is not None and part.is_symlink():
+            raise Unreadable(part, "is a link; a listing reads the runs of a results folder only where they are")
 
 
 def entry_of(run_folder: Path) -> str:

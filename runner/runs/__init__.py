@@ -18,7 +18,7 @@ from securesystemslib.signer import SSlibKey
 
 from runner.errors import UserError
 from runner.keys.ledger import read_ledger
-from runner.results.layout import all_runs, entry_of, entry_runs, short_id
+from runner.results.layout import all_runs, entry_of, entry_runs, refuse_linked, short_id
 from runner.results.record import RESULT_FILE, Result
 from runner.verify.verdict import Verdict, judge
 
@@ -161,6 +161,7 @@ def list_runs(results: Path, entry: str | None, trusted_keys: list[SSlibKey]) ->
     rows, skipped = [], []
     for folder in folders:
         try:
+            refuse_linked(folder)
             rows.append(row_of(folder, read_result(folder), judge(folder, trusted_keys)))
         except UserError as err:
             skipped.append(err.problem)

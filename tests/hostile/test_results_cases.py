@@ -250,3 +250,22 @@ def test_wrong_types_deep_in_a_result_are_unreadable_not_a_traceback(board, caps
     code, out, err, _ = _cli(capsys, monkeypatch, "show", str(results / ENTRY / BAD), "--trusted-keys",
                              str(board["keys"]))
     assert_one_line_error(code, out, err, "result.json")
+
+
+def test_a_run_folder_that_is_a_link_is_listed_as_unreadable_never_followed(tmp_path):
+    """A downloaded results folder may link a "run" (or a whole entry) to any folder of the
+    reader's: the listings name the link and read nothing through it."""
+    from runner.leaderboard.reproductions import load_reproductions
+    from runner.runs import list_runs
+
+    elsewhere = tmp_path / "elsewhere" / "20261110T000203Z-s1-00a0a1"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "result.json").write_text("{}")
+    results = tmp_path / "results"
+    (results / "mnist-cnn-cpu").mkdir(parents=True)
+    (results / "mnist-cnn-cpu" / elsewhere.name).symlink_to(elsewhere)
+    (results / "linked-entry").symlink_to(tmp_path / "elsewhere")
+    rows, skipped = list_runs(results, None, [])
+    assert rows == [] and len(skipped) == 2 and all("is a link" in s for s in skipped), skipped
+    repros, skipped = load_reproductions(results, [])
+    assert repros == [] and len(skipped) == 2 and all("is a link" in s for s in skipped), skipped
