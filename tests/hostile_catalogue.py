@@ -133,7 +133,8 @@ def cases(root: Path, base: Path) -> list[Case]:
     at = fresh("fifo-archive-key")
     (at / "results" / "archive" / "keys").mkdir(parents=True)
     os.mkfifo(at / "results" / "archive" / "keys" / "k.pub.json")
-    made.append(Case("FIFO in results/archive/keys: ls", ["ls"], results_env(at)))
+    made.append(Case("FIFO in results/archive/keys: ls --trusted-keys it", ["ls", "--trusted-keys",
+                     str(at / "results" / "archive" / "keys")], results_env(at)))
     sock = root / "silent.sock"
     _listening_socket(sock)
     entry = _entry_copy(root / "entry-copy")
@@ -171,14 +172,14 @@ def cases(root: Path, base: Path) -> list[Case]:
         at = fresh(f"escapes-{command[0]}")
         path = at / "results" / RUN / "result.json"
         doc = json.loads(path.read_text())
-        doc["nonconforming_reasons"] = ["\x1b]0;owned\x07\x1b[2J\x1b[31mall clear\x1b[0m \u202eevil"]
-        doc["conforming"] = False
+        doc["entry"]["name"] = "\x1b]0;owned\x07\x1b[2J\x1b[31mall clear\x1b[0m \u202eevil"
+        doc["entry"]["model"] = "[red]markup[/red] \x1b[5mblink"
         path.write_text(json.dumps(doc))
         made.append(Case(f"escape sequences in result.json: {command[0]}", command, results_env(at)))
     at = fresh("nan-json")
     path = at / "results" / RUN / "result.json"
     doc = json.loads(path.read_text())
-    doc["cost"]["usd_per_hour"] = float("nan")
+    doc["training"]["tta_seconds"] = float("nan")
     path.write_text(json.dumps(doc))
     made.append(Case("NaN in result.json: ls --json", ["ls", "--json"], results_env(at)))
     # -- resources ---------------------------------------------------------------------------
