@@ -298,14 +298,7 @@ def read_json_object(path: Path | str, kind: str = "json", inside: Path | None =
 
 def size_of(path: Path | str) -> int:
     """The apparent size of a regular file (``Unreadable`` for anything else), without opening it."""
-    path = Path(path)
-    try:
-        st = os.lstat(path)
-    except OSError as exc:
-        raise Unreadable(path, _strerror(exc)) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise Unreadable(path, f"is a {kind_of(st.st_mode)}, not a regular file")
-    return st.st_size
+    return check_size(path, "data")
 
 
 def check_size(path: Path | str, kind: str) -> int:
