@@ -114,13 +114,7 @@ def open_file(path: Path | str, kind: str, inside: Path | None = None) -> tuple[
     limit = limit_of(kind)
     if inside is not None:
         _inside(path, inside)
-    try:
-        before = os.lstat(path)
-    except OSError as exc:
-        raise Unreadable(path, _strerror(exc)) from None
-    if stat.S_ISLNK(before.st_mode):
-        raise Unreadable(path, "is a link; the runner reads no link in a folder it did not write")
-    _check(path, before, limit)
+    before = _lstat_checked(path, limit)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
@@ -163,20 +157,21 @@ def read_bytes(path: Path | str, kind: str, inside: Path | None = None) -> bytes
     return data
 
 
-def iter_chunks(path: Path | str, kind: str = "data", inside: Path | None = None) -> Iterator[bytes]:
-    """The file in chunks of at most 1 MiB, never past the size it had when opened."""
+def iter_chunks(path: Path | str, kind: str = "data", inside: Path | None = None,
+                chunk: int = _CHUNK) -> Iterator[bytes]:
+    """The file in chunks of at most ``chunk`` bytes (1 MiB), never past the size it had when opened."""
     fh, size = open_file(path, kind, inside)
     with fh:
         left = size
         while left > 0:
             try:
-                chunk = fh.read(min(_CHUNK, left))
+                piece = fh.read(min(chunk, left))
             except OSError as exc:
                 raise Unreadable(path, _strerror(exc)) from None
-            if not chunk:
+            if not piece:
                 return
-            left -= len(chunk)
-            yield chunk
+            left -= len(piece)
+            yield piece
 
 
 def read_text(path: Path | str, kind: str = "text", inside: Path | None = None) -> str:
@@ -305,15 +300,20 @@ def check_size(path: Path | str, kind: str) -> int:
     """The apparent size of ``path`` when it is a regular file (not a link) within the cap of
     ``kind``; ``Unreadable`` otherwise. One ``lstat``, nothing opened: what a caller checks of
     many files before it reads any (``runner ls`` over a hundred runs)."""
-    path = Path(path)
+    return _lstat_checked(Path(path), limit_of(kind)).st_size
+
+
+def _lstat_checked(path: Path, limit: int) -> os.stat_result:
+    """``path``'s own status (a link is not followed) when it is a regular file of at most
+    ``limit`` bytes; ``Unreadable`` otherwise."""
     try:
         st = os.lstat(path)
     except OSError as exc:
         raise Unreadable(path, _strerror(exc)) from None
     if stat.S_ISLNK(st.st_mode):
         raise Unreadable(path, "is a link; the runner reads no link in a folder it did not write")
-    _check(path, st, limit_of(kind))
-    return st.st_size
+    _check(path, st, limit)
+    return st
 
 
 # C0 and C1 controls (tab excepted), DEL, and the bidirectional overrides and isolates that

@@ -66,7 +66,7 @@ import sys
 import tokenize
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -387,31 +387,6 @@ def largest_literal(path: str, raw: bytes, beat: int = -1, whole: int | None = N
     return best
 
 
-def _read_small(path: Path) -> bytes:
-    """A file of at most ``WHOLE_MAX_BYTES`` (by its size), read whole through ``safe_read``."""
-    fh, size = safe_read.open_file(path, "text")
-    with fh:
-        try:
-            return fh.read(size)
-        except OSError as exc:
-            raise safe_read.Unreadable(path, f"cannot be read ({exc.strerror or exc})") from None
-
-
-def _stream(path: Path) -> Iterator[bytes]:
-    fh, size = safe_read.open_file(path, "text")
-    with fh:
-        left = size
-        while left > 0:
-            try:
-                chunk = fh.read(min(STREAM_CHUNK, left))
-            except OSError as exc:
-                raise safe_read.Unreadable(path, f"cannot be read ({exc.strerror or exc})") from None
-            if not chunk:
-                return
-            left -= len(chunk)
-            yield chunk
-
-
 def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None,
                   stop_at: int = STOP_BYTES) -> InformationReport:
     """Every file of the entry folder, and its largest literal; ``lock`` (the run's lock,
@@ -436,13 +411,13 @@ def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None,
         size = safe_read.size_of(path)
         if size > WHOLE_MAX_BYTES:
             compressed, stopped = ((size, True) if size > COMPRESS_MAX_BYTES
-                                   else streamed_size(_stream(path), size, stop_at))
+                                   else streamed_size(safe_read.iter_chunks(path, "text", chunk=STREAM_CHUNK), size, stop_at))
             counted = ("whole, uncompressed (too large)" if size > COMPRESS_MAX_BYTES else
                        f"until over {stop_at} bytes compressed (a lower bound)" if stopped else "whole")
             report.files.append(FileInformation(rel, "entry", size, compressed, counted))
             literal = LargestLiteral(rel, 0, 0, "whole file (too large to read by literal)", size, compressed)
         else:
-            raw = _read_small(path)
+            raw = safe_read.read_bytes(path, "text")
             if rel == report.lock:
                 free = lock_free_text(raw.decode("utf-8", "replace")).encode()
                 report.files.append(FileInformation(rel, "entry", len(raw), compressed_size(free),
