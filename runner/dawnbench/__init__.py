@@ -6,7 +6,7 @@ package (``tasks``, ``tsv``) without loading the exporter and the bundle writer 
 
 from __future__ import annotations
 
-import importlib
+from runner.lazy import exports
 
 _WHERE = {
     **dict.fromkeys(("Claim", "CurvePoint", "load_claims", "save_claim"), "runner.dawnbench.claims"),
@@ -18,9 +18,4 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'runner.dawnbench' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _WHERE)

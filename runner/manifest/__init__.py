@@ -6,7 +6,7 @@ reader) does not pay for the schema validator and the frameworks' backends."""
 
 from __future__ import annotations
 
-import importlib
+from runner.lazy import exports
 
 _WHERE = {"Entry": "runner.manifest.entry", "load_entry": "runner.manifest.entry",
           "ENTRY_SCHEMA": "runner.manifest.schema", "SCHEMA_VERSION": "runner.manifest.schema"}
@@ -14,9 +14,4 @@ _WHERE = {"Entry": "runner.manifest.entry", "load_entry": "runner.manifest.entry
 __all__ = ["ENTRY_SCHEMA", "SCHEMA_VERSION", "Entry", "load_entry"]
 
 
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'runner.manifest' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _WHERE)

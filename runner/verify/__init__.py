@@ -7,7 +7,7 @@ verifier, its recomputations and their libraries."""
 
 from __future__ import annotations
 
-import importlib
+from runner.lazy import exports
 
 _WHERE = {
     **dict.fromkeys(("CHECKS", "CHECK_NAMES", "SAFE_OPEN", "result_notes", "run_check", "run_checks",
@@ -19,9 +19,4 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'runner.verify' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _WHERE)
