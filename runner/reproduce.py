@@ -157,14 +157,9 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
     host_gpus = len((fingerprint.get("gpu") or {}).get("gpus") or [])
     gpus = min(plan.profile.gpu_count, host_gpus)
     if gpus and not gpu_containers_possible(fingerprint):
-        podman = (fingerprint.get("docker") or {}).get("engine") == "podman"
-        raise UserError(
-            f"this host has {host_gpus} NVIDIA GPU(s) but the {'Podman' if podman else 'Docker'} engine cannot "
-            "give them to containers",
-            "install the NVIDIA Container Toolkit (nvidia-container-toolkit) and run "
-            + ("`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (Podman takes GPUs as CDI devices)"
-               if podman else "`nvidia-ctk runtime configure --runtime=docker` and restart dockerd"),
-        )
+        _, fix = engine.gpu_support(fingerprint.get("docker") or {})
+        raise UserError(f"this host has {host_gpus} NVIDIA GPU(s) but the {engine.name} engine cannot "
+                        "give them to containers", fix)
     backends = _choose_backends(plan, gpus)
     check_backends_available(backends, fingerprint)
     with clock.phase("data check"):

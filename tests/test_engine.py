@@ -32,9 +32,11 @@ def test_ensure_engine_is_a_no_op_when_the_engine_runs(docker_client):
 
 
 def test_each_engine_names_its_implementation():
-    """Docker and Podman speak the Docker Engine API: one class serves both (kinds.ENGINES)."""
+    """Docker and Podman speak the Docker Engine API: one class serves both (kinds.ENGINES);
+    Charliecloud, with no daemon, has its own."""
+    from runner.engine.charliecloud import CharliecloudEngine
     assert {name: implementation(kind) for name, kind in ENGINES.items()} == {
-        "docker": DockerApiEngine, "podman": DockerApiEngine}
+        "docker": DockerApiEngine, "podman": DockerApiEngine, "charliecloud": CharliecloudEngine}
 
 
 def test_an_operation_an_engine_cannot_do_is_refused_in_one_line_naming_it():
@@ -98,7 +100,7 @@ def test_starting_the_engine_needs_root(monkeypatch):
 def test_doctor_lists_what_the_host_has(docker_client, capsys):
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
-    for check in ("Docker engine", "debootstrap", "free disk", "GPUs",
+    for check in ("container engine", "debootstrap", "free disk", "GPUs",
                   "NVIDIA container runtime", "Python"):
         assert check in out
     assert docker_client.version()["Version"] in out

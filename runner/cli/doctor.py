@@ -16,8 +16,7 @@ from runner import paths
 from runner.energy import NotMeasured, RaplEnergy
 from runner.engine import EngineError, connect_engine, free_bytes
 from runner.engine.gpus import HOOK_TOOLS, gpu_containers_possible
-from runner.engine.client import check_host, unreachable
-from runner.engine.kinds import current
+from runner.engine.kinds import current, implementation
 from runner.errors import UserError
 from runner.terminal import Column, compact_table
 
@@ -29,7 +28,7 @@ def _engine() -> tuple[str, str, dict, Path | None]:
     kind = current()
     engine, why = None, None
     try:
-        check_host(kind)
+        implementation(kind).check_host(kind)
         engine = connect_engine(PING_TIMEOUT_S)
         answers = engine.ping()
     except UserError as err:  # a malformed DOCKER_HOST: the user's to correct
@@ -39,14 +38,16 @@ def _engine() -> tuple[str, str, dict, Path | None]:
     if not answers:
         if engine is not None:
             engine.close()
-        problem, fix = unreachable(kind, why or EngineError("it did not answer a ping"))
+        problem, fix = implementation(kind).unreachable(kind, why or EngineError("it did not answer a ping"))
         return "missing", f"{problem}: {fix}", {}, None
     try:
-        version, facts, root = engine.version(), engine.facts(), engine.data_root()
+        version, facts, root, refusal = engine.version(), engine.facts(), engine.data_root(), engine.refusal()
     finally:
         engine.close()
     detail = (f"{kind.name}: {version.version} (API {version.api}), "
               f"root {root}, cgroup v{facts.get('cgroup_version') or '?'}")
+    if refusal:  # it answers, but cannot run an entry with the runner's guarantees
+        return "missing", f"{detail}; runs are refused: {refusal}", facts, root
     return "ok", detail, facts, root
 
 
@@ -86,7 +87,11 @@ def _nvidia_runtime(facts: dict) -> tuple[str, str]:
 
 
 def _container_toolkit(facts: dict) -> tuple[str, str]:
-    if gpu_containers_possible({"docker": {"nvidia_runtime": "nvidia" in (facts.get("runtimes") or [])}}):
+    engine = facts.get("engine") or "docker"
+    if engine not in ("docker", "podman"):  # an engine that binds the driver itself
+        return (("ok", f"{engine} binds the host driver's libraries itself") if gpu_containers_possible({"docker": facts})
+                else ("absent", "no NVIDIA driver libraries in the loader's cache (ldconfig -p)"))
+    if gpu_containers_possible({"docker": {**facts, "nvidia_runtime": "nvidia" in (facts.get("runtimes") or [])}}):
         return "ok", "Docker's --gpus works (nvidia runtime registered, or its prestart hook installed)"
     return "absent", (f"neither the nvidia runtime nor {', '.join(HOOK_TOOLS)}: install nvidia-container-toolkit, "
                       "`nvidia-ctk runtime configure --runtime=docker`, restart Docker")
@@ -150,12 +155,12 @@ def run(args) -> int:
     engine_state, engine_detail, facts, docker_root = _engine()
     home = paths.home()
     rows = [
-        ("Docker engine", engine_state, engine_detail),
+        ("container engine", engine_state, engine_detail),
         ("debootstrap", *_debootstrap()),
         ("free disk (runner home)", "ok", f"{free_bytes(home) / 1024**3:.1f} GiB at {home}"),
     ]
     if docker_root and os.path.exists(docker_root):
-        rows.append(("free disk (Docker root)", "ok", f"{free_bytes(docker_root) / 1024**3:.1f} GiB at {docker_root}"))
+        rows.append(("free disk (engine's images)", "ok", f"{free_bytes(docker_root) / 1024**3:.1f} GiB at {docker_root}"))
     rows += [
         ("GPUs", *_gpus()),
         ("NVIDIA container runtime", *_nvidia_runtime(facts)),

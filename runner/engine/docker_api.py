@@ -19,7 +19,7 @@ import requests.exceptions
 from docker.types import DeviceRequest, Ulimit
 
 from runner.engine import client as api_client
-from runner.engine import daemon
+from runner.engine import daemon, gpus
 from runner.engine.containers import cpu_limits
 from runner.engine.interface import (
     Conflict,
@@ -122,6 +122,23 @@ class DockerApiEngine(Engine):
     @classmethod
     def setup(cls, kind: EngineKind, install: bool) -> DockerApiEngine:
         return cls(kind, daemon.ensure_client(install, kind))
+
+    @classmethod
+    def check_host(cls, kind: EngineKind) -> None:
+        api_client.check_host(kind)
+
+    @classmethod
+    def unreachable(cls, kind: EngineKind, error: BaseException) -> tuple[str, str]:
+        return api_client.unreachable(kind, error)
+
+    def gpu_support(self, facts: dict) -> tuple[bool, str]:
+        if self.name == "podman":  # Podman takes GPUs as CDI devices
+            return (gpus.cdi_gpus_declared(),
+                    "install the NVIDIA Container Toolkit (nvidia-container-toolkit) and run "
+                    "`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (Podman takes GPUs as CDI devices)")
+        return (bool(facts.get("nvidia_runtime")) or gpus.hook_installed(),
+                "install the NVIDIA Container Toolkit (nvidia-container-toolkit) and run "
+                "`nvidia-ctk runtime configure --runtime=docker` and restart dockerd")
 
     def ping(self) -> bool:
         try:

@@ -22,10 +22,18 @@ def cdi_gpus_declared() -> bool:
     return any(p.is_dir() and any("nvidia" in f.name for f in p.iterdir()) for p in CDI_SPECS)
 
 
-def gpu_containers_possible(fingerprint: dict) -> bool:
-    """From a host fingerprint (``runner.fingerprint.capture_host``'s ``docker`` section)."""
-    if (fingerprint.get("docker") or {}).get("engine") == "podman":
-        return cdi_gpus_declared()
-    if (fingerprint.get("docker") or {}).get("nvidia_runtime"):
-        return True
+def hook_installed() -> bool:
+    """The NVIDIA Container Toolkit's prestart hook is on this host (Docker's ``--gpus``)."""
     return any(shutil.which(tool) for tool in HOOK_TOOLS)
+
+
+def gpu_containers_possible(fingerprint: dict) -> bool:
+    """From a host fingerprint (``runner.fingerprint.capture_host``'s ``docker`` section: the
+    engine's facts). Docker: its nvidia runtime or the toolkit's hook; Podman: a CDI spec;
+    an engine that binds the driver itself (Charliecloud) says so in ``nvidia_runtime``."""
+    facts = fingerprint.get("docker") or {}
+    if facts.get("engine") == "podman":
+        return cdi_gpus_declared()
+    if facts.get("nvidia_runtime"):
+        return True
+    return facts.get("engine") in (None, "docker") and hook_installed()

@@ -237,6 +237,23 @@ class Engine(abc.ABC):
     def setup(cls, kind: EngineKind, install: bool) -> Engine:
         """``runner setup``: start the engine (and with ``install``, install it) where needed."""
 
+    @classmethod
+    def check_host(cls, kind: EngineKind) -> None:
+        """Refuse (``UserError``) a host setting that names this engine wrongly (a malformed
+        ``DOCKER_HOST``), before anything tries to reach it. Most engines need no setting."""
+        return None
+
+    @classmethod
+    def unreachable(cls, kind: EngineKind, error: BaseException) -> tuple[str, str]:
+        """(problem, fix) for an engine that did not answer: what is wrong and what to do."""
+        return (f"the {kind.name} engine does not work here: {error}",
+                f"run `sudo runner setup --engine {kind.name}` (`runner doctor` says what is missing)")
+
+    def gpu_support(self, facts: dict) -> tuple[bool, str]:
+        """(can this engine give NVIDIA GPUs to containers on this host, the fix when not),
+        from its ``facts()``."""
+        return False, f"the {self.name} engine cannot give GPUs to containers: run GPU entries with docker"
+
     @abc.abstractmethod
     def ping(self) -> bool: ...
 

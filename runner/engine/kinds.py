@@ -35,6 +35,10 @@ ENGINES: dict[str, EngineKind] = {
     "docker": EngineKind("docker", None, "dockerd", ("docker.io",)),
     "podman": EngineKind("podman", "unix:///run/podman/podman.sock", "podman", ("podman",),
                          runtime="runc", ulimits=(("nofile", 1024, 1024), ("nproc", 4096, 4096))),
+    # No daemon: ch-image builds into a folder, ch-run runs a process tree the runner keeps
+    # in cgroups and namespaces of its own (runner.engine.process).
+    "charliecloud": EngineKind("charliecloud", None, "ch-run", ("charliecloud-runtime", "charliecloud-builders"),
+                               implementation="runner.engine.charliecloud:CharliecloudEngine"),
 }
 
 
