@@ -1,5 +1,6 @@
 """The container engine: the ``Engine`` interface every stage is given (``interface``), the
-engines the runner knows (``kinds``: Docker and Podman, served by ``docker_api``), whether
+engines the runner knows (``kinds``: Docker and Podman, served by ``docker_api``; Charliecloud,
+with no daemon, by ``charliecloud`` over ``process`` and ``cgroups``), whether
 one is reachable, and (on Debian-like hosts, as root) installing or starting it when not."""
 
 from runner.engine.disk import free_bytes, require_free_space

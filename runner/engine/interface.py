@@ -3,8 +3,9 @@ types that cross it. Nothing above ``runner/engine`` talks to an engine any othe
 
 An engine is a subclass of ``Engine`` named by a row of ``runner.engine.kinds.ENGINES``;
 ``runner.engine.get_engine()`` opens the one in use. ``runner.engine.docker_api.DockerApiEngine``
-serves Docker and Podman (both speak the Docker Engine API); docs/engines.md maps another
-engine (Apptainer) onto these operations, one by one.
+serves Docker and Podman (both speak the Docker Engine API); an engine with no daemon
+(Charliecloud) subclasses ``runner.engine.process.ProcessEngine``, where the runner keeps the
+containers itself. docs/engines.md maps each, and Apptainer, onto these operations.
 
 What crosses the seam is plain data: a ``ContainerSpec`` (what to run and how it is locked
 down) goes in, a ``Container`` handle, an ``ImageInfo``, a ``ContainerState`` come out.

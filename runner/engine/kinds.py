@@ -6,7 +6,8 @@ container: create from a spec, start, freeze, thaw, state, stream its output, st
 ownership: the runner's own containers; networks for a run spanning nodes). Each row of
 ``ENGINES`` below names an engine and the ``Engine`` subclass that serves it: Docker and
 Podman both speak the Docker Engine API (``dockerd``; Podman's ``podman system service``), so
-one class, ``runner.engine.docker_api.DockerApiEngine``, serves both. A new engine is one
+one class, ``runner.engine.docker_api.DockerApiEngine``, serves both; Charliecloud has no
+daemon and is served by ``runner.engine.charliecloud.CharliecloudEngine``. A new engine is one
 module under ``runner/engine`` and one row here (docs/engines.md, "Adding an engine").
 
 A row names the socket its API listens on, the program that serves it (what ``runner setup``

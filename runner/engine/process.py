@@ -276,6 +276,9 @@ class ProcessEngine(Engine):
             inside.append(f"mkdir -p {q(stage)}")
             inside.append(f"mount -t tmpfs -o {q(_tmpfs_options(options))},nosuid,nodev runner-scratch {q(stage)}")
         inside.extend(self.stage_commands(spec, staged))
+        # Its own /dev/shm (the engine binds the host's /dev, whose shm every process shares).
+        shm = spec.confinement.shm_size or "64m"
+        inside.append(f"mount -t tmpfs -o size={q(shm)},mode=1777,nosuid,nodev runner-shm /dev/shm")
         # The container's /tmp: replaced last, since a mount's source may lie under the host's.
         tmp_options = dict(spec.confinement.tmpfs).get("/tmp", "rw,size=512m,mode=1777")
         inside.append(f"mount -t tmpfs -o {q(_tmpfs_options(tmp_options))},nosuid,nodev runner-tmp /tmp")
