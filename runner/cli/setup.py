@@ -1,7 +1,8 @@
 """``runner setup``: get this host ready to build entries (idempotent, quick when done).
 
-Installs ``docker.io`` and ``debootstrap`` when missing (Debian-like hosts, as root),
-starts ``dockerd`` when it is not running, and builds the default base image.
+Installs the engine (``docker.io``, ``podman`` or Charliecloud's packages) and ``debootstrap``
+when missing (Debian-like hosts, as root), starts the engine's daemon where it has one, checks
+that it can run entries with the runner's guarantees, and builds the default base image.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import shutil
 
 from rich.console import Console
+from rich.markup import escape
 
 from runner import keys, paths
 from runner.engine import ensure_engine
@@ -25,6 +27,10 @@ def run(args) -> int:
     engine = ensure_engine(install=not args.no_install)
     version = engine.version()
     console.print(f"[green]ok[/] {current().name} engine {version.version} (API {version.api})")
+    refusal = engine.refusal()
+    if refusal:  # it answers, but `runner reproduce` would refuse every run: say so now
+        console.print(f"[red]refused[/] {escape(refusal)}; `runner doctor` says what this host has")
+        return 1
     if shutil.which("debootstrap") is None:
         if args.no_install:
             console.print("[yellow]missing[/] debootstrap (rerun without --no-install)")

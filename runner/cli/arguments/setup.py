@@ -1,7 +1,5 @@
 """``runner setup``'s arguments."""
 
-from runner.engine.kinds import ENGINES
-
 DEFAULT_BASE = "python3.11-bookworm"
 
 DESCRIPTION = ("Get this host ready to build entries (idempotent, quick when done): install docker.io "
@@ -13,6 +11,6 @@ def register(parser) -> None:
     parser.add_argument("--base", default=DEFAULT_BASE, help=f"base image to build (default {DEFAULT_BASE})")
     parser.add_argument("--no-install", action="store_true",
                         help="only check and start; never install packages")
-    parser.add_argument("--engine", choices=list(ENGINES),
+    parser.add_argument("--engine", choices=["docker", "podman", "charliecloud"],
                         help="the container engine for this and later commands on this host (default: the one "
                              "chosen before, else docker); podman runs rootful with the runc runtime; charliecloud runs with no daemon")
