@@ -6,9 +6,10 @@ no container daemon. Its containers are the runner's own process trees
 (``RUNNER_HOME/charliecloud/storage``), one plain folder per image, with a record per tag
 (``images/``): its id, labels and environment. Every ``ch-image`` command runs as an
 unprivileged builder account (``BUILDER``, never root: a ``RUN`` step is the entry's code),
-in a network namespace with only loopback, a PID namespace and a private mount namespace
-where the storage and the build context are the only folders of the runner's home it sees
-(bound into a staging folder it can reach) and ``/tmp`` is a private tmpfs. ``ch-image`` is a
+in a network namespace with only loopback, a PID namespace (its own ``/proc``) and a private
+mount namespace where the storage and the build context are the only folders of the runner's
+home it sees (bound into a staging folder it can reach) and ``/tmp`` and ``/dev/shm`` are
+private tmpfs. ``ch-image`` is a
 program of the system's Python 3 (it needs ``lark``), so it is run by ``/usr/bin/python3``,
 never by the runner's virtual environment.
 
@@ -436,13 +437,14 @@ class _BuilderStage:
             "set -eu", "ip link set lo up", "mount --make-rprivate /",
             *binds,  # before /tmp is replaced: a source may lie under the host's /tmp
             f"mount -t tmpfs -o size={q(BUILD_TMP_SIZE)},mode=1777 runner-build-tmp /tmp",
+            "mount -t tmpfs -o size=64m,mode=1777,nosuid,nodev runner-build-shm /dev/shm",  # not the host's
             f"exec setpriv --reuid={uid} --regid={gid} --clear-groups --no-new-privs env -i USER=builder "
             f"HOME={q(s + '/home')} TMPDIR={q(s + '/home')} PATH=/usr/sbin:/usr/bin:/sbin:/bin "
             "GIT_AUTHOR_NAME=runner GIT_AUTHOR_EMAIL=runner@localhost GIT_COMMITTER_NAME=runner "
             "GIT_COMMITTER_EMAIL=runner@localhost "
             f"{SYSTEM_PYTHON} {q(s + '/bootstrap.py')} {q(s + '/bin')} -s {q(str(STORAGE_MOUNT / 'storage'))} \"$@\"",
         ])
-        argv = ["unshare", "--net", "--mount", "--pid", "--fork", "--kill-child", "--ipc", "--uts",
+        argv = ["unshare", "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--ipc", "--uts",
                 "/bin/sh", "-c", inner, "ch-image"]
         return s, argv
 
