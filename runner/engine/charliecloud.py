@@ -243,8 +243,8 @@ class CharliecloudEngine(ProcessEngine):
         args = ["build", "-t", tag, "-f", "{stage}/Dockerfile"]
         for key, value in build_args.items():
             args += ["--build-arg", f"{key}={value}"]
-        if no_cache:
-            args.append("--no-cache")
+        if no_cache:  # every instruction run again, as Docker's nocache (--no-cache would bypass the cache)
+            args.insert(0, "--rebuild")
         args.append("{stage}/context")
         return self._build_stream(args, Path(context), translated, tag, labels)
 
@@ -281,6 +281,8 @@ class CharliecloudEngine(ProcessEngine):
                 if process.poll() is None:
                     process.kill()
                     process.wait()
+            if code == 0:  # a multi-stage build's earlier stages are images too: a gigabyte each
+                self._delete(argv, self._stages(tag))
         if code != 0:
             errors = [line for line in tail if line.startswith(("error:", "ERROR"))] or tail[-3:]
             raise BuildFailed(" | ".join(errors)[-800:] or f"ch-image exited with code {code}")
@@ -288,6 +290,23 @@ class CharliecloudEngine(ProcessEngine):
 
     def _builder(self, context: Path | None, dockerfile: str | None, tarball: Path | None):
         return _BuilderStage(self, context, dockerfile, tarball)
+
+    def _stages(self, tag: str) -> list[str]:
+        """The tags ch-image gave the earlier stages of ``tag``'s build (``TAG_stage0`` ...)."""
+        prefix = storage_name(tag) + "_stage"
+        try:
+            names = [p.name for p in (self.storage() / "img").iterdir() if p.name.startswith(prefix)]
+        except OSError:
+            return []
+        return [f"{tag if ':' in tag.rsplit('/', 1)[-1] else tag + ':latest'}_stage{name[len(prefix):]}"
+                for name in sorted(names)]
+
+    @staticmethod
+    def _delete(argv: list[str], tags: list[str]) -> None:
+        """``ch-image delete`` each tag, as the builder (inside ``_builder``: under its lock)."""
+        for tag in tags:
+            subprocess.run(argv + ["delete", tag], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, env=_plain_env(), check=False, timeout=600)
 
     def _record_image(self, tag: str, labels: Mapping[str, str], env: Mapping[str, str] | None,
                       cmd: list[str] | None) -> ImageInfo:
@@ -325,8 +344,10 @@ class CharliecloudEngine(ProcessEngine):
 
     def remove_image(self, ref: str) -> None:
         record = self._find(ref)
-        shutil.rmtree(self.storage() / "img" / storage_name(record["tag"]), ignore_errors=True)
         self._record_path(record["tag"]).unlink(missing_ok=True)
+        with self._builder(None, None, None) as (_stage, argv):
+            self._delete(argv, [record["tag"], *self._stages(record["tag"])])
+        shutil.rmtree(self.storage() / "img" / storage_name(record["tag"]), ignore_errors=True)
 
     # -- containers ------------------------------------------------------------------------
     def stage_commands(self, spec: ContainerSpec, staged: Staged) -> list[str]:
