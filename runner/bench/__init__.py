@@ -67,7 +67,8 @@ def _engines(p) -> None:
     p.add_argument("--freezes", type=int, default=30, help="freezes (and thaws) timed per engine (default 30)")
     p.add_argument("--skip-build", action="store_true", help="no cold build")
     p.add_argument("--skip-reproduce", action="store_true", help="no runner reproduce")
-    p.add_argument("--smoke", action="store_true", help="time `runner reproduce --smoke` instead of the default run")
+    p.add_argument("--full", action="store_true",
+                   help="time the entry's real run instead of `runner reproduce --smoke` (about 6 min under load here)")
     p.add_argument("--json", action="store_true", help="the figures as JSON on stdout")
 
 
@@ -106,8 +107,8 @@ BENCHMARKS: dict[str, Benchmark] = {
         _readers),
     "engines": Benchmark(
         "docker, podman and charliecloud side by side: cold build, runner reproduce, freeze latency",
-        "For each engine in turn: the entry's image removed and built with no cache, `runner reproduce` "
-        "timed as a user starts it (first run after the build, then warm), and a container busy in a CPU "
+        "For each engine in turn: a copy of the entry built with no cache, `runner reproduce --smoke` "
+        "(--full: the real run) timed as a user starts it (first run after the build, then warm), and a container busy in a CPU "
         "loop frozen and thawed N times (request to paused / running: p50, p90, max). An engine this host "
         "lacks is reported as not available, with why.", _engines),
 }

@@ -2,15 +2,19 @@
 
 Per engine (each chosen as ``RUNNER_ENGINE`` would choose it), one after the other:
 
-- **cold build**: the entry's image removed, then built by the runner's own
-  ``build_entry(entry, engine, no_cache=True)``, the base image and the wheelhouse already
-  there (an untimed build first fills them), so it times the build, not downloads. What
+- **cold build**: a copy of the entry under another name (its own tag; the entry's image is
+  never removed) built by the runner's own ``build_entry(copy, engine, no_cache=True)``, the
+  base image and the wheelhouse already there (an untimed build of the entry first fills
+  them), so it times the build, not downloads; the copy's image is removed after. What
   ``no_cache`` asks of each engine differs: Docker and Podman ignore the layer cache but
   still write every layer; Charliecloud runs ``ch-image build --no-cache``, which turns the
   build cache off (no git commits; ``FROM`` copies the base image's folder);
-- **reproduce**: ``runner reproduce ENTRY --seed 0`` (``--smoke`` with ``--smoke``) started as
-  a user starts it, with ``RUNNER_ENGINE`` set and the results in a throw-away folder, timed
-  end to end: the first run after the build (per-image checks not yet cached) and a warm one;
+- **reproduce**: ``runner reproduce ENTRY --seed 0 --smoke`` (with ``--full``, without
+  ``--smoke``: the entry's real run, 200 CPU-seconds of training on this 2-core host, over
+  the two minutes a figure of three engines times two runs can afford) started as
+  a user starts it, with ``RUNNER_ENGINE`` set, the image present and the results in a
+  throw-away folder, timed end to end: the sitting's first run (whatever per-image checks the
+  runner had cached before) and a second, warm one;
 - **freeze**: a container of the base image busy in a CPU loop, frozen N times: request to
   ``state() == "paused"`` (Docker and Podman: ``pause``; Charliecloud: the runner's cgroup
   freezer), and thawed: request to ``state() == "running"``; p50, p90 and max.
@@ -24,6 +28,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,6 +53,7 @@ BUSY = ["python3", "-c", "while True: pass"]
 BUSY_S = 0.05  # the loop runs this long between a thaw and the next freeze
 STATE_TIMEOUT_S = 30.0
 START_SETTLE_S = 1.0  # after `running`: the interpreter is past its start-up and in the loop
+COPY_SUFFIX = "-bench-cold"
 NO_CACHE = {"docker": "layer cache ignored, layers written", "podman": "layer cache ignored, layers written",
             "charliecloud": "ch-image --no-cache: build cache off"}
 
@@ -141,15 +148,24 @@ def freeze_latency(engine: Engine, image: str, freezes: int) -> dict:
 
 
 def cold_build(engine: Engine, entry) -> dict:
-    """The entry's image removed, then rebuilt with no cache: seconds and the image's id."""
-    built = build_entry(entry, engine)  # untimed: the base image and the wheelhouse in place, the tag known
+    """Seconds of a no-cache build of a copy of the entry under another name (the same
+    Dockerfile, lock and wheels; its own tag), then that image removed. The entry's own image
+    is never removed: a run of it may be using it (a Charliecloud container's root is an
+    overlay on the image's folder)."""
+    with tempfile.TemporaryDirectory(prefix="runner-bench-cold-") as tmp:
+        copy = Path(tmp) / f"{entry.name}{COPY_SUFFIX}"
+        shutil.copytree(entry.path, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        manifest = copy / "entry.yaml"
+        manifest.write_text(re.sub(r"(?m)^name:.*$", f"name: {copy.name}", manifest.read_text(), count=1))
+        twin = load_entry(copy)
+        started = time.monotonic()
+        cold = build_entry(twin, engine, no_cache=True)
+        seconds = time.monotonic() - started
     try:
-        engine.remove_image(built.tag)
+        engine.remove_image(cold.tag)
     except EngineError:
-        pass  # still in use by a stopped container: the no-cache build still redoes every step
-    started = time.monotonic()
-    cold = build_entry(entry, engine, no_cache=True)
-    return {"seconds": time.monotonic() - started, "image_id": cold.image_id, "no_cache": NO_CACHE.get(engine.name, "")}
+        pass
+    return {"seconds": seconds, "image_id": cold.image_id, "no_cache": NO_CACHE.get(engine.name, "")}
 
 
 def timed_reproduce(name: str, entry_path: Path, results: Path, smoke: bool) -> dict:
@@ -175,8 +191,10 @@ def measure(name: str, entry, args, status) -> dict:
             return {**row, "available": False, "why": why}
         row["available"] = True
         try:
-            with status(f"{name}: the base image"):
+            with status(f"{name}: the base image, the wheelhouse and the entry's image"):
                 base = ensure_base(entry.base_image, engine)
+                if not (args.skip_build and args.skip_reproduce):
+                    build_entry(entry, engine)  # untimed: downloads done, the image there for reproduce
             if not args.skip_build:
                 with status(f"{name}: cold build of {entry.name}"):
                     row["cold_build"] = _figure(cold_build, engine, entry)
@@ -185,7 +203,7 @@ def measure(name: str, entry, args, status) -> dict:
                     for run in ("first", "warm"):
                         with status(f"{name}: runner reproduce ({run})"):
                             row[f"reproduce_{run}"] = _figure(timed_reproduce, name, entry.path, Path(results),
-                                                              args.smoke)
+                                                              not args.full)
             with status(f"{name}: {args.freezes} freezes"):
                 row["freeze"] = _figure(freeze_latency, engine, base.tag, args.freezes)
         except (UserError, EngineError) as exc:
@@ -249,7 +267,7 @@ def render(rows: list[dict], entry_name: str, mode: str, freezes: int, console: 
 def run(args) -> int:
     names = engine_names(args.engines)
     entry = load_entry(args.entry)
-    mode = "skipped" if args.skip_reproduce else "--smoke" if args.smoke else "the default run, --seed 0"
+    mode = "skipped" if args.skip_reproduce else "the full run, --seed 0" if args.full else "--smoke --seed 0"
     console = Console(stderr=args.json)  # with --json, stdout holds the JSON alone
     load = os.getloadavg()  # timings need an idle host: what it was doing when we started
     rows = [measure(name, entry, args, console.status) for name in names]
