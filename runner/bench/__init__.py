@@ -60,6 +60,18 @@ def _readers(p) -> None:
     p.add_argument("--small-files", type=int, default=20_000, help="small files (default 20,000)")
 
 
+def _engines(p) -> None:
+    p.add_argument("entry", nargs="?", default=DEFAULT_ENTRY, help=f"entry folder (default {DEFAULT_ENTRY})")
+    p.add_argument("--engines", default="docker,podman,charliecloud", metavar="A,B",
+                   help="engines to compare, comma-separated (default docker,podman,charliecloud)")
+    p.add_argument("--freezes", type=int, default=30, help="freezes (and thaws) timed per engine (default 30)")
+    p.add_argument("--skip-build", action="store_true", help="no cold build")
+    p.add_argument("--skip-reproduce", action="store_true", help="no runner reproduce")
+    p.add_argument("--full", action="store_true",
+                   help="time the entry's real run instead of `runner reproduce --smoke` (about 6 min under load here)")
+    p.add_argument("--json", action="store_true", help="the figures as JSON on stdout")
+
+
 BENCHMARKS: dict[str, Benchmark] = {
     "build": Benchmark(
         "cold and warm build time of an entry image",
@@ -93,4 +105,10 @@ BENCHMARKS: dict[str, Benchmark] = {
         "copies, each in a fresh interpreter, and print its time and peak memory beside issue 46's targets: "
         "the entry under 1 s; the sparse file refused under 1 s and 100 MiB; the text and the files under 5 s.",
         _readers),
+    "engines": Benchmark(
+        "docker, podman and charliecloud side by side: cold build, runner reproduce, freeze latency",
+        "For each engine in turn: a copy of the entry built with no cache, `runner reproduce --smoke` "
+        "(--full: the real run) timed as a user starts it (first run after the build, then warm), and a container busy in a CPU "
+        "loop frozen and thawed N times (request to paused / running: p50, p90, max). An engine this host "
+        "lacks is reported as not available, with why.", _engines),
 }
