@@ -323,8 +323,16 @@ class CharliecloudEngine(ProcessEngine):
         return _tar_stream(process)
 
     def remove_image(self, ref: str) -> None:
+        """The image's folder, and those of its build's earlier stages (``ch-image`` keeps each
+        ``FROM`` stage as an image ``<name>_stage<N>``: a dependency stage's folder holds the
+        wheels and the venv, often more than the image itself), then its record."""
         record = self._find(ref)
-        shutil.rmtree(self.storage() / "img" / storage_name(record["tag"]), ignore_errors=True)
+        name = storage_name(record["tag"])
+        img = self.storage() / "img"
+        stages = [p for p in img.iterdir() if p.name.startswith(f"{name}_stage")
+                  and p.name[len(name) + 6:].isdigit()] if img.is_dir() else []
+        for folder in [img / name, *stages]:
+            shutil.rmtree(folder, ignore_errors=True)
         self._record_path(record["tag"]).unlink(missing_ok=True)
 
     # -- containers ------------------------------------------------------------------------
