@@ -116,6 +116,8 @@ def _fix() -> str:
 
 
 class CharliecloudEngine(ProcessEngine):
+    images_in_runner_home = True  # the storage folder and the tag records (``storage``, ``_images_dir``)
+
     # -- reaching the engine --------------------------------------------------------------
     @classmethod
     def connect(cls, kind: EngineKind, timeout: float) -> CharliecloudEngine:
