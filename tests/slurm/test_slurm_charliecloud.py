@@ -20,6 +20,9 @@ import yaml
 from runner.bundle.filelist import ENVELOPE, SIGNER_KEY
 from runner.cli import main
 from runner.engine.charliecloud import storage_name
+from runner.entry_build.context import content_key
+from runner.entry_build.entry_image import image_tag
+from runner.images import ensure_base
 from runner.keys import generate
 from runner.results.layout import entry_runs
 
@@ -33,41 +36,41 @@ def charliecloud(monkeypatch):
     """The nodes' engine is Charliecloud (RUNNER_ENGINE reaches the tasks through --export=ALL),
     with the CPU base image in its storage (imported once per RUNNER_HOME)."""
     from runner.engine import ensure_engine
-    from runner.images import ensure_base
 
     monkeypatch.setenv("RUNNER_ENGINE", "charliecloud")
     engine = ensure_engine(install=True)
-    ensure_base(CPU_BASE, engine)
-    yield engine
+    yield engine, ensure_base(CPU_BASE, engine)
     engine.close()
 
 
 @pytest.fixture
 def fresh_probe(tmp_path, charliecloud):
-    """The contract probe under a manifest no image was built from yet; its image is removed after."""
+    """(entry folder, its image's tag): the contract probe under a manifest no image was built
+    from yet; the image is removed after, whatever the test did."""
+    engine, base = charliecloud
     folder = tmp_path / "contract-probe"
     shutil.copytree(PROBE, folder)
     manifest = yaml.safe_load((folder / "entry.yaml").read_text())
     manifest["description"] = f"charliecloud on slurm {uuid.uuid4().hex}"  # a content key of its own
     (folder / "entry.yaml").write_text(yaml.safe_dump(manifest))
-    yield folder
-    for run in entry_runs(tmp_path / "results", "contract-probe"):
-        tag = (json.loads((run / "result.json").read_text()).get("image") or {}).get("tag")
-        if tag and charliecloud.find_image(tag):
-            charliecloud.remove_image(tag)
-            # Its build's dependency stage too (ch-image keeps it as an image of its own).
-            name = storage_name(tag)
-            assert not [p for p in (charliecloud.storage() / "img").iterdir() if p.name.startswith(name)]
+    tag = image_tag("contract-probe", content_key(folder, base.id, folder / "requirements.lock"))
+    assert engine.find_image(tag) is None
+    yield folder, tag
+    if engine.find_image(tag):
+        engine.remove_image(tag)
+    # Its build's dependency stage too (ch-image keeps it as an image of its own).
+    assert not [p for p in (engine.storage() / "img").iterdir() if p.name.startswith(storage_name(tag))]
 
 
 def test_the_submit_host_builds_the_charliecloud_image_once_and_each_node_runs_it(
         fresh_probe, local_slurm, tmp_path, monkeypatch, host_load_is_not_the_subject, capsys):
+    entry, tag = fresh_probe
     results = tmp_path / "results"
     keys = generate(tmp_path / "submit-host-keys")
     monkeypatch.setenv("RUNNER_RESULTS", str(results))
     monkeypatch.setenv("RUNNER_SIGNING_KEY", str(keys.private))
     # The pair partition: two one-node tasks, one on each slurmd node, at the same time.
-    code = main(["reproduce", str(fresh_probe), "--smoke", "--no-infer", "--seed", "0", "--runs", "2",
+    code = main(["reproduce", str(entry), "--smoke", "--no-infer", "--seed", "0", "--runs", "2",
                  "--slurm", "--partition", local_slurm.pair_partition])
     out = capsys.readouterr().out
     (jobs,) = (results / ".slurm" / "contract-probe").iterdir()
@@ -83,7 +86,8 @@ def test_the_submit_host_builds_the_charliecloud_image_once_and_each_node_runs_i
     assert sorted(folders) == [0, 1]
     results_of = {seed: json.loads((folder / "result.json").read_text()) for seed, folder in folders.items()}
     assert {r["slurm"]["node"] for r in results_of.values()} == set(local_slurm.nodes)
-    assert len({r["image"]["id"] for r in results_of.values()}) == 1  # the one image, on both nodes
+    assert {r["image"]["tag"] for r in results_of.values()} == {tag}  # the one image, on both nodes
+    assert len({r["image"]["id"] for r in results_of.values()}) == 1
     for seed, folder in folders.items():
         result = results_of[seed]
         assert result["status"] == "complete" and result["slurm"]["state"] == "COMPLETED", result
