@@ -117,6 +117,8 @@ def _fix() -> str:
 
 
 class CharliecloudEngine(ProcessEngine):
+    images_in_runner_home = True  # the storage folder and the tag records (``storage``, ``_images_dir``)
+
     # -- reaching the engine --------------------------------------------------------------
     @classmethod
     def connect(cls, kind: EngineKind, timeout: float) -> CharliecloudEngine:
@@ -343,6 +345,9 @@ class CharliecloudEngine(ProcessEngine):
         return _tar_stream(process)
 
     def remove_image(self, ref: str) -> None:
+        """The image's folder, and those of its build's earlier stages (``ch-image`` keeps each
+        ``FROM`` stage as an image ``<name>_stage<N>``: a dependency stage's folder holds the
+        wheels and the venv, often more than the image itself), then its record."""
         record = self._find(ref)
         self._record_path(record["tag"]).unlink(missing_ok=True)
         with self._builder(None, None, None) as (_stage, argv):

@@ -278,6 +278,11 @@ class Engine(abc.ABC):
         """The host folder the engine keeps images in, when local (its disk is the one a build fills)."""
         return None
 
+    # Whether the images live under RUNNER_HOME, so every node that shares it sees an image built
+    # on any of them: ``runner reproduce --slurm`` then builds once on the submit host, before the
+    # tasks start, instead of letting each node build (or wait on another's build of) the same image.
+    images_in_runner_home = False
+
     # images
     @abc.abstractmethod
     def image(self, ref: str) -> ImageInfo:

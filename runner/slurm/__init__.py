@@ -15,6 +15,9 @@ from pathlib import Path
 
 
 from runner import paths
+from runner.engine import get_engine
+from runner.engine.kinds import current, implementation
+from runner.entry_build import build_entry
 from runner.keys import load_signer
 from runner.run.allocation import require_network_setting
 from runner.slurm.commands import require_tools
@@ -44,6 +47,7 @@ def reproduce_on_slurm(plan: RunPlan, options: SlurmOptions, resume: bool = True
                       f"{', '.join(map(str, sorted(folders)))}")
     pending = [s for s in seeds if s not in folders]
     if pending:
+        build_for_the_nodes(plan)
         before = run_folders(entry_dir)
         job = submit(plan, pending, options or SlurmOptions())
         reporter().print(f"[bold]slurm[/] job array {job.job_id}: {len(pending)} run(s), seeds "
@@ -53,6 +57,26 @@ def reproduce_on_slurm(plan: RunPlan, options: SlurmOptions, resume: bool = True
         nodes = {i: node_of(job, i) for i in states}
         folders.update(gather(job, states, nodes, entry, entry_dir, before, plan.smoke))
     return [folders[s] for s in seeds]
+
+
+def build_for_the_nodes(plan: RunPlan) -> None:
+    """Build the entry's image here, once, before submitting, when the engine keeps its images
+    under RUNNER_HOME (``Engine.images_in_runner_home``: Charliecloud), which the nodes share
+    like the results: every task then finds the image by its tag (its log says "cache hit")
+    instead of the first task building it while the others wait on the entry's build lock,
+    and a build that fails does so here, before any job is queued. An engine whose images
+    are each node's own (Docker, Podman) builds on the nodes, and this host needs no engine."""
+    if not implementation(current()).images_in_runner_home:
+        return
+    engine = get_engine()
+    try:
+        reporter().print(f"[bold]build[/] {plan.entry.name} (base {plan.entry.base_image}) on this host, "
+                         f"for the tasks: the {engine.name} engine's images are under {paths.home()}")
+        built = build_entry(plan.entry, engine)
+        reporter().print(f"  image {built.image_id[:19]}  {'cache hit' if built.cached else 'built'} "
+                         f"in {built.seconds:.1f} s")
+    finally:
+        engine.close()
 
 
 def options_from_args(args) -> SlurmOptions | None:

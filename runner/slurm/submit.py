@@ -3,7 +3,8 @@
 The submitter's run plan chose the seeds; it writes the plan (``plan.json``) and the seeds,
 one a line, into ``seeds.txt`` next to the job script; task ``i`` of the array reads line
 ``i + 1`` and runs the plan for that seed (``runner.plan.plan_of_task``). Every task runs on its node with
-that node's Docker engine, writes into the shared results folder (``RUNNER_RESULTS``) and
+that node's engine (the submitter's environment reaches it, ``RUNNER_ENGINE`` and ``RUNNER_HOME``
+included: ``--export=ALL``), writes into the shared results folder (``RUNNER_RESULTS``) and
 signs nothing (``--no-sign``): the submit host signs what it gathers.
 """
 
@@ -90,7 +91,8 @@ def submit(plan: RunPlan, seeds: list[int], options: SlurmOptions) -> JobArray:
     # disturb each other's clock, and a starting runner removes every runner container it
     # finds on its engine as left over from a killed run.
     flags = [
-        "--parsable", "--exclusive", f"--array=0-{len(seeds) - 1}", f"--job-name=runner-{entry_name}",
+        # --export=ALL: sbatch's default, named so a site's SBATCH_EXPORT cannot drop the engine's setting.
+        "--parsable", "--exclusive", "--export=ALL", f"--array=0-{len(seeds) - 1}", f"--job-name=runner-{entry_name}",
         f"--chdir={folder}", f"--output={folder}/task-%a.out",
     ]
     if nodes > 1:
