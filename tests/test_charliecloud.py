@@ -362,15 +362,20 @@ def test_memory_beyond_the_limit_is_oom_killed_without_swap(ch, base):
     container = start(ch, base, script, memory="96m")
     try:
         group = cgroups.Cgroups(container.id)
-        memory = group.dirs()["memory"]
-        assert int((memory / "memory.limit_in_bytes").read_text()) == 96 << 20
-        swap = memory / "memory.memsw.limit_in_bytes"
-        if swap.exists():
-            assert int(swap.read_text()) == 96 << 20
+        if group.v2:
+            memory = group.dirs()["unified"]
+            assert int((memory / "memory.max").read_text()) == 96 << 20
+            assert (memory / "memory.swap.max").read_text().strip() == "0"
         else:
-            assert (memory / "memory.swappiness").read_text().strip() == "0"
+            memory = group.dirs()["memory"]
+            assert int((memory / "memory.limit_in_bytes").read_text()) == 96 << 20
+            swap = memory / "memory.memsw.limit_in_bytes"
+            if swap.exists():
+                assert int(swap.read_text()) == 96 << 20
+            else:
+                assert (memory / "memory.swappiness").read_text().strip() == "0"
         code = ch.wait(container, 60)
-        oom = (memory / "memory.oom_control").read_text()
+        oom = (memory / ("memory.events" if group.v2 else "memory.oom_control")).read_text()
         out, _ = ch.logs(container)
     finally:
         container.remove()
@@ -536,16 +541,21 @@ def test_a_second_rank_joins_the_first_ranks_network_namespace(ch, base):
 # --- escape attempts ---------------------------------------------------------------------
 
 ESCAPES = PROBE_HEAD + """\
-freezer = [line.split(":", 2)[2] for line in open("/proc/self/cgroup").read().splitlines()
-           if line.split(":")[1] == "freezer"][0]
-state = "/sys/fs/cgroup/freezer" + freezer + "/freezer.state"
+groups = [line.split(":", 2) for line in open("/proc/self/cgroup").read().splitlines()]
+v1 = [path for _, controller, path in groups if controller == "freezer"]
+if v1:  # cgroup v1: the freezer hierarchy
+    freezer, root, thawed = v1[0], "/sys/fs/cgroup/freezer", "THAWED"
+    state = root + freezer + "/freezer.state"
+else:  # cgroup v2: the unified hierarchy's cgroup.freeze
+    freezer, root, thawed = [path for hierarchy, _, path in groups if hierarchy == "0"][0], "/sys/fs/cgroup", "0"
+    state = root + freezer + "/cgroup.freeze"
 found["freezer"] = freezer
-attempt("thaw itself", lambda: write(state, "THAWED"))
-attempt("leave its cgroup", lambda: write("/sys/fs/cgroup/freezer/cgroup.procs", str(os.getpid())))
+attempt("thaw itself", lambda: write(state, thawed))
+attempt("leave its cgroup", lambda: write(root + "/cgroup.procs", str(os.getpid())))
 def sh(command):
     done = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
     return [done.returncode, done.stdout + done.stderr]
-found["userns thaw"] = sh(f"unshare -r sh -c 'echo THAWED > {state}'")
+found["userns thaw"] = sh(f"unshare -r sh -c 'echo {thawed} > {state}'")
 found["userns remount"] = sh("unshare -r -m sh -c 'mount -o remount,rw / && touch /escaped'")
 found["remount"] = sh("mount -o remount,rw /")
 found["escaped file"] = os.path.exists("/escaped")
