@@ -1,9 +1,12 @@
 """Session fixtures for tests that need the real Docker engine.
 
 ``engine`` makes sure an engine runs (installing and starting it on a fresh Debian-like CI
-machine, as .ci/run does): the ``runner.engine.Engine`` the runner's functions take;
-``docker_client`` is its Docker API client, for tests that look at the engine directly
-(listing containers, images, networks). ``cpu_base_image`` builds the CPU base
+machine, as .ci/run does): the ``runner.engine.Engine`` the runner's functions take, the one
+``RUNNER_ENGINE`` names (.ci/run-podman, .ci/run-charliecloud). A test that needs only "an
+engine and the CPU base image" asks for ``engine`` (and ``cpu_base_image``) and looks at
+containers through ``engine.owned``; ``docker_client`` is the Docker API client of an engine
+that has one (Docker, Podman), for tests that look at that API directly (listing images,
+networks). ``cpu_base_image`` builds the CPU base
 image once per session when its recipe's tag is not present yet, and ``local_slurm``
 starts a real Slurm (two slurmd "nodes" on this machine) for the tests under tests/slurm/.
 """
@@ -36,8 +39,14 @@ def engine():
 
 @pytest.fixture(scope="session")
 def docker_client(engine):
-    """The Docker API's client of the session's engine (Docker's, or Podman's API service)."""
-    return engine.client
+    """The Docker API's client of the session's engine (Docker's, or Podman's API service).
+    An engine with no such API (Charliecloud) fails the test that asks, naming why: it is a
+    test of the Docker API, to run with RUNNER_ENGINE=docker or podman."""
+    client = getattr(engine, "client", None)
+    if client is None:
+        pytest.fail(f"this test uses the Docker API, which the {engine.name} engine does not have "
+                    "(run it with RUNNER_ENGINE=docker or podman)", pytrace=False)
+    return client
 
 
 @pytest.fixture(scope="session")

@@ -19,8 +19,6 @@ import yaml
 from runner.cli import main
 from runner.results import RESULT_SCHEMA
 from runner.results.layout import SMOKE_DIR, entry_runs
-from runner.engine.containers import MANAGED_LABEL
-from runner.run.ownership import LABEL_RUN
 from runner.score.training_evidence import FRACTION
 
 pytestmark = pytest.mark.docker
@@ -90,10 +88,9 @@ def only_result(results: Path) -> dict:
     return result | {"_folder": str(folder)}
 
 
-def own_containers(client, result: dict) -> list:
-    """Containers of this result's run (the engine may hold other runs' containers)."""
-    run_id = Path(result["_folder"]).name
-    return client.containers.list(all=True, filters={"label": [MANAGED_LABEL, f"{LABEL_RUN}={run_id}"]})
+def own_containers(engine, result: dict) -> list:
+    """Containers of this result's run (the engine may hold other runs' containers), on any engine."""
+    return engine.owned(Path(result["_folder"]).name)
 
 
 def events(result: dict) -> list[dict]:
@@ -102,7 +99,7 @@ def events(result: dict) -> list[dict]:
 
 
 def test_sandbox_hides_labels_and_locks_the_container_down(
-    docker_client, tmp_path, results, host_load_is_not_the_subject
+    engine, tmp_path, results, host_load_is_not_the_subject
 ):
     assert main(["reproduce", str(probe_entry(tmp_path, "sandbox")), "--no-infer"]) == 0
     result = only_result(results)
@@ -128,7 +125,7 @@ def test_sandbox_hides_labels_and_locks_the_container_down(
     assert result["training"]["launch_stamp"] == "launcher"
 
 
-def test_an_entry_that_reaches_for_the_network_fails(docker_client, tmp_path, results):
+def test_an_entry_that_reaches_for_the_network_fails(engine, tmp_path, results):
     assert main(["reproduce", str(probe_entry(tmp_path, "network")), "--smoke", "--no-infer"]) == 1
     result = only_result(results)
     assert result["status"] == "incomplete"
@@ -137,7 +134,7 @@ def test_an_entry_that_reaches_for_the_network_fails(docker_client, tmp_path, re
     assert "URLError" in log
 
 
-def test_checkpoints_the_runner_cannot_evaluate_are_recorded_not_scored(docker_client, tmp_path, results):
+def test_checkpoints_the_runner_cannot_evaluate_are_recorded_not_scored(engine, tmp_path, results):
     assert main(["reproduce", str(probe_entry(tmp_path, "badckpt")), "--smoke", "--no-infer"]) == 0
     result = only_result(results)
     missing, outside = result["training"]["evaluations"]
@@ -149,7 +146,7 @@ def test_checkpoints_the_runner_cannot_evaluate_are_recorded_not_scored(docker_c
 
 @pytest.mark.parametrize("full_curve", [False, True])
 def test_after_the_crossing_checkpoints_are_evaluated_only_for_the_whole_curve(
-    docker_client, tmp_path, results, host_load_is_not_the_subject, full_curve
+    engine, tmp_path, results, host_load_is_not_the_subject, full_curve
 ):
     flags = ["--full-curve"] if full_curve else []
     assert main(["reproduce", str(probe_entry(tmp_path, "cross")), "--smoke", "--no-infer", *flags]) == 0
@@ -167,7 +164,7 @@ def test_after_the_crossing_checkpoints_are_evaluated_only_for_the_whole_curve(
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_run_killed_midway_keeps_an_incomplete_result_and_no_container(
-    docker_client, tmp_path, results, sig
+    engine, tmp_path, results, sig
 ):
     entry = probe_entry(tmp_path, "sleep")
     env = {**os.environ, "RUNNER_RESULTS": str(results)}
@@ -195,13 +192,13 @@ def test_a_run_killed_midway_keeps_an_incomplete_result_and_no_container(
     result = only_result(results)
     assert (result["status"], result["incomplete_reason"]) == ("incomplete", "interrupted")
     assert [e["key"] for e in events(result)][:3] == ["launch", "run_start", "epoch_start"]
-    assert own_containers(docker_client, result) == []  # others' runs may share the engine
+    assert own_containers(engine, result) == []  # others' runs may share the engine
 
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_gpu_entry_without_its_gpu_is_refused_with_the_fix(docker_client, results, capsys):
+def test_gpu_entry_without_its_gpu_is_refused_with_the_fix(engine, results, capsys):
     assert main(["reproduce", str(REPO / "entries" / "resnet9-v100")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("runner: error: this host does not match hardware profile 'aws-p3.2xlarge'")
@@ -209,7 +206,7 @@ def test_gpu_entry_without_its_gpu_is_refused_with_the_fix(docker_client, result
     assert not (results / "resnet9-v100").exists()
 
 
-def test_gpu_entry_smoke_runs_on_cpu_and_is_non_conforming(docker_client, results):
+def test_gpu_entry_smoke_runs_on_cpu_and_is_non_conforming(engine, results):
     assert main(["reproduce", str(REPO / "entries" / "resnet9-v100"), "--smoke"]) == 0
     (folder,) = entry_runs(results, "resnet9-v100")
     result = json.loads((folder / "result.json").read_text())
@@ -222,7 +219,7 @@ def test_gpu_entry_smoke_runs_on_cpu_and_is_non_conforming(docker_client, result
         assert not backend["passed_gate"] and "misses the threshold" in backend["gate_reason"]
 
 
-def test_a_timeout_keeps_an_incomplete_result_and_no_container(docker_client, tmp_path, results):
+def test_a_timeout_keeps_an_incomplete_result_and_no_container(engine, tmp_path, results):
     entry = probe_entry(tmp_path, "sleep")
     assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--timeout-minutes", "0.1"]) == 1
     result = only_result(results)
@@ -230,10 +227,10 @@ def test_a_timeout_keeps_an_incomplete_result_and_no_container(docker_client, tm
     reason = result["incomplete_reason"]
     assert reason.startswith("timed out after ") and int(reason.split()[3]) >= 6
     assert "epoch_start" in [e["key"] for e in events(result)]
-    assert own_containers(docker_client, result) == []  # others' runs may share the engine
+    assert own_containers(engine, result) == []  # others' runs may share the engine
 
 
-def test_runs_repeat_with_successive_seeds_and_are_summarised(docker_client, tmp_path, results, monkeypatch):
+def test_runs_repeat_with_successive_seeds_and_are_summarised(engine, tmp_path, results, monkeypatch):
     from runner import keys
     from runner.bundle.filelist import read_manifest
     from runner.bundle.measured import measured_record
@@ -259,7 +256,7 @@ def test_runs_repeat_with_successive_seeds_and_are_summarised(docker_client, tmp
 
 
 def test_the_builder_runs_only_after_the_entry_and_the_timings_say_where_time_went(
-        docker_client, tmp_path, results):
+        engine, tmp_path, results):
     """The evaluator runs the entry's builder; nothing of it may run while the entry does: it
     is asked only after the training container exited. And the result's timings split the
     run into its phases."""

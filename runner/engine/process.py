@@ -11,8 +11,9 @@ What a daemon does for Docker, the runner does here, the same way for every such
   (``runner.engine.cgroups``: freezer, CPU accounting, cpuset, memory without swap, pids,
   devices) before anything else runs, then enters new network (loopback only, or the
   namespace of the container ``network_of`` names), PID, IPC, UTS and mount namespaces. In
-  its private mount namespace it mounts the confinement's tmpfs folders, binds each of the
-  spec's mounts (read-only unless the spec says otherwise) into a staging folder, and then
+  its private mount namespace it mounts the confinement's tmpfs folders and a ``/dev/shm`` of
+  the container's own, binds each of the spec's mounts (read-only unless the spec says
+  otherwise) into a staging folder, and then
   drops to the unprivileged container user (``setpriv``: no supplementary groups, no new
   privileges) to exec the engine's own command (``command``), given only the environment the
   spec names;
@@ -59,6 +60,7 @@ from runner.engine.labels import LABEL_RUN, owned_labels, process_start
 RECORD = "record.json"
 STAGE_ROOT = Path(os.environ.get("RUNNER_STAGE_ROOT", "/run/runner"))
 READ_CHUNK = 1 << 16
+SHM_DEFAULT = "64m"  # Docker's, for a spec that names no size
 # The host programs the launcher uses (util-linux and iproute2; on every Debian host).
 LAUNCH_TOOLS = ("unshare", "nsenter", "setpriv", "ip", "mount")
 
@@ -276,9 +278,10 @@ class ProcessEngine(Engine):
             inside.append(f"mkdir -p {q(stage)}")
             inside.append(f"mount -t tmpfs -o {q(_tmpfs_options(options))},nosuid,nodev runner-scratch {q(stage)}")
         inside.extend(self.stage_commands(spec, staged))
-        # Its own /dev/shm (the engine binds the host's /dev, whose shm every process shares).
-        shm = spec.confinement.shm_size or "64m"
-        inside.append(f"mount -t tmpfs -o size={q(shm)},mode=1777,nosuid,nodev runner-shm /dev/shm")
+        # The container's /dev/shm: its own, of the spec's size (the host's is shared by every
+        # process of the host: a channel between containers and runs, and a store across runs).
+        shm = f"size={spec.confinement.shm_size or SHM_DEFAULT},mode=1777"
+        inside.append(f"mount -t tmpfs -o {q(shm)},nosuid,nodev runner-shm /dev/shm")
         # The container's /tmp: replaced last, since a mount's source may lie under the host's.
         tmp_options = dict(spec.confinement.tmpfs).get("/tmp", "rw,size=512m,mode=1777")
         inside.append(f"mount -t tmpfs -o {q(_tmpfs_options(tmp_options))},nosuid,nodev runner-tmp /tmp")

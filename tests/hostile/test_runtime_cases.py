@@ -31,6 +31,7 @@ from hostile_helpers import (  # noqa: F401
 from runner.images import ensure_base
 from runner.run import contention, ownership
 from runner.engine.containers import MANAGED_LABEL, ContainerSpec, remove_orphans, run_container
+from runner.engine.interface import EngineError
 from runner.run.cores import hold_cores
 from runner.events import MAX_EVENTS, parse_line, read_events
 
@@ -105,11 +106,39 @@ def test_a_failing_line_consumer_does_not_stop_the_reader(engine, base_tag, tmp_
 
 # --- containers of other runs --------------------------------------------------------
 
-def _container(client, base_tag, labels):
-    from runner.engine.docker_api import create_options  # what the engine in use needs (Podman: runc, ulimits)
+def _container(engine, base_tag, labels):
+    """A running container of the session's engine carrying exactly ``labels``: the engine's
+    own create adds this runner's owner labels, so they are replaced afterwards where the
+    container is kept (Docker's API takes the labels as given; a daemonless engine's record)."""
+    client = getattr(engine, "client", None)
+    if client is not None:
+        from runner.engine.docker_api import create_options  # lazy: optional (Podman: runc, ulimits)
 
-    return client.containers.run(base_tag, ["sleep", "120"], detach=True, labels=labels,
-                                 network_mode="none", **create_options())
+        made = client.containers.run(base_tag, ["sleep", "120"], detach=True, labels=labels,
+                                     network_mode="none", **create_options())
+        return made.id
+    container = engine.create(ContainerSpec(base_tag, ["sleep", "120"], [], workdir=None, label="hostile-test"))
+    container.start()
+    record_path = engine.containers_dir() / container.id / "record.json"
+    record = json.loads(record_path.read_text())
+    record["labels"] = labels
+    record_path.write_text(json.dumps(record))
+    return container.id
+
+
+def _remove_container(engine, container_id: str) -> None:
+    for container in engine.owned():
+        if container.id == container_id:
+            try:
+                container.remove()
+            except EngineError:  # already removed (or being removed)
+                pass
+    client = getattr(engine, "client", None)
+    if client is not None:
+        try:
+            client.containers.get(container_id).remove(force=True)
+        except docker.errors.APIError:  # already removed (or being removed)
+            pass
 
 
 def _dead_pid() -> tuple[int, str]:
@@ -119,7 +148,7 @@ def _dead_pid() -> tuple[int, str]:
     return proc.pid, start
 
 
-def test_remove_orphans_removes_only_provable_orphans(engine, docker_client, base_tag):
+def test_remove_orphans_removes_only_provable_orphans(engine, base_tag):
     me = ownership.me()
     dead_pid, dead_start = _dead_pid()
 
@@ -135,18 +164,15 @@ def test_remove_orphans_removes_only_provable_orphans(engine, docker_client, bas
         "managed label without owner": ({MANAGED_LABEL: "train"}, True),
         "foreign container": ({"org.example": "x"}, True),
     }
-    made = {name: _container(docker_client, base_tag, labels) for name, (labels, _) in cases.items()}
+    made = {name: _container(engine, base_tag, labels) for name, (labels, _) in cases.items()}
     try:
         remove_orphans(engine)
-        ids = {c.id for c in docker_client.containers.list(all=True)}
-        kept = {name: c.id in ids for name, c in made.items()}
+        ids = _container_ids(engine)
+        kept = {name: made_id in ids for name, made_id in made.items()}
         assert kept == {name: keep for name, (_, keep) in cases.items()}
     finally:
-        for c in made.values():
-            try:
-                c.remove(force=True)
-            except docker.errors.APIError:  # already removed (or being removed)
-                pass
+        for made_id in made.values():
+            _remove_container(engine, made_id)
 
 
 def test_containers_carry_owner_labels(engine, base_tag, tmp_path, monkeypatch):
@@ -231,13 +257,21 @@ def test_busy_neighbours_on_the_cpuset_are_measured():
 
 # --- whole runs (contract-probe, --smoke) ------------------------------------------------
 
-def _no_run_containers(client, result: dict) -> bool:
+def _container_ids(engine) -> set[str]:
+    """Every container of the engine, the runner's or not (Docker's API lists foreign ones too)."""
+    client = getattr(engine, "client", None)
+    if client is not None:
+        return {c.id for c in client.containers.list(all=True)}
+    return {c.id for c in engine.owned()}
+
+
+def _no_run_containers(engine, result: dict) -> bool:
     run_id = Path(result["_folder"]).name
-    return client.containers.list(all=True, filters={"label": f"{ownership.LABEL_RUN}={run_id}"}) == []
+    return engine.owned(run_id) == []
 
 
 @pytest.fixture(scope="module")
-def hostile_run(docker_client, tmp_path_factory):
+def hostile_run(engine, tmp_path_factory):
     """One run of the probe's ``hostile`` mode; several cases check what it left."""
     tmp = tmp_path_factory.mktemp("hostile-run")
     results_dir = tmp / "results"
@@ -278,11 +312,11 @@ def test_ignored_lines_are_counted_in_the_result(hostile_run):
     assert "JSON nested" in reasons and "5000 digits" in reasons
 
 
-def test_no_container_is_left_after_the_hostile_run(docker_client, hostile_run):
-    assert _no_run_containers(docker_client, hostile_run[1])
+def test_no_container_is_left_after_the_hostile_run(engine, hostile_run):
+    assert _no_run_containers(engine, hostile_run[1])
 
 
-def test_output_quota_stops_the_run(docker_client, tmp_path, capsys, results, monkeypatch):
+def test_output_quota_stops_the_run(engine, tmp_path, capsys, results, monkeypatch):
     monkeypatch.setenv("RUNNER_OUTPUT_QUOTA_GIB", "0.02")  # ~20 MB
     code, out, err = run_cli(capsys, "reproduce", str(probe_entry(tmp_path, "fill")), "--smoke", "--no-infer")
     result = result_of(results)
@@ -290,10 +324,10 @@ def test_output_quota_stops_the_run(docker_client, tmp_path, capsys, results, mo
     assert result["status"] == "incomplete" and "exceeded its quota" in result["incomplete_reason"]
     size = (Path(result["_folder"]) / "output" / "fill.bin").stat().st_size
     assert size < 400 << 20  # stopped within seconds, not at 4 GiB
-    assert _no_run_containers(docker_client, result)
+    assert _no_run_containers(engine, result)
 
 
-def test_read_only_results_folder_is_one_line(docker_client, tmp_path, capsys, monkeypatch):
+def test_read_only_results_folder_is_one_line(engine, tmp_path, capsys, monkeypatch):
     ro = tmp_path / "ro-results"
     ro.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=True)
@@ -316,7 +350,7 @@ def _wait_for(path_glob, results_dir: Path, text: str, proc, seconds=300) -> Pat
     raise AssertionError(f"{text} never appeared")
 
 
-def test_sigkilled_runner_is_recovered_at_next_start(docker_client, tmp_path, capsys, monkeypatch):
+def test_sigkilled_runner_is_recovered_at_next_start(engine, tmp_path, capsys, monkeypatch):
     first_results = tmp_path / "first"
     env = {**os.environ, "RUNNER_RESULTS": str(first_results)}
     killed = subprocess.Popen(
@@ -327,7 +361,7 @@ def test_sigkilled_runner_is_recovered_at_next_start(docker_client, tmp_path, ca
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=30)
     orphan = result_of(first_results)
-    assert orphan["status"] == "running" and not _no_run_containers(docker_client, orphan)  # still training
+    assert orphan["status"] == "running" and not _no_run_containers(engine, orphan)  # still training
 
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "second"))
     code, out, err = run_cli(capsys, "reproduce", str(probe_entry(tmp_path / "b", "sandbox")), "--smoke", "--no-infer")
@@ -337,11 +371,11 @@ def test_sigkilled_runner_is_recovered_at_next_start(docker_client, tmp_path, ca
     assert "removed 2 container(s) left by an earlier, killed run" in joined
     recovered = result_of(first_results)
     assert (recovered["status"], recovered["incomplete_reason"]) == ("incomplete", ownership.KILLED_REASON)
-    assert _no_run_containers(docker_client, recovered)
+    assert _no_run_containers(engine, recovered)
     assert (Path(recovered["_folder"]) / "logs" / "train.log").read_text()  # nothing written earlier lost
 
 
-def test_concurrent_runs_queue_for_cores_and_never_kill_each_other(docker_client, tmp_path, capsys, monkeypatch):
+def test_concurrent_runs_queue_for_cores_and_never_kill_each_other(engine, tmp_path, capsys, monkeypatch):
     first_results = tmp_path / "first"
     env = {**os.environ, "RUNNER_RESULTS": str(first_results)}
     first = subprocess.Popen(
@@ -365,7 +399,7 @@ def test_concurrent_runs_queue_for_cores_and_never_kill_each_other(docker_client
             break
     assert f"waiting for cores 0-1 held by run {first_run} (pid {first.pid})" in lines[-1], lines
     # The second run started (and passed its orphan sweep) without touching the first.
-    assert not _no_run_containers(docker_client, result_of(first_results))
+    assert not _no_run_containers(engine, result_of(first_results))
     assert result_of(first_results)["status"] == "running"
     first.send_signal(signal.SIGTERM)
     assert first.wait(timeout=60) == 130
@@ -486,7 +520,7 @@ def assert_marked_result(proc, result: dict) -> None:
     assert result["status"] in ("complete", "incomplete"), result["status"]
 
 
-def test_a_fifo_named_as_a_checkpoint_is_refused_without_blocking(docker_client, tmp_path, own_locks):
+def test_a_fifo_named_as_a_checkpoint_is_refused_without_blocking(engine, tmp_path, own_locks):
     results_dir = tmp_path / "results"
     proc, _ = reproduce_child(item8_entry(tmp_path, "fifo"), results_dir)
     result = result_of(results_dir)
@@ -498,14 +532,14 @@ def test_a_fifo_named_as_a_checkpoint_is_refused_without_blocking(docker_client,
     assert result["training"]["final_model"] is None  # a FIFO is no final model either
     assert seconds < TRAIN_TIMEOUT_S, seconds  # training, evaluation and signing included
     assert_cores_free()
-    assert _no_run_containers(docker_client, result)
+    assert _no_run_containers(engine, result)
     # The final "weights" (a FIFO) are left out of the signed bundle, unread, and said so.
     assert not (Path(result["_folder"]) / "output" / "model" / "weights.pt").exists()
     assert any("left out of the bundle" in note and "output/model/weights.pt (a FIFO)" in note
                for note in result["training"]["notes"]), result["training"]["notes"]
 
 
-def test_a_sparse_100_gib_output_is_over_the_quota_and_never_signed(docker_client, tmp_path, own_locks, capsys):
+def test_a_sparse_100_gib_output_is_over_the_quota_and_never_signed(engine, tmp_path, own_locks, capsys):
     from runner import paths
 
     results_dir = tmp_path / "results"
@@ -521,7 +555,7 @@ def test_a_sparse_100_gib_output_is_over_the_quota_and_never_signed(docker_clien
     assert ("over the" in final["problem"]) if final else "the run was stopped" in result["incomplete_reason"], final
     assert seconds < TRAIN_TIMEOUT_S, seconds  # not ~85 s of hashing zeros
     assert_cores_free()
-    assert _no_run_containers(docker_client, result)
+    assert _no_run_containers(engine, result)
     folder = Path(result["_folder"])
     assert not (folder / "output" / "huge.pt").exists() and not (folder / "output" / "model" / "weights.pt").exists()
     (note,) = [n for n in result["training"]["notes"] if "left out of the bundle" in n]
@@ -538,7 +572,7 @@ def test_a_sparse_100_gib_output_is_over_the_quota_and_never_signed(docker_clien
     assert not failed and code == 3 and report["verified"] and not report["counts"], failed
 
 
-def test_a_full_runner_home_is_named_not_blamed_on_the_engine(docker_client, tmp_path, capsys, monkeypatch):
+def test_a_full_runner_home_is_named_not_blamed_on_the_engine(engine, tmp_path, capsys, monkeypatch):
     from runner.tasks.mnist import source as mnist
 
     home = tmp_path / "home"
@@ -580,7 +614,7 @@ def _scratch_of(pid: int) -> list[Path]:
     return found
 
 
-def test_a_sigkilled_runners_scratch_folder_is_swept_at_next_start(docker_client, tmp_path, own_locks):
+def test_a_sigkilled_runners_scratch_folder_is_swept_at_next_start(engine, tmp_path, own_locks):
     first_results = tmp_path / "first"
     killed = subprocess.Popen(
         [sys.executable, "-m", "runner", "reproduce", str(item8_entry(tmp_path / "a", "sleep")), "--smoke",
@@ -607,7 +641,7 @@ def test_a_sigkilled_runners_scratch_folder_is_swept_at_next_start(docker_client
     assert not scratch.exists()
     recovered = result_of(first_results)
     assert (recovered["status"], recovered["incomplete_reason"]) == ("incomplete", ownership.KILLED_REASON)
-    assert _no_run_containers(docker_client, recovered)
+    assert _no_run_containers(engine, recovered)
     assert seconds < TRAIN_TIMEOUT_S, seconds
     assert_cores_free()
 
