@@ -7,8 +7,8 @@ Per engine (each chosen as ``RUNNER_ENGINE`` would choose it), one after the oth
   base image and the wheelhouse already there (an untimed build of the entry first fills
   them), so it times the build, not downloads; the copy's image is removed after. What
   ``no_cache`` asks of each engine differs: Docker and Podman ignore the layer cache but
-  still write every layer; Charliecloud runs ``ch-image build --no-cache``, which turns the
-  build cache off (no git commits; ``FROM`` copies the base image's folder);
+  still write every layer; Charliecloud runs ``ch-image --rebuild build``, which runs every
+  instruction again and still writes its build cache (git), as Docker writes layers;
 - **reproduce**: ``runner reproduce ENTRY --seed 0 --smoke`` (with ``--full``, without
   ``--smoke``: the entry's real run, 200 CPU-seconds of training on this 2-core host, over
   the two minutes a figure of three engines times two runs can afford) started as
@@ -55,7 +55,7 @@ STATE_TIMEOUT_S = 30.0
 START_SETTLE_S = 1.0  # after `running`: the interpreter is past its start-up and in the loop
 COPY_SUFFIX = "-bench-cold"
 NO_CACHE = {"docker": "layer cache ignored, layers written", "podman": "layer cache ignored, layers written",
-            "charliecloud": "ch-image --no-cache: build cache off"}
+            "charliecloud": "ch-image --rebuild: every instruction run again, build cache written"}
 
 
 @contextmanager
