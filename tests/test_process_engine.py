@@ -12,7 +12,7 @@ from runner.engine.charliecloud import CharliecloudEngine, _substitute_from, con
 from runner.engine.gpus import gpu_containers_possible
 from runner.engine.interface import ContainerSpec, EngineError, Mount
 from runner.engine.kinds import ENGINES
-from runner.engine.process import Staged, gpu_ids, mount_points
+from runner.engine.process import Staged, _minimal_dev, gpu_ids, mount_points
 
 LDCONFIG = """\
 1234 libs found in cache `/etc/ld.so.cache'
@@ -147,3 +147,14 @@ def test_an_image_id_is_its_content(tmp_path):
     assert content_digest(one, {"A": "1"}) != content_digest(one, {"A": "2"})
     (two / "etc" / "a").write_text("other")
     assert content_digest(one, {"A": "1"}) != content_digest(two, {"A": "1"})
+
+
+def test_the_containers_dev_names_only_the_ordinary_devices_and_its_own_gpus(tmp_path):
+    """On cgroup v2 (no devices controller) the minimal /dev is the only barrier between an
+    entry and the host's other GPUs and devices."""
+    lines = "\n".join(_minimal_dev(tmp_path / "dev", ContainerSpec(image="x", command=[], mounts=[], gpu_ids=["1"])))
+    assert "mount --bind /dev/nvidia1 " in lines and "/dev/nvidia0" not in lines
+    assert "/dev/nvidiactl" in lines and "/dev/vda" not in lines and "/dev/fuse" not in lines
+    assert lines.rstrip().endswith(f"mount --move {tmp_path / 'dev'} /dev")
+    plain = "\n".join(_minimal_dev(tmp_path / "dev", ContainerSpec(image="x", command=[], mounts=[])))
+    assert "nvidia" not in plain and "size=1g" in plain  # the run contract's /dev/shm size

@@ -278,10 +278,7 @@ class ProcessEngine(Engine):
             inside.append(f"mkdir -p {q(stage)}")
             inside.append(f"mount -t tmpfs -o {q(_tmpfs_options(options))},nosuid,nodev runner-scratch {q(stage)}")
         inside.extend(self.stage_commands(spec, staged))
-        # The container's /dev/shm: its own, of the spec's size (the host's is shared by every
-        # process of the host: a channel between containers and runs, and a store across runs).
-        shm = f"size={spec.confinement.shm_size or SHM_DEFAULT},mode=1777"
-        inside.append(f"mount -t tmpfs -o {q(shm)},nosuid,nodev runner-shm /dev/shm")
+        inside.extend(_minimal_dev(staged.folder / "dev", spec))
         # The container's /tmp: replaced last, since a mount's source may lie under the host's.
         tmp_options = dict(spec.confinement.tmpfs).get("/tmp", "rw,size=512m,mode=1777")
         inside.append(f"mount -t tmpfs -o {q(_tmpfs_options(tmp_options))},nosuid,nodev runner-tmp /tmp")
@@ -432,6 +429,38 @@ class ProcessEngine(Engine):
             found.append(Container(str(record["id"]), str(record.get("name", "")), self,
                                    {str(k): str(v) for k, v in labels.items()}, str(record.get("created", ""))))
         return found
+
+
+def _minimal_dev(folder: Path, spec: ContainerSpec) -> list[str]:
+    """Shell lines that replace ``/dev`` in the launcher's mount namespace (which the engine binds
+    into the container) with a minimal one, as Docker's: the ordinary character devices, a pty
+    instance of its own, its own ``/dev/shm`` of the spec's size (the host's is shared by every
+    process of the host: a channel between containers and a store across runs), the standard
+    links, and the device nodes of the spec's GPUs only. No other host device is even named; on
+    cgroup v1 the devices cgroup refuses them besides (on v2 this is the only barrier)."""
+    q = shlex.quote
+    dev = str(folder)
+    nodes = ["null", "zero", "full", "random", "urandom", "tty"]
+    ids = gpu_ids(spec)
+    if ids:
+        nodes += [f"nvidia{int(i)}" for i in ids if str(i).isdigit()]
+        nodes += ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"]
+    lines = [f"mkdir -p {q(dev)}", f"mount -t tmpfs -o size=1m,mode=755,nosuid runner-dev {q(dev)}"]
+    for node in nodes:
+        lines.append(f"if [ -c /dev/{node} ]; then touch {q(dev + '/' + node)} && "
+                     f"mount --bind /dev/{node} {q(dev + '/' + node)}; fi")
+    if ids:
+        lines.append(f"if [ -d /dev/nvidia-caps ]; then mkdir {q(dev + '/nvidia-caps')} && "
+                     f"mount --bind /dev/nvidia-caps {q(dev + '/nvidia-caps')}; fi")
+    shm = f"size={spec.confinement.shm_size or SHM_DEFAULT},mode=1777"
+    lines += [f"mkdir {q(dev + '/pts')} {q(dev + '/shm')} {q(dev + '/mqueue')}",
+              f"mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 runner-pts {q(dev + '/pts')}",
+              f"ln -s pts/ptmx {q(dev + '/ptmx')}",
+              f"mount -t tmpfs -o {q(shm)},nosuid,nodev runner-shm {q(dev + '/shm')}",
+              f"ln -s /proc/self/fd {q(dev + '/fd')}",
+              *(f"ln -s /proc/self/fd/{n} {q(dev + '/' + name)}" for n, name in enumerate(("stdin", "stdout", "stderr"))),
+              f"mount --move {q(dev)} /dev"]
+    return lines
 
 
 def gpu_ids(spec: ContainerSpec) -> list[str]:
