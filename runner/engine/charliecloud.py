@@ -50,6 +50,7 @@ from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 
 from runner import paths
+from runner.digests import sha256_file
 from runner.engine import cgroups, host_gpu
 from runner.engine.interface import (
     BuildFailed,
@@ -544,21 +545,13 @@ def content_digest(folder: Path, env: Mapping[str, str]) -> str:
             elif stat.S_ISDIR(info.st_mode):
                 digest.update(f"d\0{relative}\0{mode:o}\n".encode("utf-8", "surrogateescape"))
             elif stat.S_ISREG(info.st_mode):
-                digest.update(f"f\0{relative}\0{mode:o}\0{info.st_size}\0{_file_sha(path)}\n"
+                digest.update(f"f\0{relative}\0{mode:o}\0{info.st_size}\0{sha256_file(Path(path))}\n"
                               .encode("utf-8", "surrogateescape"))
             else:
                 digest.update(f"o\0{relative}\0{stat.S_IFMT(info.st_mode)}\0{mode:o}\n"
                               .encode("utf-8", "surrogateescape"))
     for key in sorted(env):
         digest.update(f"e\0{key}\0{env[key]}\n".encode())
-    return digest.hexdigest()
-
-
-def _file_sha(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb", buffering=0) as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
     return digest.hexdigest()
 
 
