@@ -52,6 +52,7 @@ from pathlib import Path
 from runner import paths
 from runner.digests import sha256_file
 from runner.engine import cgroups, host_gpu
+from runner.engine.gpus import gpu_containers_possible
 from runner.engine.interface import (
     BuildFailed,
     ContainerSpec,
@@ -159,7 +160,7 @@ class CharliecloudEngine(ProcessEngine):
         return self.missing() is None
 
     def gpu_support(self, facts: dict) -> tuple[bool, str]:
-        return (bool(facts.get("nvidia_runtime")),
+        return (gpu_containers_possible({"docker": {**facts, "engine": self.name}}),
                 "install the NVIDIA driver's user-space libraries on this host (libcuda.so.1 in `ldconfig -p`)")
 
     def version(self) -> EngineVersion:

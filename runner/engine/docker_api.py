@@ -132,12 +132,11 @@ class DockerApiEngine(Engine):
         return api_client.unreachable(kind, error)
 
     def gpu_support(self, facts: dict) -> tuple[bool, str]:
+        possible = gpus.gpu_containers_possible({"docker": {**facts, "engine": self.name}})
         if self.name == "podman":  # Podman takes GPUs as CDI devices
-            return (gpus.cdi_gpus_declared(),
-                    "install the NVIDIA Container Toolkit (nvidia-container-toolkit) and run "
+            return (possible, "install the NVIDIA Container Toolkit (nvidia-container-toolkit) and run "
                     "`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (Podman takes GPUs as CDI devices)")
-        return (bool(facts.get("nvidia_runtime")) or gpus.hook_installed(),
-                "install the NVIDIA Container Toolkit (nvidia-container-toolkit) and run "
+        return (possible, "install the NVIDIA Container Toolkit (nvidia-container-toolkit) and run "
                 "`nvidia-ctk runtime configure --runtime=docker` and restart dockerd")
 
     def ping(self) -> bool:
