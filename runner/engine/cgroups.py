@@ -171,7 +171,8 @@ class Cgroups:
             _write(group / "cpu.weight", str(_v2_weight(limits.cpu_weight)))
         if limits.memory:
             _write(group / "memory.max", str(limits.memory))
-            _write(group / "memory.swap.max", "0")
+            if (group / "memory.swap.max").exists():  # absent where the kernel does not account swap
+                _write(group / "memory.swap.max", "0")
         if limits.pids:
             _write(group / "pids.max", str(limits.pids))
 

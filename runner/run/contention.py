@@ -57,7 +57,7 @@ def thresholds() -> tuple[float, float]:
             float(os.environ.get("RUNNER_MAX_OTHER_RUNNABLE", DEFAULT_MAX_OTHER_RUNNABLE)))
 
 # Docker's cgroups end in docker/<id> or docker-<id>.scope; Podman's in libpod-<id>.
-_CONTAINER_ID = re.compile(r"(?:docker|libpod)[/-]([0-9a-f]{64})")
+_CONTAINER_ID = re.compile(r"(?:docker|libpod|runner)[/-]([0-9a-f]{64})")  # runner: the daemonless engines (runner.engine.cgroups)
 # A shim's command line names the container it serves: ``-id <id>`` (runc v2 shim) or a
 # path ending in it (v1 shim's ``-workdir .../moby/<id>``).
 _SHIM_ID = re.compile(r"(?<![0-9a-f])([0-9a-f]{64})(?![0-9a-f])")
