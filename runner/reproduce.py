@@ -12,7 +12,7 @@ import shutil
 import signal
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.markup import escape
@@ -34,7 +34,7 @@ from runner.harness.backends import CPU_BACKENDS
 from runner.engine.gpus import gpu_containers_possible
 from runner.errors import UserError
 from runner.fingerprint import capture_host, capture_image
-from runner.inference import TrainedModel, check_backends_available, run_inference
+from runner.inference import TrainedModel, check_backends_available, loadgen, run_inference
 from runner.manifest import Entry
 from runner.mlperf.run_log import write_mlperf_log
 from runner.options import ReproduceOptions
@@ -205,6 +205,9 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
     runner = None
     if entry.nodes > 1:
         runner = runner_command()
+    if engine.own_root and plan.options.loadgen and (why := loadgen.host_problem(fingerprint)):
+        reporter().warn_once(f"[yellow]LoadGen left out[/]: {escape(why)} (the per-item latency pass runs)")
+        plan = replace(plan, options=replace(plan.options, loadgen=False))
     plan = plan.resolved(
         gpus=gpus, backends=backends, image=built.image_id, network=network, runner=runner,
         initial=tuple((t.name, t.shape, t.role) for t in initial),

@@ -46,6 +46,8 @@ def _engine() -> tuple[str, str, dict, Path | None]:
         engine.close()
     detail = (f"{kind.name}: {version.version} (API {version.api}), "
               f"root {root}, cgroup v{facts.get('cgroup_version') or '?'}")
+    if facts.get("isolated") is False:  # the host engine: no image
+        detail += f"; sandbox {facts.get('sandbox')}; its runs never count (the entry's image is not used)"
     if refusal:  # it answers, but cannot run an entry with the runner's guarantees
         return "missing", f"{detail}; runs are refused: {refusal}", facts, root
     return "ok", detail, facts, root

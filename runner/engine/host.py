@@ -61,6 +61,7 @@ from runner.errors import UserError
 
 UNSANDBOXED_ENV = "RUNNER_HOST_UNSANDBOXED"
 PYTHON_ENV = "RUNNER_HOST_PYTHON"
+BWRAP_ENV = "RUNNER_BWRAP"
 HIDE_ENV = "RUNNER_HOST_HIDE"  # more host folders to hide from the entry, ':'-separated
 BASE_REPOSITORY = "runner/host"
 # The host's folders the entry never sees (beside the runner's home and results folder):
@@ -130,6 +131,10 @@ class HostEngine(ProcessEngine):
             apt_install(list(kind.packages), paths.home() / "logs" / "setup-host.log")
         return cls.open(kind)
 
+    @classmethod
+    def unreachable(cls, kind: EngineKind, error: BaseException) -> tuple[str, str]:
+        return cls(kind).missing() or f"the host engine does not work here: {error}", _fix()
+
     def missing(self) -> str | None:
         """What the host engine lacks here, in words; None when it can run."""
         python = host_python()
@@ -184,7 +189,7 @@ class HostEngine(ProcessEngine):
             "cgroup_version": str(cgroups.version()),
             "runtimes": [],
             "default_runtime": None,
-            "nvidia_runtime": any(p.name.startswith("libcuda.so") for p in host_gpu.driver_libraries()),
+            "nvidia_runtime": cuda_driver_found(),
             "sandbox": "none (--unsandboxed)" if unsandboxed() else f"bubblewrap {_bwrap_version()}",
             "python": listing["executable"],
             "isolated": False,
@@ -371,7 +376,10 @@ class HostEngine(ProcessEngine):
     def _environment(self, spec: ContainerSpec) -> dict[str, str]:
         python_bin = str(host_python().parent)
         env = {"PATH": f"{python_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-               "HOME": "/tmp", "PYTHONUNBUFFERED": "1", "USER": self.user_name, **spec.env}
+               "HOME": "/tmp", "PYTHONUNBUFFERED": "1", "USER": self.user_name}
+        if os.environ.get("LD_LIBRARY_PATH"):  # where this host's driver and CUDA are found (part of its environment)
+            env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
+        env.update(spec.env)
         ids = gpu_ids(spec)
         if ids:
             env.setdefault("CUDA_VISIBLE_DEVICES", ",".join(ids))
@@ -428,7 +436,8 @@ class HostEngine(ProcessEngine):
 
     def _unsandboxed(self, spec: ContainerSpec, staged: Staged) -> str:
         """A mount namespace only: a root of rbind mounts of the host's folders (writable as the
-        container user may), the run's mounts at their places, the host's /dev, /proc, /sys."""
+        container user may), the runner's home and the other hidden folders under empty tmpfs as
+        in the sandbox, the run's mounts at their places, the host's /dev, /proc, /sys."""
         q = shlex.quote
         root = str(staged.folder / "root")
         targets = [target for _host, target, _ro in staged.binds] + [t for t, _ in spec.confinement.tmpfs]
@@ -443,6 +452,13 @@ class HostEngine(ProcessEngine):
             else:
                 make = "mkdir -p" if Path(a).is_dir() else "touch"
                 lines.append(f"{make} {where} && mount --rbind {q(a)} {where}")
+        hidden = [h for h in hidden_paths() if h.split("/")[1] not in OWN]
+        for path in hidden:  # the runner's home (the evaluation labels), other runs, home folders
+            lines.append(f"mount -t tmpfs -o mode=755,size=1m runner-hidden {q(root + path)}")
+        for path in _exposed(self.packages()):
+            if any(_under(path, h) for h in hidden):
+                lines.append(f"mkdir -p {q(root + path)} && mount --rbind {q(path)} {q(root + path)} && "
+                             f"mount -o remount,bind,ro {q(root + path)}")
         for target, options in spec.confinement.tmpfs:
             size = dict(p.split("=", 1) for p in options.split(",") if "=" in p).get("size", "512m")
             lines.append(f"mkdir -p {q(root + target)} && mount -t tmpfs -o size={q(size)},mode=1777 runner-tmp "
@@ -460,7 +476,20 @@ class HostEngine(ProcessEngine):
         return f"exec unshare --mount --fork --kill-child /bin/sh -c {q(inner)}"
 
 
+def cuda_driver_found() -> bool:
+    """The NVIDIA driver's ``libcuda`` is where the entry's CUDA looks: the loader's cache, or
+    a folder of this host's ``LD_LIBRARY_PATH`` (which the containers get)."""
+    if any(p.name.startswith("libcuda.so") for p in host_gpu.driver_libraries()):
+        return True
+    folders = [Path(p) for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
+    return any(any(folder.glob("libcuda.so*")) for folder in folders if folder.is_dir())
+
+
 def bwrap() -> Path | None:
+    """bubblewrap: ``RUNNER_BWRAP`` (a ``dpkg -x``'d copy, say), else ``bwrap`` on the PATH."""
+    named = os.environ.get(BWRAP_ENV)
+    if named:
+        return Path(named) if os.access(named, os.X_OK) else None
     found = shutil.which("bwrap")
     return Path(found) if found else None
 
@@ -506,7 +535,8 @@ def hidden_paths() -> list[str]:
             continue
         if real not in found:
             found.append(real)
-    return sorted(found, key=lambda p: (p.count("/"), p))
+    found.sort(key=lambda p: (p.count("/"), p))
+    return [p for i, p in enumerate(found) if not any(_under(p, q) for q in found[:i])]  # outermost only
 
 
 def _tree(host: str, sandbox: str, targets: list[str], own: frozenset[str] = OWN) -> list[tuple[str, str, str]]:

@@ -23,6 +23,7 @@ from runner.entry_build.lockfile import parse_lock
 from runner.errors import UserError
 
 SITE_MOUNT = "/opt/runner/site"
+WHEEL_PYTHON = "3.11"  # the CPython the pinned wheel is built for (requirements.lock's comment)
 SCENARIOS = ("single_stream", "offline")
 COMPLETE_MARKER = ".complete"
 # The harness' settings profiles (runner/harness/loadgen.py): ``dawnbench`` bounds LoadGen to
@@ -48,6 +49,17 @@ def claims_mlperf_minimums(record: dict | None) -> bool:
     from runner.harness.loadgen import meets_mlperf_minimums  # lazy: start-up (runner --help)
 
     return bool(record) and meets_mlperf_minimums((record or {}).get("settings"))
+
+
+def host_problem(fingerprint: dict) -> str | None:
+    """Why LoadGen cannot run under an engine that uses the host's own Python (the host
+    engine, from its facts in the fingerprint): the pinned wheel is built for one Python
+    (``WHEEL_PYTHON``); None when the host's is that one."""
+    version = str((fingerprint.get("docker") or {}).get("version") or "")
+    if version.split(".")[:2] == WHEEL_PYTHON.split("."):
+        return None
+    return (f"the pinned LoadGen wheel is for CPython {WHEEL_PYTHON} and the host engine's Python is "
+            f"{version or 'unknown'}")
 
 
 def lock_path() -> Path:

@@ -122,6 +122,9 @@ def standing_problems(result: object) -> list[str]:
     if not isinstance(result, dict):
         return ["result.json is not an object"]
     problems = []
+    isolation = result.get("isolation")  # first: it says what the run is (the host's packages, not the image)
+    if isinstance(isolation, dict) and isolation.get("isolated") is not True:
+        problems.append(f"its engine could not isolate it: {isolation.get('why_not') or 'not recorded'}")
     if result.get("smoke"):
         problems.append("a smoke run (synthetic data, one short epoch)")
     if result.get("status") != "complete":
@@ -136,9 +139,6 @@ def standing_problems(result: object) -> list[str]:
             problems.append(problem)
     if problem := variant_problem(result.get("variant")):
         problems.append(problem)
-    isolation = result.get("isolation")
-    if isinstance(isolation, dict) and isolation.get("isolated") is not True:
-        problems.append(f"its engine could not isolate it: {isolation.get('why_not') or 'not recorded'}")
     return problems
 
 
