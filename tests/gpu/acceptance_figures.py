@@ -115,8 +115,9 @@ def training_phase(result: dict) -> dict | None:
 
 
 def wall_target(result: dict | None, alone: dict | None, alone_log: str | None) -> Target:
-    """The runner's training phase (launch to scored, as ``timings`` records it) against
-    train.py run alone plus the runner's evaluation of each checkpoint train.py asks for."""
+    """The runner's training phase (as ``timings`` records it: the starts, the entry's run, the
+    evaluations and checks after its exit) against train.py run alone plus the runner's
+    evaluation of each checkpoint train.py asks for (the mean of the runner's evaluations)."""
     name, target = "smoke wall time: runner / (train.py alone + its evaluations)", f"within {WALL_TOLERANCE:.0%}"
     phase = training_phase(result or {})
     if phase is None or not isinstance(phase.get("seconds"), (int, float)):
@@ -134,7 +135,8 @@ def wall_target(result: dict | None, alone: dict | None, alone_log: str | None) 
     baseline = float(alone["seconds"]) + requests * mean_eval
     runner = float(phase["seconds"])
     ratio = runner / baseline if baseline > 0 else float("inf")
-    detail = (f"runner {runner:.2f} s (entry running {float(parts.get('entry_running_seconds') or 0):.2f} s); "
+    detail = (f"runner {runner:.2f} s (entry running {float(parts.get('entry_running_seconds') or 0):.2f} s, "
+              f"after its exit {float(parts.get('after_exit_seconds') or 0):.2f} s); "
               f"train.py alone {float(alone['seconds']):.2f} s ({alone.get('mode', '?')}) + {requests} evaluation(s) "
               f"x {mean_eval:.2f} s = {baseline:.2f} s")
     if len(evaluations) != requests:

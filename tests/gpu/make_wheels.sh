@@ -7,12 +7,13 @@
 #
 # Only what the runner imports and such a machine lacks: its image has Python 3.12, torch,
 # numpy, scipy, matplotlib, jinja2, protobuf, requests, attrs, pyyaml, rich, nvidia-ml-py and
-# pytest, but not the packages below. Each is pinned to one version (two versions of a
-# package stop pip's --no-deps install) and fetched without its dependencies. The versions are those
-# the runner is tested with (the development .venv); the list is closed by hand over the Requires-Dist of each wheel (the check at the end lists any
-# requirement neither here nor in ALREADY_THERE). Plus Debian 12's bubblewrap .deb, which
-# the acceptance unpacks with dpkg -x where bwrap is missing. Everything that travels to the
-# GPU machine shares 64 MiB with the checkout, so the folder must stay under 40 MiB.
+# pytest, but not the packages below. Each is pinned to one version (two versions of a package
+# stop pip's --no-deps install), those the runner is tested with (the development .venv), and
+# fetched without its dependencies: the list is closed by hand over each wheel's Requires-Dist,
+# and the check at the end names any requirement neither here nor in ALREADY_THERE. Plus
+# Debian 12's bubblewrap .deb, which the acceptance unpacks with dpkg -x where bwrap is missing.
+# Everything that travels to the GPU machine shares 64 MiB with the checkout (about 32 MiB), so
+# the folder must stay under 40 MiB; it is about 12 MiB.
 set -euo pipefail
 
 DIR=${1:-.gpu-wheels}
