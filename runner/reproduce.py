@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.markup import escape
+
 from runner import __version__, data, paths
 from runner.entry_build import BuiltImage, build_entry
 from runner.entry_build import parse_lock, resolve_wheels
@@ -87,6 +89,7 @@ class Shared:
     # The phases every run of this reproduction shares (recorded in the first run's timings).
     timings: Timings = field(default_factory=Timings)
     public: list[StagedInput] = field(default_factory=list)  # the manifest's public inputs, mounted read-only
+    isolation: dict | None = None  # why the engine could not isolate the runs (the host engine)
 
 
 def harness_digest() -> str:
@@ -142,7 +145,7 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
         check_nodes(entry.nodes)
         engine = get_engine()
         if why := engine.refusal():
-            raise UserError(why, "run the engine rootful (`sudo runner setup --engine podman`), or on a cgroup v2 host")
+            raise UserError(why, engine.refusal_fix())
         network = cluster_network(engine, require_network_setting(entry.nodes)) if entry.nodes > 1 else None
         if removed := remove_orphans(engine):
             reporter().print(f"removed {removed} container(s) left by an earlier, killed run")
@@ -169,17 +172,24 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
         reasons.append(f"data set {staged.task} was staged from unofficial files")
     if staged.train_tree is not None and not staged.train_tree.conforming and not plan.smoke:
         reasons.append(f"the {staged.task} training tree was imported from unofficial files")
-    reporter().print(f"[bold]build[/] {entry.name} (base {entry.base_image})")
+    on = "on this host's Python environment, no image" if engine.own_root else f"base {entry.base_image}"
+    reporter().print(f"[bold]build[/] {entry.name} ({on})")
     with clock.phase("image check or build"):
         built = build_entry(entry, engine)
     reporter().print(
         f"  image {built.image_id[:19]}  {'cache hit' if built.cached else 'built'} "
         f"in {built.seconds:.1f} s"
     )
+    isolation = None
+    if why_not := engine.isolation(built.image_id):
+        isolation = {"isolated": False, "engine": engine.name, "why_not": why_not}
+        reporter().print(f"[yellow]{escape(why_not)}[/]")
     with clock.phase("image facts"):
         fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
     with clock.phase("image inspection"), reporter().status("inspecting the image for weights and data it should not carry"):
         def wheels() -> list[Path]:  # only on a cache miss: resolving them hashes every wheel
+            if engine.own_root:  # nothing of the lock was installed
+                return []
             return list(resolve_wheels(parse_lock(entry.lock_path)).values())
 
         inspection = inspect_image(engine, built.image_id, built.base.id, wheels, entry.path,
@@ -202,7 +212,7 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shar
                      tuple((p.folder, p.mount) for p in public)),
     )
     return plan, Shared(engine, built, staged, staged.load_eval_labels(), fingerprint, reasons, hardware,
-                        inspection, clock, public)
+                        inspection, clock, public, isolation)
 
 
 def initial_tensors(engine: Engine, entry: Entry, image: str, limits, scratch: Path) -> list[Tensor]:
@@ -218,6 +228,7 @@ def _prepared(shared: Shared) -> assemble.Prepared:
     return assemble.Prepared(
         harness_digest(), shared.built, shared.staged, shared.hardware, tuple(shared.nonconforming),
         shared.inspection.summary() if shared.inspection else None, tuple(p.record() for p in shared.public),
+        shared.isolation,
     )
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rich.console import Console
 
 from runner.cli.records import print_results
+from runner.engine.host import UNSANDBOXED_ENV
+from runner.engine.kinds import ENV_VAR, current
+from runner.errors import UserError
 from runner.inference.loadgen import MLPERF_PROFILE
 from runner.options import ReproduceOptions
 from runner.plan import LOCAL, SLURM, make_plan, plan_of_task
@@ -29,6 +33,7 @@ def loadgen_option(args) -> bool | str:
 
 def run(args) -> int:
     console = Console()
+    choose_engine(args.engine, args.unsandboxed)
     opts = ReproduceOptions(
         runs=args.runs, seed=args.seed, smoke=args.smoke,
         allow_hardware_mismatch=args.allow_hardware_mismatch,
@@ -63,6 +68,18 @@ def run(args) -> int:
         console.print(f"results in {parent}/: {names} (`runner show {short_id(folders[-1].name)}` for one)",
                       highlight=False)
     return 0 if all(s == "complete" for s in statuses) else 1
+
+
+def choose_engine(engine: str | None, unsandboxed: bool) -> None:
+    """``--engine``/``--unsandboxed``: this command's engine (and every process it starts: a
+    Slurm task inherits the environment), without changing the host's choice."""
+    if engine:
+        os.environ[ENV_VAR] = engine
+    if unsandboxed:
+        if current().name != "host":
+            raise UserError("--unsandboxed is for the host engine only",
+                            "add --engine host, or leave --unsandboxed out")
+        os.environ[UNSANDBOXED_ENV] = "1"
 
 
 def print_verdicts(console: Console, folders: list[Path], trusted: str | None) -> None:

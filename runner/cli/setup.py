@@ -2,11 +2,13 @@
 
 Installs the engine (``docker.io``, ``podman`` or Charliecloud's packages) and ``debootstrap``
 when missing (Debian-like hosts, as root), starts the engine's daemon where it has one, checks
-that it can run entries with the runner's guarantees, and builds the default base image.
+that it can run entries with the runner's guarantees, and builds the default base image (the host
+engine has none: it lists the host's Python environment instead).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from rich.console import Console
@@ -15,7 +17,9 @@ from rich.markup import escape
 from runner import keys, paths
 from runner.engine import ensure_engine
 from runner.engine.daemon import apt_install
+from runner.engine.host import UNSANDBOXED_ENV
 from runner.engine.kinds import choose, current
+from runner.errors import UserError
 from runner.images import ensure_base
 
 
@@ -24,6 +28,10 @@ def run(args) -> int:
 
     if args.engine:
         choose(args.engine)
+    if args.unsandboxed:
+        if current().name != "host":
+            raise UserError("--unsandboxed is for the host engine only", "add --engine host, or leave it out")
+        os.environ[UNSANDBOXED_ENV] = "1"
     engine = ensure_engine(install=not args.no_install)
     version = engine.version()
     console.print(f"[green]ok[/] {current().name} engine {version.version} (API {version.api})")
@@ -31,17 +39,12 @@ def run(args) -> int:
     if refusal:  # it answers, but `runner reproduce` would refuse every run: say so now
         console.print(f"[red]refused[/] {escape(refusal)}; `runner doctor` says what this host has")
         return 1
-    if shutil.which("debootstrap") is None:
-        if args.no_install:
-            console.print("[yellow]missing[/] debootstrap (rerun without --no-install)")
-            return 1
-        with console.status("installing debootstrap"):
-            apt_install(["debootstrap"], paths.home() / "logs" / "apt.log")
-    console.print(f"[green]ok[/] debootstrap ({shutil.which('debootstrap')})")
-    with console.status(f"building base image {args.base} (about a minute the first time)"):
-        base = ensure_base(args.base, engine)
-    state = f"built in {base.seconds:.0f} s" if base.built else "present"
-    console.print(f"[green]ok[/] base image {base.tag} {state}")
+    if engine.own_root:  # no image to build: the entries run with this host's Python
+        facts = engine.facts()
+        console.print(f"[green]ok[/] host environment: Python {facts['version']} at {escape(facts['python'])}, "
+                      f"sandbox {facts['sandbox']}; results of this engine never count")
+    elif not _base_image(console, args, engine):
+        return 1
     # Results are signed from the first run on; an existing key is never replaced.
     private = keys.default_private_path()
     if not private.exists():
@@ -50,3 +53,19 @@ def run(args) -> int:
     else:
         console.print(f"[green]ok[/] signing key {private}")
     return 0
+
+
+def _base_image(console: Console, args, engine) -> bool:
+    """debootstrap installed and the default base image built (every engine with images)."""
+    if shutil.which("debootstrap") is None:
+        if args.no_install:
+            console.print("[yellow]missing[/] debootstrap (rerun without --no-install)")
+            return False
+        with console.status("installing debootstrap"):
+            apt_install(["debootstrap"], paths.home() / "logs" / "apt.log")
+    console.print(f"[green]ok[/] debootstrap ({shutil.which('debootstrap')})")
+    with console.status(f"building base image {args.base} (about a minute the first time)"):
+        base = ensure_base(args.base, engine)
+    state = f"built in {base.seconds:.0f} s" if base.built else "present"
+    console.print(f"[green]ok[/] base image {base.tag} {state}")
+    return True

@@ -274,6 +274,11 @@ class Engine(abc.ABC):
     def refusal(self) -> str | None:
         """Why this engine cannot give a run the runner's guarantees (it cannot freeze), or None."""
 
+    def refusal_fix(self) -> str:
+        """What to do about ``refusal()``'s answer."""
+        return (f"`sudo runner setup --engine {self.name}` sets it up where it can (`runner doctor` says what this "
+                "host lacks); podman runs rootful, on a cgroup v1 or v2 host")
+
     def data_root(self) -> Path | None:
         """The host folder the engine keeps images in, when local (its disk is the one a build fills)."""
         return None
@@ -282,6 +287,26 @@ class Engine(abc.ABC):
     # on any of them: ``runner reproduce --slurm`` then builds once on the submit host, before the
     # tasks start, instead of letting each node build (or wait on another's build of) the same image.
     images_in_runner_home = False
+
+    # Whether the entries run on this host's own root with its own packages (the host engine):
+    # no base image, no build, no image to export; ``isolation`` says why such runs never count.
+    own_root = False
+
+    def host_base(self, recipe: str) -> ImageInfo:
+        """An engine with ``own_root``: the base "image" every entry stands on (the host's own
+        environment, by digest), in place of base recipe ``recipe``."""
+        raise Unsupported(self.name, f"stand an entry on the host's environment instead of {recipe}",
+                          "build the base image (`runner setup`)")
+
+    def host_packages(self) -> list[tuple[str, str]]:
+        """An engine with ``own_root``: the (name, version) of every Python distribution the
+        entries' ``python3`` imports from."""
+        raise Unsupported(self.name, "list the host's packages", "use the host engine")
+
+    def isolation(self, image: str) -> str | None:
+        """Why a run of ``image`` under this engine cannot count, in one line; None when the
+        engine isolates it (the entry's own image, locked down)."""
+        return None
 
     # images
     @abc.abstractmethod

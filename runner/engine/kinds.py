@@ -40,6 +40,9 @@ ENGINES: dict[str, EngineKind] = {
     # in cgroups and namespaces of its own (runner.engine.process).
     "charliecloud": EngineKind("charliecloud", None, "ch-run", ("charliecloud-runtime", "charliecloud-builders"),
                                implementation="runner.engine.charliecloud:CharliecloudEngine"),
+    # No image: the entry runs with this host's Python environment, in bubblewrap and cgroups
+    # the runner owns (runner.engine.host); its results never count.
+    "host": EngineKind("host", None, "bwrap", ("bubblewrap",), implementation="runner.engine.host:HostEngine"),
 }
 
 

@@ -19,7 +19,8 @@ from runner import paths
 from runner.entry_build import context as build_context
 from runner.entry_build import wheelhouse
 from runner.entry_build.dockerfile_policy import check_dockerfile
-from runner.entry_build.lockfile import parse_lock, refuse_data_packages
+from runner.entry_build.lockfile import normalise_name, parse_lock, refuse_data_packages
+from runner.engine.host import DIFFERENCES_ARG, LOCKED_ARG
 from runner.entry_build.sbom import read_base_content, read_sbom
 from runner.engine.disk import require_free_space
 from runner.engine.interface import BuildFailed, Engine, EngineError
@@ -92,10 +93,12 @@ def build_entry(
                 return BuiltImage(found.id, tag, base, labels, sbom, True,
                                   time.monotonic() - started)
         _check_disk(engine)
-        wheels = wheelhouse.resolve(pins)
+        # An engine on the host's own root installs nothing: it compares the host with the lock.
+        wheels = {} if engine.own_root else wheelhouse.resolve(pins)
         ctx = build_context.make_context(entry.path, wheels, lock_path)
         try:
-            image_id, log = _build(engine, ctx, tag, base, labels, no_cache, entry.name)
+            args = host_build_args(engine, pins) if engine.own_root else {"BASE_IMAGE": base.tag}
+            image_id, log = _build(engine, ctx, tag, args, labels, no_cache, entry.name)
         finally:
             build_context.remove_context(ctx)
         sbom = _record(entry, image_id, tag, base, labels, _read_sbom(engine, tag, base))
@@ -129,13 +132,27 @@ def _check_disk(engine: Engine) -> None:
     require_free_space(paths.wheelhouse_dir(), minimum // 4, "the wheelhouse")
 
 
-def _build(engine: Engine, ctx: Path, tag: str, base: BaseImage, labels: dict[str, str],
+def host_build_args(engine: Engine, pins: list) -> dict[str, str]:
+    """An engine on the host's own root builds nothing: it is told how the host's packages
+    differ from the lock (each pin missing or at another version), to say and keep."""
+    installed = {normalise_name(name): version for name, version in engine.host_packages()}
+    lines = []
+    for pin in pins:
+        have = installed.get(pin.key)
+        if have is None:
+            lines.append(f"{pin.name}=={pin.version}: not installed on this host")
+        elif have != pin.version:
+            lines.append(f"{pin.name}=={pin.version}: this host has {have}")
+    return {DIFFERENCES_ARG: "\n".join(lines), LOCKED_ARG: str(len(pins))}
+
+
+def _build(engine: Engine, ctx: Path, tag: str, build_args: dict[str, str], labels: dict[str, str],
            no_cache: bool, name: str) -> tuple[str, list[str]]:
     deadline = time.monotonic() + BUILD_TIMEOUT_S
     log: list[str] = []
     step = ""
     try:
-        stream = engine.build_image(ctx, "entry/Dockerfile", tag, build_args={"BASE_IMAGE": base.tag},
+        stream = engine.build_image(ctx, "entry/Dockerfile", tag, build_args=build_args,
                                     labels=labels, no_cache=no_cache)
         for text in stream:
             if text:

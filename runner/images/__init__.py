@@ -42,6 +42,8 @@ class BaseImage:
 def find_base(name: str, engine: Engine, *,
               images_root: Path | None = None) -> BaseImage | None:
     """The recipe's current image if it exists locally, without building anything."""
+    if engine.own_root:
+        return _host_base(name, engine)
     recipe = load_recipe(name, images_root)
     ref = recipe.tag if recipe.kind == "debootstrap" else recipe.reference
     image = engine.find_image(ref)
@@ -51,7 +53,11 @@ def find_base(name: str, engine: Engine, *,
 def ensure_base(name: str, engine: Engine, *,
                 images_root: Path | None = None, force: bool = False) -> BaseImage:
     """The base image of recipe ``name`` (``images/<name>/``), built or pulled if missing.
-    ``force`` rebuilds a Debian recipe even when its tag exists (the tag then moves)."""
+    ``force`` rebuilds a Debian recipe even when its tag exists (the tag then moves). An engine
+    that runs entries on the host's own root has no base image: its base is the host's
+    environment, whatever the recipe (``Engine.host_base``)."""
+    if engine.own_root:
+        return _host_base(name, engine)
     recipe = load_recipe(name, images_root)
     started = time.monotonic()
     if recipe.kind == "registry":
@@ -66,6 +72,11 @@ def ensure_base(name: str, engine: Engine, *,
             return existing
         image_id = _build_debootstrap(recipe, engine)
     return BaseImage(name, recipe.tag, image_id, True, time.monotonic() - started)
+
+
+def _host_base(name: str, engine: Engine) -> BaseImage:
+    image = engine.host_base(name)
+    return BaseImage(name=name, tag=image.tags[0], id=image.id)
 
 
 def _build_debootstrap(recipe: Recipe, engine: Engine) -> str:

@@ -47,6 +47,7 @@ class Prepared:
     nonconforming: tuple[str, ...] = ()
     inspection: dict | None = None
     public_inputs: tuple[dict, ...] = ()
+    isolation: dict | None = None  # the engine could not isolate the run (``Engine.isolation``)
 
 
 def started(plan: RunPlan, prepared: Prepared, probe: dict | None = None) -> Result:
@@ -76,6 +77,7 @@ def started(plan: RunPlan, prepared: Prepared, probe: dict | None = None) -> Res
         probe=probe,
         variant=plan.variant,
         rules=_rules_info(entry.task),
+        isolation=prepared.isolation,
     )
 
 

@@ -161,6 +161,10 @@ class Result:
     # The version of the task's rules the run was made under (runner.tasks.rules): ``task``,
     # ``version``. None: made before rules had versions, judged by version 1.
     rules: dict | None = None
+    # An engine that could not isolate the run (the host engine: no image, the host's packages):
+    # ``isolated`` false, the ``engine`` and ``why_not`` in one line. Such a run never counts
+    # (runner.verify.verdict). None: the entry's own image, locked down by its engine.
+    isolation: dict | None = None
 
     # -- a run's verdicts ---------------------------------------------------------------
     def not_conforming(self, reason: str) -> None:
@@ -297,7 +301,7 @@ def _check_types(cls: type, values: dict, prefix: str) -> None:
 
 
 _OPTIONAL = ("energy", "gpu_sharing", "timings", "public_inputs", "plan", "variant", "initial_weights", "ledger",
-             "rules")
+             "rules", "isolation")
 _SECTIONS = {
     "toolkit": Toolkit, "entry": EntryInfo, "task": TaskInfo, "image": ImageInfo, "data": DataInfo,
     "cost": Cost, "training": Training,

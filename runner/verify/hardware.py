@@ -30,6 +30,8 @@ def check_hardware_profile(ev: Evidence) -> Verdict:
         if diffs:
             path = ev.auditor.repository_profile_path(profile.id)
             problems.append(f"the bundle's {PROFILE_FILE} rules differ from {path} at: {', '.join(diffs)}")
+    if problem := isolation_problem(ev):
+        problems.append(problem)
     mismatches = [str(m) for m in match_nodes(profile, ev.node_fingerprints)]
     hardware = ev.claim("hardware") or {}
     if hardware.get("matched") != (not mismatches) or list(hardware.get("mismatches") or []) != mismatches:
@@ -100,3 +102,24 @@ def check_cost(ev: Evidence) -> Verdict:
         return Verdict(False, "; ".join(problems))
     total = f"${training_usd:.6f}" if training_usd is not None else "none (threshold not reached)"
     return Verdict(True, f"training cost {total} at {_price_text(price)}")
+
+
+def ran_on_host(ev: Evidence) -> bool:
+    """The fingerprint says the entry ran with the host's own packages (the host engine): its
+    lock was never installed, and the run cannot count."""
+    engine = ev.fingerprint.get("docker") if isinstance(ev.fingerprint, dict) else None
+    return isinstance(engine, dict) and (engine.get("engine") == "host" or engine.get("isolated") is False)
+
+
+def isolation_problem(ev: Evidence) -> str | None:
+    """A run the fingerprint places on an engine that does not isolate it must say so in
+    result.json (``isolation``), which every view reads as "does not count"."""
+    if not ran_on_host(ev):
+        return None
+    recorded = ev.claim("isolation")
+    engine = (ev.fingerprint.get("docker") or {}).get("engine")
+    if not isinstance(recorded, dict) or recorded.get("isolated") is not False \
+            or not str(recorded.get("why_not") or "").startswith(f"engine {engine}"):
+        return (f"the fingerprint says the {engine} engine ran the entry without its image, and result.json does "
+                f"not record that the run was not isolated (isolation: {str(recorded)[:80]})")
+    return None

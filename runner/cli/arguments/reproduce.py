@@ -19,6 +19,12 @@ def register(p) -> None:
                    help="first seed, the auditor's to fix (default: the runner draws one at random)")
     p.add_argument("--smoke", action="store_true",
                    help="one short epoch on synthetic data, on CPU; never conforming")
+    p.add_argument("--engine", choices=["docker", "podman", "charliecloud", "host"],
+                   help="the engine for this command (default: RUNNER_ENGINE, else `runner setup --engine`'s); "
+                        "host: this host's Python environment, no image, the result never counts")
+    p.add_argument("--unsandboxed", action="store_true",
+                   help="with --engine host on a host without bubblewrap: run the entry without a sandbox "
+                        "(host network and files); the result says so")
     p.add_argument("--allow-hardware-mismatch", action="store_true",
                    help="run on a host that does not match the profile; marks the result non-conforming")
     p.add_argument("--backend", action="append", metavar="B", type=argtypes.backend,

@@ -11,6 +11,9 @@ def register(parser) -> None:
     parser.add_argument("--base", default=DEFAULT_BASE, help=f"base image to build (default {DEFAULT_BASE})")
     parser.add_argument("--no-install", action="store_true",
                         help="only check and start; never install packages")
-    parser.add_argument("--engine", choices=["docker", "podman", "charliecloud"],
+    parser.add_argument("--engine", choices=["docker", "podman", "charliecloud", "host"],
                         help="the container engine for this and later commands on this host (default: the one "
-                             "chosen before, else docker); podman runs rootful with the runc runtime; charliecloud runs with no daemon")
+                             "chosen before, else docker); podman runs rootful with the runc runtime; charliecloud runs with no "
+                             "daemon; host runs entries with this host's Python, no image (results never count)")
+    parser.add_argument("--unsandboxed", action="store_true",
+                        help="host engine only: accept a host without bubblewrap (runs must pass it too)")
