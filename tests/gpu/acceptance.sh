@@ -169,8 +169,10 @@ else
     echo sandboxed >"$OUTDIR/sandbox.txt"
 fi
 
-# The newest run folder of the entry (the one just made: the results folder is this script's).
-RESULT_DIR=$(find "$RUNNER_RESULTS/resnet9-v100" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort | tail -1)
+# The run folder just made: the newest result.json under the entry's results (smoke runs are
+# kept in a folder of their own), in a results folder that is this script's alone.
+RESULT_DIR=$(find "$RUNNER_RESULTS/resnet9-v100" -maxdepth 3 -name result.json -printf '%T@ %h\n' 2>/dev/null \
+             | sort -n | tail -1 | cut -d' ' -f2-)
 mkdir -p "$OUTDIR/run"
 if [ -n "$RESULT_DIR" ]; then
     echo "$RESULT_DIR" >"$OUTDIR/run/folder.txt"
@@ -178,7 +180,7 @@ if [ -n "$RESULT_DIR" ]; then
         [ -f "$RESULT_DIR/$f" ] && cp "$RESULT_DIR/$f" "$OUTDIR/run/"
     done
     [ -d "$RESULT_DIR/logs" ] && cp -r "$RESULT_DIR/logs" "$OUTDIR/run/logs"
-    step verify 45 python3 -m runner verify "$RESULT_DIR"
+    step verify 45 python3 -m runner verify "$RESULT_DIR"  # 3: verified, does not count (what passes here)
 else
     note "verify: no run folder under $RUNNER_RESULTS/resnet9-v100: nothing to verify"
     printf 'verify\t1\t0\tno run folder\n' >>"$OUTDIR/steps.tsv"
@@ -237,11 +239,12 @@ print(smoke_data('cifar10', Path(sys.argv[1])).train_dir)" "$WORK/alone/data") |
     "$@" >"$OUTDIR/alone-train.log" 2>&1
     rc=$?
     end=$(date +%s.%N)
-    python3 - "$begin" "$end" "$rc" "$mode" "$init" "$threads" >"$OUTDIR/alone.json" <<'EOF'
+    python3 - "$begin" "$end" "$rc" "$mode" "$init" "$threads" "$out" >"$OUTDIR/alone.json" <<'EOF'
 import json, sys
-begin, end, rc, mode, init, threads = sys.argv[1:]
-print(json.dumps({"seconds": round(float(end) - float(begin), 3), "rc": int(rc), "mode": mode,
-                  "init": init, "threads": int(threads)}, indent=1))
+from pathlib import Path
+begin, end, rc, mode, init, threads, out = sys.argv[1:]
+print(json.dumps({"seconds": round(float(end) - float(begin), 3), "rc": int(rc), "mode": mode, "init": init,
+                  "threads": int(threads), "final_model": (Path(out) / "model" / "weights.pt").is_file()}, indent=1))
 EOF
     cat "$OUTDIR/alone.json"
     return "$rc"
