@@ -4,20 +4,22 @@ runs on the host's own root would try.
 
 - **the lock-down**: loopback only, user 1000 with no capabilities, a read-only root, private
   ``/tmp``, ``/scratch`` and ``/dev/shm``, read-only mounts, its own PID namespace, the
-  spec's environment only, and the runner's cgroups (as tests/test_charliecloud.py checks for
-  Charliecloud);
+  spec's environment only, and the runner's cgroups (tests/test_charliecloud.py's probes and
+  assertions, run on this engine where the promise is the same, with what the host adds);
 - **the host's own root**: the runner's home (its signing key, the staged evaluation labels),
   the results folder, the host's ``/tmp``, ``/var/tmp`` and home folders hidden; nothing
   written to ``/usr``, ``/etc``, the repository's checkout or ``/var/tmp``; no server of the
   host's loopback reachable; the entry's copy (``/entry``) unchangeable from inside and, on
   the host, by the container's uid;
-- **the cgroup limits and operations**: memory without swap, pids, cpuset; a busy loop's CPU
-  time stands still while frozen; stop and remove leave no process, even one that double-forked
+- **the cgroup limits and operations**: memory without swap, pids, cpuset; freeze and thaw,
+  and a busy loop's CPU time stands still while frozen; stop and remove leave no process, even one that double-forked
   away from the entry; orphans; a second rank in the first rank's network namespace;
 - **escapes**: thaw itself or leave its cgroup, remount the root writable, signal or trace the
   runner, reach an engine socket, open a host device, gain privileges;
 - **without bubblewrap**: a refusal in one line, and ``--unsandboxed`` runs with the mounts in
-  place.
+  place;
+- **the adversarial entries** about the runtime (cheat-clock, cheat-rewrite-answers): they
+  lose under the host engine as tests/test_threat_model.py asserts they do under Docker.
 
 Runs as root (the containers live in cgroups the runner creates). The runner's home and
 results folder are made under ``/var/lib``, readable by anyone, so that only the sandbox's
@@ -33,20 +35,20 @@ import shutil
 import signal
 import socket
 import subprocess
-import textwrap
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from runner import paths
 from runner.engine import cgroups
-from runner.engine.containers import remove_orphans
-from runner.engine.interface import Confinement, ContainerSpec, Mount
-from runner.engine.labels import LABEL_HOST, LABEL_PID, LABEL_PID_START, MANAGED_LABEL, me, process_start
+from runner.engine.interface import Mount
 from runner.engine.process import STAGE_ROOT
 from runner.errors import UserError
+from tests import test_charliecloud as charliecloud
+from tests.test_charliecloud import run, start, wait_for
 
 pytestmark = pytest.mark.docker
 SECRET_VAR = "RUNNER_TEST_HOST_SECRET"
@@ -65,13 +67,13 @@ def as_uid_1000(*argv: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def places():
     """The runner's home and results folder outside the host's temporary folders, readable by
-    anyone, each with what an entry would want from it: the signing key, staged evaluation
-    labels, another run's result."""
+    anyone, each with what an entry would want from it: a signing key (beside the runner's
+    own, which it keeps private), staged evaluation labels, another run's result."""
     if os.geteuid() != 0:
         pytest.skip("the host engine's containers run in cgroups the runner creates: these tests need root")
     top = Path("/var/lib") / f"runner-host-test-{secrets.token_hex(4)}"
     home, results = top / "home", top / "results"
-    planted = {"key": home / "keys" / "signing.key", "labels": home / "data" / "mnist" / "eval" / "labels.npy",
+    planted = {"key": home / "keys" / "planted-signing.key", "labels": home / "data" / "mnist" / "eval" / "labels.npy",
                "result": results / "other-entry" / "run-1" / "result.json"}
     for path in planted.values():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,12 +97,8 @@ def host(places):
         patch.setenv("RUNNER_HOME", str(places["home"]))
         patch.setenv("RUNNER_RESULTS", str(places["results"]))
         patch.delenv(UNSANDBOXED_ENV, raising=False)
-        try:
-            engine = HostEngine.setup(ENGINES["host"], install=True)
-        except UserError as exc:
-            pytest.fail(f"bubblewrap is not installed and could not be: {exc}")
-        refusal = engine.refusal()
-        assert refusal is None, refusal
+        engine = HostEngine.setup(ENGINES["host"], install=True)  # raises where bubblewrap cannot be installed
+        assert (refusal := engine.refusal()) is None, refusal
         yield engine
 
 
@@ -118,35 +116,9 @@ def image(host, tmp_path_factory):
     tag = f"runner/test/host-probe-{secrets.token_hex(4)}:a"
     for _ in host.build_image(context, "entry/Dockerfile", tag, build_args={}, labels={"dev.runner.test": "host"}):
         pass
-    yield host.image(tag)
+    assert host.image(tag).id.startswith("sha256:")
+    yield SimpleNamespace(tag=tag)  # what test_charliecloud's run and start take of an image
     host.remove_image(tag)
-
-
-def spec_of(image, script: str, *, mounts=(), **options) -> ContainerSpec:
-    return ContainerSpec(image.tags[0], ["python3", "-c", textwrap.dedent(script)], list(mounts), workdir=None,
-                         label="host-test", **options)
-
-
-def run(host, image, script: str, *, timeout: float = 120, **options):
-    """``python3 -c script`` in a sandboxed container: (exit code, stdout, stderr)."""
-    finished = host.run(spec_of(image, script, timeout_s=timeout, **options))
-    return finished.exit_code, finished.stdout.decode(), finished.stderr.decode()
-
-
-def start(host, image, script: str, **options):
-    container = host.create(spec_of(image, script, **options))
-    container.start()
-    return container
-
-
-def wait_for(predicate, seconds: float = 30, what: str = "the container"):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not get there within {seconds} s")
 
 
 class Listener:
@@ -183,49 +155,27 @@ class Listener:
 
 # --- the lock-down ----------------------------------------------------------------------------
 
-# The head of the probes run inside: ``attempt`` records "ok" or the errno's name.
-PROBE_HEAD = """\
-import ctypes, errno, glob, json, os, socket, subprocess
-found = {}
-def attempt(name, action):
-    try:
-        action()
-        found[name] = "ok"
-    except OSError as exc:
-        found[name] = errno.errorcode.get(exc.errno, str(exc.errno))
-def write(path, text="x"):
-    with open(path, "w") as out:
-        out.write(text)
+PRINT = "print(json.dumps(found))\n"
+
+
+def probe(base: str, more: str) -> str:
+    """test_charliecloud's probe ``base`` with ``more`` attempts before it prints what it found."""
+    assert base.count(PRINT) == 1
+    return base.replace(PRINT, more + PRINT)
+
+
+# What the host's own root adds to test_charliecloud's lock-down probe.
+LOCKDOWN_PROBE = probe(charliecloud.LOCKDOWN_PROBE, """\
 def read(path):
     with open(path) as f:
         return f.read()
-"""
-LOCKDOWN_PROBE = PROBE_HEAD + """\
-def connect(host, port):
-    with socket.create_connection((host, port), timeout=3):
-        pass
 def abstract(name):
     with socket.socket(socket.AF_UNIX) as s:
         s.connect("\\0" + name)
-def loopback():
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    client = socket.create_connection(server.getsockname(), timeout=3)
-    peer, _ = server.accept()
-    client.sendall(b"ping")
-    assert peer.recv(4) == b"ping"
-found["interfaces"] = sorted(name for _, name in socket.if_nameindex())
-attempt("outside", lambda: connect("1.1.1.1", 53))
-attempt("loopback", loopback)
 attempt("host tcp", lambda: connect("127.0.0.1", HOST_PORT))
 attempt("host abstract socket", lambda: abstract(ABSTRACT))
-found["uid"] = [os.getuid(), os.geteuid(), os.getgid(), os.getgroups()]
 for path in WRITE_TARGETS:
     attempt("write " + path, lambda: write(path))
-for folder in ("/tmp", "/scratch", "/dev/shm", "/ro", "/rw"):
-    attempt("write " + folder, lambda: write(folder + "/" + TOKEN))
-found["nosuid"] = {p: bool(os.statvfs(p).f_flag & os.ST_NOSUID) for p in ("/tmp", "/scratch", "/dev/shm", "/rw")}
 for name, path in SECRETS.items():
     attempt("read " + name, lambda: read(path))
 found["listings"] = {}
@@ -240,7 +190,6 @@ attempt("write /entry", lambda: write("/entry/hello.txt", "changed"))
 attempt("add to /entry", lambda: write("/entry/new.txt"))
 attempt("chmod /entry", lambda: os.chmod("/entry/run.sh", 0o777))
 attempt("remove from /entry", lambda: os.unlink("/entry/run.sh"))
-found["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 # The environment the container was given (Python's locale coercion adds LC_CTYPE to os.environ).
 found["env"] = dict(entry.split("=", 1) for entry in read("/proc/self/environ").split("\\0") if entry)
 def semaphore():
@@ -248,8 +197,7 @@ def semaphore():
     multiprocessing.Lock()  # sem_open: a file in /dev/shm (what a DataLoader's workers need)
 attempt("semaphore", semaphore)
 found["python"] = __import__("sys").executable
-print(json.dumps(found))
-"""
+""")
 
 
 @pytest.fixture(scope="module")
@@ -281,7 +229,8 @@ def lockdown(host, image, places, host_files, tmp_path_factory):
     secrets_to_read |= {f"host {path.parent}": str(path) for path in host_files}
     listed = [str(places["home"]), str(places["results"]), "/tmp", "/var/tmp", "/root", "/home", "/dev/shm"]
     listener = Listener()
-    script = (f"HOST_PORT = {listener.port}\nABSTRACT = {listener.abstract_name!r}\nTOKEN = {token!r}\n"
+    script = (f"HOME = {str(paths.home() / 'keys')!r}\nSTAGE = {str(STAGE_ROOT)!r}\nTOKEN = {token!r}\n"
+              f"HOST_PORT = {listener.port}\nABSTRACT = {listener.abstract_name!r}\n"
               f"WRITE_TARGETS = {targets!r}\nSECRETS = {secrets_to_read!r}\nLISTED = {listed!r}\n" + LOCKDOWN_PROBE)
     try:
         with pytest.MonkeyPatch.context() as patch:
@@ -291,14 +240,13 @@ def lockdown(host, image, places, host_files, tmp_path_factory):
     finally:
         listener.close()
     assert code == 0, err
+    shm = next(path for path in host_files if path.parent == Path("/dev/shm"))
     return json.loads(out.strip().splitlines()[-1]) | {"_rw": rw, "_token": token, "_targets": targets,
-                                                         "_accepted": listener.accepted}
+                                                         "_accepted": listener.accepted, "_shm": shm.name}
 
 
 def test_only_loopback_and_no_server_of_the_hosts_loopback(lockdown):
-    assert lockdown["interfaces"] == ["lo"]
-    assert lockdown["outside"] == "ENETUNREACH"
-    assert lockdown["loopback"] == "ok"
+    charliecloud.test_only_loopback_and_loopback_works(lockdown)
     assert lockdown["host tcp"] == "ECONNREFUSED"  # its own loopback, where nothing listens
     assert lockdown["host abstract socket"] == "ECONNREFUSED"  # abstract names are per network namespace
     assert lockdown["_accepted"] == 0
@@ -336,12 +284,9 @@ def test_the_root_is_read_only_and_nothing_is_written_to_the_host(lockdown):
 
 
 def test_tmp_scratch_and_shm_are_private_and_writable(lockdown, host_files):
-    """Writable by the container's user as Docker's are: a semaphore lives in /dev/shm (a
-    DataLoader with workers needs one)."""
-    for path in ("/tmp", "/scratch", "/dev/shm"):
-        assert lockdown[f"write {path}"] == "ok", path
-        assert lockdown["nosuid"][path], path
-        assert not (Path(path) / lockdown["_token"]).exists()
+    """Writable by the container's user as Docker's are (a semaphore lives in /dev/shm: a
+    DataLoader with workers needs one), and none of them the host's."""
+    charliecloud.test_the_root_is_read_only_and_tmp_scratch_shm_are_private_and_writable(lockdown)
     assert lockdown["semaphore"] == "ok"
     for folder in ("/tmp", "/var/tmp", "/dev/shm"):
         assert lockdown["listings"][folder] in ([], [lockdown["_token"]]), (folder, lockdown["listings"][folder])
@@ -353,6 +298,7 @@ def test_the_runners_home_and_results_and_the_home_folders_are_hidden(lockdown, 
     """The signing key, the staged evaluation labels and another run's result: readable by the
     container's uid on the host (the control), absent in the sandbox. In a hidden home folder
     only the way to the host Python's prefix is there (a pyenv Python under /root)."""
+    charliecloud.test_the_runners_home_and_staging_are_not_reachable(lockdown)
     for name in ("key", "labels", "result"):
         assert as_uid_1000("cat", str(places[name])).returncode == 0, name
         assert lockdown[f"read {name}"] == "ENOENT", name
@@ -364,10 +310,7 @@ def test_the_runners_home_and_results_and_the_home_folders_are_hidden(lockdown, 
 
 
 def test_mounts_are_read_only_unless_the_spec_says(lockdown):
-    assert lockdown["write /ro"] == "EROFS"
-    assert lockdown["write /rw"] == "ok"
-    written = lockdown["_rw"] / lockdown["_token"]
-    assert written.read_text() == "x" and written.stat().st_uid == 1000
+    charliecloud.test_mounts_are_read_only_unless_the_spec_says(lockdown)
 
 
 def test_the_entrys_copy_cannot_be_changed_from_inside(lockdown):
@@ -378,7 +321,7 @@ def test_the_entrys_copy_cannot_be_changed_from_inside(lockdown):
 
 
 def test_the_entrys_copy_cannot_be_changed_on_the_host_by_the_containers_uid(host, image):
-    folder = Path(host._find(image.tags[0])["entry"])
+    folder = Path(host._find(image.tag)["entry"])
     assert (folder / "hello.txt").read_text() == "hello from the entry\n"
     for path in [folder, *folder.rglob("*")]:
         mode = path.lstat().st_mode
@@ -390,7 +333,7 @@ def test_the_entrys_copy_cannot_be_changed_on_the_host_by_the_containers_uid(hos
 
 
 def test_only_the_containers_own_processes_are_visible(lockdown):
-    assert len(lockdown["pids"]) <= 3 and 1 in lockdown["pids"], lockdown["pids"]
+    charliecloud.test_only_the_containers_own_processes_are_visible(lockdown)
 
 
 def test_the_environment_is_the_spec_and_the_engines_only(lockdown, host):
@@ -406,62 +349,15 @@ def test_the_environment_is_the_spec_and_the_engines_only(lockdown, host):
 # --- the cgroup limits ------------------------------------------------------------------------
 
 def test_memory_beyond_the_limit_is_oom_killed_without_swap(host, image):
-    script = """\
-        blocks = []
-        for _ in range(40):
-            blocks.append(bytearray(8 << 20))  # 320 MiB in all, each page touched
-            for i in range(0, len(blocks[-1]), 4096):
-                blocks[-1][i] = 1
-        print("allocated", flush=True)
-    """
-    container = start(host, image, script, memory="96m")
-    try:
-        group = cgroups.Cgroups(container.id)
-        if group.v2:
-            memory = group.dirs()["unified"]
-            assert int((memory / "memory.max").read_text()) == 96 << 20
-        else:
-            memory = group.dirs()["memory"]
-            assert int((memory / "memory.limit_in_bytes").read_text()) == 96 << 20
-            swap = memory / "memory.memsw.limit_in_bytes"
-            if swap.exists():
-                assert int(swap.read_text()) == 96 << 20
-            else:
-                assert (memory / "memory.swappiness").read_text().strip() == "0"
-        code = host.wait(container, 60)
-        oom = (memory / ("memory.events" if group.v2 else "memory.oom_control")).read_text()
-        out, _ = host.logs(container)
-    finally:
-        container.remove()
-    assert code != 0 and b"allocated" not in out
-    assert "oom_kill 0" not in oom, oom
+    charliecloud.test_memory_beyond_the_limit_is_oom_killed_without_swap(host, image)
 
 
 def test_the_pids_limit_holds(host, image):
-    script = """\
-        import os, time
-        made = 0
-        for _ in range(60):
-            try:
-                pid = os.fork()
-            except OSError:
-                break
-            if pid == 0:
-                time.sleep(5)
-                os._exit(0)
-            made += 1
-        print(made)
-    """
-    code, out, err = run(host, image, script, confinement=Confinement(pids_limit=16))
-    assert code == 0, err
-    assert 5 < int(out.split()[-1]) < 16
+    charliecloud.test_the_pids_limit_holds(host, image)  # bwrap's two processes count too
 
 
 def test_the_cpuset_is_honoured(host, image):
-    core = (os.cpu_count() or 1) - 1
-    code, out, err = run(host, image, "import os; print(sorted(os.sched_getaffinity(0)))", core=core)
-    assert code == 0, err
-    assert json.loads(out) == [core]
+    charliecloud.test_the_cpuset_is_honoured(host, image)
 
 
 # --- freeze, stop, remove ----------------------------------------------------------------------
@@ -475,21 +371,33 @@ def cpu_time_ns(container) -> int:
     return int((group.dirs()["cpuacct"] / "cpuacct.usage").read_text())
 
 
+def test_freeze_stops_the_count_and_thaw_resumes_it(host, image, tmp_path):
+    charliecloud.test_freeze_stops_the_count_and_thaw_resumes_it(host, image, tmp_path)
+
+
 def test_a_busy_loop_gets_no_cpu_time_while_frozen(host, image):
+    """What the cgroup accounts, not what the entry writes: a process that ignores the freeze
+    (a loop that never makes a system call) gets no CPU time while frozen."""
     container = start(host, image, "while True:\n    pass\n")
     try:
         wait_for(lambda: cpu_time_ns(container) > 2e8, what="the busy loop")
         container.freeze()
-        assert container.state().status == "paused"
-        frozen = cpu_time_ns(container)
-        time.sleep(1.5)
-        assert cpu_time_ns(container) - frozen < 1e6  # not a millisecond in 1.5 s
+        paused = container.state().status
+        samples = []
+        for _ in range(4):
+            time.sleep(0.5)
+            samples.append(cpu_time_ns(container))
         container.thaw()
-        assert container.state().status == "running"
-        wait_for(lambda: cpu_time_ns(container) > frozen + 2e8, seconds=10, what="the thawed loop")
+        resumed = wait_for(lambda: cpu_time_ns(container) > samples[-1] + 2e8, seconds=10, what="the thawed loop")
     finally:
         container.stop()
         container.remove()
+    assert paused == "paused" and resumed
+    assert samples[-1] - samples[0] < 1e6, samples  # not a millisecond in 1.5 s
+
+
+def test_stop_kills_and_remove_leaves_nothing_behind(host, image, tmp_path):
+    charliecloud.test_stop_kills_and_remove_leaves_nothing_behind(host, image, tmp_path)
 
 
 DAEMON = """\
@@ -560,29 +468,7 @@ def test_a_double_forked_process_does_not_outlive_its_container(host, image, tmp
 
 
 def test_owned_lists_the_runners_containers_and_orphans_of_dead_owners_are_removed(host, image):
-    proc = subprocess.Popen(["true"])
-    dead_start = process_start(proc.pid) or "1"
-    proc.wait()
-    live = start(host, image, "import time; time.sleep(60)")
-    orphan = start(host, image, "import time; time.sleep(60)")
-    try:
-        owned = {c.id: c for c in host.owned()}
-        assert {live.id, orphan.id} <= set(owned)
-        assert owned[live.id].labels[MANAGED_LABEL] == "host-test"
-        assert owned[live.id].labels[LABEL_PID] == str(os.getpid())
-        record_path = host.containers_dir() / orphan.id / "record.json"
-        record = json.loads(record_path.read_text())
-        record["labels"] |= {LABEL_PID: str(proc.pid), LABEL_PID_START: dead_start, LABEL_HOST: me().host}
-        record_path.write_text(json.dumps(record))
-        remove_orphans(host)
-        ids = {c.id for c in host.owned()}
-        assert live.id in ids and orphan.id not in ids
-        assert not cgroups.Cgroups(orphan.id).exists()
-    finally:
-        for container in (live, orphan):
-            if (host.containers_dir() / container.id).exists():
-                container.stop()
-                container.remove()
+    charliecloud.test_owned_lists_the_runners_containers_and_orphans_of_dead_owners_are_removed(host, image)
 
 
 RANK0 = """\
@@ -619,9 +505,8 @@ def test_a_second_rank_joins_the_first_ranks_network_namespace_and_nothing_else(
     listener = Listener()
     port = listener.port + 1 if listener.port < 65000 else listener.port - 1
     client = RANK1.replace("HOST_PORT", str(listener.port)).replace("PORT", str(port))
-    rank0 = host.create(spec_of(image, RANK0.replace("PORT", str(port)), name=name))
+    rank0 = start(host, image, RANK0.replace("PORT", str(port)), name=name)
     try:
-        rank0.start()
         code, out, err = run(host, image, client.replace("TRIES", "100"), network_of=name)
         assert code == 0, err
         joined = json.loads(out.strip().splitlines()[-1])
@@ -640,50 +525,28 @@ def test_a_second_rank_joins_the_first_ranks_network_namespace_and_nothing_else(
 
 # --- escape attempts ------------------------------------------------------------------------------
 
-ESCAPES = PROBE_HEAD + """\
-if os.path.exists("/sys/fs/cgroup/freezer"):  # cgroup v1 (the host's hierarchy, bound read-only)
-    root, thawed, state_file = "/sys/fs/cgroup/freezer", "THAWED", "freezer.state"
+# What the host's own root adds to test_charliecloud's escape probe (whose "thaw itself" finds
+# only "/" in /proc/self/cgroup here: the container has a cgroup namespace of its own). The
+# host's hierarchies are bound read-only at /sys/fs/cgroup: every container's group is named.
+ESCAPES = probe(charliecloud.ESCAPES, """\
+import glob
+if os.path.exists("/sys/fs/cgroup/freezer"):
+    root, state_file = "/sys/fs/cgroup/freezer", "freezer.state"
 else:
-    root, thawed, state_file = "/sys/fs/cgroup", "0", "cgroup.freeze"
+    root, state_file = "/sys/fs/cgroup", "cgroup.freeze"
 found["own group"] = open("/proc/self/cgroup").read()
 states = glob.glob(root + "/runner/*/" + state_file)
 found["groups seen"] = len(states)
 for n, state in enumerate(states):
     attempt(f"thaw {n}", lambda: write(state, thawed))
-attempt("leave its cgroup", lambda: write(root + "/cgroup.procs", str(os.getpid())))
-def sh(command):
-    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
-    return [done.returncode, done.stdout + done.stderr]
-found["userns thaw"] = sh(" ; ".join(f"unshare -r sh -c 'echo {thawed} > {s}'" for s in states) + " ; false")
-found["userns remount"] = sh("unshare -r -m sh -c 'mount -o remount,rw / && touch /escaped'")
+found["userns thaw runner"] = sh(" ; ".join(f"unshare -r sh -c 'echo {thawed} > {s}'" for s in states) + " ; false")
 found["userns remount usr"] = sh("unshare -r -m sh -c 'mount -o remount,rw /usr && touch /usr/escaped'")
-found["remount"] = sh("mount -o remount,rw /")
-found["escaped file"] = os.path.exists("/escaped") or os.path.exists("/usr/escaped")
-attempt("host environ", lambda: open(f"/proc/{HOST_PID}/environ").read())
-attempt("kill runner", lambda: os.kill(HOST_PID, 9))
-attempt("kill victim", lambda: os.kill(VICTIM, 9))
-libc = ctypes.CDLL(None, use_errno=True)
+found["escaped usr"] = os.path.exists("/usr/escaped")
 found["ptrace runner"] = [libc.ptrace(16, HOST_PID, 0, 0), errno.errorcode.get(ctypes.get_errno(), "")]
-found["ptrace victim"] = [libc.ptrace(16, VICTIM, 0, 0), errno.errorcode.get(ctypes.get_errno(), "")]
-def connect_unix(path):
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(path)
-for path in ("/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock"):
-    attempt("socket " + path, lambda: connect_unix(path))
-for path in ("/dev/net/tun", "/dev/fuse", "/dev/vda", "/dev/sda", "/dev/kvm", "/dev/kmsg", "/dev/mem"):
-    attempt("device " + path, lambda: os.close(os.open(path, os.O_RDWR)))
-found["dev"] = sorted(os.listdir("/dev"))
-attempt("read-only bind", lambda: write("/ro/escaped"))
-def setuid_root():
-    write("/rw/suid")
-    os.chown("/rw/suid", 0, 0)
-attempt("setuid root", setuid_root)
+attempt("socket containerd", lambda: docker("/run/containerd/containerd.sock"))
 found["sudo"] = sh("sudo -n id -u")
 found["mount tmpfs"] = sh("mkdir -p /tmp/m && mount -t tmpfs none /tmp/m")
-found["no_new_privs"] = [line.split()[1] for line in open("/proc/self/status") if line.startswith("NoNewPrivs")][0]
-found["capabilities"] = [line.split()[1] for line in open("/proc/self/status") if line.startswith("CapEff")][0]
-print(json.dumps(found))
-"""
+""")
 
 
 @pytest.fixture(scope="module")
@@ -714,38 +577,37 @@ def escapes(host, image, tmp_path_factory):
 
 
 def test_a_container_cannot_thaw_a_container_or_leave_its_cgroup(escapes):
+    # Its own cgroup namespace: it sees its groups as the root ones, and cannot name them.
+    assert all(line.rsplit(":", 1)[1] == "/" for line in escapes["own group"].splitlines()), escapes["own group"]
     assert escapes["groups seen"] >= 1  # the frozen one's, at least: the attempt is a real one
     thaws = {k: v for k, v in escapes.items() if k.startswith("thaw ")}
-    assert thaws and all(v in ("EACCES", "EPERM", "EROFS") for v in thaws.values()), thaws
+    assert thaws and all(v in ("EACCES", "EPERM", "EROFS", "ENOENT") for v in thaws.values()), thaws
     assert escapes["leave its cgroup"] in ("EACCES", "EPERM", "EROFS"), escapes["leave its cgroup"]
-    assert escapes["userns thaw"][0] != 0, escapes["userns thaw"]
+    assert escapes["userns thaw"][0] != 0 and escapes["userns thaw runner"][0] != 0
     assert escapes["_other_frozen"]
 
 
 def test_a_container_cannot_remount_its_root_writable(escapes):
-    for attempt in ("userns remount", "userns remount usr", "remount"):
-        assert escapes[attempt][0] != 0, (attempt, escapes[attempt])
-    assert escapes["escaped file"] is False
+    charliecloud.test_a_container_cannot_remount_its_root_writable(escapes)
+    assert escapes["userns remount usr"][0] != 0 and not escapes["escaped usr"], escapes["userns remount usr"]
     assert not Path("/usr/escaped").exists() and not Path("/escaped").exists()
 
 
 def test_a_container_cannot_reach_the_runner_or_the_hosts_processes(escapes):
-    assert escapes["host environ"] != "ok"
-    assert escapes["kill runner"] == "ESRCH" and escapes["kill victim"] == "ESRCH"
-    assert escapes["ptrace runner"] == [-1, "ESRCH"] and escapes["ptrace victim"] == [-1, "ESRCH"]
-    assert escapes["_victim_alive"]
+    charliecloud.test_a_container_cannot_reach_the_hosts_processes(escapes)
+    assert escapes["ptrace runner"] == [-1, "ESRCH"]
 
 
 def test_a_container_cannot_reach_an_engine_socket(escapes):
     assert Path("/var/run/docker.sock").exists() or not shutil.which("dockerd")  # the target is real where Docker is
-    for path in ("/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
-                 "/run/podman/podman.sock"):
-        assert escapes[f"socket {path}"] in ("ENOENT", "EACCES", "ECONNREFUSED"), (path, escapes[f"socket {path}"])
+    charliecloud.test_a_container_cannot_reach_an_engine_socket(escapes)
+    assert escapes["socket containerd"] in ("ENOENT", "EACCES", "ECONNREFUSED"), escapes["socket containerd"]
 
 
 def test_no_host_device_but_the_ordinary_ones_is_in_the_container(escapes):
+    """bwrap's minimal /dev (its "core" is a link to /proc/kcore, which uid 1000 cannot open)."""
     tried = {k: v for k, v in escapes.items() if k.startswith("device ")}
-    assert len(tried) == 7
+    assert len(tried) == 6
     assert all(v in ("ENOENT", "EPERM", "EACCES") for v in tried.values()), tried
     assert set(escapes["dev"]) <= {"null", "zero", "full", "random", "urandom", "tty", "pts", "ptmx", "shm",
                                    "mqueue", "fd", "stdin", "stdout", "stderr", "core"}, escapes["dev"]
@@ -753,16 +615,12 @@ def test_no_host_device_but_the_ordinary_ones_is_in_the_container(escapes):
 
 
 def test_a_read_only_bind_cannot_be_written(escapes):
-    assert escapes["read-only bind"] == "EROFS"
-    assert not (escapes["_ro"] / "escaped").exists()
+    charliecloud.test_a_read_only_bind_cannot_be_written(escapes)
 
 
 def test_no_setuid_root_file_and_no_privileges_to_gain(escapes):
-    assert escapes["setuid root"] == "EPERM"
-    assert os.stat(escapes["_rw"] / "suid").st_uid == 1000
+    charliecloud.test_no_setuid_root_file_and_no_privileges_to_gain(escapes)
     assert escapes["sudo"][0] != 0 and escapes["mount tmpfs"][0] != 0, (escapes["sudo"], escapes["mount tmpfs"])
-    assert escapes["no_new_privs"] == "1"
-    assert int(escapes["capabilities"], 16) == 0
 
 
 # --- without bubblewrap ----------------------------------------------------------------------------
@@ -808,5 +666,57 @@ def test_unsandboxed_a_container_runs_and_sees_its_mounts_at_their_paths(host, i
     found = json.loads(out.strip().splitlines()[-1])
     assert found == {"ro": "read me", "entry": "hello from the entry\n", "uid": 1000, "write ro": "EROFS"}
     assert (rw / "written").read_text() == "from the container"
-    assert "unsandboxed" in host.isolation(image.tags[0])
+    assert "unsandboxed" in host.isolation(image.tag)
 
+
+
+# --- the repository's adversarial entries, under the host engine -----------------------------------
+
+@pytest.fixture(scope="module")
+def on_host(host):
+    """The runner's commands on the host engine (``RUNNER_ENGINE``), the host's load lifted:
+    two shared cores, and contention is not the subject."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RUNNER_ENGINE", "host")
+        patch.setenv("RUNNER_MAX_OTHER_RUNNABLE", "1000")
+        patch.setenv("RUNNER_MAX_STEAL", "1")
+        yield host
+
+
+def _threat_run(entry: str, tmp_path_factory, *options: str) -> dict:
+    from tests import test_threat_model as threat
+
+    result = threat._reproduce_smoke(threat.ENTRIES / entry, tmp_path_factory.mktemp("results"), *options)
+    assert result["isolation"]["engine"] == "host" and result["isolation"]["isolated"] is False
+    assert not result["conforming"]  # never counts, whatever the entry did
+    return result
+
+
+@pytest.fixture(scope="module")
+def clock_run(on_host, tmp_path_factory):
+    """cheat-clock: every clock trick (work before run_start, a declared evaluation window, fake
+    timestamps, its own seed, an untrained final model)."""
+    return _threat_run("cheat-clock", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def rewrite_run(on_host, tmp_path_factory):
+    """cheat-rewrite-answers: the builder, in the evaluator's container, rewrites the answers it gave."""
+    return _threat_run("cheat-rewrite-answers", tmp_path_factory, "--no-infer")
+
+
+def test_the_clock_cheats_lose_on_the_host_engine_as_on_docker(clock_run):
+    """tests/test_threat_model.py's assertions on the same entry, run by the host engine."""
+    from tests import test_threat_model as threat
+
+    threat.test_class1_work_before_run_start_is_on_the_clock(clock_run)
+    threat.test_class2_an_evaluation_window_the_entry_declares_excludes_nothing(clock_run)
+    threat.test_class5_the_final_model_is_gated_on_its_own(clock_run)
+    threat.test_class6_the_runner_chooses_the_seed(clock_run)
+    threat.test_class7_the_entrys_timestamps_are_ignored(clock_run)
+
+
+def test_a_rewritten_answer_is_not_scored_on_the_host_engine(rewrite_run):
+    from tests import test_threat_model as threat
+
+    threat.test_class3_an_answer_rewritten_after_it_was_given_is_not_scored(rewrite_run)
