@@ -33,10 +33,12 @@ def test_ensure_engine_is_a_no_op_when_the_engine_runs(docker_client):
 
 def test_each_engine_names_its_implementation():
     """Docker and Podman speak the Docker Engine API: one class serves both (kinds.ENGINES);
-    Charliecloud, with no daemon, has its own."""
+    Charliecloud, with no daemon, has its own, and so has the host engine, with no image."""
     from runner.engine.charliecloud import CharliecloudEngine
+    from runner.engine.host import HostEngine
     assert {name: implementation(kind) for name, kind in ENGINES.items()} == {
-        "docker": DockerApiEngine, "podman": DockerApiEngine, "charliecloud": CharliecloudEngine}
+        "docker": DockerApiEngine, "podman": DockerApiEngine, "charliecloud": CharliecloudEngine,
+        "host": HostEngine}
 
 
 def test_an_operation_an_engine_cannot_do_is_refused_in_one_line_naming_it():

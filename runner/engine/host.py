@@ -111,6 +111,8 @@ def normalized(name: str) -> str:
 
 class HostEngine(ProcessEngine):
     own_root = True
+    # bwrap brings loopback up itself (no `ip`); unshare and chroot serve --unsandboxed, nsenter a second rank.
+    launch_tools = ("setpriv", "nsenter", "unshare", "mount", "chroot")
 
     # -- reaching the engine --------------------------------------------------------------
     @classmethod
@@ -368,7 +370,7 @@ class HostEngine(ProcessEngine):
         else:
             argv = self._bwrap_argv(spec, staged)
             if network_of is not None:
-                pid = int(self._record(network_of).get("pid") or 0)
+                pid = sandboxed_pid(network_of)
                 argv = ["nsenter", f"--net=/proc/{pid}/ns/net", *[a for a in argv if a != "--unshare-net"]]
             body = "exec " + " ".join(shlex.quote(a) for a in argv)
         return f"set -eu\n{join}\n{body}\n"
@@ -395,7 +397,8 @@ class HostEngine(ProcessEngine):
         argv += root_binds(targets)
         argv += ["--proc", "/proc", "--dev", "/dev"]
         argv += _gpu_nodes(spec)
-        argv += ["--size", str(cgroups.memory_bytes(spec.confinement.shm_size or "64m")), "--tmpfs", "/dev/shm"]
+        argv += ["--size", str(cgroups.memory_bytes(spec.confinement.shm_size or "64m")), "--perms", "1777",
+                 "--tmpfs", "/dev/shm"]
         argv += ["--perms", "1777", "--tmpfs", "/tmp"]
         exposed = _exposed(self.packages())
         hidden = [h for h in hidden_paths() if h.split("/")[1] not in OWN]  # the sandbox's own are empty already
@@ -476,6 +479,25 @@ class HostEngine(ProcessEngine):
         return f"exec unshare --mount --fork --kill-child /bin/sh -c {q(inner)}"
 
 
+def sandboxed_pid(container_id: str, timeout: float = 30.0) -> int:
+    """A process of the container whose network namespace is its own (not the host's): the
+    launcher itself (bwrap, run as root) stays in the host's, only its children enter the new
+    one. Waits for one to exist (the container was just started)."""
+    host = os.readlink("/proc/self/ns/net")
+    deadline = time.monotonic() + timeout
+    while True:
+        for pid in cgroups.Cgroups(container_id).pids():
+            try:
+                if os.readlink(f"/proc/{pid}/ns/net") != host:
+                    return pid
+            except OSError:
+                continue
+        if time.monotonic() > deadline:
+            raise EngineError(f"container {container_id[:12]}, whose network this one joins, has no process in "
+                              f"a network namespace of its own after {timeout:.0f} s")
+        time.sleep(0.05)
+
+
 def cuda_driver_found() -> bool:
     """The NVIDIA driver's ``libcuda`` is where the entry's CUDA looks: the loader's cache, or
     a folder of this host's ``LD_LIBRARY_PATH`` (which the containers get)."""
@@ -523,7 +545,7 @@ def hidden_paths() -> list[str]:
     """The host folders hidden from the entry under empty tmpfs: the runner's home, the results
     folder, ``HIDDEN`` and ``RUNNER_HOST_HIDE``'s; each one that exists, as a real path (a
     prefix of the host's Python under one is bound back, read-only)."""
-    wanted = [str(paths.home()), str(paths.results_dir()), *HIDDEN,
+    wanted = [str(paths.home()), str(paths.results_dir()), str(paths.repo_root() / "results"), *HIDDEN,
               *(p for p in os.environ.get(HIDE_ENV, "").split(":") if p)]
     found = []
     for path in wanted:

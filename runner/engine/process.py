@@ -110,6 +110,7 @@ class ProcessEngine(Engine):
     """A daemonless engine's containers: records, cgroups and namespaces the runner owns."""
 
     user_name = "entry"
+    launch_tools = LAUNCH_TOOLS  # the host programs its launcher runs
 
     def __init__(self, kind):
         super().__init__(kind)
@@ -166,7 +167,7 @@ class ProcessEngine(Engine):
         problem = cgroups.problem()
         if problem:
             return f"the {self.name} engine cannot freeze containers here: {problem}"
-        missing = [tool for tool in LAUNCH_TOOLS if shutil.which(tool) is None]
+        missing = [tool for tool in self.launch_tools if shutil.which(tool) is None]
         if missing:
             return f"the {self.name} engine needs {', '.join(missing)} (util-linux, iproute2) on this host"
         return None

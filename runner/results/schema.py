@@ -302,6 +302,17 @@ RESULT_SCHEMA: dict = {
             "additionalProperties": False,
             "properties": {"task": {"type": "string"}, "version": {"type": "string", "pattern": "^[0-9]+$"}},
         },
+        "isolation": {
+            "type": ["object", "null"],
+            "description": "an engine that could not isolate the run (the host engine: the entry ran with the "
+            "host's Python and packages, not its image): the engine and why, in one line. Such a run never counts; "
+            "`runner verify` holds this record to the fingerprint's engine. Absent when the entry's own image ran, "
+            "locked down",
+            "required": ["isolated", "engine", "why_not"],
+            "additionalProperties": False,
+            "properties": {"isolated": {"type": "boolean"}, "engine": {"type": "string"},
+                           "why_not": {"type": "string"}},
+        },
         "timings": {
             "type": ["object", "null"],
             "description": "where the run's wall time went (runner.timings): phases in the order they ran, "
