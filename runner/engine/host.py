@@ -158,22 +158,24 @@ class HostEngine(ProcessEngine):
     def _sandbox_problem(self) -> str | None:
         """bwrap present but unable to make its namespaces here (a container without
         CAP_SYS_ADMIN): said before any run starts."""
-        if unsandboxed():
-            return None
+        if unsandboxed():  # the run's folders still need a mount namespace of their own
+            argv, what = ["unshare", "--mount", "--fork", "true"], "a mount namespace cannot be made here"
+        else:
+            argv = [str(bwrap()), "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc",
+                    "--dev", "/dev", "true"]
+            what = "bubblewrap cannot make its namespaces here"
         try:
-            answer = subprocess.run([str(bwrap()), "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/",
-                                     "--proc", "/proc", "--dev", "/dev", "true"],
-                                    capture_output=True, text=True, timeout=30, check=False, env=_plain_env())
+            answer = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False, env=_plain_env())
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"bubblewrap does not run here: {exc}"
+            return f"{what}: {exc}"
         if answer.returncode != 0:
             said = (answer.stderr.strip().splitlines() or ["no message"])[-1][:200]
-            return f"bubblewrap cannot make its namespaces here ({said})"
+            return f"{what} ({said})"
         return None
 
     def gpu_support(self, facts: dict) -> tuple[bool, str]:
         return (gpu_containers_possible({"docker": {**facts, "engine": self.name}}),
-                "install the NVIDIA driver on this host (libcuda.so.1 in `ldconfig -p`)")
+                "install the NVIDIA driver on this host (libcuda.so.1 in `ldconfig -p`, or in a folder of LD_LIBRARY_PATH)")
 
     def version(self) -> EngineVersion:
         sandbox = _bwrap_version() if not unsandboxed() else "none"
@@ -235,7 +237,8 @@ class HostEngine(ProcessEngine):
         from runner.frameworks import FRAMEWORKS  # lazy: start-up (only a run's record names them)
         keys = [normalized(d) for f in FRAMEWORKS.values() for d in f.distributions] + ["numpy", "onnxruntime"]
         named = [f"{n} {v}" for key in dict.fromkeys(keys) if (found := installed.get(key)) for n, v in [found]]
-        differ = f"{len(lock_lines)} of {locked} locked packages differ" if lock_lines else "the lock's versions"
+        differ = (f"{len(lock_lines)} of {locked} locked packages differ" if lock_lines
+                  else "every locked package at its locked version")
         return f"Python {listing['python']} at {listing['executable']}, " + ", ".join(named + [differ])
 
     # -- images ---------------------------------------------------------------------------
