@@ -276,8 +276,7 @@ class Engine(abc.ABC):
 
     def refusal_fix(self) -> str:
         """What to do about ``refusal()``'s answer."""
-        return (f"`sudo runner setup --engine {self.name}` sets it up where it can (`runner doctor` says what this "
-                "host lacks); podman runs rootful, on a cgroup v1 or v2 host")
+        return f"run the engine rootful (`sudo runner setup --engine {self.name}`), or on a cgroup v2 host"
 
     def data_root(self) -> Path | None:
         """The host folder the engine keeps images in, when local (its disk is the one a build fills)."""
