@@ -27,12 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from runner.errors import RunnerError
+
 INTERVAL_S = 0.1
 POWERCAP = Path("/sys/class/powercap")
 
 
-class NotMeasured(Exception):
+class NotMeasured(RunnerError):
     """A source that cannot be read here; the message is the reason."""
+
+    default_fix = ("read the energy where its source can be read (an NVIDIA driver's NVML for GPUs, "
+                   "/sys/class/powercap's RAPL counters for CPUs); `runner doctor` says which it finds")
 
 
 class Source(Protocol):

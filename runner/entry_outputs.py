@@ -19,6 +19,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from runner.errors import RunnerError
+
 _KINDS = (
     (stat.S_ISLNK, "symbolic link"),
     (stat.S_ISDIR, "folder"),
@@ -29,8 +31,10 @@ _KINDS = (
 )
 
 
-class UnsafeEntryFile(Exception):
+class UnsafeEntryFile(RunnerError):
     """A file the entry wrote that the runner will not read; the message says why."""
+
+    default_fix = "have the entry write a regular file, within the limit named, where the runner reads it"
 
 
 def kind_of(mode: int) -> str:

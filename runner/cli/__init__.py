@@ -19,7 +19,7 @@ import sys
 from collections import namedtuple
 
 from runner import __version__
-from runner.errors import UserError
+from runner.errors import RunnerError, UserError
 from runner.safe_read import visible
 
 # name: what people type; help: its line in `runner --help` (None: not listed, started by the
@@ -191,8 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc.__context__, BrokenPipeError):
             return closed_pipe()
         raise
-    except UserError as err:
-        print(f"runner: error: {one_line(str(err))}", file=sys.stderr)
+    except RunnerError as err:  # the one family: bad input exits 2, a failure met on the way 1
+        print(f"runner: error: {one_line(err.line())}", file=sys.stderr)
         return err.exit_code
     except OSError as err:  # a read-only results folder, a full disk, a vanished file
         print(f"runner: error: {one_line(describe_os_error(err))}", file=sys.stderr)

@@ -21,7 +21,7 @@ from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.errors import UserError
+from runner.errors import RunnerError, UserError
 
 CONTAINER_USER = "1000:1000"
 # What every entry container gets beside no network, user, capabilities and a read-only root.
@@ -183,24 +183,37 @@ class NetworkInfo:
 
 
 # -- failures --------------------------------------------------------------------------------
-class EngineError(Exception):
+class EngineError(RunnerError):
     """The engine refused or failed an operation; the message is its own explanation."""
+
+    default_fix = "check that the container engine is running and not hung (`runner doctor`), then run the command again"
 
 
 class NotFound(EngineError):
     """No such image, container or network (a container may have been removed meanwhile)."""
 
+    default_fix = ("rebuild the entry if its image is gone (`runner build`), check the engine's state "
+                   "(`runner doctor`), and run the command again")
+
 
 class Conflict(EngineError):
     """The container is not in a state for that (not running, already being removed)."""
+
+    default_fix = ("let the engine's other operation on the container end (or remove the container), "
+                   "then run the command again")
 
 
 class TimedOut(EngineError):
     """The container did not end within the time given."""
 
+    default_fix = "check that the engine is not hung (`runner doctor`), then run the command again"
+
 
 class BuildFailed(EngineError):
     """A step of an image build failed; the message is the builder's error."""
+
+    default_fix = ("correct the entry's build step that failed (its Dockerfile or requirements.lock), "
+                   "then `runner build` it again")
 
 
 class Unsupported(UserError):

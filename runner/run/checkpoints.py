@@ -12,12 +12,15 @@ from pathlib import Path
 from runner.entry_outputs import UnsafeEntryFile, copy_limited, open_regular
 from runner.run.output_quota import quota_bytes
 from runner.score.evaluations import path_problem, resolve_inside
+from runner.errors import RunnerError
 
 MAX_CHECKPOINT_BYTES = 16 * 2**30
 
 
-class CheckpointError(Exception):
+class CheckpointError(RunnerError):
     """A requested checkpoint the runner will not evaluate; the message says why."""
+
+    default_fix = "have the entry name a regular checkpoint file inside /output, within the output quota"
 
 
 def copy_checkpoint(output_dir: Path, relative: object, target: Path) -> str:

@@ -16,12 +16,17 @@ import json
 import socket
 import threading
 
+from runner.errors import RunnerError
+
 TOKEN_ENV = "RUNNER_AGENT_TOKEN"
 MAX_MESSAGE_BYTES = 8 << 20  # a node's fingerprint is the largest message, tens of KiB
 
 
-class ChannelError(Exception):
+class ChannelError(RunnerError):
     """The other side sent something that is not a message of this channel."""
+
+    default_fix = ("check that every node runs the same runner and that nothing else connects to the runner's "
+                   "control port")
 
 
 class Channel:

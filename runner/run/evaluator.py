@@ -48,6 +48,7 @@ from runner.events import parse_line
 from runner.frameworks import get_framework
 from runner.plan import RunPlan
 from runner.entry_outputs import UnsafeEntryFile, copy_limited, open_regular
+from runner.errors import RunnerError
 
 HARNESS_MOUNT = "/opt/runner/harness"
 READY_TIMEOUT_S = 300.0
@@ -76,8 +77,10 @@ def evaluator_device_args(framework: str, gpus: int) -> list[str]:
     return ["--device", device] if gpus and device else []
 
 
-class EvaluatorError(Exception):
+class EvaluatorError(RunnerError):
     """The evaluator could not give predictions for a request; the message says why."""
+
+    default_fix = "read the evaluator's log in the result folder, correct the entry's model builder, and run again"
 
 
 @dataclass

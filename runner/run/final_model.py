@@ -19,6 +19,7 @@ from runner.plan import EVALUATIONS_DIR, RunPlan
 from runner.run.checkpoints import CheckpointError, copy_checkpoint
 from runner.run.evaluator import Answer, Evaluator, EvaluatorError
 from runner.score.probe import PROBE_ITEMS
+from runner.errors import RunnerError
 
 # The permuted-checkpoint check predicts this many evaluation items, drawn by the run's seed:
 # a permuted model keeps its accuracy or falls to chance, and 2,000 items tell the two apart
@@ -137,5 +138,8 @@ def evaluate_deferred(engine: Engine, plan: RunPlan, source_output: Path, record
     return final, sensitivity
 
 
-class DeferredError(Exception):
+class DeferredError(RunnerError):
     """The deferred evaluation of a final model could not be made; the message says why."""
+
+    default_fix = ("read the evaluator's log in the result folder; the final checkpoint must be a regular file "
+                   "inside /output that the entry's builder loads")

@@ -23,14 +23,18 @@ import time
 from pathlib import Path
 
 from runner.run.control import TOKEN_ENV, Channel, ChannelError, introduced
+from runner.errors import RunnerError
 
 # How the agents reach this runner: this host's name unless the cluster says otherwise.
 ADDRESS_ENV = "RUNNER_CONTROL_HOST"
 FREEZE_CONFIRM_S = 30.0
 
 
-class NodeError(Exception):
+class NodeError(RunnerError):
     """The other nodes could not be brought up; the message says which and why."""
+
+    default_fix = ("check that srun can start `runner node-agent` on every node and that each reaches the first node "
+                   "(RUNNER_CONTROL_HOST)")
 
 
 def agent_command(runner: list[str], address: str) -> list[str]:

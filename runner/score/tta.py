@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from runner.events import RUNNER, Event
+from runner.errors import RunnerError
 
 LAUNCH, EVAL_FREEZE, EVAL_THAW, CONTAINER_EXIT = "launch", "eval_freeze", "eval_thaw", "container_exit"
 # Container start -> launch stamp (judged by ``runner.run.training``): the image's /bin/sh
@@ -27,8 +28,10 @@ LAUNCH, EVAL_FREEZE, EVAL_THAW, CONTAINER_EXIT = "launch", "eval_freeze", "eval_
 LAUNCH_GAP_LIMIT_S = 2.0
 
 
-class EventStreamError(ValueError):
+class EventStreamError(RunnerError, ValueError):
     """The events do not form a valid run (order, pairing, or a missing launch stamp)."""
+
+    default_fix = "the run's events are damaged: verify the bundle as it was signed, or reproduce the run again"
 
 
 @dataclass(frozen=True)

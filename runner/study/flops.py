@@ -25,7 +25,7 @@ from pathlib import Path
 
 from runner.engine.containers import Mount, prepare_writable
 from runner.engine.interface import Engine
-from runner.errors import UserError
+from runner.errors import RunnerError, UserError
 from runner.frameworks import FRAMEWORKS
 from runner.report import reporter
 from runner.entry_build import build_entry
@@ -56,8 +56,10 @@ class CountImage:
 
 # -- the numbers the container returns: untrusted ---------------------------------------------
 
-class CountError(ValueError):
+class CountError(RunnerError, ValueError):
     """The entry's image returned a count that is not one."""
+
+    default_fix = "rebuild the entry's image (`runner build`) so that it runs the runner's harness unmodified"
 
 
 def _reject_constant(name: str):

@@ -37,7 +37,7 @@ from runner import data
 from runner.data.extra_sets import default_extra, smoke_extra, staged_extra
 from runner.data.store import StagedData
 from runner.data.synthetic import smoke_data
-from runner.errors import UserError
+from runner.errors import RunnerError, UserError
 from runner.report import reporter
 from runner.results.record import Result
 from runner.safe_npy import load_npy
@@ -69,8 +69,10 @@ class Choices:
     transfer_items: int = TRANSFER_TRAIN_ITEMS
 
 
-class RunProblem(Exception):
+class RunProblem(RunnerError):
     """A run whose final model the study cannot score; the message says why."""
+
+    default_fix = "reproduce the run again, or leave it out of the study"
 
 
 # -- the data ----------------------------------------------------------------------------------

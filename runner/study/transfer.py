@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from runner.engine.containers import Mount, prepare_writable
-from runner.errors import UserError
+from runner.errors import RunnerError, UserError
 from runner.frameworks import FRAMEWORKS
 from runner.safe_npy import load_npy
 from runner.study.intervals import paired, wilson
@@ -41,8 +41,10 @@ LAYER = re.compile(r"[A-Za-z0-9_.]{1,200}")  # a module path, shown in the repor
 VERSION = re.compile(r"[A-Za-z0-9.+_-]{1,64}")
 
 
-class FeatureError(ValueError):
+class FeatureError(RunnerError, ValueError):
     """The entry's image returned features that are not what was asked for."""
+
+    default_fix = "rebuild the entry's image (`runner build`) so that it runs the runner's harness unmodified"
 
 
 def _regular(path: Path) -> Path:

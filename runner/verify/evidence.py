@@ -28,7 +28,7 @@ from runner.bundle.filelist import (
     read_manifest,
 )
 from runner.bundle.signing import read_envelope
-from runner.errors import UserError
+from runner.errors import RunnerError, UserError
 from runner.events import bounded_json
 from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.safe_npy import load_npy
@@ -42,8 +42,10 @@ from runner.tasks import Rules, Task, get_task
 from runner.data.synthetic import smoke_data
 
 
-class Unavailable(Exception):
+class Unavailable(RunnerError):
     """A piece of evidence is missing or unreadable; the message says which and why."""
+
+    default_fix = "verify the bundle as `runner bundle` made it (copy or download it again)"
 
 
 def _staged_default(task_id: str):
