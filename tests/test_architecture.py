@@ -5,6 +5,7 @@ between modules and packages form no loop."""
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import os
 import re
@@ -771,3 +772,72 @@ def test_every_import_inside_a_function_says_why():
     for path, _ in _modules():
         offenders += _imports_without_reason(path)
     assert offenders == [], f"imports inside functions without '# lazy: <reason>': {offenders}"
+
+
+# -- one error family (runner.errors.RunnerError) ---------------------------------------------
+# Every exception class under runner/ derives from RunnerError, so an error that escapes a
+# command reaches the user as one line with a fix (runner.cli.main). The harness is exempt:
+# it runs inside the entry's image, where the runner's package is not, with its own HarnessError.
+ERROR_BASE = "RunnerError"
+
+
+def _is_builtin_exception(name: str) -> bool:
+    found = getattr(builtins, name, None)
+    return isinstance(found, type) and issubclass(found, BaseException)
+
+
+def _outside_the_family(classes: list[tuple[str, str, list[str]]]) -> list[str]:
+    """``where`` of each exception class among ``classes`` ((where, name, base names)) that
+    does not derive from ``ERROR_BASE``. Bases are matched by their last name (``safe_read.
+    Unreadable`` is ``Unreadable``); a base from outside runner/ is an exception when it is a
+    built-in one or its name says so (``APIError``)."""
+    bases_of: dict[str, list[list[str]]] = {}
+    for _, name, bases in classes:
+        bases_of.setdefault(name, []).append(bases)
+
+    @functools.cache
+    def in_family(name: str) -> bool:
+        return name == ERROR_BASE or any(in_family(b) for bases in bases_of.get(name, []) for b in bases)
+
+    @functools.cache
+    def is_exception(name: str) -> bool:
+        if name not in bases_of:
+            return _is_builtin_exception(name) or name.endswith(("Error", "Exception"))
+        return any(is_exception(b) for bases in bases_of[name] for b in bases)
+
+    return [where for where, name, bases in classes
+            if name != ERROR_BASE and any(is_exception(b) for b in bases) and not any(in_family(b) for b in bases)]
+
+
+def _classes(tree: ast.AST, label: str) -> list[tuple[str, str, list[str]]]:
+    return [(f"{label}:{node.lineno} {node.name}", node.name, [ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases])
+            for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+
+
+def test_the_family_check_finds_an_exception_outside_it():
+    old = '''
+class RunnerError(Exception): pass
+class UserError(RunnerError): pass
+class Refused(errors.UserError): pass
+class Damaged(RunnerError, ValueError): pass
+class Loose(Exception): pass
+class AlsoLoose(ValueError): pass
+class Child(Loose): pass
+class Remote(docker.errors.APIError): pass
+class Plain: pass
+class Table(dict): pass
+'''
+    found = _outside_the_family(_classes(ast.parse(old), "m.py"))
+    assert found == ["m.py:6 Loose", "m.py:7 AlsoLoose", "m.py:8 Child", "m.py:9 Remote"]
+
+
+def test_every_error_is_one_of_the_family():
+    """Every exception class the runner defines derives from ``runner.errors.RunnerError``:
+    a problem and a fix, printed by the command line as one line, never a traceback."""
+    classes = []
+    for path, tree in _modules():
+        inside = path.relative_to(PACKAGE)
+        if inside.parts[0] not in CONTAINER_SIDE:
+            classes += _classes(tree, inside.as_posix())
+    assert sum(name == ERROR_BASE for _, name, _ in classes) == 1
+    assert _outside_the_family(classes) == [], "exception classes outside runner.errors.RunnerError's family"
