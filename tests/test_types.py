@@ -21,12 +21,12 @@ ROOT = Path(__file__).resolve().parents[1]
 # The strict packages and their ceilings (issue 49: the goal is 0 in each). Lower a number
 # when you remove errors; never raise one: type the code instead.
 STRICT_CEILING = {
-    "runner/plan.py": 10,
-    "runner/results": 18,
-    "runner/bundle": 9,
+    "runner/plan.py": 0,
+    "runner/results": 0,
+    "runner/bundle": 0,
     "runner/verify": 95,
     "runner/run": 50,
-    "runner/engine": 5,
+    "runner/engine": 0,
     "runner/score": 22,
 }
 # Everything else under runner/: the same rule.
