@@ -34,10 +34,11 @@ _T = TypeVar("_T")
 
 
 def _fixed(value: _T | None, what: str) -> _T:
-    """A field of one run (``for_run``) that a reader needs: a plan not yet of one run has
-    none, and reading it there is the runner's own mistake, said as such."""
+    """A field the shared stages (``resolved``) or one run (``for_run``) fix, that a reader
+    needs: a plan not yet so far has none, and reading it there is the runner's own mistake,
+    said as such."""
     if value is None:
-        raise RuntimeError(f"the plan's {what} is read before for_run() fixed it")
+        raise RuntimeError(f"the plan's {what} is read before the stage that fixes it")
     return value
 
 
@@ -109,9 +110,24 @@ class RunPlan:
         return self.limits.timeout_s
 
     @property
+    def built_image(self) -> str:
+        """The entry's image (``image`` once ``resolved`` fixed it)."""
+        return _fixed(self.image, "image")
+
+    @property
+    def staged_data(self) -> RunData:
+        """The staged data (``data`` once ``resolved`` fixed it)."""
+        return _fixed(self.data, "data")
+
+    @property
+    def run_dir(self) -> Path:
+        """This run's result folder (``result_dir`` once ``for_run`` fixed it)."""
+        return _fixed(self.result_dir, "result_dir")
+
+    @property
     def run_id(self) -> str:
         """This run's id: its result folder's name."""
-        return _fixed(self.result_dir, "result_dir").name
+        return self.run_dir.name
 
     @property
     def run_seed(self) -> int:
@@ -130,15 +146,15 @@ class RunPlan:
 
     @property
     def output_dir(self) -> Path:
-        return _fixed(self.result_dir, "result_dir") / "output"
+        return self.run_dir / "output"
 
     @property
     def checkpoints_dir(self) -> Path:
-        return _fixed(self.result_dir, "result_dir") / CHECKPOINTS_DIR
+        return self.run_dir / CHECKPOINTS_DIR
 
     @property
     def evaluations_dir(self) -> Path:
-        return _fixed(self.result_dir, "result_dir") / EVALUATIONS_DIR
+        return self.run_dir / EVALUATIONS_DIR
 
     @property
     def requests_dir(self) -> Path:
@@ -151,7 +167,7 @@ class RunPlan:
         return _fixed(self.scratch, "scratch") / "evaluator-out" / self.run_id
 
     def log(self, name: str) -> Path:
-        return _fixed(self.result_dir, "result_dir") / "logs" / name
+        return self.run_dir / "logs" / name
 
     def train_env(self) -> dict[str, str]:
         """The training container's environment (the run contract's variables)."""
