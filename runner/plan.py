@@ -18,6 +18,7 @@ import os
 import secrets
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import TypeVar
 
 from runner.engine.kinds import current
 from runner.errors import UserError
@@ -29,6 +30,16 @@ from runner.profiles import Profile, load_profile
 LOCAL, SLURM = "local", "slurm"
 PLAN_FILE = "plan.json"
 EVALUATIONS_DIR, CHECKPOINTS_DIR = "evaluations", "checkpoints"
+_T = TypeVar("_T")
+
+
+def _fixed(value: _T | None, what: str) -> _T:
+    """A field the shared stages (``resolved``) or one run (``for_run``) fix, that a reader
+    needs: a plan not yet so far has none, and reading it there is the runner's own mistake,
+    said as such."""
+    if value is None:
+        raise RuntimeError(f"the plan's {what} is read before the stage that fixes it")
+    return value
 
 
 @dataclass(frozen=True)
@@ -99,39 +110,64 @@ class RunPlan:
         return self.limits.timeout_s
 
     @property
+    def built_image(self) -> str:
+        """The entry's image (``image`` once ``resolved`` fixed it)."""
+        return _fixed(self.image, "image")
+
+    @property
+    def staged_data(self) -> RunData:
+        """The staged data (``data`` once ``resolved`` fixed it)."""
+        return _fixed(self.data, "data")
+
+    @property
+    def run_dir(self) -> Path:
+        """This run's result folder (``result_dir`` once ``for_run`` fixed it)."""
+        return _fixed(self.result_dir, "result_dir")
+
+    @property
+    def run_id(self) -> str:
+        """This run's id: its result folder's name."""
+        return self.run_dir.name
+
+    @property
+    def run_seed(self) -> int:
+        """This run's seed (``seed`` once ``for_run`` fixed it)."""
+        return _fixed(self.seed, "seed")
+
+    @property
     def run_name(self) -> str:
         """The prefix of this run's containers (one per rank)."""
-        return f"runner-{self.result_dir.name}".lower()
+        return f"runner-{self.run_id}".lower()
 
     @property
     def sensitivity_seed(self) -> int:
         """How the sensitivity check permutes a checkpoint's tensors (drawn from the run's seed)."""
-        return self.seed ^ 0x5EED
+        return self.run_seed ^ 0x5EED
 
     @property
     def output_dir(self) -> Path:
-        return self.result_dir / "output"
+        return self.run_dir / "output"
 
     @property
     def checkpoints_dir(self) -> Path:
-        return self.result_dir / CHECKPOINTS_DIR
+        return self.run_dir / CHECKPOINTS_DIR
 
     @property
     def evaluations_dir(self) -> Path:
-        return self.result_dir / EVALUATIONS_DIR
+        return self.run_dir / EVALUATIONS_DIR
 
     @property
     def requests_dir(self) -> Path:
-        return self.scratch / "evaluator-requests"
+        return _fixed(self.scratch, "scratch") / "evaluator-requests"
 
     @property
     def evaluator_outbox(self) -> Path:
         """Where the evaluator writes its answers; the runner copies each into
         ``evaluations_dir`` as it arrives (``runner.run.evaluator``)."""
-        return self.scratch / "evaluator-out" / self.result_dir.name
+        return _fixed(self.scratch, "scratch") / "evaluator-out" / self.run_id
 
     def log(self, name: str) -> Path:
-        return self.result_dir / "logs" / name
+        return self.run_dir / "logs" / name
 
     def train_env(self) -> dict[str, str]:
         """The training container's environment (the run contract's variables)."""
@@ -161,7 +197,7 @@ class RunPlan:
         """result.json's ``variant``: how the run departs from the entry's declared recipe (the
         switches a study turned off, in the manifest's order) and placement (a scaling study's
         nodes and processes); None when it does not."""
-        variant = {}
+        variant: dict[str, list[str] | int] = {}
         if self.options.switches_off:
             variant["switches_off"] = [s.name for s in chosen(self.entry.switches, self.options.switches_off,
                                                               self.entry.name)]

@@ -93,7 +93,7 @@ def _add_profile(result_dir: Path, result: Result, warnings: list[str]) -> None:
     target = result_dir / PROFILE_FILE
     if target.exists():
         return
-    profile_id = (result.hardware or {}).get("profile") or result.cost.profile
+    profile_id = (result.hardware or {}).get("profile") or (result.cost.profile if result.cost else None)
     source = paths.profiles_dir() / f"{profile_id}.yaml" if profile_id else None
     if source is None or not source.is_file():
         warnings.append(
@@ -227,7 +227,7 @@ def sign_folder(result_dir: Path, *, again: str | None = None, rewritten: Iterab
         )
     else:
         place = bundle.ledger
-        reporter().print(f"[bold]bundle[/] signed by key {bundle.keyid[:16]}" + (
+        reporter().print(f"[bold]bundle[/] signed by key {(bundle.keyid or '')[:16]}" + (
             f" (ledger index {place['index']}, run {place['entry_runs']} of this entry)" if place else ""))
     for warning in bundle.warnings:
         if warning.startswith("left out of the bundle"):

@@ -28,6 +28,9 @@ def build_predicate(result: Result, digests: dict[str, str]) -> dict:
     ``digests`` is the bundle's ``{path: sha256}``; the fingerprint, profile and
     result.json digests are taken from it.
     """
+    toolkit, image, data, cost = result.toolkit, result.image, result.data, result.cost
+    if toolkit is None or image is None or data is None or cost is None:  # only a placeholder lacks them
+        raise ValueError(f"run {result.run_id} never started: no toolkit, image, data or cost to claim")
     training = result.training or Training(wall_seconds=0.0)
     crossing = training.crossing
     evaluations = training.evaluations
@@ -41,7 +44,7 @@ def build_predicate(result: Result, digests: dict[str, str]) -> dict:
         "version": PREDICATE_VERSION,
         "result_schema_version": result.schema_version,
         "run_ids": [result.run_id],
-        "toolkit": asdict(result.toolkit),
+        "toolkit": asdict(toolkit),
         "entry": {"name": entry.name, "model": entry.model, "source": entry.source, "framework": entry.framework},
         "task": asdict(result.task),
         "seed": result.seed,
@@ -61,7 +64,7 @@ def build_predicate(result: Result, digests: dict[str, str]) -> dict:
             "evaluations": len(evaluations),
             "scores_at_crossing": crossing_scores,
         },
-        "cost": asdict(result.cost),
+        "cost": asdict(cost),
         "inference": {
             backend: {k: claim.get(k) for k in _INFERENCE_FIELDS}
             # as result.json has it: a field a record lacks is claimed as null, not as its default
@@ -72,13 +75,13 @@ def build_predicate(result: Result, digests: dict[str, str]) -> dict:
             "result": digests.get(RESULT_FILE),
             "fingerprint": digests.get("fingerprint.json"),
             "hardware_profile": digests.get(PROFILE_FILE),
-            "image": result.image.id,
-            "base_image": result.image.base_id,
+            "image": image.id,
+            "base_image": image.base_id,
             "manifest": entry.digests.get("manifest"),
             "dockerfile": entry.digests.get("dockerfile"),
             "lock": entry.digests.get("lock"),
-            "data": result.data.digest,
-            "harness": result.toolkit.harness_sha256,
+            "data": data.digest,
+            "harness": toolkit.harness_sha256,
         },
     }
     if result.ledger is not None:  # the key's ledger: its index and head, and the runs of the entry it had made

@@ -6,6 +6,8 @@ package (``tasks``, ``tsv``) without loading the exporter and the bundle writer 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from runner.lazy import exports
 
 _WHERE = {
@@ -17,5 +19,14 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
+
+# The same names as a type checker reads them (``X as X``: re-exported).
+if TYPE_CHECKING:
+    from runner.dawnbench.claims import (
+        Claim as Claim, CurvePoint as CurvePoint, load_claims as load_claims, save_claim as save_claim,
+    )
+    from runner.dawnbench.exporter import export_dawnbench as export_dawnbench
+    from runner.dawnbench.importer import import_dawnbench as import_dawnbench, ImportReport as ImportReport
+    from runner.dawnbench.tsv import FormatError as FormatError
 
 __getattr__ = exports(__name__, _WHERE)

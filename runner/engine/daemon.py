@@ -15,7 +15,7 @@ from pathlib import Path
 import docker
 
 from runner import paths
-from runner.engine.client import ENGINE_WAIT_S, check_host, get_client, ping
+from runner.engine.client import ENGINE_WAIT_S, address, check_host, get_client, ping
 from runner.engine.kinds import EngineKind, current
 from runner.errors import UserError
 
@@ -126,7 +126,7 @@ def ensure_client(install: bool = True, engine: EngineKind | None = None) -> doc
             return get_client(engine)
         if shutil.which("podman") is None:
             apt_install(list(engine.packages), paths.home() / "logs" / "apt.log")
-        start_podman_service(engine.base_url)
+        start_podman_service(address(engine))  # Podman's kind names its socket
         return get_client(engine)
     if not install:
         return get_client(engine)  # raises the UserError with the fix

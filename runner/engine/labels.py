@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,7 +72,7 @@ def owned_labels(role: str) -> dict[str, str]:
     return {MANAGED_LABEL: role, **container_labels()}
 
 
-def owner_from_labels(labels: dict) -> Owner | None:
+def owner_from_labels(labels: Mapping[str, str]) -> Owner | None:
     try:
         return Owner(int(labels[LABEL_PID]), str(labels[LABEL_PID_START]), str(labels[LABEL_HOST]))
     except (KeyError, TypeError, ValueError):

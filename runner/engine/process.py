@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from runner import paths
 from runner.engine import cgroups
@@ -227,7 +228,7 @@ class ProcessEngine(Engine):
         self._write_record(container.id, record)
 
     def _limits(self, spec: ContainerSpec) -> cgroups.Limits:
-        cpus = {"cpuset_cpus": str(spec.core)} if spec.core is not None else cpu_limits(spec.cpus)
+        cpus: dict[str, Any] = {"cpuset_cpus": str(spec.core)} if spec.core is not None else cpu_limits(spec.cpus)
         return cgroups.Limits(
             cpuset=cpus.get("cpuset_cpus"),
             cpu_quota=cpus["nano_cpus"] / 1e9 if "nano_cpus" in cpus else None,
@@ -424,7 +425,9 @@ class ProcessEngine(Engine):
     def owned(self, run_id: str | None = None) -> list[Container]:
         found = []
         for record in self._owned_records():
-            labels = record.get("labels") if isinstance(record.get("labels"), dict) else {}
+            labels = record.get("labels")
+            if not isinstance(labels, dict):
+                labels = {}
             if run_id is not None and labels.get(LABEL_RUN) != run_id:
                 continue
             found.append(Container(str(record["id"]), str(record.get("name", "")), self,

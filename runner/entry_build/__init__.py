@@ -6,6 +6,8 @@ modules (``python -m runner.entry_build.information``) does not import it twice.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from runner.lazy import exports
 
 _EXPORTS = {
@@ -18,5 +20,16 @@ _EXPORTS = {
 __all__ = ["BuiltImage", "Pin", "build_entry", "image_tag", "parse_lock", "read_sbom",
            "resolve_wheels", "version_of", "framework_versions"]
 
+
+# The same names as a type checker reads them (``X as X``: re-exported).
+if TYPE_CHECKING:
+    from runner.entry_build.entry_image import (
+        build_entry as build_entry, BuiltImage as BuiltImage, image_tag as image_tag,
+    )
+    from runner.entry_build.lockfile import parse_lock as parse_lock, Pin as Pin
+    from runner.entry_build.sbom import (
+        framework_versions as framework_versions, read_sbom as read_sbom, version_of as version_of,
+    )
+    from runner.entry_build.wheelhouse import resolve as resolve_wheels
 
 __getattr__ = exports(__name__, _EXPORTS)

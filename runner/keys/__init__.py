@@ -32,7 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
-from securesystemslib.signer import SIGNER_FOR_URI_SCHEME, CryptoSigner, Signer, SSlibKey
+from securesystemslib.signer import SIGNER_FOR_URI_SCHEME, CryptoSigner, Key, Signer, SSlibKey
 
 from runner import paths, safe_read
 from runner.errors import UserError
@@ -89,7 +89,7 @@ def default_private_path() -> Path:
     return Path(env).expanduser() if env else paths.keys_dir() / PRIVATE_NAME
 
 
-def public_key_dict(key: SSlibKey) -> dict:
+def public_key_dict(key: Key) -> dict:
     return {"keyid": key.keyid, **key.to_dict()}
 
 

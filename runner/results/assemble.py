@@ -12,12 +12,17 @@ is not silently lost. Reading a written result back is ``Result.read``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from runner import __version__
 from runner.plan import RunPlan
 from runner.profiles import price_fields
 from runner.results.record import Cost, DataInfo, EntryInfo, ImageInfo, Result, TaskInfo, Toolkit
 from runner.results.schema import RESULT_SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from runner.data.store import StagedData
+    from runner.entry_build.entry_image import BuiltImage
 
 
 def _entry_info(entry) -> EntryInfo:
@@ -41,8 +46,8 @@ class Prepared:
     inputs mounted."""
 
     harness_digest: str
-    built: object  # runner.entry_build.BuiltImage
-    staged: object  # runner.data.StagedData
+    built: BuiltImage
+    staged: StagedData
     hardware: dict
     nonconforming: tuple[str, ...] = ()
     inspection: dict | None = None
@@ -57,11 +62,11 @@ def started(plan: RunPlan, prepared: Prepared, probe: dict | None = None) -> Res
     tree = getattr(staged, "train_tree", None)
     return Result(
         schema_version=RESULT_SCHEMA_VERSION,
-        run_id=plan.result_dir.name,
+        run_id=plan.run_id,
         toolkit=Toolkit("runner", __version__, prepared.harness_digest),
         entry=_entry_info(entry),
         task=_task_info(entry.task),
-        seed=plan.seed,
+        seed=plan.run_seed,
         smoke=plan.smoke,
         status="running",
         incomplete_reason=None,
@@ -108,11 +113,12 @@ def trained(result: Result, *, run, summary, guards, energy: dict | None, train_
         result.ended("invalid", summary.invalid)
     for reason in summary.nonconforming:
         result.not_conforming(reason)
-    if training_usd is not None:
+    if training_usd is not None and result.cost is not None:  # a started run's record has its cost
         result.cost.training_usd = training_usd
     if run.nodes is not None and run.nodes.mismatches:
-        result.hardware = {**result.hardware, "matched": False, "allowed_mismatch": True,
-                           "mismatches": [*result.hardware["mismatches"], *run.nodes.mismatches]}
+        hardware = result.hardware or {}
+        result.hardware = {**hardware, "matched": False, "allowed_mismatch": True,
+                           "mismatches": [*hardware["mismatches"], *run.nodes.mismatches]}
     for reason in run.nodes.nonconforming if run.nodes is not None else ():
         result.not_conforming(reason)
     if guards.gpu_sharing is not None:
@@ -154,6 +160,8 @@ def final_evaluated(result: Result, final_model: dict, model_origin: dict | None
     """The evaluation of the final model that a run without inference deferred
     (``runner.run.final_model.evaluate_deferred``, run by ``runner reinfer``): the scored
     record, the model-origin checks recomputed with it, and what they found."""
+    if result.training is None:
+        raise ValueError(f"run {result.run_id} has no training section to add its final model's evaluation to")
     result.training.final_model = final_model
     result.training.model_origin = model_origin
     for problem in problems:

@@ -6,6 +6,8 @@ the entry's framework) are left open.
 
 from __future__ import annotations
 
+from typing import Any
+
 RESULT_SCHEMA_VERSION = 1
 
 _NUM = {"type": ["number", "null"]}
@@ -38,7 +40,7 @@ _EVALUATION = {
     },
 }
 
-_LOADGEN_SCENARIO = {
+_LOADGEN_SCENARIO: dict[str, Any] = {
     "type": "object",
     "properties": {
         "valid": {"type": "boolean"},

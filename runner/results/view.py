@@ -7,6 +7,7 @@ absorbed by the type, nowhere else; its backends are the result's own inference 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,7 +70,7 @@ class ResultRecord:
     def gated_backends(self) -> list[BackendRun]:
         """Backends whose predictions met the threshold, fastest first."""
         ok = [b for b in self.backends.values() if b.passed_gate and b.mean_ms is not None]
-        return sorted(ok, key=lambda b: b.mean_ms)
+        return sorted(ok, key=lambda b: b.mean_ms if b.mean_ms is not None else math.inf)
 
     def curve_path(self) -> Path:
         return self.folder / CURVE_FILE
@@ -95,7 +96,9 @@ def read_record(folder: Path) -> ResultRecord:
     path = Path(folder) / RESULT_FILE
     try:
         result = Result.read(folder)
-        training = result.training
+        training, cost = result.training, result.cost
+        if cost is None:  # a placeholder of a run that never started: not a record to list
+            raise ValueError("result.json has no cost section")
         return ResultRecord(
             folder=Path(folder),
             run_id=result.run_id,
@@ -113,8 +116,8 @@ def read_record(folder: Path) -> ResultRecord:
             profile=(result.hardware or {}).get("profile"),
             reached=bool(training and training.reached),
             tta_seconds=training.tta_seconds if training else None,
-            training_usd=result.cost.training_usd,
-            usd_per_hour=result.cost.usd_per_hour,
+            training_usd=cost.training_usd,
+            usd_per_hour=cost.usd_per_hour,
             claimed=dict(result.entry.claimed or {}),
             backends=dict(result.inference),
             joules_to_accuracy=_joules_to_accuracy(result.energy),

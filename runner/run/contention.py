@@ -232,7 +232,8 @@ class RunnableCounter:
     def _descends(self, pid: int, procs: dict[int, tuple[int, str, str]], ours: dict[int, bool]) -> bool:
         """Is ``pid`` the runner or one of its descendants (by the parent pids read this time)?
         A process whose parent exited is reparented (to init or a subreaper) and is no longer one."""
-        chain, p, verdict = [], pid, False
+        chain: list[int] = []
+        p, verdict = pid, False
         while True:
             if p == self.me:
                 verdict = True

@@ -140,7 +140,7 @@ class Evaluator:
         framework = plan.entry.framework["name"]
         mounts = [
             Mount(paths.harness_dir(), HARNESS_MOUNT),
-            Mount(plan.data.eval_dir, "/data/eval"),
+            Mount(plan.staged_data.eval_dir, "/data/eval"),
             Mount(plan.checkpoints_dir, "/checkpoints"),
             Mount(plan.requests_dir, "/requests"),
             Mount(plan.evaluator_outbox, "/evaluations", read_only=False),
@@ -153,7 +153,7 @@ class Evaluator:
             mounts.append(Mount(folder, f"{EXTRA_MOUNT}/{name}"))
             input_sets.append(f"{name}={EXTRA_MOUNT}/{name}")
         return ContainerSpec(
-            image=plan.image,
+            image=plan.built_image,
             command=[
                 "python3", "-m", "harness", "evaluate", "--entry-dir", "/entry",
                 "--builder", plan.entry.inference.builder, "--framework", framework, "--requests", "/requests",

@@ -13,6 +13,7 @@ hashes its final model all the same (the digest the result keeps) but does not e
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from runner.engine.interface import Engine
 from runner.plan import EVALUATIONS_DIR, RunPlan
@@ -32,7 +33,7 @@ DEFERRED = ("not evaluated: this run timed no model (--no-infer); "
 def answer_fields(answer: Answer, probe_subset: tuple[int, int] | None) -> dict:
     """A record's fields for the evaluator's answer: its predictions, the probe's (with the
     items it drew), the builder's and the predictions' times, the provenance record."""
-    fields = {"predictions": f"{EVALUATIONS_DIR}/{answer.files['clean']}"}
+    fields: dict[str, Any] = {"predictions": f"{EVALUATIONS_DIR}/{answer.files['clean']}"}
     if "probe" in answer.files:
         fields["probe_predictions"] = f"{EVALUATIONS_DIR}/{answer.files['probe']}"
         if probe_subset:

@@ -63,7 +63,7 @@ class NvmlTenancyReader:
         nvml.nvmlInit()
 
     def _pids(self, handle) -> tuple[int, ...]:
-        nvml, pids = self.nvml, set()
+        nvml, pids = self.nvml, set[int]()
         for fn in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
             try:
                 pids.update(int(p.pid) for p in getattr(nvml, fn)(handle))

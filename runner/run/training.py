@@ -322,7 +322,7 @@ class _TrainingSession:
         answer, problem, score, meets = None, None, None, False
         try:
             answer = self.evaluator.evaluate(index, name, probe_items=self.probe_subset())
-            _, scores, problem = score_file(self.task, self.plan.result_dir,
+            _, scores, problem = score_file(self.task, self.plan.run_dir,
                                             f"{EVALUATIONS_DIR}/{answer.files['clean']}", self.labels)
             score = primary_score(self.task, scores)
             meets = problem is None and score is not None and self.task.meets(score)
@@ -338,7 +338,7 @@ class _TrainingSession:
     def probe_subset(self) -> tuple[int, int] | None:
         """(items, seed) of the probe's images a request predicts (a smaller set: all of them);
         None: every item (questions)."""
-        return final_model.probe_subset(self.task, self.labels, self.plan.seed)
+        return final_model.probe_subset(self.task, self.labels, self.plan.run_seed)
 
     def evaluate_final(self) -> dict | None:
         """The final model's record (not part of TTA): copied and hashed, and evaluated
@@ -375,7 +375,7 @@ def run_training(engine: Engine, plan: RunPlan, labels) -> TrainingRun:
     if plan.entry.nodes > 1:
         return _train_across_nodes(engine, plan, labels, spec)
     ranks = [rank_spec(spec, plan.run_name, None, r, world_size, plan.limits.gpus) for r in range(world_size)]
-    return _train(engine, plan, labels, ranks[0], [Peers(engine, ranks[1:], plan.result_dir, None)])
+    return _train(engine, plan, labels, ranks[0], [Peers(engine, ranks[1:], plan.run_dir, None)])
 
 
 def _train_across_nodes(engine: Engine, plan: RunPlan, labels, spec: ContainerSpec) -> TrainingRun:
@@ -393,10 +393,10 @@ def _train_across_nodes(engine: Engine, plan: RunPlan, labels, spec: ContainerSp
         except NodeError as err:
             verdict = NodesVerdict(refusal=str(err))
         if verdict.refusal:  # nothing of the entry ran: no events but this empty stream
-            write_events(plan.result_dir / "events.jsonl", [])
+            write_events(plan.run_dir / "events.jsonl", [])
             return TrainingRun([], ContainerOutcome(None, False, False, 0.0,
                                                     f"the run's other nodes: {verdict.refusal}"), nodes=verdict)
-        groups = [Peers(engine, local[1:], plan.result_dir, None)] if per_node > 1 else []
+        groups = [Peers(engine, local[1:], plan.run_dir, None)] if per_node > 1 else []
         return replace(_train(engine, plan, labels, local[0], [*groups, remote]), nodes=verdict)
     finally:
         remote.close()
@@ -411,14 +411,14 @@ def training_spec(plan: RunPlan) -> ContainerSpec:
     prepare_writable(plan.output_dir)
     init = ensure_init(plan)
     return ContainerSpec(
-        image=plan.image,
+        image=plan.built_image,
         command=plan.entry.train.command,
         entrypoint=["/bin/sh", f"{LAUNCHER_MOUNT}/launch.sh"],
         mounts=[
-            Mount(plan.data.train_dir, "/data/train"),
+            Mount(plan.staged_data.train_dir, "/data/train"),
             Mount(paths.launcher_dir(), LAUNCHER_MOUNT),
             Mount(plan.output_dir, "/output", read_only=False),
-            *(Mount(Path(host), container) for host, container in plan.data.public),
+            *(Mount(Path(host), container) for host, container in plan.staged_data.public),
             *([Mount(init, INIT_MOUNT)] if init else []),
         ],
         env={**plan.train_env(), **({"RUNNER_INIT": INIT_MOUNT} if init else {})},
@@ -501,6 +501,6 @@ def _train(engine: Engine, plan: RunPlan, labels, spec: ContainerSpec, peers: li
         session.notes.append(f"{session.after_crossing} evaluation request(s) after the crossing were not "
                              "evaluated: the clock had stopped (--full-curve evaluates every checkpoint)")
     events = _in_arrival_order(session.events)
-    write_events(plan.result_dir / "events.jsonl", events)
+    write_events(plan.run_dir / "events.jsonl", events)
     return TrainingRun(events, outcome, final, sensitivity=sensitivity, started_unix_ms=session.started_unix_ms,
                        notes=session.notes, started_monotonic=session.started_monotonic)

@@ -133,10 +133,10 @@ class Pair:
 
     @property
     def jaccard(self) -> float | None:
-        return self.shared / self.union if self.union else None
+        return self.shared / self.union if self.union and self.shared is not None else None
 
     def record(self, other: Crossing) -> dict:
-        mistakes = None if self.union is None else {
+        mistakes = None if self.union is None or self.shared is None else {
             "shared": self.shared, "union": self.union, "jaccard": round(self.jaccard or 0.0, 6),
             "bound": round(lower_bound(self.shared, self.union), 6)}
         return {"with": other.run_id, "seed": other.seed, "mistakes": mistakes, "weights": self.weights,

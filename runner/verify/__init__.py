@@ -7,6 +7,8 @@ verifier, its recomputations and their libraries."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from runner.lazy import exports
 
 _WHERE = {
@@ -18,5 +20,15 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
+
+# The same names as a type checker reads them (``X as X``: re-exported).
+if TYPE_CHECKING:
+    from runner.verify.checks import (
+        CHECK_NAMES as CHECK_NAMES, CHECKS as CHECKS, result_notes as result_notes, run_check as run_check,
+        run_checks as run_checks, SAFE_OPEN as SAFE_OPEN, verify_bundle as verify_bundle,
+        verify_bundles as verify_bundles,
+    )
+    from runner.verify.evidence import Auditor as Auditor, Evidence as Evidence, Unavailable as Unavailable
+    from runner.verify.report import CheckResult as CheckResult, Report as Report
 
 __getattr__ = exports(__name__, _WHERE)
