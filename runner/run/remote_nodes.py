@@ -91,7 +91,7 @@ class RemoteNodes:
                 else:
                     self.cond.wait(0.5)
             if len(self.ready) < len(self.expected):
-                raise NodeError(self.failure)
+                raise NodeError(self.failure or "not every node agent was ready")
             return dict(self.ready)
 
     def _accept(self) -> None:
