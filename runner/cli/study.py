@@ -1,7 +1,7 @@
 """``runner study KIND ENTRY``: DAWNBench's studies of the metric, each a folder of signed
 runs with a JSON summary, PNG plots and report.html (see runner/study). The command parses
-its flags into a request, ``runner.study.dispatch.run_study`` runs it, and the command
-renders the study's tables."""
+its flags into a request (the options its row of ``runner.study.registry`` declares by name),
+``runner.study.dispatch.run_study`` runs it, and the command renders the study's tables."""
 
 from __future__ import annotations
 
@@ -15,23 +15,18 @@ from runner.options import ReproduceOptions
 from runner.results.layout import short_id
 from runner.slurm import options_from_args
 from runner.study.dispatch import StudyRequest, run_study
-from runner.study.generalization import TRANSFER_TRAIN_ITEMS, Choices
+from runner.study.registry import STUDIES
 from runner.terminal import Column, compact_table
 
 
 def run(args) -> int:
     console = Console()
+    row = STUDIES[args.kind]
     outcome = run_study(StudyRequest(
         kind=args.kind, entry=args.entry, runs=getattr(args, "runs", None),
-        from_runs=getattr(args, "from_runs", None), thresholds=getattr(args, "thresholds", None),
-        values=getattr(args, "values", None), batch_size=getattr(args, "batch_size", None),
+        from_runs=getattr(args, "from_runs", None),
         include_nonconforming=getattr(args, "include_non_conforming", False),
-        generalization=Choices(
-            extra_set=getattr(args, "extra_set", None), references=tuple(getattr(args, "reference", None) or ()),
-            transfer=not getattr(args, "no_transfer", False), transfer_task=getattr(args, "transfer_task", None),
-            transfer_items=getattr(args, "transfer_items", None) or TRANSFER_TRAIN_ITEMS),
-        switches=getattr(args, "switches", None), processes=getattr(args, "processes", None),
-        nodes=getattr(args, "nodes", None),
+        arguments={arg.dest: getattr(args, arg.dest) for arg in row.arguments},
         options=ReproduceOptions(
             smoke=args.smoke, allow_hardware_mismatch=args.allow_hardware_mismatch, backends=args.backend,
             timeout_minutes=args.timeout_minutes, infer=not getattr(args, "no_infer", False),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 
 from runner.errors import UserError
@@ -17,6 +18,9 @@ from runner.study.common import (
 )
 from runner.study.plots import figure, save
 from runner.report import reporter
+
+if TYPE_CHECKING:
+    from runner.study.dispatch import StudyRequest
 
 KIND = "batch-size"
 
@@ -108,3 +112,8 @@ def study(folders: list[Path]) -> StudyOutput:
     summary = analyse(folders)
     folder = save_study(KIND, folders, summary)
     return present(folder, summary)
+
+
+def new_runs(request: StudyRequest) -> StudyOutput:
+    """Its row's run (runner.study.registry): one new run per batch size."""
+    return run(request.entry, parse_values(request.arguments["values"]), request.options, slurm=request.slurm)

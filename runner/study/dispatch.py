@@ -1,15 +1,19 @@
 """Which study runs for a request of ``runner study KIND ENTRY``, and what it came to.
 
 The command line parses its flags into a ``StudyRequest`` and renders the ``StudyOutcome``;
-here are the choices between the studies: the reproduction options each needs, new runs or
-runs already made (``--from-runs``), and whether every run of the study completed.
+here a request runs by its row of ``runner.study.registry.STUDIES``: new runs (the row's
+``run``) or runs already made (``--from-runs``: the row's reader, which reads the given runs
+when it needs them), and whether every run of the study completed. No study is named here.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
@@ -19,29 +23,26 @@ from runner.options import ReproduceOptions
 from runner.report import reporter
 from runner.safe_read import visible
 from runner.study.readable import read_run, readable_runs
-from runner.study import KINDS, batch_size, generalization, lesion, roofline, scaling, stability, threshold
 from runner.study.common import RUNS_DIR, StudyOutput, check_run_folders, write_summary
+from runner.study.registry import STUDIES, load
 from runner.study.report import write_report
+
+if TYPE_CHECKING:
+    from runner.slurm import SlurmOptions
 
 
 @dataclass(frozen=True)
 class StudyRequest:
     """A study to run, as the user asked for it (``runner study``'s flags)."""
 
-    kind: str  # one of runner.study.KINDS
+    kind: str  # a row of runner.study.registry.STUDIES
     entry: str  # the entry folder
-    runs: int | None = None  # new runs to make (stability, threshold; per variant: lesion, factors, scaling)
+    runs: int | None = None  # new runs to make (per variant: lesion, factors, scaling)
     from_runs: list[str] | None = None  # run folders already made, instead of new runs
-    thresholds: str | None = None  # threshold: percentages, comma-separated (None: the task's ladder)
-    values: str | None = None  # batch-size: the batch sizes, comma-separated
-    batch_size: int | None = None  # roofline: the run's global batch size (None: the manifest's)
     options: ReproduceOptions = ReproduceOptions()  # each new run's (the study sets runs, seeds, curves)
-    slurm: object = None  # runner.slurm.SlurmOptions: the runs as one Slurm job array each
+    slurm: SlurmOptions | None = None  # the runs as one Slurm job array each
     include_nonconforming: bool = False  # stability, lesion, factors: count non-conforming runs in the figures
-    generalization: generalization.Choices = generalization.Choices()  # the second test set, references, transfer
-    switches: str | None = None  # lesion, factors: the declared switches to study, comma-separated (None: all)
-    processes: str | None = None  # scaling: processes on one host, comma-separated
-    nodes: str | None = None  # scaling: Slurm nodes (one process each), comma-separated
+    arguments: Mapping[str, Any] = field(default_factory=dict)  # the row's own options by dest (absent: default)
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,8 @@ class StudyOutcome:
 
 
 def options(request: StudyRequest) -> ReproduceOptions:
-    # Curves past the crossing: stability plots them, the threshold ladder reads them.
-    return replace(request.options, full_curve=request.kind in ("stability", "threshold"))
+    # Curves past the crossing: the rows that plot them or read a ladder from them ask for them.
+    return replace(request.options, full_curve=STUDIES[request.kind].full_curve)
 
 
 def _given_runs(request: StudyRequest, unreadable: list[dict]) -> list[Path]:
@@ -82,37 +83,16 @@ def _given_runs(request: StudyRequest, unreadable: list[dict]) -> list[Path]:
 
 
 def _study(request: StudyRequest, unreadable: list[dict]) -> StudyOutput:
-    opts = options(request)
-    if request.kind == "stability":
-        include = request.include_nonconforming
-        return (stability.study(_given_runs(request, unreadable), include) if request.from_runs
-                else stability.run(request.entry, request.runs, opts, slurm=request.slurm,
-                                   include_nonconforming=include))
-    if request.kind == "threshold":
-        ladder = threshold.parse_thresholds(request.thresholds)
-        return (threshold.study(_given_runs(request, unreadable), ladder) if request.from_runs
-                else threshold.run(request.entry, request.runs, opts, ladder, slurm=request.slurm))
-    if request.kind == "generalization":
-        return (generalization.study(_given_runs(request, unreadable), request.generalization) if request.from_runs
-                else generalization.run(request.entry, request.runs or 1, opts, request.generalization,
-                                        slurm=request.slurm))
-    if request.kind == "batch-size":
-        return batch_size.run(request.entry, batch_size.parse_values(request.values), opts, slurm=request.slurm)
-    if request.kind in lesion.MODES:
-        names, include = lesion.parse_names(request.switches), request.include_nonconforming
-        return (lesion.from_runs(request.kind, request.entry, _given_runs(request, unreadable), names, include)
-                if request.from_runs else
-                lesion.run(request.kind, request.entry, request.runs, opts, names, request.slurm, include))
-    if request.kind == "scaling":
-        return (scaling.study(load_entry(request.entry), _given_runs(request, unreadable)) if request.from_runs
-                else scaling.run(request.entry, scaling.parse_counts(request.processes, "--processes"),
-                                 scaling.parse_counts(request.nodes, "--nodes"), request.runs, opts, request.slurm))
-    if request.kind != "roofline":
-        raise ValueError(f"unknown study {request.kind!r}; the studies are {', '.join(KINDS)}")
-    if request.from_runs and len(request.from_runs) != 1:
-        raise UserError("the roofline study reads one run", "pass one run folder to --from-runs")
-    return (roofline.study(_given_runs(request, unreadable)[0], request.batch_size) if request.from_runs
-            else roofline.run(request.entry, opts, request.batch_size, slurm=request.slurm))
+    row = STUDIES.get(request.kind)
+    if row is None:
+        raise ValueError(f"unknown study {request.kind!r}; the studies are {', '.join(STUDIES)}")
+    request = replace(request, options=options(request))
+    if not request.from_runs:
+        return load(row.run)(request)
+    if row.from_runs is None:
+        raise ValueError(f"the {row.name} study reads no runs already made (its row has no --from-runs reader)")
+    # The reader reads the given runs when it needs them: its own arguments are checked first.
+    return load(row.from_runs)(request, partial(_given_runs, request, unreadable))
 
 
 def run_study(request: StudyRequest) -> StudyOutcome:

@@ -30,6 +30,7 @@ import statistics
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -50,6 +51,12 @@ from runner.study.intervals import CONFIDENCE, newcombe, wilson
 from runner.study.linear_head import PENALTY
 from runner.study.plots import figure, save
 from runner.tasks import TASKS, Task, get_task
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    from runner.study.dispatch import StudyRequest
 
 KIND = "generalization"
 TRANSFER_TRAIN_ITEMS = 10_000  # the other task's training items the head is fitted on (drawn by the seed)
@@ -526,3 +533,19 @@ def run(entry_path: str, runs: int, opts, choices: Choices = Choices(), slurm=No
     folders = run_entry(entry_path, with_runs(opts, runs, seed=None), slurm)
     return study(folders, choices)
 
+
+def choices_of(arguments: Mapping[str, Any]) -> Choices:
+    """What ``runner study generalization``'s own flags chose (absent: the defaults)."""
+    return Choices(extra_set=arguments.get("extra_set"), references=tuple(arguments.get("reference") or ()),
+                   transfer=not arguments.get("no_transfer", False), transfer_task=arguments.get("transfer_task"),
+                   transfer_items=arguments.get("transfer_items") or TRANSFER_TRAIN_ITEMS)
+
+
+def new_runs(request: StudyRequest) -> StudyOutput:
+    """Its row's run (runner.study.registry): new runs (one by default), each final model scored."""
+    return run(request.entry, request.runs or 1, request.options, choices_of(request.arguments), slurm=request.slurm)
+
+
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+    """Its row's ``--from-runs`` reader."""
+    return study(runs(), choices_of(request.arguments))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner.errors import UserError
 from runner.fingerprint.cpu import capture_cpu
@@ -35,6 +36,11 @@ from runner.study.common import (
 )
 from runner.study.plots import figure, save
 from runner.study.stability import left_out
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from runner.study.dispatch import StudyRequest
 
 MODES = ("lesion", "factors")
 KIND_COLOURS = {"software": "#4c78a8", "hardware": "#f58518", "statistical": "#54a24b", None: "#9d9d9d"}
@@ -309,3 +315,16 @@ def study(mode: str, entry: Entry, switches: list[Switch], runs: dict[str, list[
     summary = analyse(mode, entry, switches, runs, skipped, include_nonconforming, runs_per_variant)
     folder = save_study(mode, [f for folders in runs.values() for f in folders], summary)
     return present(folder, summary)
+
+
+def new_runs(request: StudyRequest) -> StudyOutput:
+    """The lesion and factors rows' run (runner.study.registry): the row's name is the mode."""
+    names = parse_names(request.arguments.get("switches"))
+    return run(request.kind, request.entry, request.runs, request.options, names, request.slurm,
+               request.include_nonconforming)
+
+
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+    """The lesion and factors rows' ``--from-runs`` reader: the switches named, then the runs."""
+    names = parse_names(request.arguments.get("switches"))
+    return from_runs(request.kind, request.entry, runs(), names, request.include_nonconforming)

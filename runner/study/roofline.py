@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +31,11 @@ from runner.study.common import (
 from runner.study.flops import count_in_container, run_image
 from runner.study.plots import figure, save
 from runner.tasks import get_task
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from runner.study.dispatch import StudyRequest
 
 KIND = "roofline"
 
@@ -171,3 +177,15 @@ def study(folder: Path, batch_override: int | None = None) -> StudyOutput:
 def run(entry_path: str, opts, batch_override: int | None = None, slurm=None) -> StudyOutput:
     (folder,) = run_entry(entry_path, with_runs(opts, 1, seed=None, infer=True), slurm)
     return study(folder, batch_override)
+
+
+def new_runs(request: StudyRequest) -> StudyOutput:
+    """Its row's run (runner.study.registry): one new run, counted."""
+    return run(request.entry, request.options, request.arguments.get("batch_size"), slurm=request.slurm)
+
+
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+    """Its row's ``--from-runs`` reader: one run, counted."""
+    if request.from_runs and len(request.from_runs) != 1:
+        raise UserError("the roofline study reads one run", "pass one run folder to --from-runs")
+    return study(runs()[0], request.arguments.get("batch_size"))

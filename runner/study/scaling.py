@@ -21,6 +21,7 @@ import math
 import statistics
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner.errors import UserError
 from runner.events import ENTRY, read_events
@@ -32,6 +33,11 @@ from runner.safe_read import open_file, visible
 from runner.study.readable import read_run
 from runner.study.common import StudyOutput, Table, epoch_seconds, fmt, run_entry, save_study, with_runs
 from runner.study.plots import figure, save
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from runner.study.dispatch import StudyRequest
 
 KIND = "scaling"
 ONE_HOST, NODES = "processes on one host", "Slurm nodes, one process each"
@@ -279,3 +285,16 @@ def study(entry: Entry, folders: list[Path]) -> StudyOutput:
     summary = analyse(entry, folders)
     folder = save_study(KIND, folders, summary)
     return present(folder, summary)
+
+
+def new_runs(request: StudyRequest) -> StudyOutput:
+    """Its row's run (runner.study.registry): the placements asked for, each run anew."""
+    processes = parse_counts(request.arguments.get("processes"), "--processes")
+    nodes = parse_counts(request.arguments.get("nodes"), "--nodes")
+    return run(request.entry, processes, nodes, request.runs, request.options, request.slurm)
+
+
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+    """Its row's ``--from-runs`` reader: each run placed by its own record."""
+    entry = load_entry(request.entry)
+    return study(entry, runs())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 
 from runner import data
@@ -24,6 +25,11 @@ from runner.study.common import (
 )
 from runner.study.plots import figure, save
 from runner.tasks import get_task
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from runner.study.dispatch import StudyRequest
 
 KIND = "stability"
 
@@ -131,3 +137,14 @@ def study(folders: list[Path], include_nonconforming: bool = False) -> StudyOutp
     summary = analyse(folders, include_nonconforming)
     folder = save_study(KIND, folders, summary)
     return present(folder, folders, summary)
+
+
+def new_runs(request: StudyRequest) -> StudyOutput:
+    """Its row's run (runner.study.registry): N new runs."""
+    return run(request.entry, request.runs, request.options, slurm=request.slurm,
+               include_nonconforming=request.include_nonconforming)
+
+
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+    """Its row's ``--from-runs`` reader."""
+    return study(runs(), request.include_nonconforming)

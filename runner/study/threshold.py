@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 
 from runner.errors import UserError
@@ -23,6 +24,11 @@ from runner.study.common import (
 )
 from runner.study.plots import figure, save
 from runner.tasks import TASKS, get_task
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from runner.study.dispatch import StudyRequest
 
 KIND = "threshold"
 
@@ -139,3 +145,15 @@ def study(folders: list[Path], ladder: list[float] | None = None) -> StudyOutput
 def run(entry_path: str, runs: int, opts, ladder: list[float] | None = None, slurm=None) -> StudyOutput:
     folders = run_entry(entry_path, with_runs(opts, runs, seed=None), slurm)
     return study(folders, ladder)
+
+
+def new_runs(request: StudyRequest) -> StudyOutput:
+    """Its row's run (runner.study.registry): the ladder, then new runs."""
+    ladder = parse_thresholds(request.arguments.get("thresholds"))
+    return run(request.entry, request.runs, request.options, ladder, slurm=request.slurm)
+
+
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+    """Its row's ``--from-runs`` reader: the ladder, then the runs."""
+    ladder = parse_thresholds(request.arguments.get("thresholds"))
+    return study(runs(), ladder)
