@@ -199,39 +199,6 @@ class CharliecloudEngine(ProcessEngine):
         """ch-image's storage folder (it makes it itself, in a folder the builder owns)."""
         return self.home() / "builder" / "storage"
 
-    def _images_dir(self) -> Path:
-        return self.home() / "images"
-
-    def _record_path(self, tag: str) -> Path:
-        return self._images_dir() / (hashlib.sha256(tag.encode()).hexdigest() + ".json")
-
-    def _image_records(self) -> list[dict]:
-        records = []
-        try:
-            files = sorted(self._images_dir().glob("*.json"))
-        except OSError:
-            return []
-        for path in files:
-            try:
-                record = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(record, dict) and isinstance(record.get("tag"), str):
-                records.append(record)
-        return records
-
-    def _find(self, ref: str) -> dict:
-        wanted = ref if ":" in ref or ref.startswith("sha256") else f"{ref}:latest"
-        for record in self._image_records():
-            if record["tag"] == wanted or record.get("id") == ref or record.get("id", "").removeprefix("sha256:") == ref:
-                return record
-        raise NotFound(f"no charliecloud image {ref}")
-
-    def image(self, ref: str) -> ImageInfo:
-        record = self._find(ref)
-        tags = tuple(r["tag"] for r in self._image_records() if r.get("id") == record.get("id"))
-        return ImageInfo(str(record["id"]), tags, dict(record.get("labels") or {}), (str(record["id"]),))
-
     def image_dir(self, ref: str) -> Path:
         record = self._find(ref)
         folder = self.storage() / "img" / storage_name(record["tag"])
@@ -324,12 +291,7 @@ class CharliecloudEngine(ProcessEngine):
         digest = content_digest(folder, metadata.get("env") or {})
         record = {"tag": tag, "id": f"sha256:{digest}", "labels": dict(labels), "env": metadata.get("env") or {},
                   "cwd": metadata.get("cwd") or "/", "cmd": list(cmd) if cmd else None, "created": time.time()}
-        self._images_dir().mkdir(parents=True, exist_ok=True)
-        path = self._record_path(tag)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-        tmp.replace(path)
-        return self.image(tag)
+        return self._write_image_record(record)
 
     def import_rootfs(self, tarball: Path, tag: str, *, env: Mapping[str, str], labels: Mapping[str, str],
                       cmd: list[str] | None = None) -> ImageInfo:

@@ -242,47 +242,6 @@ class HostEngine(ProcessEngine):
         return f"Python {listing['python']} at {listing['executable']}, " + ", ".join(named + [differ])
 
     # -- images ---------------------------------------------------------------------------
-    def _images_dir(self) -> Path:
-        return self.home() / "images"
-
-    def _record_path(self, tag: str) -> Path:
-        return self._images_dir() / (hashlib.sha256(tag.encode()).hexdigest() + ".json")
-
-    def _records(self) -> list[dict]:
-        records = []
-        try:
-            files = sorted(self._images_dir().glob("*.json"))
-        except OSError:
-            return []
-        for path in files:
-            try:
-                record = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(record, dict) and isinstance(record.get("tag"), str):
-                records.append(record)
-        return records
-
-    def _find(self, ref: str) -> dict:
-        wanted = ref if ":" in ref.rsplit("/", 1)[-1] or ref.startswith("sha256:") else f"{ref}:latest"
-        for record in self._records():
-            if ref in (record["tag"], record.get("id")) or wanted == record["tag"]:
-                return record
-        raise NotFound(f"no host image {ref}")
-
-    def _write(self, record: dict) -> ImageInfo:
-        self._images_dir().mkdir(parents=True, exist_ok=True)
-        path = self._record_path(record["tag"])
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-        tmp.replace(path)
-        return self.image(record["tag"])
-
-    def image(self, ref: str) -> ImageInfo:
-        record = self._find(ref)
-        tags = tuple(r["tag"] for r in self._records() if r.get("id") == record.get("id"))
-        return ImageInfo(str(record["id"]), tags, dict(record.get("labels") or {}), (str(record["id"]),))
-
     def host_base(self, name: str) -> ImageInfo:
         """The base "image" of every entry under this engine: the host's environment, by digest."""
         digest = self.environment_digest()
@@ -291,7 +250,7 @@ class HostEngine(ProcessEngine):
             return self.image(tag)
         except NotFound:
             listing = self.packages()
-            return self._write({"tag": tag, "id": f"sha256:{digest}", "labels": {"org.runner.base.recipe": name},
+            return self._write_image_record({"tag": tag, "id": f"sha256:{digest}", "labels": {"org.runner.base.recipe": name},
                                 "python": listing["executable"], "entry": None, "created": time.time()})
 
     def build_image(self, context: Path, dockerfile: str, tag: str, *, build_args: Mapping[str, str],
@@ -321,7 +280,7 @@ class HostEngine(ProcessEngine):
             _readable_by_all(staging)
             shutil.rmtree(folder, ignore_errors=True)
             staging.rename(folder)
-        self._write({"tag": tag, "id": image_id, "labels": dict(labels), "python": listing["executable"],
+        self._write_image_record({"tag": tag, "id": image_id, "labels": dict(labels), "python": listing["executable"],
                      "entry": str(folder / "entry"), "differences": differences,
                      "locked": int(build_args.get(LOCKED_ARG) or 0), "created": time.time()})
         yield f"Successfully checked {tag}\n"
@@ -348,7 +307,7 @@ class HostEngine(ProcessEngine):
     def remove_image(self, ref: str) -> None:
         record = self._find(ref)
         self._record_path(record["tag"]).unlink(missing_ok=True)
-        if record.get("entry") and not any(r.get("id") == record.get("id") for r in self._records()):
+        if record.get("entry") and not any(r.get("id") == record.get("id") for r in self._image_records()):
             shutil.rmtree(Path(record["entry"]).parent, ignore_errors=True)
 
     # -- containers ------------------------------------------------------------------------
@@ -397,7 +356,8 @@ class HostEngine(ProcessEngine):
             [t for t, _ in spec.confinement.tmpfs if t != "/tmp"]
         argv = [str(bwrap()), "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
-        argv += root_binds(targets)
+        steps = _tree("/", "/", targets)  # the host's root, walked once
+        argv += root_binds(steps)
         argv += ["--proc", "/proc", "--dev", "/dev"]
         argv += _gpu_nodes(spec)
         argv += ["--size", str(cgroups.memory_bytes(spec.confinement.shm_size or "64m")), "--perms", "1777",
@@ -418,7 +378,7 @@ class HostEngine(ProcessEngine):
                 size = dict(p.split("=", 1) for p in options.split(",") if "=" in p).get("size")
                 argv += (["--size", str(cgroups.memory_bytes(size))] if size else []) + \
                     ["--perms", "1777", "--tmpfs", target]
-        made = {b for kind, _a, b in _tree("/", "/", targets) if kind != "link"}
+        made = {b for kind, _a, b in steps if kind != "link"}
         for target in targets:  # bwrap makes a mount point's missing parents 0700: the container user's way
             for parent in list(reversed(Path(target).parents))[1:]:
                 if str(parent) not in made and not os.path.lexists(parent):
@@ -591,10 +551,11 @@ def _tree(host: str, sandbox: str, targets: list[str], own: frozenset[str] = OWN
     return steps
 
 
-def root_binds(targets: list[str]) -> list[str]:
-    """bwrap's arguments for the host's root, read-only, with room for ``targets``."""
+def root_binds(steps: list[tuple[str, str, str]]) -> list[str]:
+    """bwrap's arguments for the host's root, read-only, rebuilt as ``_tree`` says (room for
+    the mount points)."""
     argv: list[str] = []
-    for kind, a, b in _tree("/", "/", targets):
+    for kind, a, b in steps:
         if kind == "link":
             argv += ["--symlink", a, b]
         elif kind == "dir":

@@ -28,6 +28,7 @@ command in the engine's container, given the staged mounts.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -53,6 +54,7 @@ from runner.engine.interface import (
     ContainerState,
     Engine,
     EngineError,
+    ImageInfo,
     NotFound,
     TimedOut,
 )
@@ -133,6 +135,52 @@ class ProcessEngine(Engine):
     # -- where -----------------------------------------------------------------------------
     def home(self) -> Path:
         return paths.home() / self.name
+
+    # -- image records: a JSON file per tag under the engine's home (its id, labels, and
+    # what the engine keeps beside them), written whole or not at all ---------------------
+    def _images_dir(self) -> Path:
+        return self.home() / "images"
+
+    def _record_path(self, tag: str) -> Path:
+        return self._images_dir() / (hashlib.sha256(tag.encode()).hexdigest() + ".json")
+
+    def _image_records(self) -> list[dict]:
+        records = []
+        try:
+            files = sorted(self._images_dir().glob("*.json"))
+        except OSError:
+            return []
+        for path in files:
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(record, dict) and isinstance(record.get("tag"), str):
+                records.append(record)
+        return records
+
+    def _find(self, ref: str) -> dict:
+        """The record a tag (``:latest`` when it names none) or an id (with or without
+        ``sha256:``) names; ``NotFound`` otherwise."""
+        wanted = ref if ":" in ref.rsplit("/", 1)[-1] or ref.startswith("sha256") else f"{ref}:latest"
+        for record in self._image_records():
+            if record["tag"] in (wanted, ref) or record.get("id") == ref \
+                    or str(record.get("id", "")).removeprefix("sha256:") == ref:
+                return record
+        raise NotFound(f"no {self.name} image {ref}")
+
+    def _write_image_record(self, record: dict) -> ImageInfo:
+        self._images_dir().mkdir(parents=True, exist_ok=True)
+        path = self._record_path(record["tag"])
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        tmp.replace(path)
+        return self.image(record["tag"])
+
+    def image(self, ref: str) -> ImageInfo:
+        record = self._find(ref)
+        tags = tuple(r["tag"] for r in self._image_records() if r.get("id") == record.get("id"))
+        return ImageInfo(str(record["id"]), tags, dict(record.get("labels") or {}), (str(record["id"]),))
 
     def containers_dir(self) -> Path:
         return self.home() / "containers"
