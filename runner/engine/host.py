@@ -308,7 +308,9 @@ class HostEngine(ProcessEngine):
         record = self._find(ref)
         self._record_path(record["tag"]).unlink(missing_ok=True)
         if record.get("entry") and not any(r.get("id") == record.get("id") for r in self._image_records()):
-            shutil.rmtree(Path(record["entry"]).parent, ignore_errors=True)
+            folder = Path(record["entry"]).parent
+            if folder.parent == self._images_dir():  # only the copy this engine made, whatever the record says
+                shutil.rmtree(folder, ignore_errors=True)
 
     # -- containers ------------------------------------------------------------------------
     def _stage(self, container_id: str, spec: ContainerSpec) -> Staged:
