@@ -18,7 +18,7 @@ import os
 import secrets
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Self
 
 from runner.engine.kinds import current
 from runner.errors import UserError
@@ -27,19 +27,18 @@ from runner.manifest.switches import chosen, turned_off
 from runner.options import ReproduceOptions
 from runner.profiles import Profile, load_profile
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from runner.data.public_inputs import StagedInput
+    from runner.data.store import StagedData
+    from runner.engine import Engine
+    from runner.entry_build.entry_image import BuiltImage
+    from runner.entry_build.image_inspection import ImageInspection
+
 LOCAL, SLURM = "local", "slurm"
 PLAN_FILE = "plan.json"
 EVALUATIONS_DIR, CHECKPOINTS_DIR = "evaluations", "checkpoints"
-_T = TypeVar("_T")
-
-
-def _fixed(value: _T | None, what: str) -> _T:
-    """A field the shared stages (``resolved``) or one run (``for_run``) fix, that a reader
-    needs: a plan not yet so far has none, and reading it there is the runner's own mistake,
-    said as such."""
-    if value is None:
-        raise RuntimeError(f"the plan's {what} is read before the stage that fixes it")
-    return value
 
 
 @dataclass(frozen=True)
@@ -67,8 +66,12 @@ class RunData:
     public: tuple[tuple[Path, str], ...] = ()  # (host folder, container path) of declared public inputs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunPlan:
+    """What was asked: the entry, its profile, the user's options, the seeds, the placement,
+    the engine's kind and the limits. ``resolved`` turns it into the plan the shared stages
+    fixed; nothing in it is filled in later."""
+
     entry: Entry  # the manifest, in its smoke form on a smoke run
     profile: Profile
     options: ReproduceOptions
@@ -77,19 +80,6 @@ class RunPlan:
     engine: str  # runner.engine.kinds: docker or podman
     limits: Limits
     backends: tuple[str, ...] = ()
-    # Fixed by the shared stages (``resolved``).
-    image: str | None = None
-    data: RunData | None = None
-    network: str | None = None  # the cluster network of a run spanning nodes
-    runner: tuple[str, ...] = ()  # how another node starts the runner (its node agent)
-    # The model's float tensors as (name, shape, role): what the runner draws each run's
-    # initial weights for (runner.run.init_weights), from the entry's builder in the sandbox.
-    initial: tuple[tuple[str, tuple[int, ...], str], ...] = ()
-    # One run (``for_run``).
-    seed: int | None = None
-    result_dir: Path | None = None
-    scratch: Path | None = None  # host-only, removed after the reproduction
-    probe_dir: Path | None = None  # the runner's perturbed probe inputs, if the task has them
     hyperparameters: dict[str, str] = field(default_factory=dict)
 
     # -- what the plan names ------------------------------------------------------------
@@ -108,81 +98,6 @@ class RunPlan:
     @property
     def timeout_s(self) -> float:
         return self.limits.timeout_s
-
-    @property
-    def built_image(self) -> str:
-        """The entry's image (``image`` once ``resolved`` fixed it)."""
-        return _fixed(self.image, "image")
-
-    @property
-    def staged_data(self) -> RunData:
-        """The staged data (``data`` once ``resolved`` fixed it)."""
-        return _fixed(self.data, "data")
-
-    @property
-    def run_dir(self) -> Path:
-        """This run's result folder (``result_dir`` once ``for_run`` fixed it)."""
-        return _fixed(self.result_dir, "result_dir")
-
-    @property
-    def run_id(self) -> str:
-        """This run's id: its result folder's name."""
-        return self.run_dir.name
-
-    @property
-    def run_seed(self) -> int:
-        """This run's seed (``seed`` once ``for_run`` fixed it)."""
-        return _fixed(self.seed, "seed")
-
-    @property
-    def run_name(self) -> str:
-        """The prefix of this run's containers (one per rank)."""
-        return f"runner-{self.run_id}".lower()
-
-    @property
-    def sensitivity_seed(self) -> int:
-        """How the sensitivity check permutes a checkpoint's tensors (drawn from the run's seed)."""
-        return self.run_seed ^ 0x5EED
-
-    @property
-    def output_dir(self) -> Path:
-        return self.run_dir / "output"
-
-    @property
-    def checkpoints_dir(self) -> Path:
-        return self.run_dir / CHECKPOINTS_DIR
-
-    @property
-    def evaluations_dir(self) -> Path:
-        return self.run_dir / EVALUATIONS_DIR
-
-    @property
-    def requests_dir(self) -> Path:
-        return _fixed(self.scratch, "scratch") / "evaluator-requests"
-
-    @property
-    def evaluator_outbox(self) -> Path:
-        """Where the evaluator writes its answers; the runner copies each into
-        ``evaluations_dir`` as it arrives (``runner.run.evaluator``)."""
-        return _fixed(self.scratch, "scratch") / "evaluator-out" / self.run_id
-
-    def log(self, name: str) -> Path:
-        return self.run_dir / "logs" / name
-
-    def train_env(self) -> dict[str, str]:
-        """The training container's environment (the run contract's variables)."""
-        return {
-            "RUNNER_TASK": self.entry.task.id,
-            "RUNNER_SEED": str(self.seed),
-            "RUNNER_DATA": "/data",
-            "RUNNER_OUTPUT": "/output",
-            "RUNNER_THREADS": str(self.limits.threads),
-            "RUNNER_THRESHOLD": repr(self.entry.task.threshold),
-            "RUNNER_SMOKE": "1" if self.smoke else "0",
-            "HOME": "/scratch",
-            **{f"RUNNER_HP_{name.upper()}": value for name, value in self.hyperparameters.items()},
-            **self.switch_env(),
-        }
 
     def switch_env(self) -> dict[str, str]:
         """``RUNNER_SWITCH_*=0`` for each declared switch a study turned off (none by default)."""
@@ -206,34 +121,29 @@ class RunPlan:
             variant.update(nodes=self.entry.nodes, processes_per_node=self.entry.processes_per_node)
         return variant or None
 
-    # -- how it is completed --------------------------------------------------------------
-    def resolved(self, *, gpus: int, backends: list[str], image: str, data: RunData,
-                 network: str | None = None, runner: list[str] | None = None,
-                 initial: tuple[tuple[str, tuple[int, ...], str], ...] = ()) -> RunPlan:
+    # -- the next state -------------------------------------------------------------------
+    def asked(self) -> dict:
+        """This plan's own fields (what was asked), to build a later state from."""
+        return {f.name: getattr(self, f.name) for f in fields(RunPlan)}
+
+    def resolved(self, *, gpus: int, backends: list[str] | tuple[str, ...], image: str, data: RunData,
+                 network: str | None = None, runner: list[str] | tuple[str, ...] = (),
+                 initial: tuple[tuple[str, tuple[int, ...], str], ...] = ()) -> ResolvedPlan:
         """The plan once the shared stages ran: the host's GPUs, the backends, the image, the
         data, the model's tensors the initial weights are drawn for."""
-        return replace(self, limits=replace(self.limits, gpus=gpus), backends=tuple(backends), image=image,
-                       data=data, network=network, runner=tuple(runner or ()), initial=tuple(initial))
-
-    def for_run(self, seed: int, result_dir: Path, scratch: Path, probe_dir: Path | None = None) -> RunPlan:
-        return replace(self, seed=seed, result_dir=result_dir, scratch=scratch, probe_dir=probe_dir)
+        asked = {**self.asked(), "limits": replace(self.limits, gpus=gpus), "backends": tuple(backends)}
+        return ResolvedPlan(**asked, image=image, data=data, network=network, runner=tuple(runner),
+                            initial=tuple(initial))
 
     # -- saved with the result, sent to node agents -------------------------------------
     def to_dict(self) -> dict:
-        data = None
-        if self.data is not None:
-            data = {"train_dir": str(self.data.train_dir), "eval_dir": str(self.data.eval_dir),
-                    "digest": self.data.digest, "public": [[str(h), c] for h, c in self.data.public]}
         return {
             "entry": str(self.entry.path.resolve()), "entry_name": self.entry.name, "task": self.task,
             "profile": self.profile.id, "options": asdict(self.options), "seeds": list(self.seeds),
             "placement": self.placement, "engine": self.engine, "limits": asdict(self.limits),
-            "backends": list(self.backends), "image": self.image, "data": data, "network": self.network,
-            "runner": list(self.runner), "seed": self.seed,
-            "result_dir": str(self.result_dir.resolve()) if self.result_dir else None,
-            "probe_dir": str(self.probe_dir) if self.probe_dir else None,
-            "hyperparameters": dict(self.hyperparameters),
-            "initial": [[name, list(shape), role] for name, shape, role in self.initial],
+            "backends": list(self.backends), "hyperparameters": dict(self.hyperparameters),
+            "image": None, "data": None, "network": None, "runner": [], "initial": [],
+            "seed": None, "result_dir": None, "probe_dir": None,
         }
 
     def write(self, folder: Path) -> None:
@@ -242,43 +152,182 @@ class RunPlan:
     @classmethod
     def from_dict(cls, d: dict, entry_path: Path | None = None, scratch: Path | None = None) -> RunPlan:
         """A plan sent by the runner (a node agent) or saved with a result (a replay, whose
-        ``entry_path`` is the bundle's own copy of the entry)."""
+        ``entry_path`` is the bundle's own copy of the entry), as far as it went: a
+        ``SeedRun`` when it names a run's seed and folder (``scratch``: the host-only folder
+        of its evaluator's requests; by default ``scratch`` beside its result folder, created
+        by nothing here), a ``ResolvedPlan`` when it names the image and data."""
         known = {f.name for f in fields(ReproduceOptions)}
         options = ReproduceOptions(**{k: v for k, v in d["options"].items() if k in known})
         options = replace(options, switches_off=tuple(options.switches_off))  # a JSON list
-        entry = load_entry(entry_path or d["entry"])
-        if options.smoke:
-            entry = entry.for_smoke()
-        entry = entry.placed(options.nodes, options.processes_per_node)
+        plan = RunPlan(entry=entry_for(entry_path or d["entry"], options), profile=load_profile(d["profile"]),
+                   options=options, seeds=tuple(d["seeds"]), placement=d["placement"], engine=d["engine"],
+                   limits=Limits(**d["limits"]), backends=tuple(d.get("backends") or ()),
+                   hyperparameters=dict(d.get("hyperparameters") or {}))
         data = d.get("data")
-        return cls(
-            entry=entry, profile=load_profile(d["profile"]), options=options, seeds=tuple(d["seeds"]),
-            placement=d["placement"], engine=d["engine"], limits=Limits(**d["limits"]),
-            backends=tuple(d.get("backends") or ()), image=d.get("image"),
+        if not (d.get("image") and data):
+            return plan
+        resolved = plan.resolved(
+            gpus=plan.limits.gpus, backends=plan.backends, image=d["image"],
             data=RunData(Path(data["train_dir"]), Path(data["eval_dir"]), data["digest"],
-                         tuple((Path(h), c) for h, c in data.get("public") or ())) if data else None,
-            network=d.get("network"), runner=tuple(d.get("runner") or ()), seed=d.get("seed"),
-            result_dir=Path(d["result_dir"]) if d.get("result_dir") else None, scratch=scratch,
-            probe_dir=Path(d["probe_dir"]) if d.get("probe_dir") else None,
-            hyperparameters=dict(d.get("hyperparameters") or {}),
-            initial=tuple((str(n), tuple(int(x) for x in shape), str(r)) for n, shape, r in d.get("initial") or ()),
-        )
+                         tuple((Path(h), c) for h, c in data.get("public") or ())),
+            network=d.get("network"), runner=tuple(d.get("runner") or ()),
+            initial=tuple((str(n), tuple(int(x) for x in shape), str(r)) for n, shape, r in d.get("initial") or ()))
+        if d.get("seed") is None or not d.get("result_dir"):
+            return resolved
+        result_dir = Path(d["result_dir"])
+        return resolved.for_run(int(d["seed"]), result_dir, scratch or result_dir / "scratch",
+                                Path(d["probe_dir"]) if d.get("probe_dir") else None)
 
     @classmethod
-    def read(cls, folder: Path, entry_path: Path | None = None) -> RunPlan | None:
-        """The plan saved in a result folder; None for a result written before plans were saved."""
+    def read(cls, folder: Path, entry_path: Path | None = None) -> Self | None:
+        """The plan saved in a result folder (``SeedRun.read``: the run's; a plan that went
+        less far is a ``ValueError``); None for a result written before plans were saved."""
         path = folder / PLAN_FILE
         if not path.is_file():
             return None
-        return cls.from_dict(json.loads(path.read_text()), entry_path)
+        plan = RunPlan.from_dict(json.loads(path.read_text()), entry_path)
+        if not isinstance(plan, cls):
+            raise ValueError(f"{path} describes a plan, not a {cls.__name__}")
+        return plan
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedPlan(RunPlan):
+    """The plan as the shared stages fixed it: the image built, the data staged, and, on a run
+    spanning nodes, its network and how another node starts the runner."""
+
+    image: str
+    data: RunData
+    network: str | None = None  # the cluster network of a run spanning nodes (none on one node)
+    runner: tuple[str, ...] = ()  # how another node starts the runner (its node agent)
+    # The model's float tensors as (name, shape, role): what the runner draws each run's
+    # initial weights for (runner.run.init_weights), from the entry's builder in the sandbox.
+    initial: tuple[tuple[str, tuple[int, ...], str], ...] = ()
+
+    def resolution(self) -> dict:
+        """This plan's own fields (what was asked and what the shared stages fixed)."""
+        return {f.name: getattr(self, f.name) for f in fields(ResolvedPlan)}
+
+    def for_run(self, seed: int, result_dir: Path, scratch: Path, probe_dir: Path | None = None) -> SeedRun:
+        """One run of the plan: its seed, its result folder, the host-only scratch folder of its
+        evaluator's requests, and the runner's perturbed probe inputs (when the task has them)."""
+        return SeedRun(**self.resolution(), seed=seed, result_dir=result_dir, scratch=scratch, probe_dir=probe_dir)
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "image": self.image, "network": self.network, "runner": list(self.runner),
+                "data": {"train_dir": str(self.data.train_dir), "eval_dir": str(self.data.eval_dir),
+                         "digest": self.data.digest, "public": [[str(h), c] for h, c in self.data.public]},
+                "initial": [[name, list(shape), role] for name, shape, role in self.initial]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeedRun(ResolvedPlan):
+    """One run of a resolved plan: what every stage of the run reads."""
+
+    seed: int
+    result_dir: Path
+    scratch: Path  # host-only, removed after the reproduction
+    probe_dir: Path | None = None  # the runner's perturbed probe inputs (tasks without them: none)
+
+    @property
+    def run_id(self) -> str:
+        """This run's id: its result folder's name."""
+        return self.result_dir.name
+
+    @property
+    def run_name(self) -> str:
+        """The prefix of this run's containers (one per rank)."""
+        return f"runner-{self.run_id}".lower()
+
+    @property
+    def sensitivity_seed(self) -> int:
+        """How the sensitivity check permutes a checkpoint's tensors (drawn from the run's seed)."""
+        return self.seed ^ 0x5EED
+
+    @property
+    def output_dir(self) -> Path:
+        return self.result_dir / "output"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.result_dir / CHECKPOINTS_DIR
+
+    @property
+    def evaluations_dir(self) -> Path:
+        return self.result_dir / EVALUATIONS_DIR
+
+    @property
+    def requests_dir(self) -> Path:
+        return self.scratch / "evaluator-requests"
+
+    @property
+    def evaluator_outbox(self) -> Path:
+        """Where the evaluator writes its answers; the runner copies each into
+        ``evaluations_dir`` as it arrives (``runner.run.evaluator``)."""
+        return self.scratch / "evaluator-out" / self.run_id
+
+    def log(self, name: str) -> Path:
+        return self.result_dir / "logs" / name
+
+    def train_env(self) -> dict[str, str]:
+        """The training container's environment (the run contract's variables)."""
+        return {
+            "RUNNER_TASK": self.entry.task.id,
+            "RUNNER_SEED": str(self.seed),
+            "RUNNER_DATA": "/data",
+            "RUNNER_OUTPUT": "/output",
+            "RUNNER_THREADS": str(self.limits.threads),
+            "RUNNER_THRESHOLD": repr(self.entry.task.threshold),
+            "RUNNER_SMOKE": "1" if self.smoke else "0",
+            "HOME": "/scratch",
+            **{f"RUNNER_HP_{name.upper()}": value for name, value in self.hyperparameters.items()},
+            **self.switch_env(),
+        }
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "seed": self.seed, "result_dir": str(self.result_dir.resolve()),
+                "probe_dir": str(self.probe_dir) if self.probe_dir else None}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the shared stages found, for every run of one reproduction (the plan says what the
+    runs are; this is what the host, the data and the image turned out to be). Made once by
+    ``runner.reproduce.prepare``; every run's record starts from it (``assemble.started``)."""
+
+    engine: Engine
+    built: BuiltImage
+    staged: StagedData
+    labels: np.ndarray | dict[str, list[str]]  # the evaluation labels (SQuAD: {id: answers}), loaded once
+    fingerprint: dict  # fingerprint.json: the host and the image
+    hardware: dict  # result.json's hardware record
+    nonconforming: tuple[str, ...]  # reasons every run is non-conforming already
+    inspection: ImageInspection
+    public: tuple[StagedInput, ...]  # the manifest's public inputs, mounted read-only
+    isolation: dict | None  # why the engine could not isolate the runs (the host engine); None: it did
+    harness_digest: str  # sha256 over the container-side harness the runs use
+
+
+def sent_run(d: dict, scratch: Path) -> SeedRun:
+    """One run's plan as the runner sent it to a node agent (``scratch``: the node's own)."""
+    plan = RunPlan.from_dict(d, scratch=scratch)
+    if not isinstance(plan, SeedRun):
+        raise ValueError("the runner sent a plan that names no run (its seed and result folder)")
+    return plan
+
+
+def entry_for(path: str | Path, options: ReproduceOptions) -> Entry:
+    """The entry a plan runs: its manifest, in its smoke form on a smoke run, placed on the
+    nodes and processes the options ask for."""
+    entry = load_entry(path)
+    if options.smoke:
+        entry = entry.for_smoke()
+    return entry.placed(options.nodes, options.processes_per_node)
 
 
 def make_plan(entry_path: str | Path, opts: ReproduceOptions, placement: str = LOCAL) -> RunPlan:
     """The plan of a reproduction, from the entry folder and the user's flags."""
-    entry = load_entry(entry_path)
-    if opts.smoke:
-        entry = entry.for_smoke()
-    entry = entry.placed(opts.nodes, opts.processes_per_node)
+    entry = entry_for(entry_path, opts)
     profile = load_profile(entry.hardware_profile)
     runs = opts.runs or entry.runs
     limits = profile.container_limits

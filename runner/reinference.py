@@ -46,7 +46,7 @@ from runner.report import reporter
 from runner.bundle import sign_folder
 from runner.bundle.measured import require_measured
 from runner.engine import get_engine
-from runner.plan import EVALUATIONS_DIR, RunPlan
+from runner.plan import EVALUATIONS_DIR, SeedRun
 from runner.run.final_model import DeferredError, evaluate_deferred, probe_subset
 from runner.score.evaluations import ScoredEvaluation
 from runner.score.probe import make_probe_inputs
@@ -148,14 +148,14 @@ def _evaluate_final(engine: Engine, entry: Entry, result: Result, result_dir: Pa
     record = t.final_model if t is not None else None
     if not (isinstance(record, dict) and record.get("deferred")):
         return []
-    plan = RunPlan.read(result_dir, entry.path)
+    plan = SeedRun.read(result_dir, entry.path)
     if plan is None:
         raise UserError(f"{result_dir} has no plan.json to evaluate its final model in",
                         f"run `runner reproduce entries/{entry.name}` again")
     labels = staged.load_eval_labels()
     probe_dir = make_probe_inputs(staged.eval_dir, work_dir / "probe", result.seed)
-    plan = replace(plan, image=image_id, data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest)
-                   ).for_run(result.seed, work_dir, work_dir / "scratch", probe_dir)
+    plan = replace(plan, image=image_id, data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest),
+                   result_dir=work_dir, scratch=work_dir / "scratch", probe_dir=probe_dir)
     used = [record["index"], *(e.get("index", -1) for e in t.evaluations),
             *(r.get("index", -1) for r in ((t.model_origin or {}).get("sensitivity") or []))]
     used += [int(p.name) for p in (result_dir / EVALUATIONS_DIR).glob("*") if p.name.isdigit()]

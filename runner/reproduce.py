@@ -12,7 +12,8 @@ import shutil
 import signal
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
 from rich.markup import escape
@@ -24,9 +25,9 @@ from runner.entry_build.context import entry_files
 from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_document
 from runner.entry_build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
 from runner.entry_build.information import budget_for
-from runner.bundle import PROFILE_FILE, record_measured, settle_outputs, sign_folder
+from runner.bundle import PROFILE_FILE, finish_folder, record_measured, settle_outputs
 from runner.bundle.filelist import MANIFEST
-from runner.bundle.measured import measured_record, require_measured
+from runner.bundle.measured import measured_record, require_unchanged
 from runner.keys import load_signer
 from runner.keys.ledger import earlier_runs
 from runner.engine import Engine, get_engine
@@ -38,7 +39,7 @@ from runner.inference import TrainedModel, check_backends_available, loadgen, ru
 from runner.manifest import Entry
 from runner.mlperf.run_log import write_mlperf_log
 from runner.options import ReproduceOptions
-from runner.plan import PLAN_FILE, SLURM, RunData, RunPlan, make_plan
+from runner.plan import PLAN_FILE, SLURM, Prepared, ResolvedPlan, RunData, RunPlan, SeedRun, make_plan
 from runner.data import StagedData
 from runner.digests import sha256_file
 from runner.data.for_run import stage_data, stage_public_inputs
@@ -53,7 +54,7 @@ from runner.results.record import Result
 from runner.run import ownership
 from runner.engine.containers import remove_orphans
 from runner.run.cores import hold_cores
-from runner.run.guards import RunGuards
+from runner.run.guards import GuardVerdict, RunGuards
 from runner.run.allocation import check_nodes, cluster_network, require_network_setting
 from runner.plan import CHECKPOINTS_DIR
 from runner.initial_weights import INIT_DIR, INIT_RECORD, Tensor, undrawn_problem
@@ -61,7 +62,7 @@ from runner.run.init_weights import ensure_init, model_tensors, roles_for
 from runner.run.training import TrainingRun, run_training
 from runner.score.model_origin import CLASS4
 from runner.score.probe import make_probe_inputs, probe_record
-from runner.score.summary import summarize_training
+from runner.score.summary import TrainingSummary, summarize_training
 from runner.timings import Timings, render_timings, training_parts
 from runner.report import reporter
 from runner.energy import training_energy
@@ -74,26 +75,20 @@ KEEP_CHECKPOINT_BYTES = 256 * 2**20
 
 
 @dataclass
-class Shared:
-    """What the shared stages found, for every run of one reproduction (the plan says what
-    the runs are; this is what the host, the data and the image turned out to be)."""
+class EndedRun:
+    """A run that ended, not yet finished: its folder, its record (in memory until it is
+    finished: written once, then signed once, by ``finish_runs``) and the clock of its phases
+    (None for a run read back from its folder: a gathered Slurm run)."""
 
-    engine: Engine
-    built: BuiltImage
-    staged: StagedData
-    labels: object  # int64 array, or SQuAD's {id: answers}
-    fingerprint: dict
-    nonconforming: list[str] = field(default_factory=list)
-    hardware: dict = field(default_factory=dict)  # result.json's hardware record
-    inspection: ImageInspection | None = None
-    # The phases every run of this reproduction shares (recorded in the first run's timings).
-    timings: Timings = field(default_factory=Timings)
-    public: list[StagedInput] = field(default_factory=list)  # the manifest's public inputs, mounted read-only
-    isolation: dict | None = None  # why the engine could not isolate the runs (the host engine)
+    folder: Path
+    result: Result
+    clock: Timings | None = None
 
 
+@cache
 def harness_digest() -> str:
-    """sha256 over the container-side harness files, so a result names the harness it used."""
+    """sha256 over the container-side harness files, so a result names the harness it used
+    (hashed once per process)."""
     h = hashlib.sha256()
     for f in sorted(paths.harness_dir().rglob("*.py")):
         h.update(f.relative_to(paths.harness_dir()).as_posix().encode() + b"\0")
@@ -114,7 +109,7 @@ def sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _check_hardware(plan: RunPlan, fingerprint: dict):
+def _check_hardware(plan: RunPlan, fingerprint: dict) -> tuple[dict, list[str]]:
     """The result's ``hardware`` record and the reasons the run is non-conforming."""
     opts, entry = plan.options, plan.entry
     record = require_match(
@@ -137,85 +132,123 @@ def _choose_backends(plan: RunPlan, gpus: int) -> list[str]:
     return backends
 
 
-def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[RunPlan, Shared]:
-    """The stages every run shares: the host, the data, the image and its inspection. Returns the
-    plan as they resolved it (GPUs, backends, image, data) and what they found."""
-    entry = plan.entry
-    with clock.phase("preflight"):
-        check_nodes(entry.nodes)
-        engine = get_engine()
-        if why := engine.refusal():
-            raise UserError(why, engine.refusal_fix())
-        network = cluster_network(engine, require_network_setting(entry.nodes)) if entry.nodes > 1 else None
-        if removed := remove_orphans(engine):
-            reporter().print(f"removed {removed} container(s) left by an earlier, killed run")
-        if swept := ownership.sweep_scratch():
-            reporter().print(f"removed {len(swept)} scratch folder(s) left by an earlier, killed run: "
-                          + ", ".join(map(str, swept)))
-        for killed in ownership.recover_killed_runs():
-            reporter().print(f"marked {killed} incomplete: {ownership.KILLED_REASON}")
-    with clock.phase("fingerprint"):
-        fingerprint = capture_host(engine)
-    hardware, reasons = _check_hardware(plan, fingerprint)
-    host_gpus = len((fingerprint.get("gpu") or {}).get("gpus") or [])
-    gpus = min(plan.profile.gpu_count, host_gpus)
+# -- the shared stages, in the order they run ------------------------------------------------
+
+def preflight(plan: RunPlan) -> tuple[Engine, str | None]:
+    """The engine (refused here, with its fix, when it cannot run entries) and, for a run
+    spanning nodes, its network; what killed runs left behind is cleaned up first."""
+    check_nodes(plan.entry.nodes)
+    engine = get_engine()
+    if why := engine.refusal():
+        raise UserError(why, engine.refusal_fix())
+    network = cluster_network(engine, require_network_setting(plan.entry.nodes)) if plan.entry.nodes > 1 else None
+    if removed := remove_orphans(engine):
+        reporter().print(f"removed {removed} container(s) left by an earlier, killed run")
+    if swept := ownership.sweep_scratch():
+        reporter().print(f"removed {len(swept)} scratch folder(s) left by an earlier, killed run: "
+                         + ", ".join(map(str, swept)))
+    for killed in ownership.recover_killed_runs():
+        reporter().print(f"marked {killed} incomplete: {ownership.KILLED_REASON}")
+    return engine, network
+
+
+def host_gpus(plan: RunPlan, engine: Engine, fingerprint: dict) -> tuple[int, list[str]]:
+    """The GPUs the runs get (the profile's, as many as the host has; refused when the engine
+    cannot give them to containers) and the backends they can time."""
+    found = len((fingerprint.get("gpu") or {}).get("gpus") or [])
+    gpus = min(plan.profile.gpu_count, found)
     if gpus and not gpu_containers_possible(fingerprint):
         _, fix = engine.gpu_support(fingerprint.get("docker") or {})
-        raise UserError(f"this host has {host_gpus} NVIDIA GPU(s) but the {engine.name} engine cannot "
+        raise UserError(f"this host has {found} NVIDIA GPU(s) but the {engine.name} engine cannot "
                         "give them to containers", fix)
     backends = _choose_backends(plan, gpus)
     check_backends_available(backends, fingerprint)
-    with clock.phase("data check"):
-        staged = stage_data(entry, plan.smoke, scratch)
-        public = stage_public_inputs(entry, plan.smoke, staged, scratch)
+    return gpus, backends
+
+
+def stage(plan: RunPlan, scratch: Path) -> tuple[StagedData, tuple[StagedInput, ...], list[str]]:
+    """The task's data and the manifest's public inputs, staged, and the reasons they make the
+    runs non-conforming (unofficial files)."""
+    entry = plan.entry
+    staged = stage_data(entry, plan.smoke, scratch)
+    public = tuple(stage_public_inputs(entry, plan.smoke, staged, scratch))
+    reasons = []
     if not staged.conforming and not plan.smoke:
         reasons.append(f"data set {staged.task} was staged from unofficial files")
     if staged.train_tree is not None and not staged.train_tree.conforming and not plan.smoke:
         reasons.append(f"the {staged.task} training tree was imported from unofficial files")
+    return staged, public, reasons
+
+
+def build(plan: RunPlan, engine: Engine) -> tuple[BuiltImage, dict | None]:
+    """The entry's image (a cache hit when its inputs did not change) and, where the engine
+    cannot isolate the runs (the host engine), the record of why (result.json's ``isolation``)."""
+    entry = plan.entry
     on = "on this host's Python environment, no image" if engine.own_root else f"base {entry.base_image}"
     reporter().print(f"[bold]build[/] {entry.name} ({on})")
-    with clock.phase("image check or build"):
-        built = build_entry(entry, engine)
-    reporter().print(
-        f"  image {built.image_id[:19]}  {'cache hit' if built.cached else 'built'} "
-        f"in {built.seconds:.1f} s"
-    )
+    built = build_entry(entry, engine)
+    reporter().print(f"  image {built.image_id[:19]}  {'cache hit' if built.cached else 'built'} "
+                     f"in {built.seconds:.1f} s")
     isolation = None
     if why_not := engine.isolation(built.image_id):
         isolation = {"isolated": False, "engine": engine.name, "why_not": why_not}
         reporter().print(f"[yellow]{escape(why_not)}[/]")
+    return built, isolation
+
+
+def inspect(plan: RunPlan, engine: Engine, built: BuiltImage, staged: StagedData) -> ImageInspection:
+    """The image inspected for weights and evaluation data it should not carry."""
+    entry = plan.entry
+
+    def wheels() -> list[Path]:  # only on a cache miss: resolving them hashes every wheel
+        if engine.own_root:  # nothing of the lock was installed
+            return []
+        return list(resolve_wheels(parse_lock(entry.lock_path)).values())
+
+    with reporter().status("inspecting the image for weights and data it should not carry"):
+        return inspect_image(engine, built.image_id, built.base.id, wheels, entry.path, entry_files(entry.path),
+                             Path(staged.eval_dir) / "images.npy", Path(staged.labels) / "eval_labels.npy",
+                             lock=entry.lock_path, budget=budget_for(entry.task.id))
+
+
+def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan, Prepared]:
+    """The stages every run shares, each timed on ``clock``: the host, the data, the image and
+    its inspection, the model's tensors. Returns the plan as they resolved it (GPUs, backends,
+    image, data) and what they found."""
+    entry = plan.entry
+    with clock.phase("preflight"):
+        engine, network = preflight(plan)
+    with clock.phase("fingerprint"):
+        fingerprint = capture_host(engine)
+    hardware, reasons = _check_hardware(plan, fingerprint)
+    gpus, backends = host_gpus(plan, engine, fingerprint)
+    with clock.phase("data check"):
+        staged, public, unofficial = stage(plan, scratch)
+    reasons += unofficial
+    with clock.phase("image check or build"):
+        built, isolation = build(plan, engine)
     with clock.phase("image facts"):
         fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
-    with clock.phase("image inspection"), reporter().status("inspecting the image for weights and data it should not carry"):
-        def wheels() -> list[Path]:  # only on a cache miss: resolving them hashes every wheel
-            if engine.own_root:  # nothing of the lock was installed
-                return []
-            return list(resolve_wheels(parse_lock(entry.lock_path)).values())
-
-        inspection = inspect_image(engine, built.image_id, built.base.id, wheels, entry.path,
-                            entry_files(entry.path), Path(staged.eval_dir) / "images.npy",
-                            Path(staged.labels) / "eval_labels.npy", lock=entry.lock_path,
-                            budget=budget_for(entry.task.id))
+    with clock.phase("image inspection"):
+        inspection = inspect(plan, engine, built, staged)
     if problem := inspection.problem():
         reasons.append(problem)
     with clock.phase("model tensors"):
         initial = initial_tensors(engine, entry, built.image_id, plan.limits, scratch)
     if problem := undrawn_problem(initial):
         reasons.append(f"{CLASS4}{problem}")
-    runner = None
-    if entry.nodes > 1:
-        runner = runner_command()
     if engine.own_root and plan.options.loadgen and (why := loadgen.host_problem(fingerprint)):
         reporter().warn_once(f"[yellow]LoadGen left out[/]: {escape(why)} (the per-item latency pass runs)")
         plan = replace(plan, options=replace(plan.options, loadgen=False))
-    plan = plan.resolved(
-        gpus=gpus, backends=backends, image=built.image_id, network=network, runner=runner,
+    resolved = plan.resolved(
+        gpus=gpus, backends=backends, image=built.image_id, network=network,
+        runner=runner_command() if entry.nodes > 1 else (),
         initial=tuple((t.name, t.shape, t.role) for t in initial),
         data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest,
                      tuple((p.folder, p.mount) for p in public)),
     )
-    return plan, Shared(engine, built, staged, staged.load_eval_labels(), fingerprint, reasons, hardware,
-                        inspection, clock, public, isolation)
+    return resolved, Prepared(engine, built, staged, staged.load_eval_labels(), fingerprint, hardware,
+                              tuple(reasons), inspection, public, isolation, harness_digest())
 
 
 def initial_tensors(engine: Engine, entry: Entry, image: str, limits, scratch: Path) -> list[Tensor]:
@@ -224,15 +257,6 @@ def initial_tensors(engine: Engine, entry: Entry, image: str, limits, scratch: P
     listed = model_tensors(engine, image, entry, limits, scratch / "init-shapes.log")
     return roles_for(listed, entry.framework["name"], entry.initial_weights, bool(entry.public_inputs),
                      entry.task.cross_seed.public_width)
-
-
-def _prepared(shared: Shared) -> assemble.Prepared:
-    """What the shared stages found, as a run's record keeps it before training."""
-    return assemble.Prepared(
-        harness_digest(), shared.built, shared.staged, shared.hardware, tuple(shared.nonconforming),
-        shared.inspection.summary() if shared.inspection else None, tuple(p.record() for p in shared.public),
-        shared.isolation,
-    )
 
 
 def copy_entry_files(entry: Entry, target: Path) -> None:
@@ -257,37 +281,57 @@ def _keep_crossing_checkpoint(result_dir: Path, crossing: int | None) -> None:
 
 # -- the stages of one run, in the order they run ---------------------------------------------
 
-def open_result_folder(plan: RunPlan, shared: Shared, seed: int) -> Path:
+def open_result_folder(plan: ResolvedPlan, prepared: Prepared, seed: int) -> Path:
     """A new run folder with what is known before training: the host, the image, the entry."""
     result_dir = entry_dir(paths.results_dir(), plan.entry.name, plan.smoke) / new_run_id(seed)
     (result_dir / "logs").mkdir(parents=True)
-    write_json(result_dir / "fingerprint.json", shared.fingerprint)
-    write_json(result_dir / "sbom.json", shared.built.sbom)
-    built = shared.built  # the same packages in CycloneDX, each Python one with its hashes from the lock
+    write_json(result_dir / "fingerprint.json", prepared.fingerprint)
+    built = prepared.built
+    write_json(result_dir / "sbom.json", built.sbom)
+    # The same packages in CycloneDX, each Python one with its hashes from the lock.
     write_json(result_dir / CYCLONEDX_FILE, cyclonedx_document(built.sbom, parse_lock(plan.entry.lock_path),
                                                                built.image_id, built.tag, __version__))
+    if plan.profile.path is None:  # profiles are loaded from hardware_profiles/ (or RUNNER_PROFILES)
+        raise UserError(f"profile {plan.profile.id} was not read from a file", "pass a profile from hardware_profiles/")
     shutil.copyfile(plan.profile.path, result_dir / PROFILE_FILE)
     copy_entry_files(plan.entry, result_dir / "entry")
-    if shared.inspection is not None:
-        write_json(result_dir / INSPECTION_FILE, shared.inspection.to_dict())
+    write_json(result_dir / INSPECTION_FILE, prepared.inspection.to_dict())
     return result_dir
 
 
-def train(plan: RunPlan, shared: Shared) -> TrainingRun:
+def start(plan: ResolvedPlan, prepared: Prepared, seed: int, scratch: Path) -> tuple[SeedRun, Result]:
+    """The run's folder, its plan (``plan.json``), its probe inputs and initial weights, and its
+    record as far as it is known before training (in memory: result.json is written once, when
+    the run is finished; the record is journalled outside the folder, so a killed runner's run
+    is recovered at the next start)."""
+    result_dir = open_result_folder(plan, prepared, seed)
+    probe_dir = make_probe_inputs(prepared.staged.eval_dir, scratch / f"probe-{result_dir.name}", seed)
+    run = plan.for_run(seed, result_dir, scratch, probe_dir)
+    run.write(result_dir)
+    result = assemble.started(run, prepared, probe_record(plan.entry.task, seed) if probe_dir else None)
+    assemble.planned(result, PLAN_FILE, sha256_file(result_dir / PLAN_FILE))
+    if (init := ensure_init(run)) is not None:
+        assemble.initialized(result, json.loads((init / INIT_RECORD).read_text()),
+                             f"{INIT_DIR}/{INIT_RECORD}", sha256_file(init / INIT_RECORD))
+    ownership.mark_running(result, result_dir)  # a SIGKILL from here on is recovered at next start
+    return run, result
+
+
+def train(run: SeedRun, prepared: Prepared) -> TrainingRun:
     """The training container, its clock and the runner's evaluations of its checkpoints."""
-    reporter().print(f"[bold]train[/] {plan.entry.name} seed {plan.seed} -> {plan.result_dir}")
-    return run_training(shared.engine, plan, shared.labels)
+    reporter().print(f"[bold]train[/] {run.entry.name} seed {run.seed} -> {run.result_dir}")
+    return run_training(prepared.engine, run, prepared.labels)
 
 
-def score(plan: RunPlan, shared: Shared, run: TrainingRun):
-    """The training section, TTA and its verdicts, from the runner's events and predictions
-    (``runner.score.summary.TrainingSummary``)."""
-    summary = summarize_training(plan, run, shared.labels, shared.staged.counts.get("train"))
-    _keep_crossing_checkpoint(plan.result_dir, summary.training.crossing)
+def score(run: SeedRun, prepared: Prepared, training: TrainingRun) -> TrainingSummary:
+    """The training section, TTA and its verdicts, from the runner's events and predictions."""
+    summary = summarize_training(run, training, prepared.labels, prepared.staged.counts.get("train"))
+    _keep_crossing_checkpoint(run.result_dir, summary.training.crossing)
     return summary
 
 
-def training_energy_section(run: TrainingRun, verdict, crossing: int | None, result_dir: Path) -> dict | None:
+def training_energy_section(run: TrainingRun, verdict: GuardVerdict, crossing: int | None,
+                            result_dir: Path) -> dict | None:
     """result.json's ``energy``: the training window and joules-to-accuracy (None when nothing
     was sampled); the sampled series is kept as ``energy.tsv`` (training clock)."""
     series = verdict.energy
@@ -307,71 +351,79 @@ def training_energy_section(run: TrainingRun, verdict, crossing: int | None, res
             "methods": series.methods, "missing": series.missing}
 
 
-def infer(plan: RunPlan, shared: Shared, result: Result) -> None:
-    """Every evaluation item at batch 1 on each backend, gated on the threshold, and the
-    checks that each timed the model that was scored."""
-    weights = plan.output_dir / plan.entry.final_weights
-    if not (plan.options.infer and result.status == "complete" and weights.is_file()):
-        return
-    reporter().print(f"[bold]infer[/] {', '.join(plan.backends)} (batch 1, every eval item)")
-    # The backends were checked against this host's fingerprint when the plan was resolved.
-    model = TrainedModel(plan.output_dir, shared.labels, whole_set=shared.staged.conforming)
-    inference = run_inference(shared.engine, plan, model)
-    assemble.inferred(result, inference, check_timed_model(result, inference, plan.result_dir))
-
-
-def run_once(plan: RunPlan, shared: Shared, seed: int, scratch: Path,
-             clock: Timings | None = None) -> Path:
-    """One run, from its result folder to its final result.json. ``clock`` holds what was
-    timed before it (the shared phases, for the first run); this run's phases are added."""
-    clock = clock or Timings()
-    with clock.phase("result folder"):
-        result_dir = open_result_folder(plan, shared, seed)
-        probe_dir = make_probe_inputs(shared.staged.eval_dir, scratch / f"probe-{result_dir.name}", seed)
-        plan = plan.for_run(seed, result_dir, scratch, probe_dir)
-        plan.write(result_dir)
-        result = assemble.started(plan, _prepared(shared), probe_record(plan.entry.task, seed) if probe_dir else None)
-        assemble.planned(result, PLAN_FILE, sha256_file(result_dir / PLAN_FILE))
-        if (init := ensure_init(plan)) is not None:
-            assemble.initialized(result, json.loads((init / INIT_RECORD).read_text()),
-                                 f"{INIT_DIR}/{INIT_RECORD}", sha256_file(init / INIT_RECORD))
-        result.write(result_dir)  # a crash from here on still leaves a record
-        ownership.mark_running(result.run_id, result_dir)  # a SIGKILL from here on is recovered at next start
-        guards = RunGuards(shared.engine, result.run_id, plan.limits.cpus, plan.output_dir,
-                           gpus=plan.limits.gpus).start()
+def train_and_score(run: SeedRun, prepared: Prepared, result: Result, clock: Timings) -> TrainingRun:
+    """Training under the run's guards, then its scoring, into ``result``."""
+    guards = RunGuards(prepared.engine, result.run_id, run.limits.cpus, run.output_dir, gpus=run.limits.gpus).start()
     started = time.monotonic()
-    run = train(plan, shared)
+    training = train(run, prepared)
     verdict = guards.stop()
     seconds = time.monotonic() - started
-    before_start = run.started_monotonic - started if run.started_monotonic is not None else 0.0
-    clock.add("training", seconds, training_parts(run.events, seconds, max(0.0, before_start)))
+    before_start = training.started_monotonic - started if training.started_monotonic is not None else 0.0
+    clock.add("training", seconds, training_parts(training.events, seconds, max(0.0, before_start)))
     with clock.phase("scoring"):
-        summary = score(plan, shared, run)
-        crossing = summary.training.crossing if summary.training.reached else None
-        assemble.trained(result, run=run, summary=summary, guards=verdict,
-                         energy=training_energy_section(run, verdict, crossing, result_dir),
-                         train_samples=shared.staged.counts.get("train"),
-                         training_usd=cost_usd(summary.training.tta_seconds, plan.profile, plan.entry.nodes)
-                         if summary.training.reached else None)
+        summary = score(run, prepared, training)
+        reached, tta = summary.training.reached, summary.training.tta_seconds
+        crossing = summary.training.crossing if reached else None
+        assemble.trained(result, run=training, summary=summary, guards=verdict,
+                         energy=training_energy_section(training, verdict, crossing, run.result_dir),
+                         train_samples=prepared.staged.counts.get("train"),
+                         training_usd=cost_usd(tta, run.profile, run.entry.nodes) if reached and tta is not None else None)
         assemble.timed(result, clock.to_dict())
-        result.write(result_dir)
-    if run.outcome.interrupted:
-        reporter().print(f"[red]interrupted[/]: the incomplete result is kept in {result_dir}")
-        raise KeyboardInterrupt
-    started = time.monotonic()
-    infer(plan, shared, result)
-    if result.inference:
-        clock.add("inference", time.monotonic() - started, inference_parts(result.inference))
-    with clock.phase("mlperf log"):
-        written, note = write_mlperf_log(result_dir)
+    ownership.journal(result, run.result_dir)
+    return training
+
+
+def infer(run: SeedRun, prepared: Prepared, result: Result) -> None:
+    """Every evaluation item at batch 1 on each backend, gated on the threshold, and the
+    checks that each timed the model that was scored."""
+    weights = run.output_dir / run.entry.final_weights
+    if not (run.options.infer and result.status == "complete" and weights.is_file()):
+        return
+    reporter().print(f"[bold]infer[/] {', '.join(run.backends)} (batch 1, every eval item)")
+    # The backends were checked against this host's fingerprint when the plan was resolved.
+    model = TrainedModel(run.output_dir, prepared.labels, whole_set=prepared.staged.conforming)
+    inference = run_inference(prepared.engine, run, model)
+    assemble.inferred(result, inference, check_timed_model(result, inference, run.result_dir))
+
+
+def mlperf_log(run: SeedRun, result: Result) -> None:
+    """The run's MLPerf training log (``logs/``), from its record."""
+    written, note = write_mlperf_log(run.result_dir, result=result.to_dict())
     if written:
         reporter().print(f"[bold]mlperf[/] log {written}")
         if note:  # the same for every run (the settings not made): said once
             reporter().warn_once(f"[yellow]MLPerf log[/]: {note}")
     else:
         reporter().print(f"[yellow]no MLPerf log[/]: {note}")
-    result.write_last(result_dir, clock)  # its timings end with "writing"
-    return result_dir
+
+
+def run_once(plan: ResolvedPlan, prepared: Prepared, seed: int, scratch: Path, clock: Timings) -> EndedRun:
+    """One run, from its result folder to its record, complete in memory. ``clock`` holds what
+    was timed before it (the shared phases, for the first run); this run's phases are added.
+    A run stopped by a failure or an interrupt has its record written as far as it went."""
+    with clock.phase("result folder"):
+        run, result = start(plan, prepared, seed, scratch)
+    try:
+        training = train_and_score(run, prepared, result, clock)
+        if training.outcome.interrupted:
+            reporter().print(f"[red]interrupted[/]: the incomplete result is kept in {run.result_dir}")
+            raise KeyboardInterrupt
+        started = time.monotonic()
+        infer(run, prepared, result)
+        if result.inference:
+            clock.add("inference", time.monotonic() - started, inference_parts(result.inference))
+        with clock.phase("mlperf log"):
+            mlperf_log(run, result)
+        # Outputs verify would refuse: left out, named, before the runner records what it measured.
+        settle_outputs(run.result_dir, result)
+        record_measured(run.result_dir, result=result.to_dict())  # its files, kept outside the folder from now on
+        ownership.journal(result, run.result_dir)
+    except BaseException as stop:
+        assemble.stopped(result, f"the runner stopped: {stop}" if str(stop) else "the runner was interrupted")
+        result.write_last(run.result_dir, clock)  # never finished: written as far as it went, unsigned
+        ownership.mark_finished(result.run_id)
+        raise
+    return EndedRun(run.result_dir, result, clock)
 
 
 def inference_parts(inference: dict[str, BackendRun]) -> dict:
@@ -382,7 +434,7 @@ def inference_parts(inference: dict[str, BackendRun]) -> dict:
         if isinstance(record.window_seconds, (int, float)):
             parts[f"{name}_per_item_seconds"] = round(record.window_seconds, 4)
         loadgen = record.loadgen or {}
-        windows = [s.get("window_seconds") for s in (loadgen.get("single_stream"), loadgen.get("offline"))
+        windows = [float(s["window_seconds"]) for s in (loadgen.get("single_stream"), loadgen.get("offline"))
                    if isinstance(s, dict) and isinstance(s.get("window_seconds"), (int, float))]
         if windows:
             parts[f"{name}_loadgen_seconds"] = round(sum(windows), 4)
@@ -397,7 +449,8 @@ def launch(plan: RunPlan, slurm=None, resume: bool = True) -> list[Path]:
     in seed order."""
     if plan.placement == SLURM:
         folders = reproduce_on_slurm(plan, slurm, resume)
-        finish_runs(folders, _labels_here(plan), plan)  # gathered runs are signed here, once
+        # Gathered runs are signed here, once.
+        finish_runs([EndedRun(folder, Result.read(folder)) for folder in folders], _labels_here(plan), plan)
         return folders
     return _reproduce_here(plan)
 
@@ -419,58 +472,52 @@ def reproduce(entry_path: str, opts: ReproduceOptions) -> list[Path]:
 
 
 def _reproduce_here(plan: RunPlan) -> list[Path]:
-    opts = plan.options
     with ownership.scratch_folder() as tmp, sigterm_as_interrupt():
-        clock = Timings()
-        plan, shared = prepare(plan, Path(tmp), clock)
-        folders: list[Path] = []
+        shared_clock = Timings()
+        resolved, prepared = prepare(plan, Path(tmp), shared_clock)
+        ended: list[EndedRun] = []
         try:
-            for i, seed in enumerate(plan.seeds):
-                clock = shared.timings if i == 0 else Timings()  # the shared phases count once
+            for i, seed in enumerate(resolved.seeds):
+                clock = shared_clock if i == 0 else Timings()  # the shared phases count once
                 waited = time.monotonic()
-                with hold_cores(plan.limits.cpus, reporter().print, plan.entry.name):
+                with hold_cores(resolved.limits.cpus, reporter().print, resolved.entry.name):
                     if (held := time.monotonic() - waited) > 0.05:
                         clock.add("waiting for cores", held)
-                    folder = run_once(plan, shared, seed, Path(tmp), clock)
-                    settle_outputs(folder)  # outputs verify would refuse: left out, named, before the record
-                    record_measured(folder)  # what it measured, kept outside the folder from now on
-                    ownership.mark_finished(folder.name)
-                folders.append(folder)
+                    ended.append(run_once(resolved, prepared, seed, Path(tmp), clock))
         except BaseException:  # the runs that ended before the failure are finished all the same
             try:
-                finish_runs(folders, shared.labels, plan)
+                finish_runs(ended, prepared.labels, resolved)
             except Exception as exc:  # the failure that stopped the runs is the one to raise
                 reporter().print(f"[yellow]the runs that ended were not finished[/]: {exc}", highlight=False)
             raise
-        signing = finish_runs(folders, shared.labels, plan)
-    if opts.verbose:
-        for folder in folders:
-            timings = Result.read(folder).timings or {}
-            reporter().print(render_timings(timings, f"where the time of {short_id(folder.name)} went"))
-            if folder in signing:
-                reporter().print(f"  then signing: {signing[folder]:.2f} s (after result.json was final)")
-    return folders
+        signing = finish_runs(ended, prepared.labels, resolved)
+    if plan.options.verbose:
+        for run in ended:
+            reporter().print(render_timings(run.result.timings or {}, f"where the time of {short_id(run.folder.name)} went"))
+            if run.folder in signing:
+                reporter().print(f"  then signing: {signing[run.folder]:.2f} s (after result.json was final)")
+    return [run.folder for run in ended]
 
 
 FINISHING = "signing the finished run"
 ACROSS_SEEDS = ("training.cross_seed", "conforming", "nonconforming_reasons")  # what mark_alike_runs writes
 
 
-def finish_runs(folders: list[Path], labels, plan: RunPlan) -> dict[Path, float]:
+def finish_runs(runs: list[EndedRun], labels, plan: RunPlan) -> dict[Path, float]:
     """The end of the runs that ended: their cross-seed records (``mark_alike_runs``; for one
-    run, the record that none is possible), then each folder, now finished, signed once, held
-    to the runner's record of what the run measured (``record_measured`` as each run ended)
-    for everything but those records (``ACROSS_SEEDS``); with ``--no-sign`` the record is only
-    brought up to date (``runner bundle sign`` may sign the run later, as it was measured).
-    Nothing writes into a folder after this. Gathered Slurm runs (signed here, by the submit
-    host) skip a placeholder and a run signed before whose result did not change. Returns the
-    seconds each signing took."""
-    if not folders:
+    run, the record that none is possible), then each run, now finished, held to the runner's
+    record of its files as the run ended (``record_measured``), written once and signed once
+    (``runner.bundle.finish_folder``; with ``--no-sign`` only written: ``runner bundle sign``
+    may sign it later, as it was measured). Nothing writes into a folder after this. Gathered
+    Slurm runs (signed here, by the submit host) skip a placeholder and a run signed before
+    whose result did not change. Returns the seconds each signing took."""
+    if not runs:
         return {}
     gathered = plan.placement == SLURM
-    changed = set(mark_alike_runs(folders, labels, plan))
+    changed = set(mark_alike_runs(runs, labels, plan))
     signing = {}
-    for folder in folders:
+    for run in runs:
+        folder = run.folder
         if gathered and (folder not in changed and (folder / MANIFEST).is_file()):
             continue
         if gathered and measured_record(folder) is None:
@@ -479,29 +526,30 @@ def finish_runs(folders: list[Path], labels, plan: RunPlan) -> dict[Path, float]
                                  "of measuring it; `runner reproduce` the seed again", highlight=False)
             continue
         started = time.monotonic()
-        if plan.options.sign or gathered:
-            sign_folder(folder, again=FINISHING, fields=ACROSS_SEEDS)
+        require_unchanged(folder, run.result.run_id, FINISHING, fields=ACROSS_SEEDS)
+        sign = plan.options.sign or gathered
+        finish_folder(folder, run.result, run.clock, sign=sign)
+        ownership.mark_finished(run.result.run_id)
+        if sign:
             signing[folder] = time.monotonic() - started
-        else:
-            require_measured(folder, FINISHING, fields=ACROSS_SEEDS)
-            record_measured(folder)
     return signing
 
 
-def mark_alike_runs(folders: list[Path], labels, plan: RunPlan) -> list[Path]:
-    """Each run's cross-seed record (``training.cross_seed``); runs whose crossing models are
-    not independent across seeds are non-conforming (``runner.score.across_runs``). Returns
-    the folders whose result changed."""
+def mark_alike_runs(runs: list[EndedRun], labels, plan: RunPlan) -> list[Path]:
+    """Each run's cross-seed record (``training.cross_seed``, in its record in memory); runs
+    whose crossing models are not independent across seeds are non-conforming
+    (``runner.score.across_runs``). Returns the folders whose record changed."""
     from runner.score.across_runs import across_runs  # lazy: start-up (runner --help)
 
     changed = []
+    folders = [run.folder for run in runs]
+    results = {run.folder: run.result for run in runs}
     found = across_runs(folders, labels, plan.entry.task, plan.entry.framework["name"], plan.options.seed is None,
-                        earlier_signed_runs(plan, folders))
+                        earlier_signed_runs(plan, folders), results)
     for folder, (record, reasons) in found.items():
-        result = Result.read(folder)
+        result = results[folder]
         for reason in assemble.compared_across_seeds(result, record, reasons):
             reporter().print(f"[yellow]non-conforming[/] {short_id(result.run_id)}: {reason}")
-        result.write(folder)
         changed.append(folder)
     if found:
         from runner.score.across_runs import summary_line  # lazy: start-up (runner --help)

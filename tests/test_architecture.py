@@ -202,7 +202,7 @@ def test_no_module_below_the_command_line_imports_it():
     assert offenders == [], f"these modules import runner.cli: {offenders}"
 
 
-# -- the run is described by one type (runner.plan.RunPlan) -----------------------------------
+# -- the run is described by one type (runner.plan.RunPlan, in its states) --------------------
 # What describes a run: a type or a dict that carries several of these is a second description.
 RUN_FIELDS = {"image", "command", "train_dir", "eval_dir", "probe_dir", "result_dir", "scratch_dir", "seed",
               "seeds", "smoke", "cpus", "memory", "gpus", "timeout_s", "builder", "framework", "topk", "threads",
@@ -248,8 +248,9 @@ plan = {"entry": e, "smoke": s, "data_digest": d, "image": i, "command": c, "env
 
 
 def test_the_run_is_described_by_one_type():
-    """``RunPlan`` (runner/plan.py) is the one description of a run: no other type or dict
-    literal carries the run's image, data, limits, seed and folders."""
+    """``RunPlan`` (runner/plan.py, with its later states ``ResolvedPlan`` and ``SeedRun``) is
+    the one description of a run: no other type or dict literal carries the run's image,
+    data, limits, seed and folders."""
     offenders = []
     for path, tree in _modules():
         inside = path.relative_to(PACKAGE)
@@ -261,7 +262,10 @@ def test_the_run_is_described_by_one_type():
 
 
 # What each stage of a run is given: the plan, the engine, and the typed parts earlier stages
-# produced (``TrainingRun``, ``TrainedModel``, ``assemble.Prepared``), never the plan unpacked.
+# produced (``TrainingRun``, ``TrainedModel``, ``plan.Prepared``), never the plan unpacked.
+# The plan in the state the stage needs: what was asked (``RunPlan``), what the shared stages
+# fixed (``ResolvedPlan``), one run of it (``SeedRun``).
+PLAN_STATES = ("RunPlan", "ResolvedPlan", "SeedRun")
 STAGES = {("run/training.py", "run_training"), ("run/training.py", "training_spec"),
           ("run/evaluator.py", "__init__"), ("run/node_agent.py", "__init__"),
           ("score/summary.py", "summarize_training"), ("results/assemble.py", "started"),
@@ -277,12 +281,13 @@ def _parameters(node: ast.FunctionDef) -> list[ast.arg]:
 
 def _takes_the_plan(node: ast.AST) -> bool:
     return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-        a.annotation is not None and ast.unparse(a.annotation) == "RunPlan" for a in _parameters(node))
+        a.annotation is not None and ast.unparse(a.annotation) in PLAN_STATES for a in _parameters(node))
 
 
 def test_the_stages_receive_the_plan():
     """The training, scoring and inference stages, their containers' specs, the record's start,
-    the evaluator and the node agents take a ``RunPlan``, and few parameters beside it."""
+    the evaluator and the node agents take the plan (a run's: ``SeedRun``), and few
+    parameters beside it."""
     seen, long = set(), []
     for path, tree in _modules():
         inside = path.relative_to(PACKAGE).as_posix()
@@ -295,7 +300,7 @@ def test_the_stages_receive_the_plan():
     assert long == [], long
 
 
-# The stages of one run: what they are given is that run's plan (``RunPlan.for_run``), complete.
+# The stages of one run: what they are given is that run's plan (``SeedRun``), complete.
 # (``runner.reproduce`` and the Slurm and verify packages take what completes a plan, or what
 # they hold it against, beside it.)
 STAGES_OF_A_RUN = ("run", "inference", "score", "results")
@@ -311,11 +316,11 @@ LONG_SIGNATURE = 8  # more parameters than this: a group that belongs together w
 
 def _carried_by_the_plan() -> set[str]:
     """What ``runner/plan.py`` says a plan carries: the fields and properties of ``RunPlan``
-    and of its parts ``Limits`` and ``RunData``."""
+    in its states and of its parts ``Limits`` and ``RunData``."""
     tree = ast.parse((PACKAGE / "plan.py").read_text())
     names = set()
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name in ("RunPlan", "Limits", "RunData"):
+        if isinstance(node, ast.ClassDef) and node.name in (*PLAN_STATES, "Limits", "RunData"):
             for item in node.body:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                     names.add(item.target.id)
@@ -363,7 +368,7 @@ def test_a_stage_given_the_plan_takes_nothing_the_plan_carries():
 def test_the_stages_take_typed_parts_not_long_signatures():
     """No function of the pipeline (``runner.reproduce`` and the stages of one run) takes more
     than ``LONG_SIGNATURE`` parameters: what belongs together travels as one typed part (the
-    plan, ``TrainingRun``, ``TrainedModel``, ``assemble.Prepared``)."""
+    plan, ``TrainingRun``, ``TrainedModel``, ``plan.Prepared``)."""
     offenders = []
     for path, tree in _modules():
         inside = path.relative_to(PACKAGE)
@@ -841,3 +846,79 @@ def test_every_error_is_one_of_the_family():
             classes += _classes(tree, inside.as_posix())
     assert sum(name == ERROR_BASE for _, name, _ in classes) == 1
     assert _outside_the_family(classes) == [], "exception classes outside runner.errors.RunnerError's family"
+
+
+# -- the README says what the code does --------------------------------------------------------
+README = PACKAGE.parent / "README.md"
+
+
+def _readme_section(start: str) -> str:
+    text = README.read_text()
+    assert start in text, f"README.md has no {start!r}"
+    return text[text.index(start):]
+
+
+def _stage_table() -> list[tuple[str, list[str]]]:
+    """The README's stage table: (stage, the repository paths its package column names)."""
+    rows = []
+    for line in _readme_section("| stage | package |").splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows.append((cells[0], re.findall(r"`([^`]+)`", cells[1])))
+    return rows
+
+
+def _path_of_one_run() -> list[str]:
+    """The first column of the README's "path of one run": ``module.function`` names."""
+    block = _readme_section("**The path of one run**").split("```", 2)[1]
+    return [m[1] for line in block.splitlines() if (m := re.match(r"\s*(\w[\w/]*\.\w+)\s", line))]
+
+
+def _defined(name: str) -> bool:
+    """Whether ``module.function`` (``cli/reproduce.run``: a module of a package) is a function
+    defined at the top of that module under runner/."""
+    module, function = name.rsplit(".", 1)
+    path = PACKAGE / f"{module}.py"
+    if not path.is_file():
+        path = PACKAGE / module / "__init__.py"
+    if not path.is_file():
+        return False
+    tree = ast.parse(path.read_text())
+    return any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == function for n in tree.body)
+
+
+def test_the_readme_stage_table_names_the_packages_of_the_pipeline():
+    """Every path the README's stage table names exists, and every package of runner/ that
+    ``runner.reproduce`` imports (the pipeline's stages) has its row."""
+    rows = _stage_table()
+    named = {p for _, paths in rows for p in paths}
+    missing = sorted(p for p in named if not (PACKAGE.parent / p).exists())
+    assert missing == [], f"README's stage table names paths that do not exist: {missing}"
+    tree = ast.parse((PACKAGE / "reproduce.py").read_text())
+    imported = {name.split(".")[1] for name in _absolute_imports(PACKAGE / "reproduce.py", tree)
+                if name.startswith("runner.") and (PACKAGE / name.split(".")[1]).is_dir()}
+    unlisted = sorted(p for p in imported if f"runner/{p}" not in named)
+    assert unlisted == [], f"runner.reproduce runs these packages, which README's stage table leaves out: {unlisted}"
+
+
+# What ``prepare`` and ``run_once`` call that is no stage of the path, by name: why.
+NOT_STAGES = {"harness_digest": "the harness's sha256, for Prepared", "inference_parts": "the inference phase's timings"}
+
+
+def test_the_readme_path_of_one_run_names_functions_that_exist():
+    """Each step of the README's "path of one run" names a function of runner/ that exists,
+    and every stage ``runner.reproduce.prepare`` and ``run_once`` call is among them."""
+    steps = _path_of_one_run()
+    assert len(steps) >= 10, steps
+    gone = [s for s in steps if not _defined(s)]
+    assert gone == [], f"README's path of one run names what runner/ does not define: {gone}"
+    tree = ast.parse((PACKAGE / "reproduce.py").read_text())
+    called = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in ("prepare", "run_once"):
+            called |= {c.func.id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+    own = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    unsaid = sorted(f"reproduce.{name}" for name in called & own if f"reproduce.{name}" not in steps
+                    and not name.startswith("_") and name not in NOT_STAGES)
+    assert unsaid == [], f"README's path of one run leaves out these stages: {unsaid}"

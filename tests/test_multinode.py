@@ -210,10 +210,11 @@ class FakePeers:
 def _one_run_plan(tmp_path):
     """The plan a node agent is sent: one run of the default entry (one process per node)."""
     from runner.options import ReproduceOptions
-    from runner.plan import make_plan
+    from runner.plan import RunData, make_plan
 
     entry = Path(__file__).resolve().parents[1] / "entries" / "mnist-cnn-cpu"
-    return make_plan(entry, ReproduceOptions(seed=1)).for_run(1, tmp_path, tmp_path)
+    return make_plan(entry, ReproduceOptions(seed=1)).resolved(
+        gpus=0, backends=(), image="img", data=RunData(tmp_path, tmp_path, "sha256:0")).for_run(1, tmp_path, tmp_path)
 
 
 def test_a_node_agent_starts_pauses_and_finishes_its_ranks_when_told(tmp_path):

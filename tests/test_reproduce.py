@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import jsonschema
@@ -236,11 +237,31 @@ def test_runs_repeat_with_successive_seeds_and_are_summarised(engine, tmp_path, 
     from runner.bundle.measured import measured_record
     from runner.keys.ledger import read_ledger
 
+    import runner.bundle as bundle
+    import runner.results.record as record
+
     pair = keys.generate(tmp_path / "key")  # a fresh key: its ledger holds these runs alone
     monkeypatch.setenv(keys.ENV_VAR, str(pair.private))
     entry = probe_entry(tmp_path, "sandbox")
+    # Each run's record is finished in memory (across seeds too), then written once and signed once.
+    writes, signatures = Counter(), Counter()
+    write_json, sign = record.write_json, bundle._sign
+
+    def counted_write(path, data):
+        if Path(path).name == "result.json":
+            writes[Path(path).parent.name] += 1
+        return write_json(path, data)
+
+    def counted_sign(result_dir, *args):
+        assert (Path(result_dir) / "result.json").is_file()  # the signature covers the written record
+        signatures[Path(result_dir).name] += 1
+        return sign(result_dir, *args)
+
+    monkeypatch.setattr(record, "write_json", counted_write)
+    monkeypatch.setattr(bundle, "_sign", counted_sign)
     assert main(["reproduce", str(entry), "--smoke", "--no-infer", "--runs", "2", "--seed", "7"]) == 0
     folders = entry_runs(results, "contract-probe")
+    assert writes == signatures == Counter({f.name: 1 for f in folders}), (writes, signatures)
     # Each finished folder (compared across seeds first) is signed once, and the runner's record
     # of what it measured is what was signed.
     assert sorted(line["run_id"] for line in read_ledger(pair.keyid)) == sorted(f.name for f in folders)

@@ -15,11 +15,17 @@ import yaml
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.options import ReproduceOptions
-from runner.plan import RunPlan, make_plan
+from runner.plan import RunData, RunPlan, SeedRun, make_plan
 
 REPO = Path(__file__).resolve().parent.parent
 ENTRY = REPO / "entries" / "mnist-cnn-cpu"
 
+
+
+def _one_run(plan: RunPlan, seed: int, result_dir: Path, scratch: Path) -> SeedRun:
+    """One run of ``plan``, resolved as the shared stages would (no GPU, an image, data)."""
+    return plan.resolved(gpus=0, backends=(), image="img", data=RunData(scratch, scratch, "sha256:0")).for_run(
+        seed, result_dir, scratch)
 
 def test_the_default_entry_declares_its_optimizations_in_order():
     entry = load_entry(ENTRY)
@@ -37,11 +43,11 @@ def test_the_default_entry_declares_its_optimizations_in_order():
 
 
 def test_a_switch_left_on_passes_nothing_and_one_turned_off_passes_its_variable(tmp_path):
-    plain = make_plan(ENTRY, ReproduceOptions(seed=1)).for_run(1, tmp_path, tmp_path)
+    plain = _one_run(make_plan(ENTRY, ReproduceOptions(seed=1)), 1, tmp_path, tmp_path)
     assert not [k for k in plain.train_env() if k.startswith(("RUNNER_SWITCH_", "RUNNER_HP_"))]
     assert plain.variant is None and plain.hyperparameters == {}
     off = make_plan(ENTRY, ReproduceOptions(seed=1, switches_off=("large-batch", "label-smoothing")))
-    env = off.for_run(1, tmp_path, tmp_path).train_env()
+    env = _one_run(off, 1, tmp_path, tmp_path).train_env()
     assert env["RUNNER_SWITCH_LABEL_SMOOTHING"] == "0" and "RUNNER_SWITCH_BF16" not in env
     # The batch switch is a declared hyperparameter: batch 64, the learning rate scaled linearly.
     assert env["RUNNER_HP_GLOBAL_BATCH_SIZE"] == "64" and float(env["RUNNER_HP_LR"]) == pytest.approx(0.05)
@@ -64,7 +70,7 @@ def test_a_placement_and_switches_survive_the_plan_a_slurm_task_or_node_agent_re
     plan = make_plan(ENTRY, ReproduceOptions(seed=5, smoke=True, switches_off=("bf16",), nodes=2,
                                              processes_per_node=1))
     assert (plan.entry.nodes, plan.entry.processes_per_node, plan.entry.world_size) == (2, 1, 2)
-    plan = plan.for_run(5, tmp_path / "run", tmp_path)
+    plan = _one_run(plan, 5, tmp_path / "run", tmp_path)
     (tmp_path / "run").mkdir()
     plan.write(tmp_path / "run")
     back = RunPlan.read(tmp_path / "run")

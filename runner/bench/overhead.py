@@ -38,7 +38,7 @@ from runner.manifest import load_entry
 from runner.options import ReproduceOptions
 from runner.engine.containers import CONTAINER_USER, PIDS_LIMIT, SHM_SIZE, TMPFS, cpu_limits
 from runner.engine.kinds import current
-from runner.plan import make_plan
+from runner.plan import RunData, make_plan
 from runner.report import quietly
 from runner.reproduce import reproduce
 from runner.timings import render_timings
@@ -49,7 +49,10 @@ RATIO_TARGET = 1.15
 def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed: int) -> list[str]:
     """The ``docker run`` a user would write: the runner's lock-down, without the runner."""
     # The runner's own plan for this seed: the same limits and environment, from one place.
-    plan = make_plan(entry.path, ReproduceOptions(runs=1, seed=seed)).for_run(seed, output_dir.parent, output_dir.parent)
+    # (It mounts the training data only: the evaluation data are the runner's, never the entry's.)
+    plan = make_plan(entry.path, ReproduceOptions(runs=1, seed=seed)).resolved(
+        gpus=0, backends=(), image=image_id, data=RunData(train_dir, train_dir, "")
+    ).for_run(seed, output_dir.parent, output_dir.parent)
     limits = plan.limits
     engine = current()
     command = [engine.name, "run", *engine.cli_options(), "--rm", "--network", "none", "--user", CONTAINER_USER,

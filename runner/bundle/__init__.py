@@ -5,10 +5,12 @@
 ``bundle/signer.pub.json``. ``pack`` writes the folder as a deterministic ``.tar.gz``.
 ``open_bundle`` opens someone else's bundle safely for ``runner verify``.
 
-The runner signs through ``sign_folder``: once, at the end of a run, over the finished folder,
-writing its record of what it measured outside the folder (``runner.bundle.measured``); a later
-signature (``sign_again``: ``runner bundle sign``, ``runner reinfer``) is given only to a folder
-whose files still match that record. ``make_bundle`` is the bare step under both.
+The runner signs a run once, when it is finished (``finish_folder``: its record, finished in
+memory, written once as result.json, then the folder signed, which changes nothing in it),
+keeping its record of what it measured outside the folder (``runner.bundle.measured``); a
+later signature (``sign_again``, ``sign_folder``: ``runner bundle sign``, ``runner reinfer``)
+is given only to a folder whose files still match that record. ``make_bundle`` bundles any
+folder (leaving out what verify would refuse, and recording a ledger place, in its result.json).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ __all__ = [
     "pack",
     "record_measured",
     "settle_outputs",
+    "finish_folder",
     "sign_again",
     "sign_folder",
 ]
@@ -103,14 +106,15 @@ def _add_profile(result_dir: Path, result: Result, warnings: list[str]) -> None:
     shutil.copyfile(source, target)
 
 
-def _leave_out_unverifiable(result_dir: Path, result: Result, warnings: list[str]) -> None:
+def _leave_out_unverifiable(result_dir: Path, result: Result, warnings: list[str]) -> bool:
     """Never sign what ``runner verify`` refuses to open. Files the entry wrote under
     ``output/`` that verify would refuse (a link, a FIFO, a hard link, a file over verify's
     per-file limit, a sparse 100 GiB file among them, or more than its total) are removed,
-    unread, and named in the result's notes; any other such file refuses the bundle."""
+    unread, and named in the result's notes (``result``, in memory: the caller writes it);
+    any other such file refuses the bundle. Returns whether anything was left out."""
     refused = unverifiable(result_dir)
     if not refused:
-        return
+        return False
     runner_owned = [r for r in refused if not r.entry_output]
     if runner_owned:
         raise UserError(
@@ -127,17 +131,17 @@ def _leave_out_unverifiable(result_dir: Path, result: Result, warnings: list[str
     named = "; ".join(map(str, refused[:10])) + (f"; and {len(refused) - 10} more" if len(refused) > 10 else "")
     note = f"left out of the bundle, unread, because runner verify would refuse them: {named}"
     assemble.left_out(result, note)
-    result.write(result_dir)
     warnings.append(note)
+    return True
 
 
-def settle_outputs(result_dir: Path) -> None:
+def settle_outputs(result_dir: Path, result: Result) -> None:
     """At the end of a run, before the runner records what it measured: the entry's outputs
     that verify would refuse (a FIFO, a link, a sparse giant) are left out, unread, and named
-    in the result (``_leave_out_unverifiable``), so the record and the signature cover the
+    in its record (``result``, not yet written), so the record and the signature cover the
     same files."""
     warnings: list[str] = []
-    _leave_out_unverifiable(Path(result_dir), _read_result(Path(result_dir)), warnings)
+    _leave_out_unverifiable(Path(result_dir), result, warnings)
     for warning in warnings:
         reporter().print(f"[yellow]{warning}[/]", highlight=False)
 
@@ -160,15 +164,10 @@ def make_bundle(result_dir: Path, signer: Signer | None = None, *, ledger: bool 
     _add_profile(result_dir, result, warnings)
     for rel in (ENVELOPE, SIGNER_KEY):
         (result_dir / rel).unlink(missing_ok=True)
-    _leave_out_unverifiable(result_dir, result, warnings)  # before a byte is hashed
+    if _leave_out_unverifiable(result_dir, result, warnings):  # before a byte is hashed
+        result.write(result_dir)
     if signer is None:
-        digests = file_digests(result_dir)
-        manifest = write_manifest(result_dir, digests)
-        warnings.append(
-            "the bundle is NOT signed: no signing key is configured "
-            "(run 'runner keys generate', or set RUNNER_SIGNING_KEY)"
-        )
-        return Bundle(result_dir, manifest, None, None, digests, warnings)
+        return _manifest_only(result_dir, warnings)
     if not ledger:
         return _sign(result_dir, result, signer, warnings)
     with appending(signer.public_key.keyid) as book:
@@ -176,12 +175,66 @@ def make_bundle(result_dir: Path, signer: Signer | None = None, *, ledger: bool 
         assemble.ledgered(result, place)
         result.write(result_dir)
         bundle = _sign(result_dir, result, signer, warnings)
-        training = result.training
-        book.append(place, entry=result.entry.name, smoke=bool(result.smoke), run_id=result.run_id,
-                    seed=result.seed, verdict={"status": result.status, "conforming": result.conforming is True,
-                                               "reached": bool(training and training.reached)},
-                    result_sha256=bundle.files[RESULT_FILE], folder=result_dir)
+        _append(book, place, result, bundle)
     return replace(bundle, ledger=place)
+
+
+def finish_folder(result_dir: Path, result: Result, clock=None, *, sign: bool) -> Bundle | None:
+    """The end of a run this runner measured: its record (``result``: finished in memory, the
+    cross-seed record and the outputs left out in it) is written once as result.json, with
+    its timings (``clock``) ending in "writing", then the folder, now finished, is signed once
+    (``_sign`` writes the files under ``bundle/`` and changes nothing else), and the runner's
+    record of what it measured is brought up to date. The signing key's ledger place goes
+    into the record before it is written, the ledger locked from then until its line is
+    appended. With ``sign`` False (``--no-sign``) the folder is only written (None); with no key
+    it gets an unsigned manifest."""
+    result_dir = Path(result_dir)
+
+    def write() -> None:
+        if clock is not None:
+            result.write_last(result_dir, clock)
+        else:
+            result.write(result_dir)
+
+    signer = load_signer() if sign else None
+    if not sign:
+        write()
+        record_measured(result_dir)
+        return None
+    if signer is None:
+        write()
+        bundle = _manifest_only(result_dir, [])
+        record_measured(result_dir, bundle.files)
+    else:
+        with appending(signer.public_key.keyid) as book:
+            place = book.position(result.entry.name, bool(result.smoke), result.run_id)
+            assemble.ledgered(result, place)
+            write()
+            bundle = replace(_sign(result_dir, result, signer, []), ledger=place)
+            _append(book, place, result, bundle)
+        record_measured(result_dir, bundle.files)
+    _said(bundle)
+    return bundle
+
+
+def _manifest_only(result_dir: Path, warnings: list[str]) -> Bundle:
+    """An unsigned bundle: the manifest only, and a warning that says so."""
+    digests = file_digests(result_dir)
+    manifest = write_manifest(result_dir, digests)
+    warnings.append(
+        "the bundle is NOT signed: no signing key is configured "
+        "(run 'runner keys generate', or set RUNNER_SIGNING_KEY)"
+    )
+    return Bundle(result_dir, manifest, None, None, digests, warnings)
+
+
+def _append(book, place: dict, result: Result, bundle: Bundle) -> None:
+    """The ledger's line for a signed run: its place, its verdict and its result's digest."""
+    training = result.training
+    book.append(place, entry=result.entry.name, smoke=bool(result.smoke), run_id=result.run_id,
+                seed=result.seed, verdict={"status": result.status, "conforming": result.conforming is True,
+                                           "reached": bool(training and training.reached)},
+                result_sha256=bundle.files[RESULT_FILE], folder=bundle.root)
 
 
 def _sign(result_dir: Path, result: Result, signer: Signer, warnings: list[str]) -> Bundle:
@@ -220,6 +273,12 @@ def sign_folder(result_dir: Path, *, again: str | None = None, rewritten: Iterab
     ``again`` it is the signature at the end of a run (the folder is what the run measured:
     the record is written); with ``again`` (the action, for a refusal) it is ``sign_again``."""
     bundle = sign_again(result_dir, again, rewritten=rewritten, fields=fields) if again else _sign_and_record(result_dir)
+    _said(bundle)
+    return bundle
+
+
+def _said(bundle: Bundle) -> None:
+    """The signature said (or that there is none: once per command), and what was left out."""
     if not bundle.signed:  # the same for every run of the command: said once
         reporter().warn_once(
             "[yellow]not signed[/]: no signing key is configured. "
@@ -232,7 +291,6 @@ def sign_folder(result_dir: Path, *, again: str | None = None, rewritten: Iterab
     for warning in bundle.warnings:
         if warning.startswith("left out of the bundle"):
             reporter().print(f"[yellow]{warning}[/]", highlight=False)
-    return bundle
 
 
 def bundle_name(result_dir: Path) -> str:

@@ -1,10 +1,13 @@
 """The runner's own record of what it measured, kept outside the result folder.
 
-A result folder is signed once, when its run ends (``runner.bundle.sign_folder``). At that
-point the runner writes ``<home>/measured/<run_id>.json``: the sha256 of every file the
-bundle signs (``runner.bundle.filelist.file_digests``: everything but ``bundle/``), the run
-id, the entry, the folder it was written in, and result.json as it was (so a change can be
-named field by field). Deleting ``bundle/`` in the folder changes nothing here.
+When a run ends the runner writes ``<home>/measured/<run_id>.json``: the sha256 of every
+file of the folder (``runner.bundle.filelist.file_digests``: everything but ``bundle/``), the
+run id, the entry, the folder it was written in, and its record (so a change can be named
+field by field). The run is finished once the reproduction's runs are compared across seeds
+(``runner.bundle.finish_folder``): its files must still be the ones recorded
+(``require_unchanged``), its result.json is written once and the folder signed once, and the
+record is brought up to date with what was signed. Deleting ``bundle/`` in the folder changes
+nothing here.
 
 A later signature (``runner bundle sign``, ``runner reinfer``) is given only to a folder
 whose files are still the ones measured (``require_measured``), less what the signing
@@ -45,11 +48,15 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def _run_id(folder: Path) -> str | None:
-    """The folder's run id, from its result.json; None when it names none that is a file name."""
-    result = _read_json(Path(folder) / RESULT_FILE) or {}
-    run_id = result.get("run_id")
+def _id_of(result: dict | None) -> str | None:
+    """The run id a result names; None when it names none that is a file name."""
+    run_id = (result or {}).get("run_id")
     return run_id if isinstance(run_id, str) and SAFE_RUN_ID.fullmatch(run_id) else None
+
+
+def _run_id(folder: Path) -> str | None:
+    """The folder's run id, from its result.json."""
+    return _id_of(_read_json(Path(folder) / RESULT_FILE))
 
 
 def record_path(run_id: str) -> Path:
@@ -58,14 +65,16 @@ def record_path(run_id: str) -> Path:
     return measured_dir() / f"{run_id}.json"
 
 
-def record_measured(folder: Path, files: Mapping[str, str] | None = None) -> Path:
+def record_measured(folder: Path, files: Mapping[str, str] | None = None, result: dict | None = None) -> Path:
     """Write (atomically) the runner's record of ``folder`` as it measured it: ``files``
     (path -> sha256, as the bundle signed them; hashed here when not given), its run id,
-    entry and path, and result.json as it is. Called where the runner signs a run it ran,
-    and after each later signature it allowed. Returns the record's path."""
+    entry and path, and result.json as it is (``result``: the run's record before it is
+    written, at the end of a run that is finished later). Called as each run ends, where the
+    runner signs a run it ran, and after each later signature it allowed. Returns the
+    record's path."""
     folder = Path(folder).resolve()
-    result = _read_json(folder / RESULT_FILE)
-    run_id = _run_id(folder)
+    result = result if result is not None else _read_json(folder / RESULT_FILE)
+    run_id = _id_of(result)
     if result is None or run_id is None:
         raise UserError(f"{folder / RESULT_FILE} names no run id: the runner cannot record what it measured",
                         "pass a folder written by `runner reproduce`")
@@ -170,8 +179,13 @@ def require_measured(folder: Path, action: str, *, rewritten: Iterable[str] = ()
     every file is as measured, less ``rewritten`` paths and result.json ``fields`` (what the
     command signing it wrote itself). Returns the record."""
     folder = Path(folder)
-    run_id = _run_id(folder)
-    record = measured_record(folder)
+    return require_unchanged(folder, _run_id(folder), action, rewritten=rewritten, fields=fields)
+
+
+def require_unchanged(folder: Path, run_id: str | None, action: str, *, rewritten: Iterable[str] = (),
+                      fields: Iterable[str] = ()) -> dict:
+    """``require_measured`` for run ``run_id`` (a run not yet written names it itself)."""
+    record = read_measured(run_id) if run_id else None
     if record is None:
         raise UserError(f"this runner did not measure run {run_id or folder.name} ({folder}): it signs only runs "
                         f"it measured; {action} refused",

@@ -15,7 +15,7 @@ from runner.events import Event, parse_line, write_events
 from runner.inference import loadgen
 from runner.inference.measure import evaluate_backend
 from runner.inference.preflight import GPU_BACKENDS
-from runner.plan import RunPlan
+from runner.plan import SeedRun
 from runner.results.inference import BackendRun
 
 HARNESS_MOUNT = "/opt/runner/harness"
@@ -118,7 +118,7 @@ class TrainedModel:
     whole_set: bool = True
 
 
-def inference_spec(plan: RunPlan, model: TrainedModel) -> ContainerSpec:
+def inference_spec(plan: SeedRun, model: TrainedModel) -> ContainerSpec:
     """The inference container: the harness on the trained model (read-only at /output), the
     evaluation data, LoadGen's site folder when the plan asks for LoadGen, a writable
     /inference in the plan's folder; the plan's CPU and memory limits, one GPU when a backend
@@ -157,7 +157,7 @@ def inference_spec(plan: RunPlan, model: TrainedModel) -> ContainerSpec:
     )
 
 
-def run_inference(engine: Engine, plan: RunPlan, model: TrainedModel) -> dict[str, BackendRun]:
+def run_inference(engine: Engine, plan: SeedRun, model: TrainedModel) -> dict[str, BackendRun]:
     """Run the harness in the plan's image on each of its backends and return
     ``result.json``'s ``inference`` section, a typed record per backend.
 

@@ -48,9 +48,12 @@ def _run_id_unix_ms(run_id: str) -> int:
     return int(stamp.timestamp() * 1000)
 
 
-def mlperf_run_from_result(result_dir: Path, submission: SubmissionConfig | None = None) -> MlperfRun:
+def mlperf_run_from_result(result_dir: Path, submission: SubmissionConfig | None = None,
+                           result: dict | None = None) -> MlperfRun:
+    """The MLPerf run of the result in ``result_dir`` (``result``: its record, when the run is
+    not written yet; read from the folder otherwise)."""
     result_dir = Path(result_dir)
-    result = read_result(result_dir)
+    result = result if result is not None else read_result(result_dir)
     training = result.get("training") or {}
     task = result.get("task") or {}
     run_id = result.get("run_id", "")

@@ -16,13 +16,15 @@ from runner.mlperf.training_log import missing_submission_keys, render_training_
 LOG_NAME = "mlperf_train.log"
 
 
-def write_mlperf_log(result_dir: Path, submission: SubmissionConfig | None = None) -> tuple[Path | None, str | None]:
+def write_mlperf_log(result_dir: Path, submission: SubmissionConfig | None = None,
+                     result: dict | None = None) -> tuple[Path | None, str | None]:
     """``(path, note)``: the log and, when submission keys are not set, a note naming them (the
     log leaves them out; ``runner export mlperf`` requires them). ``(None, why)`` when nothing
-    was scored, so a run never fails for want of MLPerf settings."""
+    was scored, so a run never fails for want of MLPerf settings. ``result``: the run's record
+    before it is written (a reproduction's); read from the folder otherwise."""
     submission = submission if submission is not None else load_submission()
     try:
-        text = render_training_log(mlperf_run_from_result(result_dir, submission))
+        text = render_training_log(mlperf_run_from_result(result_dir, submission, result))
     except (UserError, ValueError) as err:  # nothing scored to log (e.g. every checkpoint was refused)
         return None, str(err)
     path = Path(result_dir) / "logs" / LOG_NAME

@@ -11,18 +11,11 @@ is not silently lost. Reading a written result back is ``Result.read``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from runner import __version__
-from runner.plan import RunPlan
+from runner.plan import Prepared, SeedRun
 from runner.profiles import price_fields
 from runner.results.record import Cost, DataInfo, EntryInfo, ImageInfo, Result, TaskInfo, Toolkit
 from runner.results.schema import RESULT_SCHEMA_VERSION
-
-if TYPE_CHECKING:
-    from runner.data.store import StagedData
-    from runner.entry_build.entry_image import BuiltImage
 
 
 def _entry_info(entry) -> EntryInfo:
@@ -38,35 +31,18 @@ def _rules_info(task) -> dict:
     return {"task": task.id, "version": task.rules_version}
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """What the shared stages found before a run trains, as its record keeps it (the plan says
-    the rest): the harness, the image built, the data staged, the hardware record and the
-    reasons the run is non-conforming already, the image inspection's summary and the public
-    inputs mounted."""
-
-    harness_digest: str
-    built: BuiltImage
-    staged: StagedData
-    hardware: dict
-    nonconforming: tuple[str, ...] = ()
-    inspection: dict | None = None
-    public_inputs: tuple[dict, ...] = ()
-    isolation: dict | None = None  # the engine could not isolate the run (``Engine.isolation``)
-
-
-def started(plan: RunPlan, prepared: Prepared, probe: dict | None = None) -> Result:
-    """The record of a run about to train (``plan``: its ``for_run`` plan): status "running",
-    every section known so far."""
+def started(plan: SeedRun, prepared: Prepared, probe: dict | None = None) -> Result:
+    """The record of a run about to train: status "running", every section known so far (from
+    the run's plan and what the shared stages found)."""
     entry, built, staged = plan.entry, prepared.built, prepared.staged
-    tree = getattr(staged, "train_tree", None)
+    tree = staged.train_tree
     return Result(
         schema_version=RESULT_SCHEMA_VERSION,
         run_id=plan.run_id,
         toolkit=Toolkit("runner", __version__, prepared.harness_digest),
         entry=_entry_info(entry),
         task=_task_info(entry.task),
-        seed=plan.run_seed,
+        seed=plan.seed,
         smoke=plan.smoke,
         status="running",
         incomplete_reason=None,
@@ -76,9 +52,9 @@ def started(plan: RunPlan, prepared: Prepared, probe: dict | None = None) -> Res
         data=DataInfo(entry.task.id, staged.digest, staged.source, tree.digest if tree is not None else None),
         cost=Cost(training_usd=None, **price_fields(plan.profile)),
         hardware=prepared.hardware,
-        image_audit=prepared.inspection,  # its name in result.json since the format began
+        image_audit=prepared.inspection.summary(),  # its name in result.json since the format began
         hyperparameters=dict(plan.hyperparameters),
-        public_inputs=list(prepared.public_inputs) or None,
+        public_inputs=[p.record() for p in prepared.public] or None,
         probe=probe,
         variant=plan.variant,
         rules=_rules_info(entry.task),
@@ -214,6 +190,13 @@ def ledgered(result: Result, place: dict) -> None:
     """The run's place in its signing key's ledger (``runner.keys.ledger.position``), recorded
     just before it is signed (``runner.bundle``)."""
     result.ledger = dict(place)
+
+
+def stopped(result: Result, reason: str) -> None:
+    """A run stopped by a failure or an interrupt before it was scored: incomplete, saying why
+    (a run already scored keeps the status its scoring gave)."""
+    if result.status == "running":
+        result.ended("incomplete", reason)
 
 
 def killed(result: Result, reason: str) -> None:

@@ -46,7 +46,7 @@ from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, pre
 from runner.engine.interface import Container, Engine, EngineError
 from runner.events import parse_line
 from runner.frameworks import get_framework
-from runner.plan import RunPlan
+from runner.plan import SeedRun
 from runner.entry_outputs import UnsafeEntryFile, copy_limited, open_regular
 from runner.errors import RunnerError
 
@@ -103,8 +103,8 @@ EXTRA_MOUNT = "/data/extra"  # a study's second test sets, each at <mount>/<name
 
 
 class Evaluator:
-    def __init__(self, engine: Engine, plan: RunPlan, extra_inputs: dict[str, Path] | None = None):
-        """``plan``: one run's plan (``RunPlan.for_run``): its image, builder, evaluation data,
+    def __init__(self, engine: Engine, plan: SeedRun, extra_inputs: dict[str, Path] | None = None):
+        """``plan``: one run's plan (``ResolvedPlan.for_run``): its image, builder, evaluation data,
         probe inputs, limits and folders. ``extra_inputs``: more input sets by name (a study's
         second test sets, ``runner study generalization``), each a folder holding the set's
         ``images.npy``, predicted with the clean set at every request that is not a
@@ -140,7 +140,7 @@ class Evaluator:
         framework = plan.entry.framework["name"]
         mounts = [
             Mount(paths.harness_dir(), HARNESS_MOUNT),
-            Mount(plan.staged_data.eval_dir, "/data/eval"),
+            Mount(plan.data.eval_dir, "/data/eval"),
             Mount(plan.checkpoints_dir, "/checkpoints"),
             Mount(plan.requests_dir, "/requests"),
             Mount(plan.evaluator_outbox, "/evaluations", read_only=False),
@@ -153,7 +153,7 @@ class Evaluator:
             mounts.append(Mount(folder, f"{EXTRA_MOUNT}/{name}"))
             input_sets.append(f"{name}={EXTRA_MOUNT}/{name}")
         return ContainerSpec(
-            image=plan.built_image,
+            image=plan.image,
             command=[
                 "python3", "-m", "harness", "evaluate", "--entry-dir", "/entry",
                 "--builder", plan.entry.inference.builder, "--framework", framework, "--requests", "/requests",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.engine.interface import Engine
-from runner.plan import EVALUATIONS_DIR, RunPlan
+from runner.plan import EVALUATIONS_DIR, SeedRun
 from runner.run.checkpoints import CheckpointError, copy_checkpoint
 from runner.run.evaluator import Answer, Evaluator, EvaluatorError
 from runner.score.probe import PROBE_ITEMS
@@ -59,7 +59,7 @@ def final_copy_name(weights: str) -> str:
     return f"final{Path(weights).suffix[:16]}"
 
 
-def evaluate_final(evaluator: Evaluator, plan: RunPlan, index: int, probe_subset: tuple[int, int] | None,
+def evaluate_final(evaluator: Evaluator, plan: SeedRun, index: int, probe_subset: tuple[int, int] | None,
                    evaluate: bool = True) -> tuple[dict | None, str | None]:
     """(the final model's record, the runner's copy when it was evaluated). The entry's
     final weights are copied and hashed; with ``evaluate``, the copy is predicted (the clean
@@ -82,7 +82,7 @@ def evaluate_final(evaluator: Evaluator, plan: RunPlan, index: int, probe_subset
         return record, None
 
 
-def evaluate_sensitivity(evaluator: Evaluator, plan: RunPlan, jobs: list[tuple[str, int | None, str]],
+def evaluate_sensitivity(evaluator: Evaluator, plan: SeedRun, jobs: list[tuple[str, int | None, str]],
                          first_index: int) -> list[dict]:
     """Each ``(of, evaluation, copy)`` once more with its checkpoint's tensors permuted: a
     model that still scores well did not take its knowledge from its checkpoint."""
@@ -109,7 +109,7 @@ def evaluate_sensitivity(evaluator: Evaluator, plan: RunPlan, jobs: list[tuple[s
     return records
 
 
-def evaluate_deferred(engine: Engine, plan: RunPlan, source_output: Path, record: dict,
+def evaluate_deferred(engine: Engine, plan: SeedRun, source_output: Path, record: dict,
                       probe_subset: tuple[int, int] | None, sensitivity_index: int) -> tuple[dict, dict]:
     """The evaluation a ``--no-infer`` run deferred: the final model in ``source_output``
     (the result's output/, which must still hold the bytes whose sha256 the run recorded),

@@ -30,16 +30,16 @@ from runner.run import ownership
 from runner.run.allocation import cluster_network
 from runner.run.control import Channel, ChannelError, connect
 from runner.run.multiprocess import Peers, rank_spec
-from runner.plan import RunPlan
+from runner.plan import SeedRun, sent_run
 from runner.report import Reporter, reporting
 from runner.run.training import training_spec
 from runner.data.for_run import stage_data, stage_public_inputs
 
 
 class NodeAgent:
-    def __init__(self, channel: Channel, plan: RunPlan, node: int, scratch: Path):
+    def __init__(self, channel: Channel, plan: SeedRun, node: int, scratch: Path):
         self.channel, self.plan, self.node, self.scratch = channel, plan, node, scratch
-        self.result_dir = plan.run_dir
+        self.result_dir = plan.result_dir
         self.log_path = plan.log(f"node{node}-agent.log")
         per_node = plan.entry.processes_per_node
         self.ranks = list(range(node * per_node, (node + 1) * per_node))
@@ -62,15 +62,15 @@ class NodeAgent:
         with reporting(Reporter(Console(stderr=True))):  # the agent's stdout is its channel's log
             staged = stage_data(entry, plan.smoke, self.scratch)
         public = stage_public_inputs(entry, plan.smoke, staged, self.scratch)
-        if staged.digest != plan.staged_data.digest:
+        if staged.digest != plan.data.digest:
             raise UserError(f"node {self.node}'s {staged.task} data (digest {staged.digest}) differ from node 0's "
-                            f"({plan.staged_data.digest})", "stage the same data set on every node")
-        image = plan.built_image
+                            f"({plan.data.digest})", "stage the same data set on every node")
+        image = plan.image
         if engine.find_image(image) is None:
             image = build_entry(entry, engine).image_id
             self.log(f"built the entry's image here: {image}")
         network = cluster_network(engine, plan.network)
-        here = replace(plan, image=image, data=replace(plan.staged_data, train_dir=Path(staged.train_dir),
+        here = replace(plan, image=image, data=replace(plan.data, train_dir=Path(staged.train_dir),
                                                        public=tuple((p.folder, p.mount) for p in public)))
         spec = training_spec(here)  # the plan as this node resolved it
         specs = [rank_spec(spec, plan.run_name, network, r, entry.world_size, plan.limits.gpus,
@@ -125,7 +125,7 @@ def run_agent(address: str, token: str, node: int) -> int:
         with tempfile.TemporaryDirectory(prefix=f"runner-node{node}-") as scratch:
             agent = None
             try:
-                agent = NodeAgent(channel, RunPlan.from_dict(order["plan"], scratch=Path(scratch)), node,
+                agent = NodeAgent(channel, sent_run(order["plan"], Path(scratch)), node,
                                   Path(scratch))
                 agent.log_path.parent.mkdir(parents=True, exist_ok=True)
                 ready = agent.prepare()

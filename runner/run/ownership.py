@@ -16,7 +16,7 @@ from typing import Iterator
 
 from runner import paths
 from runner.results import assemble
-from runner.results.record import Result
+from runner.results.record import RESULT_FILE, Result
 
 from runner.engine.labels import (  # noqa: F401  (the run's records use the same owner)
     LABEL_HOST, LABEL_PID, LABEL_PID_START, LABEL_RUN, Owner, container_labels, me, owner_from_labels,
@@ -28,31 +28,64 @@ def _markers() -> Path:
     return paths.home() / "active-runs"
 
 
-def mark_running(run_id: str, result_dir: Path) -> Path:
-    """Record that this process runs ``run_id``, so a later start can recover it if killed."""
+def _marker(run_id: str) -> Path:
+    return _markers() / f"{run_id}.json"
+
+
+def mark_running(result: Result, result_dir: Path) -> Path:
+    """Record that this process runs ``result``'s run, with its record as far as it went, so a
+    later start can finish it (incomplete) if this process is killed: the run's result.json is
+    written once, when the run is finished (``journal`` keeps the record up to date until then)."""
     folder = _markers()
     folder.mkdir(parents=True, exist_ok=True)
     owner = me()
-    marker = folder / f"{run_id}.json"
+    _write_marker(result, result_dir, owner)
+    set_run(result.run_id)
+    return _marker(result.run_id)
+
+
+def journal(result: Result, result_dir: Path) -> None:
+    """The run's record as far as it went, kept beside its marker (outside its folder, which
+    the run's containers write), for ``recover_killed_runs``."""
+    _write_marker(result, result_dir, me())
+
+
+def _write_marker(result: Result, result_dir: Path, owner: Owner) -> None:
+    marker = _marker(result.run_id)
     tmp = marker.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"run_id": run_id, "result_dir": str(result_dir), "pid": owner.pid,
-                               "pid_start": owner.pid_start, "host": owner.host}))
+    tmp.write_text(json.dumps({"run_id": result.run_id, "result_dir": str(result_dir), "pid": owner.pid,
+                               "pid_start": owner.pid_start, "host": owner.host, "record": result.to_dict()}))
     os.replace(tmp, marker)
-    set_run(run_id)
-    return marker
 
 
 def mark_finished(run_id: str) -> None:
-    (_markers() / f"{run_id}.json").unlink(missing_ok=True)
+    """The run's result.json is written: nothing is left to recover."""
+    _marker(run_id).unlink(missing_ok=True)
     set_run(None)
 
 
 KILLED_REASON = "runner was killed (recovered at next start)"
 
 
+def _killed_record(info: dict, result_dir: Path) -> Result | None:
+    """The record of a run whose runner is gone: its journal (the run's result.json is not
+    written yet), or a result.json left at status "running" by a runner before journals."""
+    if not (result_dir / RESULT_FILE).exists():
+        try:
+            return Result.from_dict(info["record"])
+        except (KeyError, TypeError, ValueError):
+            return None
+    try:
+        result = Result.read(result_dir)
+    except (OSError, ValueError):
+        return None
+    return result if result.status == "running" else None
+
+
 def recover_killed_runs() -> list[Path]:
-    """Results left at status "running" by a runner that is gone become "incomplete".
-    Returns the result folders marked. Runs of live runners are not touched."""
+    """The runs of runners that are gone, never finished, get their result.json: their record as
+    far as it went, "incomplete" because the runner was killed. Returns the result folders
+    written. Runs of live runners are not touched."""
     folder = _markers()
     if not folder.is_dir():
         return []
@@ -61,19 +94,16 @@ def recover_killed_runs() -> list[Path]:
         try:
             info = json.loads(marker.read_text())
             owner = Owner(int(info["pid"]), str(info["pid_start"]), str(info["host"]))
-            result_path = Path(info["result_dir"]) / "result.json"
+            result_dir = Path(info["result_dir"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # unreadable marker: leave it for a human rather than guess
         if not owner.gone():
             continue
-        try:
-            result = Result.read(result_path.parent)
-        except (OSError, ValueError):
-            result = None
-        if result is not None and result.status == "running":
+        result = _killed_record(info, result_dir) if result_dir.is_dir() else None
+        if result is not None:
             assemble.killed(result, KILLED_REASON)
-            result.write(result_path.parent)
-            recovered.append(result_path.parent)
+            result.write(result_dir)
+            recovered.append(result_dir)
         marker.unlink(missing_ok=True)
     return recovered
 

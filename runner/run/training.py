@@ -24,7 +24,7 @@ from pathlib import Path
 from runner import paths
 from runner.engine.containers import ContainerOutcome, ContainerSpec, Mount, prepare_writable, run_container
 from runner.engine.interface import Engine, EngineError, NotFound
-from runner.plan import EVALUATIONS_DIR, RunPlan
+from runner.plan import EVALUATIONS_DIR, SeedRun
 from runner.run import final_model
 from runner.run.checkpoints import CheckpointError, copy_checkpoint
 from runner.run.evaluator import Evaluator, EvaluatorError
@@ -72,7 +72,7 @@ class _Pending:
 class _TrainingSession:
     """Everything the host does while the training container runs, in arrival order."""
 
-    def __init__(self, engine: Engine, plan: RunPlan, labels, progress: TrainingProgress):
+    def __init__(self, engine: Engine, plan: SeedRun, labels, progress: TrainingProgress):
         self.plan, self.task, self.labels, self.progress = plan, plan.entry.task, labels, progress
         self.output_dir = plan.output_dir
         self.checkpoints_dir = plan.checkpoints_dir
@@ -322,7 +322,7 @@ class _TrainingSession:
         answer, problem, score, meets = None, None, None, False
         try:
             answer = self.evaluator.evaluate(index, name, probe_items=self.probe_subset())
-            _, scores, problem = score_file(self.task, self.plan.run_dir,
+            _, scores, problem = score_file(self.task, self.plan.result_dir,
                                             f"{EVALUATIONS_DIR}/{answer.files['clean']}", self.labels)
             score = primary_score(self.task, scores)
             meets = problem is None and score is not None and self.task.meets(score)
@@ -338,7 +338,7 @@ class _TrainingSession:
     def probe_subset(self) -> tuple[int, int] | None:
         """(items, seed) of the probe's images a request predicts (a smaller set: all of them);
         None: every item (questions)."""
-        return final_model.probe_subset(self.task, self.labels, self.plan.run_seed)
+        return final_model.probe_subset(self.task, self.labels, self.plan.seed)
 
     def evaluate_final(self) -> dict | None:
         """The final model's record (not part of TTA): copied and hashed, and evaluated
@@ -365,7 +365,7 @@ def _in_arrival_order(events: list[Event]) -> list[Event]:
     return [Event(**{**e.__dict__, "seq": i}) for i, e in enumerate(ordered)]
 
 
-def run_training(engine: Engine, plan: RunPlan, labels) -> TrainingRun:
+def run_training(engine: Engine, plan: SeedRun, labels) -> TrainingRun:
     """Train in one container, or in one per rank when the entry asks for several processes
     (on this host, or across the nodes of a Slurm allocation)."""
     spec = training_spec(plan)
@@ -375,10 +375,10 @@ def run_training(engine: Engine, plan: RunPlan, labels) -> TrainingRun:
     if plan.entry.nodes > 1:
         return _train_across_nodes(engine, plan, labels, spec)
     ranks = [rank_spec(spec, plan.run_name, None, r, world_size, plan.limits.gpus) for r in range(world_size)]
-    return _train(engine, plan, labels, ranks[0], [Peers(engine, ranks[1:], plan.run_dir, None)])
+    return _train(engine, plan, labels, ranks[0], [Peers(engine, ranks[1:], plan.result_dir, None)])
 
 
-def _train_across_nodes(engine: Engine, plan: RunPlan, labels, spec: ContainerSpec) -> TrainingRun:
+def _train_across_nodes(engine: Engine, plan: SeedRun, labels, spec: ContainerSpec) -> TrainingRun:
     """Rank 0 (and this node's other ranks) here; the other nodes' ranks through their agents,
     which are sent the run's plan and started once rank 0 runs. A node that cannot start
     refuses the run before rank 0 does."""
@@ -393,16 +393,16 @@ def _train_across_nodes(engine: Engine, plan: RunPlan, labels, spec: ContainerSp
         except NodeError as err:
             verdict = NodesVerdict(refusal=str(err))
         if verdict.refusal:  # nothing of the entry ran: no events but this empty stream
-            write_events(plan.run_dir / "events.jsonl", [])
+            write_events(plan.result_dir / "events.jsonl", [])
             return TrainingRun([], ContainerOutcome(None, False, False, 0.0,
                                                     f"the run's other nodes: {verdict.refusal}"), nodes=verdict)
-        groups = [Peers(engine, local[1:], plan.run_dir, None)] if per_node > 1 else []
+        groups = [Peers(engine, local[1:], plan.result_dir, None)] if per_node > 1 else []
         return replace(_train(engine, plan, labels, local[0], [*groups, remote]), nodes=verdict)
     finally:
         remote.close()
 
 
-def training_spec(plan: RunPlan) -> ContainerSpec:
+def training_spec(plan: SeedRun) -> ContainerSpec:
     """The run's training container (rank 0's, in a run of several processes): the launcher
     first, the training data (and the declared public inputs, read-only), the runner's initial
     weights (read-only, ``/init``), a writable /output.
@@ -411,14 +411,14 @@ def training_spec(plan: RunPlan) -> ContainerSpec:
     prepare_writable(plan.output_dir)
     init = ensure_init(plan)
     return ContainerSpec(
-        image=plan.built_image,
+        image=plan.image,
         command=plan.entry.train.command,
         entrypoint=["/bin/sh", f"{LAUNCHER_MOUNT}/launch.sh"],
         mounts=[
-            Mount(plan.staged_data.train_dir, "/data/train"),
+            Mount(plan.data.train_dir, "/data/train"),
             Mount(paths.launcher_dir(), LAUNCHER_MOUNT),
             Mount(plan.output_dir, "/output", read_only=False),
-            *(Mount(Path(host), container) for host, container in plan.staged_data.public),
+            *(Mount(Path(host), container) for host, container in plan.data.public),
             *([Mount(init, INIT_MOUNT)] if init else []),
         ],
         env={**plan.train_env(), **({"RUNNER_INIT": INIT_MOUNT} if init else {})},
@@ -430,7 +430,7 @@ def training_spec(plan: RunPlan) -> ContainerSpec:
     )
 
 
-def _train(engine: Engine, plan: RunPlan, labels, spec: ContainerSpec, peers: list) -> TrainingRun:
+def _train(engine: Engine, plan: SeedRun, labels, spec: ContainerSpec, peers: list) -> TrainingRun:
     """``peers``: the other ranks' groups (``Peers``, ``RemoteNodes``), started with rank 0."""
     lines: queue.Queue = queue.Queue()
     expected = earlier_run(paths.results_dir(), plan.entry.name, plan.smoke)  # the estimate of the rest
@@ -501,6 +501,6 @@ def _train(engine: Engine, plan: RunPlan, labels, spec: ContainerSpec, peers: li
         session.notes.append(f"{session.after_crossing} evaluation request(s) after the crossing were not "
                              "evaluated: the clock had stopped (--full-curve evaluates every checkpoint)")
     events = _in_arrival_order(session.events)
-    write_events(plan.run_dir / "events.jsonl", events)
+    write_events(plan.result_dir / "events.jsonl", events)
     return TrainingRun(events, outcome, final, sensitivity=sensitivity, started_unix_ms=session.started_unix_ms,
                        notes=session.notes, started_monotonic=session.started_monotonic)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -243,11 +244,11 @@ class Earlier:
     skipped: tuple[str, ...] = ()
 
 
-def _crossings(folders, weights: bool) -> list[tuple[Path, Crossing]]:
+def _crossings(folders, weights: bool, results: Mapping[Path, Result] | None = None) -> list[tuple[Path, Crossing]]:
     found = []
     for folder in folders:
         try:
-            result = Result.read(folder)
+            result = results[folder] if results is not None and folder in results else Result.read(folder)
         except (OSError, ValueError):
             continue
         if (c := crossing_of(folder, result, weights)) is not None:
@@ -256,9 +257,11 @@ def _crossings(folders, weights: bool) -> list[tuple[Path, Crossing]]:
 
 
 def across_runs(folders: list[Path], labels, task, framework: str, seeds_drawn: bool,
-                earlier: Earlier = Earlier()) -> dict[Path, tuple[dict, list[str]]]:
-    """For each run folder: (its ``training.cross_seed`` record, its class 4 reasons)."""
-    crossings = _crossings(folders, len(folders) > 1 or bool(earlier.folders))
+                earlier: Earlier = Earlier(), results: Mapping[Path, Result] | None = None,
+                ) -> dict[Path, tuple[dict, list[str]]]:
+    """For each run folder: (its ``training.cross_seed`` record, its class 4 reasons).
+    ``results``: the runs' records before they are written (a reproduction's own runs)."""
+    crossings = _crossings(folders, len(folders) > 1 or bool(earlier.folders), results)
     before = [(f, c) for f, c in _crossings(earlier.folders, True) if c.run_id not in {x.run_id for _, x in crossings}]
     limits = task.cross_seed
     pairs = [(fa, fb, judge_pair(a, b, labels, limits, framework))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.events import RUNNER, Event
-from runner.plan import RunPlan
+from runner.plan import SeedRun
 from runner.results.record import Training
 from runner.initial_weights import Tensor
 from runner.score.curve import write_curve
@@ -93,13 +93,13 @@ def model_origin(task: Task, scored: list, crossing: int | None, final: dict | N
     return record, problems
 
 
-def summarize_training(plan: RunPlan, run, labels, train_samples: int | None = None) -> TrainingSummary:
+def summarize_training(plan: SeedRun, run, labels, train_samples: int | None = None) -> TrainingSummary:
     """The training section of one run (``plan``: its ``for_run`` plan) from what its training
     stage returned (``run``: a ``runner.run.training.TrainingRun``: its events, the
     container's outcome, notes, the final model's and the sensitivity evaluations), scored
     against the host's ``labels``; ``train_samples``: the staged training set's size (the
     evidence of training)."""
-    task, result_dir, events = plan.entry.task, plan.run_dir, run.events
+    task, result_dir, events = plan.entry.task, plan.result_dir, run.events
     builder_limit_s, final = plan.entry.inference.builder_seconds, run.final
     training = Training(wall_seconds=round(run.outcome.wall_seconds, 6), notes=list(run.notes))
     try:
@@ -133,7 +133,7 @@ def summarize_training(plan: RunPlan, run, labels, train_samples: int | None = N
     summary.nonconforming += problems
     if plan.initial and training.model_origin is not None:
         training.model_origin["descent"], problems = descent_of_run(
-            result_dir, [Tensor(n, tuple(s), r) for n, s, r in plan.initial], plan.run_seed,
+            result_dir, [Tensor(n, tuple(s), r) for n, s, r in plan.initial], plan.seed,
             plan.entry.framework["name"], task.descent.similarity, run.sensitivity or [], tta.crossing)
         summary.nonconforming += [CLASS4 + p for p in problems]
     training.evidence, problem = training_evidence(scored, tta.crossing, train_samples, len(labels),

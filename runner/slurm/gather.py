@@ -121,8 +121,8 @@ def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], 
             reporter().print(f"[red]unreadable result[/] in {escape(visible(str(folder)))} ({escape(visible(str(exc)))}): "
                              "a placeholder records the run")
             continue
-        mark(result, record).write(folder)
-        settle_outputs(folder)  # outputs verify would refuse: left out, named, before the record
-        record_measured(folder)
+        settle_outputs(folder, mark(result, record))  # outputs verify would refuse: left out, named
+        result.write(folder)
+        record_measured(folder)  # before it is finished and signed: what this host gathered
         folders[seed] = folder
     return folders

@@ -189,7 +189,7 @@ def _score(task: Task, predictions_file: Path, labels) -> dict:
 
 def evaluate_run(engine, folder: Path, task: Task, sets: dict, work: Path, transfer_with: dict | None) -> dict:
     """The run's final model scored on both sets by the runner's evaluator, and its transfer."""
-    from runner.plan import RunData, RunPlan  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
+    from runner.plan import RunData, SeedRun  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
     from runner.run.evaluator import Evaluator, EvaluatorError  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
     from runner.run.final_model import final_copy_name  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
     from runner.run.training import CheckpointError, copy_checkpoint  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
@@ -205,13 +205,13 @@ def evaluate_run(engine, folder: Path, task: Task, sets: dict, work: Path, trans
     record = _final_model(result)
     image = run_image(engine, folder, result.entry.name, result.image.id, result.image.tag, result.smoke)
     with run_entry_copy(folder, result.entry.name) as entry_path:
-        plan = RunPlan.read(folder, entry_path)
+        plan = SeedRun.read(folder, entry_path)
         if plan is None:
             raise RunProblem("the run has no plan.json to evaluate its final model in")
         run_dir = work / result.run_id
         plan = replace(plan, image=image.id, data=RunData(Path(original.train_dir), Path(original.eval_dir),
-                                                          original.digest)
-                       ).for_run(result.seed, run_dir, work / "scratch" / result.run_id, None)
+                                                          original.digest),
+                       result_dir=run_dir, scratch=work / "scratch" / result.run_id, probe_dir=None)
         plan.checkpoints_dir.mkdir(parents=True, exist_ok=True)
         copy = plan.checkpoints_dir / final_copy_name(record["weights"])
         try:

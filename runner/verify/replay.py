@@ -113,7 +113,7 @@ def replay(bundle: Path) -> list[ReplayCheck]:
                 plan.resolved(gpus=1 if gpus else 0, backends=[], image=built.image_id,
                               data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest)),
                 limits=Limits(cpus=None, memory=None, gpus=1 if gpus else 0, threads=1, timeout_s=0),
-            ).for_run(result.seed, tmp, tmp, probe_dir)
+            ).for_run(result.seed, Path(tmp), Path(tmp), probe_dir)
             checkpoints = plan.checkpoints_dir
             checkpoints.mkdir()
             crossing = training.crossing

@@ -67,6 +67,19 @@ def result_of(results: Path, entry: str = "contract-probe") -> dict:
     return json.loads((folder / "result.json").read_text()) | {"_folder": str(folder)}
 
 
+def killed_run(results: Path, entry: str = "contract-probe") -> dict:
+    """What a SIGKILLed runner leaves of its run: a folder with no result.json (it is written
+    once, when the run is finished) and the run's record as far as it went, journalled beside
+    the runner's marker of the run (outside the folder, for the next start to recover)."""
+    from runner import paths
+
+    (logs,) = results.glob(f"{entry}/**/logs")
+    folder = logs.parent
+    assert not (folder / "result.json").exists()
+    marker = json.loads((paths.home() / "active-runs" / f"{folder.name}.json").read_text())
+    return marker["record"] | {"_folder": str(folder)}
+
+
 def event_keys(result: dict) -> list[str]:
     lines = Path(result["_folder"], "events.jsonl").read_text().splitlines()
     return [json.loads(line)["key"] for line in lines]

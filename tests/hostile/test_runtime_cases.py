@@ -22,6 +22,7 @@ import yaml
 from hostile_helpers import (  # noqa: F401
     assert_one_line_error,
     event_keys,
+    killed_run,
     probe_entry,
     result_of,
     results,
@@ -363,7 +364,7 @@ def test_sigkilled_runner_is_recovered_at_next_start(engine, tmp_path, capsys, m
     _wait_for("contract-probe/**/logs/train.log", first_results, "epoch_start", killed)
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=30)
-    orphan = result_of(first_results)
+    orphan = killed_run(first_results)
     assert orphan["status"] == "running" and not _no_run_containers(engine, orphan)  # still training
 
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "second"))
@@ -631,7 +632,7 @@ def test_a_sigkilled_runners_scratch_folder_is_swept_at_next_start(engine, tmp_p
     assert size > 1 << 20  # the smoke data and the probe inputs
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=30)
-    assert scratch.is_dir() and result_of(first_results)["status"] == "running"  # what SIGKILL leaves
+    assert scratch.is_dir() and killed_run(first_results)["status"] == "running"  # what SIGKILL leaves
 
     second_results = tmp_path / "second"
     proc, _ = reproduce_child(item8_entry(tmp_path / "b", "done"), second_results)
