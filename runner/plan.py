@@ -1,14 +1,16 @@
-"""The run plan: the one description of a reproduction, decided once and then only read.
+"""The run plan: the one description of a reproduction, in frozen states, in run order.
 
-``make_plan`` builds it from the entry folder and the user's flags: the manifest (its smoke
-form on a smoke run), the hardware profile, the seeds (the runner's, each drawn on its own,
-or the auditor's ``--seed``: ``seed, seed+1, ...`` for the manifest's ``runs`` or ``--runs``;
-never the entry's), where it runs (this host or a Slurm job array), the engine and the limits.
-The shared stages then fix what they found (``resolved``: the GPUs the host gives, the
-backends, the image, the staged data), and each run its own part (``for_run``: its seed,
-its result folder). Every stage, the evaluator, the node agents of a run spanning nodes
-and ``runner audit --replay`` read this one frozen object; the plan is saved with each
-result as ``plan.json``.
+``make_plan`` builds a ``RunPlan`` (what was asked) from the entry folder and the user's
+flags: the manifest (its smoke form on a smoke run), the hardware profile, the seeds (the
+runner's, each drawn on its own, or the auditor's ``--seed``: ``seed, seed+1, ...`` for the
+manifest's ``runs`` or ``--runs``; never the entry's), where it runs (this host or a Slurm
+job array), the engine and the limits. The shared stages then fix what they found
+(``RunPlan.resolved`` -> ``ResolvedPlan``: the GPUs the host gives, the backends, the image,
+the staged data, none of it optional), and each run its own part (``ResolvedPlan.for_run`` ->
+``SeedRun``: its seed, its result folder). Beside them, ``Prepared`` is what the shared stages
+found (the engine, the image, the data, the labels, the fingerprint, the inspection). Every
+stage, the evaluator, the node agents of a run spanning nodes and ``runner audit --replay``
+read these frozen objects; a run's plan is saved with its result as ``plan.json``.
 """
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ def _staged(entry: Entry, result: Result):
     return staged
 
 
-def _evaluate_final(engine: Engine, entry: Entry, result: Result, result_dir: Path, staged, image_id: str,
+def _evaluate_final(engine: Engine, entry: Entry, result: Result, result_dir: Path, staged, labels, image_id: str,
                     work_dir: Path) -> list[Path]:
     """Evaluate the final model a ``--no-infer`` run left unevaluated, in the run's own plan
     (its limits, its seed's probe), into ``work_dir``; its answers join the result's
@@ -152,7 +152,6 @@ def _evaluate_final(engine: Engine, entry: Entry, result: Result, result_dir: Pa
     if plan is None:
         raise UserError(f"{result_dir} has no plan.json to evaluate its final model in",
                         f"run `runner reproduce entries/{entry.name}` again")
-    labels = staged.load_eval_labels()
     probe_dir = make_probe_inputs(staged.eval_dir, work_dir / "probe", result.seed)
     plan = replace(plan, image=image_id, data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest),
                    result_dir=work_dir, scratch=work_dir / "scratch", probe_dir=probe_dir)
@@ -252,13 +251,14 @@ def reinfer(entry_path: str, *, result_dir: Path | None = None,
     added: list[Path] = []
     swapped = False
     try:
-        added = _evaluate_final(engine, entry, result, result_dir, staged, image_id, work_dir / "final-model")
+        labels = staged.load_eval_labels()  # once: the final model's evaluation and the timed model's
+        added = _evaluate_final(engine, entry, result, result_dir, staged, labels, image_id, work_dir / "final-model")
         check_backends_available(backends, engine)
         # The new files go to the work folder (the plan's); the model stays in the result's output/.
         plan = plan.resolved(gpus=plan.limits.gpus, backends=backends, image=image_id,
                              data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest)
                              ).for_run(result.seed, work_dir, work_dir / "scratch")
-        model = TrainedModel(result_dir / "output", staged.load_eval_labels(), whole_set=staged.conforming)
+        model = TrainedModel(result_dir / "output", labels, whole_set=staged.conforming)
         inference = run_inference(engine, plan, model)
         if on_timed is not None:
             on_timed(entry.task.metric, inference)
