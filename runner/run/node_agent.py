@@ -89,10 +89,10 @@ class NodeAgent:
         assert self.peers is not None
         while True:
             try:
-                order = self.channel.receive()
+                order = self.channel.receive() or {}  # {}: the runner closed the connection
             except ChannelError:
-                order = None
-            do = order.get("do") if order else None
+                order = {}
+            do = order.get("do")
             if do == "start":
                 self.peers.start()
                 self.peers.wait_running()
