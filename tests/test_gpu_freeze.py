@@ -105,22 +105,22 @@ def _session(tmp_path: Path, gpus: int):
 def test_the_session_waits_for_the_gpus_after_a_pause_and_records_the_tail(tmp_path, monkeypatch):
     monkeypatch.setenv("RUNNER_GPU_SETTLE_S", "0.01")
     monkeypatch.setenv("RUNNER_GPU_IDLE_INTERVAL_S", "0.001")
-    session = _session(tmp_path, gpus=1)
-    assert isinstance(session.gpu_freeze, GpuFreeze) and session.gpu_freeze.indices == [0]
-    session.gpu_freeze = GpuFreeze(1, BusyThenIdle(20))
+    freezer = _session(tmp_path, gpus=1).freezer
+    assert isinstance(freezer.gpu_freeze, GpuFreeze) and freezer.gpu_freeze.indices == [0]
+    freezer.gpu_freeze = GpuFreeze(1, BusyThenIdle(20))
     import time
 
     t0 = time.monotonic()
-    session.clock = lambda: time.monotonic() - t0
-    fields = session.wait_for_gpus("frozen", 0.0, 0)
+    freezer.clock = lambda: time.monotonic() - t0
+    fields = freezer.wait_for_gpus("frozen", 0.0, 0)
     assert fields["gpu_idle"] is True and fields["gpu_busy_samples"] == 20
     assert fields["gpu_tail_seconds"] >= 0.01
-    assert session.wait_for_gpus("running", 0.0, 1) == {}  # nothing frozen: no wait
+    assert freezer.wait_for_gpus("running", 0.0, 1) == {}  # nothing frozen: no wait
 
 
 def test_a_run_without_gpus_never_waits(tmp_path):
-    session = _session(tmp_path, gpus=0)
-    assert session.gpu_freeze is None and session.wait_for_gpus("frozen", 0.0, 0) == {}
+    freezer = _session(tmp_path, gpus=0).freezer
+    assert freezer.gpu_freeze is None and freezer.wait_for_gpus("frozen", 0.0, 0) == {}
 
 
 def test_gpus_not_idle_make_the_evaluation_count(tmp_path):
@@ -133,11 +133,11 @@ def test_gpus_not_idle_make_the_evaluation_count(tmp_path):
         def close(self):
             pass
 
-    session.gpu_freeze = NeverIdle()
-    session.clock = lambda: 0.5
-    fields = session.wait_for_gpus("frozen", 0.0, 3)
+    session.freezer.gpu_freeze = NeverIdle()
+    session.freezer.clock = lambda: 0.5
+    fields = session.freezer.wait_for_gpus("frozen", 0.0, 3)
     assert fields["gpu_idle"] is False
-    assert any("evaluation 3" in n and "class 2c" in n for n in session.notes)
+    assert any("evaluation 3" in n and "class 2c" in n for n in session.notes)  # the session's notes
 
 
 # -- TTA from events with a tail ------------------------------------------------------------

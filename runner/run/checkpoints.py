@@ -31,7 +31,7 @@ def copy_checkpoint(output_dir: Path, relative: object, target: Path) -> str:
     may be no larger than the output quota (a larger one would have stopped the run)."""
     if problem := path_problem(relative):
         raise CheckpointError(problem.replace("predictions path", "checkpoint path"))
-    source = resolve_inside(output_dir, relative)
+    source = resolve_inside(output_dir, str(relative))  # a str: path_problem said so
     if source is None:
         raise CheckpointError(f"checkpoint {relative!r} leaves /output")
     quota = quota_bytes()

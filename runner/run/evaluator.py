@@ -239,7 +239,8 @@ class Evaluator:
                 return
             self._paused = False
             try:
-                self._container.thaw()
+                if self._container is not None:  # always, once paused
+                    self._container.thaw()
             except EngineError:
                 pass
 
@@ -263,7 +264,7 @@ class Evaluator:
     def _wait_ready(self) -> None:
         with self._changed:
             ok = self._changed.wait_for(
-                lambda: self._ready or not self._thread.is_alive(), timeout=READY_TIMEOUT_S
+                lambda: self._ready or not self.started, timeout=READY_TIMEOUT_S
             )
         if not (ok and self._ready):
             self.close()
@@ -283,7 +284,7 @@ class Evaluator:
         cannot start says why at the first request."""
         self._launch()
         while not self._container_started.wait(timeout=0.05):
-            if not self._thread.is_alive():
+            if not self.started:
                 return
         threading.Thread(target=self._freeze_when_ready, name="runner-evaluator-ready", daemon=True).start()
 
@@ -291,7 +292,7 @@ class Evaluator:
         """(Started by ``prestart`` once the container runs.)"""
         deadline = time.monotonic() + READY_GRACE_S
         with self._changed:
-            self._changed.wait_for(lambda: self._ready or self._asking or not self._thread.is_alive(),
+            self._changed.wait_for(lambda: self._ready or self._asking or not self.started,
                                    timeout=max(0.0, deadline - time.monotonic()))
         self._pause()
         if self._paused and self.frozen_at is None:
@@ -378,11 +379,11 @@ class Evaluator:
         limit = self.builder_limit_s
         with self._changed:
             self._changed.wait_for(
-                lambda: index in self._built or index in self._answers or not self._thread.is_alive(),
+                lambda: index in self._built or index in self._answers or not self.started,
                 timeout=limit,
             )
             built = self._built.get(index)
-            late = built is None and index not in self._answers and self._thread.is_alive()
+            late = built is None and index not in self._answers and self.started
         if late or (built is not None and built[0] - asked > limit):
             self.close(at_once=True)  # the builder is still working: nothing of it may go on
             raise EvaluatorError(
@@ -391,11 +392,11 @@ class Evaluator:
             )
         with self._changed:
             self._changed.wait_for(
-                lambda: index in self._answers or not self._thread.is_alive(),
+                lambda: index in self._answers or not self.started,
                 timeout=EVALUATION_TIMEOUT_S,
             )
             if index not in self._answers:
-                if not self._thread.is_alive():
+                if not self.started:
                     raise EvaluatorError(f"the evaluator stopped: {self._why_gone()}")
                 raise EvaluatorError(f"the evaluator gave no answer within {EVALUATION_TIMEOUT_S:.0f} s")
             failure = self._answers[index]

@@ -122,7 +122,8 @@ class NvmlGpuReader:
 
     def __init__(self, nvml=None):
         if nvml is None:
-            import pynvml as nvml  # lazy: optional (pynvml: no package or no driver, no GPU)
+            import pynvml  # lazy: optional (pynvml: no package or no driver, no GPU)
+            nvml = pynvml
         self.nvml = nvml
         nvml.nvmlInit()
         self._last_ts: dict[int, int] = {}
@@ -210,6 +211,8 @@ class GpuWorkMeter:
 
     def sample(self) -> None:
         """One reading, added to the sum (the thread's step; the tests call it directly)."""
+        if self.reader is None:  # NVML's, made in the thread: a failure there ends the loop
+            self.reader = NvmlGpuReader()
         readings = self.reader.read(self.indices)
         now = self.clock()
         with self._lock:
@@ -220,8 +223,6 @@ class GpuWorkMeter:
 
     def _loop(self) -> None:
         try:
-            if self.reader is None:
-                self.reader = NvmlGpuReader()
             while not self._stop.is_set():
                 self.sample()
                 self._stop.wait(self.interval_s)

@@ -58,7 +58,8 @@ def reasons(mask: int) -> tuple[str, ...]:
 class NvmlTenancyReader:
     def __init__(self, nvml=None):
         if nvml is None:
-            import pynvml as nvml  # lazy: optional (pynvml: no package or no driver, no GPU)
+            import pynvml  # lazy: optional (pynvml: no package or no driver, no GPU)
+            nvml = pynvml
         self.nvml = nvml
         nvml.nvmlInit()
 
@@ -142,6 +143,8 @@ class GpuSharingSampler:
         self.error: str | None = None
 
     def sample_once(self) -> None:
+        if self.reader is None:  # start() makes it; a caller that did not start the sampler has none yet
+            self.reader = NvmlTenancyReader()
         readings = self.reader.read(self.gpus)
         self.samples += 1
         others = {p for r in readings for p in r.pids if p != os.getpid() and not self.is_own(p)}

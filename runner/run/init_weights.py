@@ -105,7 +105,7 @@ def write_init(folder: Path, tensors: list[Tensor], seed: int, framework: str) -
     values = draw(tensors, seed, framework)
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / INIT_WEIGHTS, "wb") as f:
-        np.savez(f, **values)
+        np.savez(f, **values)  # type: ignore[arg-type]  # numpy's stub takes a name for its allow_pickle
     shutil.copyfile(LOADER, folder / LOADER.name)
     data = record(tensors, seed, framework, values)
     (folder / INIT_RECORD).write_text(json.dumps(data, indent=1) + "\n")

@@ -27,7 +27,7 @@ from runner.errors import UserError
 from runner.fingerprint import capture_host, node_file
 from runner.results import write_json
 from runner.run import ownership
-from runner.run.allocation import cluster_network
+from runner.run.allocation import NETWORK_ENV, cluster_network
 from runner.run.control import Channel, ChannelError, connect
 from runner.run.multiprocess import Peers, rank_spec
 from runner.plan import SeedRun, sent_run
@@ -69,6 +69,8 @@ class NodeAgent:
         if engine.find_image(image) is None:
             image = build_entry(entry, engine).image_id
             self.log(f"built the entry's image here: {image}")
+        if plan.network is None:  # the runner sends a node agent only a run spanning nodes, which has one
+            raise UserError("the runner sent a plan with no cluster network", f"set {NETWORK_ENV} on the runner's host")
         network = cluster_network(engine, plan.network)
         here = replace(plan, image=image, data=replace(plan.data, train_dir=Path(staged.train_dir),
                                                        public=tuple((p.folder, p.mount) for p in public)))
@@ -89,10 +91,10 @@ class NodeAgent:
         assert self.peers is not None
         while True:
             try:
-                order = self.channel.receive()
+                order = self.channel.receive() or {}  # {}: the runner closed the connection
             except ChannelError:
-                order = None
-            do = order.get("do") if order else None
+                order = {}
+            do = order.get("do")
             if do == "start":
                 self.peers.start()
                 self.peers.wait_running()

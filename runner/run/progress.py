@@ -53,10 +53,10 @@ def earlier_run(results: Path, entry: str, smoke: bool) -> Expected | None:
         except (OSError, ValueError, TypeError, AttributeError):
             continue
         epochs = [e.metadata.get("epoch_num") for e in events if e.origin == ENTRY and e.key == "epoch_start"]
-        epochs = [n for n in epochs if isinstance(n, int) and not isinstance(n, bool)]
+        counts = [n for n in epochs if isinstance(n, int) and not isinstance(n, bool)]
         exit_t = next((e.t for e in events if e.origin == RUNNER and e.key == CONTAINER_EXIT), None)
-        if epochs or exit_t is not None:
-            return Expected(max(epochs) if epochs else None, exit_t, folder.name)
+        if counts or exit_t is not None:
+            return Expected(max(counts) if counts else None, exit_t, folder.name)
     return None
 
 
@@ -158,8 +158,7 @@ class TrainingProgress:
         self._live.__enter__()
         return self
 
-    def __exit__(self, *exc):
-        result = self._live.__exit__(*exc)
+    def __exit__(self, *exc) -> None:
+        self._live.__exit__(*exc)  # returns None: an exception goes on
         if not self.console.is_terminal:
             self.console.line()  # a log file gets the last state as a line of its own
-        return result

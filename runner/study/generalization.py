@@ -192,7 +192,7 @@ def evaluate_run(engine, folder: Path, task: Task, sets: dict, work: Path, trans
     from runner.plan import RunData, SeedRun  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
     from runner.run.evaluator import Evaluator, EvaluatorError  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
     from runner.run.final_model import final_copy_name  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
-    from runner.run.training import CheckpointError, copy_checkpoint  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
+    from runner.run.checkpoints import CheckpointError, copy_checkpoint  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
     from runner.study.flops import run_image  # lazy: start-up (the plan and the evaluator, only for a study that evaluates)
 
     result = read_run(folder)
