@@ -66,8 +66,9 @@ def options(request: StudyRequest) -> ReproduceOptions:
 def _given_runs(request: StudyRequest, unreadable: list[dict]) -> list[Path]:
     """The run folders of ``--from-runs`` that can be read; each other one is added to
     ``unreadable`` with why (one line), and the study goes on with the rest."""
-    check_run_folders([f for f in request.from_runs if not os.path.lexists(Path(f) / "result.json")])
-    folders, left = readable_runs([Path(f) for f in request.from_runs])
+    given = [Path(f) for f in request.from_runs or []]
+    check_run_folders([f for f in given if not os.path.lexists(f / "result.json")])
+    folders, left = readable_runs(given)
     for run in left:
         reporter().print(f"[yellow]unreadable run[/] {escape(run['problem'])}: left out of the study")
     unreadable.extend(left)

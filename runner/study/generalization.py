@@ -30,7 +30,7 @@ import statistics
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -330,8 +330,8 @@ def analyse(folders: list[Path], choices: Choices, work: Path) -> dict:
     runs = []
     for folder, result in zip(folders, results):
         reporter().print(f"[bold]evaluate[/] {result.run_id}'s final model on {task.id} and {item.name}")
-        row = {"run_id": result.run_id, "seed": result.seed, "status": result.status,
-               "marks": marks(folder, result)}
+        row: dict[str, Any] = {"run_id": result.run_id, "seed": result.seed, "status": result.status,
+                               "marks": marks(folder, result)}
         try:
             row.update(evaluate_run(engine, folder, task, sets, work / "runs", given))
         except RunProblem as exc:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 
 from runner.errors import UserError
@@ -77,7 +77,7 @@ def analyse(folders: list[Path], ladder: list[float]) -> dict:
     task = results[0].task
     if any(r.task.id != task.id for r in results):
         raise UserError("the runs are of different tasks", "pass runs of one entry")
-    runs = []
+    runs: list[dict[str, Any]] = []  # summary.json's, one per run
     for folder, r in zip(folders, results):
         points = []
         for pct in ladder:
