@@ -33,6 +33,7 @@ from pathlib import Path
 
 from runner.errors import UserError
 from runner.profiles import Profile, load_profile, match
+from runner.safe_read import object_field
 
 # A claim, and a reproduction that counts on the leaderboard, needs this many runs with seeds
 # the runner drew, compared across seeds (runner.score.across_runs): one run cannot show that
@@ -137,9 +138,9 @@ def result_claim(folder: Path) -> Comparison | None:
     except (OSError, ValueError):
         return None
     result = result if isinstance(result, dict) else {}
-    entry = result.get("entry") if isinstance(result.get("entry"), dict) else {}
+    entry = object_field(result, "entry")
     claimed = entry.get("claimed")
-    hardware = result.get("hardware") if isinstance(result.get("hardware"), dict) else {}
+    hardware = object_field(result, "hardware")
     try:
         if not isinstance(claimed, dict) or not claims_of(claimed, ""):
             return None

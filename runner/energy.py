@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from runner.errors import RunnerError
 
@@ -57,9 +57,10 @@ class NvmlEnergy:
             raise NotMeasured("the run has no GPUs")
         if nvml is None:
             try:
-                import pynvml as nvml  # lazy: optional (pynvml: no package or no driver, no GPU)
+                import pynvml  # lazy: optional (pynvml: no package or no driver, no GPU)
             except ImportError:
                 raise NotMeasured("nvidia-ml-py (pynvml) is not installed") from None
+            nvml = pynvml
         self.nvml = nvml
         try:
             nvml.nvmlInit()
@@ -76,7 +77,7 @@ class NvmlEnergy:
             self.counter = True
         except nvml.NVMLError:
             try:
-                self._last = (None, sum(self._watts()))
+                self._last: tuple[float | None, float] = (None, sum(self._watts()))
             except nvml.NVMLError as exc:
                 raise NotMeasured(f"NVML reports neither an energy counter nor power for GPUs {indices} "
                                   f"({type(exc).__name__})") from None
@@ -290,7 +291,7 @@ def window_energy(series: EnergySeries, intervals: list[tuple[float, float]] | N
             return None
         return series.between(kind, intervals)
 
-    record = {kind: _kind_record(series, kind, joules(kind), why) for kind in ("gpu", "cpu")}
+    record: dict[str, Any] = {kind: _kind_record(series, kind, joules(kind), why) for kind in ("gpu", "cpu")}
     measured = [r["joules"] for r in record.values() if r["joules"] is not None]
     record["joules"] = round(sum(measured), 3) if measured else None
     record["measured"] = sorted(k for k in ("gpu", "cpu") if record[k]["joules"] is not None)

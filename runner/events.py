@@ -146,7 +146,7 @@ def write_events(path: Path, events: list[Event]) -> None:
 def read_events(path: Path) -> list[Event]:
     """Events written by ``write_events``; ValueError for a file over the limits (a
     hostile bundle's events.jsonl), never a RecursionError or an unbounded read."""
-    events = []
+    events: list[Event] = []
     try:  # a regular file within the cap of an events file (runner.safe_read): a FIFO never blocks
         raw, _ = open_file(path, "events")
     except Unreadable as err:

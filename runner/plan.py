@@ -30,10 +30,8 @@ from runner.options import ReproduceOptions
 from runner.profiles import Profile, load_profile
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from runner.data.public_inputs import StagedInput
-    from runner.data.store import StagedData
+    from runner.data.store import EvalLabels, StagedData
     from runner.engine import Engine
     from runner.entry_build.entry_image import BuiltImage
     from runner.entry_build.image_inspection import ImageInspection
@@ -300,7 +298,7 @@ class Prepared:
     engine: Engine
     built: BuiltImage
     staged: StagedData
-    labels: np.ndarray | dict[str, list[str]]  # the evaluation labels (SQuAD: {id: answers}), loaded once
+    labels: EvalLabels  # the evaluation labels (SQuAD: {id: answers}), loaded once
     fingerprint: dict  # fingerprint.json: the host and the image
     hardware: dict  # result.json's hardware record
     nonconforming: tuple[str, ...]  # reasons every run is non-conforming already

@@ -145,9 +145,9 @@ def _evaluate_final(engine: Engine, entry: Entry, result: Result, result_dir: Pa
     checks recomputed with it. Returns the folders added to ``evaluations/`` (for the caller to
     take back should the re-run fail). Nothing to do for a result whose final model was evaluated."""
     t = result.training
-    record = t.final_model if t is not None else None
-    if not (isinstance(record, dict) and record.get("deferred")):
+    if t is None or not (isinstance(t.final_model, dict) and t.final_model.get("deferred")):
         return []
+    record = t.final_model
     plan = SeedRun.read(result_dir, entry.path)
     if plan is None:
         raise UserError(f"{result_dir} has no plan.json to evaluate its final model in",

@@ -330,3 +330,10 @@ def visible(text: str) -> str:
     """``text`` with every control character written out (``\\x1b``, ``\\u202e``): a string
     from a result, bundle or report can then never drive the terminal it is printed on."""
     return _CONTROLS.sub(_escape, text) if isinstance(text, str) else text
+
+
+def object_field(record: dict, key: str) -> dict:
+    """``record[key]`` where it is a JSON object, else an empty one (a record read from a file
+    is not trusted to have the shape it should)."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}

@@ -13,6 +13,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, overload
 
 from rich import box
 from rich.markup import escape
@@ -20,6 +21,9 @@ from rich.table import Table
 from rich.text import Text
 
 from runner.safe_read import visible
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 MISSING = "--"
 # Cells that say nothing: a column made only of these is left out.
@@ -46,7 +50,15 @@ def markup(value: object) -> str:
 _CONTROLS_BUT_NEWLINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def inert(cell: object) -> object:
+@overload
+def inert(cell: str) -> str: ...
+@overload
+def inert(cell: None) -> None: ...
+@overload
+def inert(cell: RenderableType) -> RenderableType: ...
+
+
+def inert(cell: RenderableType | None) -> RenderableType | None:
     """A table cell with every control character but the line break made visible (a cell the
     runner wrote may span lines; none of its own holds another control character)."""
     if isinstance(cell, Text):

@@ -193,8 +193,9 @@ def test_the_lesion_table_reads_at_80_columns_with_every_figure_whole(lesion):
 
     from runner.cli.study import _FIGURE, study_tables
     from runner.study import lesion as lesion_study
+    from runner.study.common import SavedStudy
 
-    out = lesion_study.present(lesion, summary_of(lesion))
+    out = lesion_study.present(SavedStudy(lesion, summary_of(lesion)))
     console = Console(width=80, record=True)
     for table in study_tables(out):
         console.print(table)

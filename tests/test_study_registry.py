@@ -1,7 +1,8 @@
 """Adding a study is one module under runner/study and one row of ``runner.study.registry.
 STUDIES``: every study module has its row, each row names functions that exist, the command
-line's ``runner study`` subcommands are exactly the rows, and the dispatch names no study (a
-new row runs through it untouched)."""
+line's ``runner study`` subcommands are exactly the rows, no other module of the runner
+imports a study module or branches on a study's name, and the dispatch runs a new row (its
+run, its reader, its report) untouched."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from runner.cli import parser
 from runner.errors import UserError
 from runner.study import registry
-from runner.study.common import StudyOutput
+from runner.study.common import SavedStudy, StudyOutput
 from runner.study.dispatch import StudyRequest, run_study
 from runner.study.registry import STUDIES, Study, argument, load
 
@@ -47,7 +48,7 @@ def test_every_study_module_has_a_row_and_every_row_a_module():
 @pytest.mark.parametrize("row", STUDIES.values(), ids=lambda row: row.name)
 def test_a_row_names_functions_that_exist_and_offers_from_runs_only_with_a_reader(row):
     assert len(inspect.signature(load(row.run)).parameters) == 1  # (request)
-    assert callable(load(row.report))
+    assert len(inspect.signature(load(row.report)).parameters) == 1  # (the saved study)
     flags = {flag for arg in row.arguments for flag in arg.flags}
     assert ("--from-runs" in flags) == (row.from_runs is not None)
     if row.from_runs:
@@ -61,6 +62,58 @@ def test_the_dispatch_names_no_study_and_imports_none():
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     modules = {reference.partition(":")[0] for row in STUDIES.values() for reference in (row.run, row.from_runs) if reference}
     assert not imported & modules, "the dispatch imports a study"
+
+
+RUNNER = STUDY_PACKAGE.parent
+
+
+def _study_modules() -> dict[str, set[str]]:
+    """Each study module (dotted) and the names of the studies it serves."""
+    modules: dict[str, set[str]] = {}
+    for row in STUDIES.values():
+        for reference in (row.run, row.report, row.from_runs):
+            if reference:
+                modules.setdefault(reference.partition(":")[0], set()).add(row.name)
+    return modules
+
+
+def _imported(tree: ast.AST) -> set[str]:
+    """The modules a file imports (``from runner.study import lesion`` as runner.study.lesion)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def _branches_on(tree: ast.AST) -> set[str]:
+    """The strings a file compares with (``==``, ``in``, ``match``): where a per-study branch
+    would name its study."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                elts = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                found |= {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+        elif isinstance(node, ast.MatchValue) and isinstance(node.value, ast.Constant):
+            found.add(node.value.value)
+    return found
+
+
+def test_no_module_but_a_studys_own_and_the_registry_imports_it_or_branches_on_its_name():
+    """A study is its module and its row: the command line, the dispatch, the report, the
+    other studies and the rest of the runner reach it only through ``STUDIES``."""
+    modules = _study_modules()
+    for path in sorted(RUNNER.rglob("*.py")):
+        if path == Path(registry.__file__):
+            continue
+        dotted = ".".join(path.relative_to(RUNNER.parent).with_suffix("").parts)
+        tree = ast.parse(path.read_text())
+        assert not (_imported(tree) & set(modules)) - {dotted}, f"{dotted} imports a study module"
+        assert not (_branches_on(tree) & set(STUDIES)) - modules.get(dotted, set()), \
+            f"{dotted} branches on a study's name"
 
 
 def _study_parser():
@@ -81,19 +134,25 @@ def test_the_command_lines_study_subcommands_are_exactly_the_rows_with_their_arg
 _SEEN: list[StudyRequest] = []
 
 
-def _toy_run(request: StudyRequest) -> StudyOutput:
+def _toy_run(request: StudyRequest) -> SavedStudy:
     _SEEN.append(request)
     folder = Path(request.arguments["where"])
     (folder / "runs").mkdir()
-    return StudyOutput("toy", request.entry, folder, {"level": request.arguments["level"]})
+    return SavedStudy(folder, {"level": request.arguments["level"]})
+
+
+def _toy_report(saved: SavedStudy) -> StudyOutput:
+    return StudyOutput("toy", "toy-entry", saved.folder, saved.summary,
+                       notes=[f"toy report at level {saved.summary['level']}"])
 
 
 def test_a_new_study_is_one_row_from_the_command_line_to_its_report(monkeypatch, tmp_path, capsys):
-    """A row naming a function of a module the runner never heard of: ``runner study toy``
-    parses its own option, runs through the dispatch and writes its report."""
+    """A row naming functions of a module the runner never heard of: ``runner study toy``
+    parses its own option, runs through the dispatch, and the row's report is what is shown
+    and written."""
     from runner.cli import study as study_command
 
-    row = Study("toy", "a toy study", "A toy study.", f"{__name__}:_toy_run", f"{__name__}:_toy_run",
+    row = Study("toy", "a toy study", "A toy study.", f"{__name__}:_toy_run", f"{__name__}:_toy_report",
                 arguments=(argument("--level", type=int, default=1, help="how much"),
                            argument("--where", help="its folder")), full_curve=True)
     monkeypatch.setitem(STUDIES, "toy", row)
@@ -101,8 +160,9 @@ def test_a_new_study_is_one_row_from_the_command_line_to_its_report(monkeypatch,
     assert study_command.run(args) == 0
     request = _SEEN.pop()
     assert request.arguments == {"level": 3, "where": str(tmp_path)} and request.options.full_curve
-    assert (tmp_path / "report.html").is_file()
-    assert f"study: {tmp_path}" in capsys.readouterr().out
+    assert "toy report at level 3" in (tmp_path / "report.html").read_text()
+    printed = capsys.readouterr().out
+    assert f"study: {tmp_path}" in printed and "toy report at level 3" in printed
 
 
 def test_a_readers_own_arguments_are_checked_before_the_runs_given(tmp_path):

@@ -90,8 +90,8 @@ def run(args) -> int:
     if args.images < args.classes or args.classes < 1:
         console.print("[red]error:[/] --images must be at least --classes, and --classes at least 1")
         return 2
-    with tempfile.TemporaryDirectory(prefix="runner-bench-tree-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="runner-bench-tree-") as tmp_name:
+        tmp = Path(tmp_name)
         tar_path = tmp / train_tree.TRAIN_TAR
         with console.status(f"writing a training tar of {args.images:,} JPEGs in {args.classes} classes"):
             size, make_s = _timed(lambda: make_train_tar(tar_path, args.images, args.classes, args.size))

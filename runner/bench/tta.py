@@ -67,7 +67,8 @@ def host_tta(entry, staged, seed: int, threads: int) -> float | None:
         t0 = time.monotonic()
         proc = subprocess.Popen(command, cwd=entry.path, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True)
-        evaluations, meets = [], []
+        evaluations: list[Evaluation] = []
+        meets = []
         for line in proc.stdout:
             ev = parse_line(line, 0, time.monotonic() - t0)
             if ev is None or ev.key != "eval_request":

@@ -31,21 +31,21 @@ def _prepare(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     if args.task in PUBLIC:
-        staged = import_input(args.task, args.path)
-        for file, facts in sorted(staged.files.items()):
+        public = import_input(args.task, args.path)
+        for file, facts in sorted(public.files.items()):
             print(f"imported {args.task}: {file}, {facts['bytes']:,} bytes, sha1 {facts['sha1']} (the published "
                   f"digest), sha256 {facts['sha256']}")
-        print(f"  at {staged.folder} (mounted read-only at /data/public/{args.task} for entries that declare it)")
+        print(f"  at {public.folder} (mounted read-only at /data/public/{args.task} for entries that declare it)")
         return 0
     if args.task in EXTRA:
         from runner.data.extra_sets import import_extra  # lazy: start-up (the command's own modules, when it runs)
 
-        staged = import_extra(args.task, args.path, unofficial=args.unofficial)
-        print(f"imported second test set {args.task}: {staged.counts['eval']:,} items; digest {staged.digest}")
-        for name, digest in sorted(staged.details.get("files", {}).items()):
-            print(f"  {name}: sha256 {digest} ({staged.details.get('digests')})")
-        print(f"  at {staged.root} (labels kept on the host in {staged.labels})")
-        if not staged.conforming:
+        extra = import_extra(args.task, args.path, unofficial=args.unofficial)
+        print(f"imported second test set {args.task}: {extra.counts['eval']:,} items; digest {extra.digest}")
+        for name, digest in sorted(extra.details.get("files", {}).items()):
+            print(f"  {name}: sha256 {digest} ({extra.details.get('digests')})")
+        print(f"  at {extra.root} (labels kept on the host in {extra.labels})")
+        if not extra.conforming:
             print("  UNOFFICIAL: studies on this set say so")
         return 0
     if args.task in data.TREE_TASKS and data.SOURCES[args.task].load_tree().is_train_source(
@@ -57,17 +57,16 @@ def _import(args: argparse.Namespace) -> int:
         if not tree.conforming:
             print("  NON-CONFORMING: results trained on this tree cannot be conforming")
         return 0
-    staged = data.import_dataset(
+    _report(data.import_dataset(
         args.task, args.path, devkit=args.devkit, train=args.train, unofficial=args.unofficial
-    )
-    _report(staged)
+    ))
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
     if args.task in PUBLIC:
-        staged = check_input(args.task)
-        print(f"{args.task} intact: {', '.join(sorted(staged.files))} re-hashed against the published digests")
+        public = check_input(args.task)
+        print(f"{args.task} intact: {', '.join(sorted(public.files))} re-hashed against the published digests")
         return 0
     tree = data.train_tree(args.task)
     if tree is None:
@@ -106,16 +105,17 @@ def _list(args: argparse.Namespace) -> int:
 
     for name in EXTRA:
         try:
-            item = staged_extra(name)
-            official = "official" if item.conforming else "UNOFFICIAL"
-            console.print(f"second test set {name}: {item.counts.get('eval', 0):,} items ({official}) at {item.root}",
+            extra = staged_extra(name)
+            official = "official" if extra.conforming else "UNOFFICIAL"
+            console.print(f"second test set {name}: {extra.counts.get('eval', 0):,} items ({official}) at {extra.root}",
                           highlight=False)
         except UserError as exc:
             console.print(f"second test set {name}: not imported ({exc.fix})", highlight=False)
     for name in PUBLIC:
         try:
-            item = staged_input(name)
-            console.print(f"public input {name}: {', '.join(sorted(item.files))} at {item.folder}", highlight=False)
+            public = staged_input(name)
+            console.print(f"public input {name}: {', '.join(sorted(public.files))} at {public.folder}",
+                          highlight=False)
         except UserError as exc:
             console.print(f"public input {name}: not imported ({exc.fix})", highlight=False)
     return 0

@@ -35,7 +35,7 @@ def _engine() -> tuple[str, str, dict, Path | None]:
         return "missing", f"{err.problem}: {err.fix}", {}, None
     except EngineError as err:
         answers, why = False, err
-    if not answers:
+    if not answers or engine is None:  # (an engine that answered was made: the check narrows it)
         if engine is not None:
             engine.close()
         problem, fix = implementation(kind).unreachable(kind, why or EngineError("it did not answer a ping"))
@@ -106,9 +106,10 @@ def gpu_host_checks(nvml=None) -> list[tuple[str, str, str]]:
     the energy counter or power (energy)."""
     if nvml is None:
         try:
-            import pynvml as nvml  # lazy: optional (pynvml: no package or no driver, no GPU)
+            import pynvml  # lazy: optional (pynvml: no package or no driver, no GPU)
         except ImportError:
             return [("GPU checks", "none", "nvidia-ml-py is not installed")]
+        nvml = pynvml
     try:
         nvml.nvmlInit()
     except nvml.NVMLError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
@@ -17,6 +17,10 @@ from runner.tasks import TASKS, get_task
 
 if TYPE_CHECKING:  # the one tree kind so far; a task's tree_module defines its own TrainTree
     from runner.tasks.imagenet.train_tree import TrainTree
+
+# A task's evaluation labels as the host holds them: int64 class labels, or SQuAD's
+# {question_id: [answers...]}.
+EvalLabels: TypeAlias = "np.ndarray | dict[str, list[str]]"
 
 # How a user stages each task (its declaration's ``source.how_to_stage``); the big ones
 # cannot be fetched here.
@@ -47,7 +51,7 @@ class StagedData:
     train_tree: TrainTree | None = None  # the task's DataSource.tree_module
     details: dict = field(default_factory=dict)  # staged.json's details (preprocessing, a second test set's files)
 
-    def load_eval_labels(self) -> np.ndarray | dict[str, list[str]]:
+    def load_eval_labels(self) -> EvalLabels:
         """The int64 evaluation labels, or for SQuAD ``{question_id: [answers...]}``."""
         answers = self.labels / "answers.json"
         if answers.exists():
@@ -117,9 +121,10 @@ TREE_TASKS = {t.id: t.source.tree for t in TASKS.values() if t.source is not Non
 
 def train_tree(task_id: str):
     """The imported training tree of ``task_id`` (its tree module's ``TrainTree``), or None."""
-    if task_id not in TREE_TASKS:
+    source = get_task(task_id).source if task_id in TREE_TASKS else None
+    if source is None:  # (a task with a tree has a source: TREE_TASKS)
         return None
-    return get_task(task_id).source.load_tree().load_tree(paths.data_dir() / TREE_TASKS[task_id])
+    return source.load_tree().load_tree(paths.data_dir() / TREE_TASKS[task_id])
 
 
 def _with_tree(data: StagedData) -> StagedData:

@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from runner.dawnbench.claims import KINDS, Claim, CurvePoint
@@ -155,11 +156,11 @@ def _read_submission(path: Path, root: Path, task_id: str | None) -> tuple[Claim
     text = {name: _text(path, data, name) for name in TEXT_FIELDS}
     code_url = data.get("codeURL") if isinstance(data.get("codeURL"), str) else None
     # misc is free-form (an object in the README, a string in one published file): not read.
-    common = {
-        "name": path.stem, "task": ft.task_id, "kind": kind, "team": text["author"], "model": text["model"],
-        "hardware": text["hardware"], "framework": text["framework"], "date": _date(path, text["timestamp"]),
-        "source": _relative(path, root), "code_url": code_url,
-    }
+    common = partial(
+        Claim, name=path.stem, task=ft.task_id, kind=kind, team=text["author"], model=text["model"],
+        hardware=text["hardware"], framework=text["framework"], date=_date(path, text["timestamp"]),
+        source=_relative(path, root), code_url=code_url,
+    )
     notes: list[str] = []
     if kind == "inference":
         latency = _number(path, data, "latency")
@@ -171,7 +172,7 @@ def _read_submission(path: Path, root: Path, task_id: str | None) -> tuple[Claim
             raw = _number(path, data, "accuracy")  # the README's CIFAR10 example names it so
         accuracy = _accuracy(path, ft, raw, notes)
         per_10k = None if cost is None else cost * COST_ITEMS  # the files give USD per item
-        return Claim(**common, latency_ms=latency, cost_per_10k_usd=per_10k, accuracy=accuracy, notes=notes), None
+        return common(latency_ms=latency, cost_per_10k_usd=per_10k, accuracy=accuracy, notes=notes), None
 
     tsv = path.with_suffix(".tsv")
     if not tsv.exists():
@@ -183,8 +184,7 @@ def _read_submission(path: Path, root: Path, task_id: str | None) -> tuple[Claim
     if crossing is None:
         best = max(p.scores[ft.metric_field] for p in curve)
         notes.append(f"no row of {tsv.name} reaches {ft.metric_field} {ft.threshold} (best {best})")
-    return Claim(
-        **common,
+    return common(
         tta_hours=tta_hours,
         cost_per_hour_usd=cost_per_hour,
         cost_usd=None if tta_hours is None or cost_per_hour is None else tta_hours * cost_per_hour,

@@ -148,18 +148,20 @@ class EvalIndex:
             self.layouts.append(np.ascontiguousarray(images.reshape(len(images), -1)))
             if images.ndim == 4 and images.shape[1] > 1:  # colour: H x W x C too
                 self.layouts.append(np.ascontiguousarray(images.transpose(0, 2, 3, 1).reshape(len(images), -1)))
-        self.count = len(images) if self.layouts else 0
+        self.count = len(images) if images is not None and self.layouts else 0
         self.item_bytes = self.layouts[0].shape[1] if self.layouts else 0
         for layout, table in enumerate(self.layouts):
             if self.item_bytes < 32:
                 break
             k, o, f = self._anchors(table, layout)
-            keys.append(k), owners.append(o), offsets.append(f)
-        self.labels = None
+            keys.append(k)
+            owners.append(o)
+            offsets.append(f)
+        self.labels: np.ndarray | None = None
         if labels is not None and len(labels) >= 8 and labels.min() >= 0 and labels.max() < 256:
             self.labels = np.ascontiguousarray(labels.astype(np.uint8))
             win = np.lib.stride_tricks.sliding_window_view(self.labels, 8)
-            steps = np.diff(win.astype(np.int16), axis=1) % (int(self.labels.max()) + 1)
+            steps = np.mod(np.diff(win.astype(np.int16), axis=1), int(self.labels.max()) + 1)
             progression = (steps == steps[:, :1]).all(axis=1)  # 3,4,5,...,9,0: any counting text
             good = _distinct_at_least(win, 3) & ~progression
             keys.append(np.ascontiguousarray(win[good]).view("<u8").ravel())
@@ -298,18 +300,21 @@ class EvalIndex:
     def _label_run(self, seq: np.ndarray, start: int, at: int) -> int:
         """The run of consecutive labels equal to the evaluation labels, around label ``at``
         (the sequence's label 0 sits at ``start``)."""
-        lo, hi = max(0, -start), min(len(self.labels), len(seq) - start)
+        labels = self.labels
+        if labels is None:  # never: a label key is indexed only with the labels
+            return 0
+        lo, hi = max(0, -start), min(len(labels), len(seq) - start)
         if hi - lo < 8:
             return 0
-        equal = seq[start + lo:start + hi] == self.labels[lo:hi]
+        equal = seq[start + lo:start + hi] == labels[lo:hi]
         where = at - lo
         before = np.flatnonzero(~equal[:where])
         after = np.flatnonzero(~equal[where:])
         left = before[-1] + 1 if len(before) else 0
         right = where + after[0] if len(after) else len(equal)
-        run = self.labels[lo + left:lo + right].astype(np.int16)
+        run = labels[lo + left:lo + right].astype(np.int16)
         if len(run) >= LABEL_RUN_MIN:  # a stretch of 0,1,2,...,9,0,1 matches any counting text
-            steps = np.diff(run) % (int(self.labels.max()) + 1)
+            steps = np.diff(run) % (int(labels.max()) + 1)
             if np.count_nonzero(np.diff(steps)) < len(run) // 2:
                 return 0
         return int(right - left)
@@ -328,7 +333,8 @@ class EvalIndex:
     def scan_chunks(self, path: str, chunks) -> Copy | None:
         """A file too large to read whole, from an iterator of its chunks: raw and as text."""
         hits = _Hits()
-        pending, size, fresh = [], 0, False
+        pending: list[bytes] = []
+        size, fresh = 0, False
         for chunk in chunks:
             if not size and not pending and chunk.startswith(_PACKED_MAGIC):
                 self.left_packed.append(path)  # too large to unpack: read raw only
@@ -543,12 +549,12 @@ def _unpacked(data: bytes, budget: _Budget):
             yield member.filename, out
     elif len(data) > 262 and data[257:262] == b"ustar":
         try:
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
-                for member in archive:
-                    if member.isreg():
-                        if not budget.take(member.size):
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+                for tar_member in tar:
+                    if tar_member.isreg() and (fh := tar.extractfile(tar_member)) is not None:
+                        if not budget.take(tar_member.size):
                             return
-                        yield member.name, archive.extractfile(member).read()
+                        yield tar_member.name, fh.read()
         except Exception:  # noqa: BLE001
             return
     if _is_text(data):
@@ -604,5 +610,5 @@ def _random_letters(text: bytes) -> bool:
     sample = np.frombuffer(text[:4096], np.uint8)
     letters = np.count_nonzero(((sample >= 65) & (sample <= 90)) | ((sample >= 97) & (sample <= 122)))
     digits = np.count_nonzero((sample >= 48) & (sample <= 57))
-    return letters >= 0.25 * len(sample) and digits >= 0.05 * len(sample)
+    return bool(letters >= 0.25 * len(sample) and digits >= 0.05 * len(sample))
 

@@ -165,7 +165,9 @@ class ImageInspection:
     @classmethod
     def from_dict(cls, data: dict) -> "ImageInspection":
         return cls(
-            *[[AuditedFile(**f) for f in data[k]] for k in ("unexplained", "entry_data_files", "wheel_data_files")],
+            unexplained=[AuditedFile(**f) for f in data["unexplained"]],
+            entry_data_files=[AuditedFile(**f) for f in data["entry_data_files"]],
+            wheel_data_files=[AuditedFile(**f) for f in data["wheel_data_files"]],
             eval_copies=[Copy(**c) for c in data.get("eval_copies", [])],
             eval_items=int(data.get("eval_items", 0)),
             eval_label_run=int(data.get("eval_label_run", 0)),
@@ -264,6 +266,8 @@ def index_tar(stream, content: EvalIndex | None = None, copies: list[Copy] | Non
             if not member.isreg():
                 continue
             fh = tar.extractfile(member)
+            if fh is None:  # never for a regular file
+                continue
             path = member.name.lstrip("./")
             digest = hashlib.sha256()
             found = None
@@ -439,7 +443,7 @@ class _Known:
         if self.base.get(path) == (size, digest) or self.entry.get(path, ("",))[0] == digest:
             return True
         site = SITE_PACKAGES.match(path)
-        return bool(site) and self.declared.get(site.group(1), ("",))[0] == digest
+        return site is not None and self.declared.get(site.group(1), ("",))[0] == digest
 
     def source_size(self, path: str) -> int | None:
         """The size of a source file of the image, when known before the export is read."""
@@ -480,7 +484,8 @@ class _ImageInformation:
     def _measure(self, path: str, size: int, data: bytes | None) -> FileInformation:
         if data is None:
             return FileInformation("/" + path, "image", size, size, "whole, uncompressed (too large)")
-        record = INSTALLED_RECORD.match(SITE_PACKAGES.match(path).group(1)) if SITE_PACKAGES.match(path) else None
+        site = SITE_PACKAGES.match(path)
+        record = INSTALLED_RECORD.match(site.group(1)) if site else None
         if record:
             rows = self._undeclared_rows(record.group(1), data)
             return FileInformation("/" + path, "image", size, compressed_size(rows), "rows no wheel declares")
@@ -515,7 +520,8 @@ class _ImageInformation:
         compilation joins the others. Returns the paths of the ``.pyc`` accounted for."""
         compiled = set()
         for path, (header, size, measured) in sorted(self.pycs.items()):
-            found = self.sources.get(bytecode.source_of(path))
+            source = bytecode.source_of(path)
+            found = self.sources.get(source) if source is not None else None
             size_, mtime, hashed = found if found else (None, None, None)
             if bytecode.mismatch(header, size, size_, mtime, hashed) is None:
                 compiled.add(path)

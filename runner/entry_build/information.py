@@ -69,6 +69,7 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import zstandard
 
@@ -123,6 +124,14 @@ def compressed_size(data: bytes) -> int:
                len(_ZSTD.compress(data)))
 
 
+class _Compressor(Protocol):
+    """zlib's, lzma's and zstandard's streaming compressors, as ``streamed_size`` feeds them."""
+
+    def compress(self, data: bytes, /) -> bytes: ...
+
+    def flush(self) -> bytes: ...
+
+
 def streamed_size(chunks: Iterable[bytes], size: int, stop_at: int = STOP_BYTES) -> tuple[int, bool]:
     """``(compressed_size, stopped)`` of ``size`` bytes given in ``chunks``, fed to the three
     compressors as they come; each compressor is dropped once it has written more than
@@ -131,7 +140,7 @@ def streamed_size(chunks: Iterable[bytes], size: int, stop_at: int = STOP_BYTES)
     size. A file that is read to its end gives the same figure as ``compressed_size``."""
     if size > COMPRESS_MAX_BYTES:
         return size, True
-    running = {
+    running: dict[str, _Compressor] = {
         "zlib": zlib.compressobj(9),
         "xz": lzma.LZMACompressor(format=lzma.FORMAT_RAW, filters=_xz_filters(size)),
         "zstd": _ZSTD.compressobj(size=size),

@@ -118,6 +118,7 @@ def capture_cpu() -> dict:
     cores_per_socket = _int(lscpu.get("Core(s) per socket")) or _int(first.get("cpu cores"))
     threads_per_core = _int(lscpu.get("Thread(s) per core"))
     physical = sockets * cores_per_socket if sockets and cores_per_socket else None
+    usable: int | None  # None: neither the affinity nor the count is known
     try:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

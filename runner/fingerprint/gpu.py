@@ -123,9 +123,10 @@ def capture_gpu(nvml: ModuleType | None = None) -> dict:
     """Every GPU NVML sees. ``nvml`` is the ``pynvml`` module (tests pass a stand-in)."""
     if nvml is None:
         try:
-            import pynvml as nvml  # lazy: optional (pynvml: no package or no driver, no GPU)
+            import pynvml  # lazy: optional (pynvml: no package or no driver, no GPU)
         except ImportError:
             return _no_driver("the nvidia-ml-py package is not installed (pip install nvidia-ml-py)")
+        nvml = pynvml
     try:
         nvml.nvmlInit()
     except nvml.NVMLError as err:

@@ -20,6 +20,7 @@ checkpoint-sensitivity check the host scores itself, the signed entry files).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,13 +53,13 @@ class Ledger:
     """
 
     checkpoint: dict[str, object]
-    normalise: object  # Callable[[object, str | None], np.ndarray]
+    normalise: Callable[[object, str | None], np.ndarray]
     _by_precision: dict[str | None, dict[str, str]] = field(default_factory=dict)
     _seen: dict[str, dict] = field(default_factory=dict)  # digest -> record
 
     def _checkpoint_digests(self, precision: str | None) -> dict[str, str]:
         if precision not in self._by_precision:
-            found = {}
+            found: dict[str, str] = {}
             for name, value in self.checkpoint.items():
                 found.setdefault(content_digest(self.normalise(value, precision)), name)
             self._by_precision[precision] = found

@@ -110,7 +110,7 @@ def debian_release(rootfs: Path) -> dict:
     mirror the packages came from (the date snapshot.debian.org would need to pin it)."""
     lists = rootfs / "var/lib/apt/lists"
     for path in sorted(lists.glob("*_InRelease")) + sorted(lists.glob("*_Release")):
-        fields = {}
+        fields: dict[str, str] = {}
         for line in path.read_text(errors="replace").splitlines():
             if not line.strip() or line.startswith("-----BEGIN PGP SIGNATURE"):
                 if fields:

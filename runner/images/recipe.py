@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -94,13 +95,9 @@ def load_recipe(name: str, root: Path | None = None) -> Recipe:
     if not isinstance(data, dict):
         raise UserError(f"{recipe_file} is not a mapping", "write the recipe as key: value pairs")
     kind = data.get("kind")
-    common = {
-        "name": name,
-        "folder": folder,
-        "kind": kind,
-        "content_hash": recipe_hash(folder),
-        "description": str(data.get("description", "")),
-    }
+    # What every kind of recipe has.
+    common = partial(Recipe, name=name, folder=folder, kind=str(kind), content_hash=recipe_hash(folder),
+                     description=str(data.get("description", "")))
     if kind == "debootstrap":
         missing = [k for k in ("suite", "mirror", "packages", "source_date_epoch") if k not in data]
         if missing:
@@ -108,8 +105,7 @@ def load_recipe(name: str, root: Path | None = None) -> Recipe:
                 f"{recipe_file} lacks {', '.join(missing)}",
                 "a debootstrap recipe needs suite, mirror, packages and source_date_epoch",
             )
-        return Recipe(
-            **common,
+        return common(
             suite=str(data["suite"]),
             variant=str(data.get("variant", "minbase")),
             mirror=str(data["mirror"]),
@@ -126,7 +122,7 @@ def load_recipe(name: str, root: Path | None = None) -> Recipe:
                 f"{recipe_file}: reference '{reference}' is not pinned by digest",
                 "write it as name:tag@sha256:<64 hex digits>",
             )
-        return Recipe(**common, reference=reference)
+        return common(reference=reference)
     raise UserError(
         f"{recipe_file}: kind is {kind!r}", "set kind to 'debootstrap' or 'registry'"
     )

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from runner.inference.loadgen import loadgen_record
 from runner.score.evaluations import load_predictions
 from runner.tasks import Task
+
+if TYPE_CHECKING:
+    from runner.data.store import EvalLabels
 
 # The host stamps infer_start/infer_stop as their lines arrive; the lines travel through
 # the engine's output stream, whose delay can differ a little between the two.
@@ -73,7 +77,7 @@ def evaluate_backend(
     backend: str,
     backend_dir: Path,
     task: Task,
-    labels: np.ndarray,
+    labels: EvalLabels,
     window_seconds: float | None,
     usd_per_hour: float,
     *,
@@ -96,6 +100,7 @@ def evaluate_backend(
         return _failed(f"{backend} failed in the harness: {info['error']}", error=info["error"], info=info)
 
     base = {"info": info, "window_seconds": window_seconds, "warmup": (info.get("warmup") or {}).get("count")}
+    predictions: np.ndarray | dict | None
     if getattr(task, "inputs", "images") == "questions":
         predictions = _load_answers(backend_dir / "predictions.json")
     else:

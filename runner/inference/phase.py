@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner import paths
 from runner.energy import EnergyMeter, per_10k, window_energy
@@ -17,6 +18,9 @@ from runner.inference.measure import evaluate_backend
 from runner.inference.preflight import GPU_BACKENDS
 from runner.plan import SeedRun
 from runner.results.inference import BackendRun
+
+if TYPE_CHECKING:
+    from runner.data.store import EvalLabels
 
 HARNESS_MOUNT = "/opt/runner/harness"
 INFER_TIMEOUT_S = 4 * 3600
@@ -114,7 +118,7 @@ class TrainedModel:
     labels' count instead)."""
 
     output_dir: Path
-    labels: object  # int64 array, or SQuAD's {id: answers}
+    labels: EvalLabels
     whole_set: bool = True
 
 
@@ -205,8 +209,9 @@ def run_inference(engine: Engine, plan: SeedRun, model: TrainedModel) -> dict[st
 def pass_energy(series, windows: Windows, backend: str, origin: float | None, count: int | None) -> dict:
     """The timed pass's energy (host-stamped infer_start..infer_stop) and joules per 10,000 items."""
     start, stop = windows.start.get(backend), windows.stop.get(backend)
-    timed = None not in (start, stop, origin) and stop >= start
-    record = window_energy(series, [(start + origin, stop + origin)] if timed else None,
-                           None if timed else "the backend has no timed pass")
+    if start is not None and stop is not None and origin is not None and stop >= start:
+        record = window_energy(series, [(start + origin, stop + origin)], None)
+    else:
+        record = window_energy(series, None, "the backend has no timed pass")
     record["joules_per_10k_items"] = per_10k(record["joules"], count)
     return record

@@ -102,7 +102,7 @@ def _private_file() -> Path | None:
     """The configured private key's file, None for a key that is not a file here (KMS, HSM)."""
     configured = os.environ.get(ENV_VAR)
     scheme = key_uri_scheme(configured) if configured else None
-    if scheme == "file2":
+    if configured and scheme == "file2":
         return Path(configured.partition(":")[2]).expanduser()
     return None if scheme else default_private_path()
 

@@ -83,7 +83,8 @@ def chain_problem(lines: list[object]) -> str | None:
     previous, key = GENESIS, None
     for n, line in enumerate(lines):
         where = f"line {n + 1}"
-        if problem := _typed(line, LINE_FIELDS):
+        problem = _typed(line, LINE_FIELDS)
+        if problem or not isinstance(line, dict):  # (not a dict is a problem: the check narrows it)
             return f"{where}: {problem}"
         if line["index"] != n:
             return f"{where}: index {line['index']}, expected {n}"
@@ -144,7 +145,8 @@ def position(lines: list[dict], keyid: str, entry: str, smoke: bool, run_id: str
 
 def position_problem(place: object) -> str | None:
     """What is wrong with a result's ``ledger`` section on its own, or None."""
-    if problem := _typed(place, POSITION_FIELDS):
+    problem = _typed(place, POSITION_FIELDS)
+    if problem or not isinstance(place, dict):  # (not a dict is a problem: the check narrows it)
         return problem
     if not _HEX64.match(place["key_id"]) or not _HEX64.match(place["previous"]):
         return "key_id and previous must be sha256 digests in hex"
@@ -224,7 +226,8 @@ def earlier_runs(keyid: str, entry: str, smoke: bool, exclude: set[str],
         if line["entry"] == entry and line["smoke"] is smoke and line["run_id"] not in exclude:
             latest.pop(line["run_id"], None)
             latest[line["run_id"]] = line  # in the order last signed
-    found, skipped = [], []
+    found: list[Path] = []
+    skipped: list[str] = []
     for line in reversed(list(latest.values())):
         if len(found) == limit:
             break

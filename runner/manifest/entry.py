@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, cast
 
 import jsonschema
 
@@ -157,7 +158,9 @@ def _fix_for(err: jsonschema.ValidationError) -> str:
     return f"correct {where} (see `runner schema`)"
 
 
-def validate_manifest(data: object, source: str = "entry.yaml") -> None:
+def validate_manifest(data: object, source: str = "entry.yaml") -> dict[str, Any]:
+    """The manifest as the schema accepts it (a mapping of its fields: the schema's top level is
+    an object), or a one-line ``UserError`` naming the first bad field."""
     validator = jsonschema.Draft202012Validator(ENTRY_SCHEMA)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), e.message))
     if errors:
@@ -167,6 +170,7 @@ def validate_manifest(data: object, source: str = "entry.yaml") -> None:
         raise UserError(
             f"{source}: field '{_field_path(err)}' is invalid: {message}", _fix_for(err)
         )
+    return cast(dict[str, Any], data)  # an object, as the schema's "type" says
 
 
 def _hyperparameters(section: dict | None) -> Hyperparameters | None:
@@ -206,7 +210,7 @@ def load_entry(path: str | Path) -> Entry:
             f"{manifest}: field 'seed' is not allowed: the runner chooses each run's seed",
             "remove 'seed' from entry.yaml (an auditor fixes one with `runner reproduce --seed N`)",
         )
-    validate_manifest(data, str(manifest))
+    data = validate_manifest(data, str(manifest))
     if data["name"] != folder.name:
         raise UserError(
             f"{manifest}: field 'name' is '{data['name']}' but the folder is '{folder.name}'",

@@ -59,18 +59,18 @@ def plain_files(folder: Path) -> list[Path]:
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         here = Path(dirpath)
         for name in sorted(dirnames) + sorted(filenames):
-            full = os.path.join(dirpath, name)
+            joined = os.path.join(dirpath, name)
             if _not_utf8(name):
                 raise UserError(
-                    f"an entry file's name is not UTF-8: {shown_name(os.path.relpath(full, folder))} "
+                    f"an entry file's name is not UTF-8: {shown_name(os.path.relpath(joined, folder))} "
                     f"in entry {shown_name(folder.name)}",
                     "rename it (entry files are named in UTF-8: the build context, the image and the "
                     "result all name them)",
                 )
             try:
-                st = os.lstat(full)
+                st = os.lstat(joined)
             except OSError as exc:
-                raise UserError(f"{shown_name(str(full))} cannot be read ({exc.strerror or exc})",
+                raise UserError(f"{shown_name(joined)} cannot be read ({exc.strerror or exc})",
                                 "check that the entry folder is yours and readable") from None
             mode = st.st_mode
             if stat.S_ISDIR(mode):

@@ -30,6 +30,7 @@ from pathlib import Path
 from securesystemslib.signer import SSlibKey
 
 from runner.errors import UserError
+from runner.safe_read import object_field
 from runner.verify.verdict import judge, require_counts, standing_problems
 
 REFUSED_FIX = "pass each run once; run more with `runner reproduce ENTRY --runs N`"
@@ -68,10 +69,9 @@ def fingerprint_of(folder: Path) -> dict:
 
 def host_class(folder: Path, result: dict) -> HostClass:
     fingerprint = fingerprint_of(folder)
-    cpu = fingerprint.get("cpu") if isinstance(fingerprint.get("cpu"), dict) else {}
-    gpu = fingerprint.get("gpu") if isinstance(fingerprint.get("gpu"), dict) else {}
+    cpu, gpu = object_field(fingerprint, "cpu"), object_field(fingerprint, "gpu")
     gpus = [g for g in gpu.get("gpus") or [] if isinstance(g, dict)]
-    hardware = result.get("hardware") if isinstance(result.get("hardware"), dict) else {}
+    hardware = object_field(result, "hardware")
 
     def count(value: object) -> int | None:
         return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -66,7 +66,7 @@ def mlperf_run_from_result(result_dir: Path, submission: SubmissionConfig | None
                         f"export a result of one of: {', '.join(sorted(TASK_BENCHMARK))}")
 
     events = _events(result_dir)
-    first = {}
+    first: dict[str, dict] = {}  # each key's first event
     for ev in events:
         first.setdefault(ev["key"], ev)
     starts = {ev["metadata"].get("epoch_num"): ev["t"] for ev in events if ev["key"] == "epoch_start"}

@@ -119,7 +119,7 @@ def describe_pattern(pattern: str) -> str:
         pieces = [_literal(p) for p in body.split(".*")]
         if None in pieces or not any(pieces):
             return f"matches the regular expression {pattern!r}"
-        words = []
+        words: list[str] = []
         for i, piece in enumerate(pieces):
             if piece:
                 verb = "starts with" if i == 0 and start else "contains" if not words else "then"

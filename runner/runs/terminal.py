@@ -3,7 +3,7 @@ summary, curve and files. Short run ids here; the full ids are in the files and 
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from runner.claims import variant_problem
@@ -139,7 +139,7 @@ def show_renderable(view: RunView, width: int) -> Group:
     row = view.row
     title = Text.assemble((visible(row.entry), "bold"), " ", (visible(row.short_id), "bold cyan"),
                           f"  run {visible(row.run_id)}")
-    parts = [title, key_values(summary_rows(view)), Text("")]
+    parts: list[RenderableType] = [title, key_values(summary_rows(view)), Text("")]
     if view.curve:
         unit = "%" if view.percent else ""
         lines = draw_curve([(p.seconds, p.score) for p in view.curve], view.threshold, unit, width=width)

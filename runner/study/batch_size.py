@@ -14,7 +14,7 @@ from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.study.readable import read_run
 from runner.study.common import (
-    StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, with_runs,
+    SavedStudy, StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, with_runs,
 )
 from runner.study.plots import figure, save
 from runner.report import reporter
@@ -76,7 +76,9 @@ def plot(summary: dict, path: Path) -> str:
     return save(fig, path)
 
 
-def present(folder: Path, summary: dict) -> StudyOutput:
+def present(saved: SavedStudy) -> StudyOutput:
+    """Its row's report: the saved study's summary as its tables, plots and notes."""
+    folder, summary = saved.folder, saved.summary
     rows = [[str(r["global_batch_size"]), f"{r['lr']:g}", r["run_id"], fmt(r["epochs_to_threshold"], "d", "never"),
              fmt(r["samples_per_second"], ",.0f"), fmt(r["tta_seconds"], ".2f", "never reached"),
              "yes" if r["conforming"] else "no"] for r in summary["runs"]]
@@ -91,7 +93,7 @@ def present(folder: Path, summary: dict) -> StudyOutput:
     )
 
 
-def run(entry_path: str, values: list[int], opts, slurm=None) -> StudyOutput:
+def run(entry_path: str, values: list[int], opts, slurm=None) -> SavedStudy:
     entry = load_entry(entry_path)
     if entry.hyperparameters is None:
         raise UserError(f"entry {entry.name} declares no tunable hyperparameters",
@@ -108,12 +110,11 @@ def run(entry_path: str, values: list[int], opts, slurm=None) -> StudyOutput:
     return study(folders)
 
 
-def study(folders: list[Path]) -> StudyOutput:
+def study(folders: list[Path]) -> SavedStudy:
     summary = analyse(folders)
-    folder = save_study(KIND, folders, summary)
-    return present(folder, summary)
+    return save_study(KIND, folders, summary)
 
 
-def new_runs(request: StudyRequest) -> StudyOutput:
+def new_runs(request: StudyRequest) -> SavedStudy:
     """Its row's run (runner.study.registry): one new run per batch size."""
     return run(request.entry, parse_values(request.arguments["values"]), request.options, slurm=request.slurm)

@@ -48,6 +48,16 @@ class StudyOutput:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class SavedStudy:
+    """What a study's run or reader hands its report (its row's ``report``): the study's
+    folder, with ``summary.json`` written and its runs linked, and the run folders it read."""
+
+    folder: Path
+    summary: dict
+    runs: tuple[Path, ...] = ()
+
+
 def new_study_folder(entry_name: str, kind: str) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     base = paths.results_dir() / entry_name / STUDIES_DIR
@@ -73,12 +83,23 @@ def write_summary(study: Path, summary: dict) -> None:
     write_json(study / SUMMARY_FILE, summary)
 
 
-def save_study(kind: str, folders: list[Path], summary: dict) -> Path:
+def save_study(kind: str, folders: list[Path], summary: dict) -> SavedStudy:
     """A new study folder holding its summary and links to the runs it read."""
     folder = new_study_folder(summary["entry"], kind)
     link_runs(folder, folders)
     write_summary(folder, summary)
-    return folder
+    return SavedStudy(folder, summary, tuple(folders))
+
+
+def left_out(results: list[Result], folders: list[Path], alike: dict) -> list[dict]:
+    """The runs the figures leave out: non-conforming ones (not smoke runs), with why."""
+    out = []
+    for f, r in zip(folders, results):
+        reasons = ([] if r.conforming or r.smoke else [str(x) for x in r.nonconforming_reasons] or ["non-conforming"])
+        reasons += [str(x) for x in alike.get(f, [])]
+        if reasons:
+            out.append({"run_id": r.run_id, "reasons": reasons})
+    return out
 
 
 def run_entry(entry_path: str, opts, slurm=None) -> list[Path]:

@@ -3,7 +3,8 @@
 The command line parses its flags into a ``StudyRequest`` and renders the ``StudyOutcome``;
 here a request runs by its row of ``runner.study.registry.STUDIES``: new runs (the row's
 ``run``) or runs already made (``--from-runs``: the row's reader, which reads the given runs
-when it needs them), and whether every run of the study completed. No study is named here.
+when it needs them) save the study, the row's ``report`` renders it, and the outcome says
+whether every run of the study completed. No study is named here.
 """
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ def options(request: StudyRequest) -> ReproduceOptions:
 def _given_runs(request: StudyRequest, unreadable: list[dict]) -> list[Path]:
     """The run folders of ``--from-runs`` that can be read; each other one is added to
     ``unreadable`` with why (one line), and the study goes on with the rest."""
-    check_run_folders([f for f in request.from_runs if not os.path.lexists(Path(f) / "result.json")])
-    folders, left = readable_runs([Path(f) for f in request.from_runs])
+    given = [Path(f) for f in request.from_runs or []]
+    check_run_folders([f for f in given if not os.path.lexists(f / "result.json")])
+    folders, left = readable_runs(given)
     for run in left:
         reporter().print(f"[yellow]unreadable run[/] {escape(run['problem'])}: left out of the study")
     unreadable.extend(left)
@@ -83,16 +85,19 @@ def _given_runs(request: StudyRequest, unreadable: list[dict]) -> list[Path]:
 
 
 def _study(request: StudyRequest, unreadable: list[dict]) -> StudyOutput:
+    """The request run by its row alone: its run or its ``--from-runs`` reader saves the study,
+    and its report renders what was saved."""
     row = STUDIES.get(request.kind)
     if row is None:
         raise ValueError(f"unknown study {request.kind!r}; the studies are {', '.join(STUDIES)}")
     request = replace(request, options=options(request))
     if not request.from_runs:
-        return load(row.run)(request)
-    if row.from_runs is None:
+        saved = load(row.run)(request)
+    elif row.from_runs is None:
         raise ValueError(f"the {row.name} study reads no runs already made (its row has no --from-runs reader)")
-    # The reader reads the given runs when it needs them: its own arguments are checked first.
-    return load(row.from_runs)(request, partial(_given_runs, request, unreadable))
+    else:  # the reader reads the given runs when it needs them: its own arguments are checked first
+        saved = load(row.from_runs)(request, partial(_given_runs, request, unreadable))
+    return load(row.report)(saved)
 
 
 def run_study(request: StudyRequest) -> StudyOutcome:

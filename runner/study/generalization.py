@@ -30,7 +30,7 @@ import statistics
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from runner.safe_npy import load_npy
 from runner.study.readable import read_run
 from runner.study import transfer
 from runner.study.common import (
-    StudyOutput, Table, custody_problem, fmt, run_entry, run_entry_copy, save_study, with_runs,
+    SavedStudy, StudyOutput, Table, custody_problem, fmt, run_entry, run_entry_copy, save_study, with_runs,
 )
 from runner.study.intervals import CONFIDENCE, newcombe, wilson
 from runner.study.linear_head import PENALTY
@@ -330,8 +330,8 @@ def analyse(folders: list[Path], choices: Choices, work: Path) -> dict:
     runs = []
     for folder, result in zip(folders, results):
         reporter().print(f"[bold]evaluate[/] {result.run_id}'s final model on {task.id} and {item.name}")
-        row = {"run_id": result.run_id, "seed": result.seed, "status": result.status,
-               "marks": marks(folder, result)}
+        row: dict[str, Any] = {"run_id": result.run_id, "seed": result.seed, "status": result.status,
+                               "marks": marks(folder, result)}
         try:
             row.update(evaluate_run(engine, folder, task, sets, work / "runs", given))
         except RunProblem as exc:
@@ -447,7 +447,9 @@ def plot_transfer(summary: dict, path: Path) -> str | None:
     return save(fig, path)
 
 
-def present(folder: Path, summary: dict) -> StudyOutput:
+def present(saved: SavedStudy) -> StudyOutput:
+    """Its row's report: the saved study's summary as its tables, plots and notes."""
+    folder, summary = saved.folder, saved.summary
     second = summary["second_set"]
     new = second["name"] + ("" if second["official"] else " (unofficial)")
     ci = f"{summary['confidence']:.0%} CI"
@@ -508,18 +510,18 @@ def present(folder: Path, summary: dict) -> StudyOutput:
     return StudyOutput(KIND, summary["entry"], folder, summary, plots=plots, tables=tables, notes=notes)
 
 
-def study(folders: list[Path], choices: Choices = Choices()) -> StudyOutput:
+def study(folders: list[Path], choices: Choices = Choices()) -> SavedStudy:
     with tempfile.TemporaryDirectory(prefix="runner-study-generalization-") as tmp:
         work = Path(tmp)
         summary = analyse(folders, choices, work)
-        out = save_study(KIND, folders, summary)
+        saved = save_study(KIND, folders, summary)
         for group in ("runs", "references"):  # the evaluator's answers and logs, to check the figures by
             for row in summary[group]:
                 source = work / group / str(row.get("run_id"))
                 for part in ("evaluations", "logs"):
                     if row.get("run_id") and (source / part).is_dir():
-                        _copy_tree(source / part, out / "evaluations" / group / row["run_id"] / part)
-    return present(out, summary)
+                        _copy_tree(source / part, saved.folder / "evaluations" / group / row["run_id"] / part)
+    return saved
 
 
 def _copy_tree(source: Path, target: Path) -> None:
@@ -528,7 +530,7 @@ def _copy_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, dirs_exist_ok=True)
 
 
-def run(entry_path: str, runs: int, opts, choices: Choices = Choices(), slurm=None) -> StudyOutput:
+def run(entry_path: str, runs: int, opts, choices: Choices = Choices(), slurm=None) -> SavedStudy:
     # seed=None: the runner draws the seeds, as for any reproduction.
     folders = run_entry(entry_path, with_runs(opts, runs, seed=None), slurm)
     return study(folders, choices)
@@ -541,11 +543,11 @@ def choices_of(arguments: Mapping[str, Any]) -> Choices:
                    transfer_items=arguments.get("transfer_items") or TRANSFER_TRAIN_ITEMS)
 
 
-def new_runs(request: StudyRequest) -> StudyOutput:
+def new_runs(request: StudyRequest) -> SavedStudy:
     """Its row's run (runner.study.registry): new runs (one by default), each final model scored."""
     return run(request.entry, request.runs or 1, request.options, choices_of(request.arguments), slurm=request.slurm)
 
 
-def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> SavedStudy:
     """Its row's ``--from-runs`` reader."""
     return study(runs(), choices_of(request.arguments))

@@ -32,10 +32,9 @@ from runner.report import reporter
 from runner.safe_read import read_json_object
 from runner.study.readable import read_run
 from runner.study.common import (
-    StudyOutput, Table, fmt, read_curve, run_entry, save_study, with_runs,
+    SavedStudy, StudyOutput, Table, fmt, left_out, read_curve, run_entry, save_study, with_runs,
 )
 from runner.study.plots import figure, save
-from runner.study.stability import left_out
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -213,7 +212,9 @@ def _missing(row: dict) -> str:
     return "none counted"  # the notes name the runs left out (non-conforming or incomplete)
 
 
-def present(folder: Path, summary: dict) -> StudyOutput:
+def present(saved: SavedStudy) -> StudyOutput:
+    """Its row's report: the saved study's summary as its tables, plots and notes."""
+    folder, summary = saved.folder, saved.summary
     rows = []
     for r in summary["variants"]:
         tta = "never reached" if r["counted_runs"] and not r["reached"] else fmt(r["median_tta_seconds"], ".2f")
@@ -266,7 +267,7 @@ def parse_names(text: str | None) -> list[str] | None:
 
 
 def run(mode: str, entry_path: str, runs: int, opts, names: list[str] | None = None, slurm=None,
-        include_nonconforming: bool = False) -> StudyOutput:
+        include_nonconforming: bool = False) -> SavedStudy:
     if runs < 1:
         raise UserError(f"--runs {runs} is not a number of runs", "give at least 1 (default 3)")
     entry = load_entry(entry_path)
@@ -285,7 +286,7 @@ def run(mode: str, entry_path: str, runs: int, opts, names: list[str] | None = N
 
 
 def from_runs(mode: str, entry_path: str, folders: list[Path], names: list[str] | None = None,
-              include_nonconforming: bool = False) -> StudyOutput:
+              include_nonconforming: bool = False) -> SavedStudy:
     """The study of runs already made: each is placed by the switches its result.json says
     were off; runs of no variant of this study are named and left out."""
     entry = load_entry(entry_path)
@@ -311,20 +312,19 @@ def from_runs(mode: str, entry_path: str, folders: list[Path], names: list[str] 
 
 
 def study(mode: str, entry: Entry, switches: list[Switch], runs: dict[str, list[Path]], skipped: dict[str, str],
-          include_nonconforming: bool = False, runs_per_variant: int | None = None) -> StudyOutput:
+          include_nonconforming: bool = False, runs_per_variant: int | None = None) -> SavedStudy:
     summary = analyse(mode, entry, switches, runs, skipped, include_nonconforming, runs_per_variant)
-    folder = save_study(mode, [f for folders in runs.values() for f in folders], summary)
-    return present(folder, summary)
+    return save_study(mode, [f for folders in runs.values() for f in folders], summary)
 
 
-def new_runs(request: StudyRequest) -> StudyOutput:
+def new_runs(request: StudyRequest) -> SavedStudy:
     """The lesion and factors rows' run (runner.study.registry): the row's name is the mode."""
     names = parse_names(request.arguments.get("switches"))
     return run(request.kind, request.entry, request.runs, request.options, names, request.slurm,
                request.include_nonconforming)
 
 
-def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> SavedStudy:
     """The lesion and factors rows' ``--from-runs`` reader: the switches named, then the runs."""
     names = parse_names(request.arguments.get("switches"))
     return from_runs(request.kind, request.entry, runs(), names, request.include_nonconforming)

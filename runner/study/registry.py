@@ -48,11 +48,11 @@ class Study:
     name: str
     help: str  # one line, in ``runner study --help``
     description: str  # ``runner study <name> --help``
-    run: str  # "module:function": (StudyRequest) -> StudyOutput, making new runs
-    report: str  # "module:function": the study's summary as its report's tables, plots and notes
+    run: str  # "module:function": (StudyRequest) -> SavedStudy, making new runs
+    report: str  # "module:function": (SavedStudy) -> StudyOutput, the report's tables, plots and notes
     arguments: tuple[Argument, ...] = ()  # its own options, after the shared ones, in --help's order
     runs: int | None = None  # --runs's default; None: no --runs
-    from_runs: str | None = None  # "module:function": (StudyRequest, reader of the given runs) -> StudyOutput
+    from_runs: str | None = None  # "module:function": (StudyRequest, reader of the given runs) -> SavedStudy
     full_curve: bool = False  # each run evaluates its checkpoints past the crossing (the whole curve)
 
 

@@ -25,7 +25,7 @@ from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.safe_read import visible
 from runner.study.readable import read_run
 from runner.study.common import (
-    StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, train_set_size,
+    SavedStudy, StudyOutput, Table, crossing_epoch, fmt, run_entry, save_study, throughput, train_set_size,
     with_runs,
 )
 from runner.study.flops import count_in_container, run_image
@@ -137,7 +137,9 @@ def plot(summary: dict, path: Path) -> str:
     return save(fig, path)
 
 
-def present(folder: Path, summary: dict) -> StudyOutput:
+def present(saved: SavedStudy) -> StudyOutput:
+    """Its row's report: the saved study's summary as its tables, plots and notes."""
+    folder, summary = saved.folder, saved.summary
     precisions = sorted(summary["peak"]["flops_per_second"])
     rows = []
     for p in summary["points"]:
@@ -165,26 +167,26 @@ def present(folder: Path, summary: dict) -> StudyOutput:
     )
 
 
-def study(folder: Path, batch_override: int | None = None) -> StudyOutput:
+def study(folder: Path, batch_override: int | None = None) -> SavedStudy:
     summary = analyse(folder, batch_override)
-    out = save_study(KIND, [folder], summary)
+    saved = save_study(KIND, [folder], summary)
     log = count_log(summary["entry"])
     if log.is_file():
-        shutil.copyfile(log, out / "flops.log")
-    return present(out, summary)
+        shutil.copyfile(log, saved.folder / "flops.log")
+    return saved
 
 
-def run(entry_path: str, opts, batch_override: int | None = None, slurm=None) -> StudyOutput:
+def run(entry_path: str, opts, batch_override: int | None = None, slurm=None) -> SavedStudy:
     (folder,) = run_entry(entry_path, with_runs(opts, 1, seed=None, infer=True), slurm)
     return study(folder, batch_override)
 
 
-def new_runs(request: StudyRequest) -> StudyOutput:
+def new_runs(request: StudyRequest) -> SavedStudy:
     """Its row's run (runner.study.registry): one new run, counted."""
     return run(request.entry, request.options, request.arguments.get("batch_size"), slurm=request.slurm)
 
 
-def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> SavedStudy:
     """Its row's ``--from-runs`` reader: one run, counted."""
     if request.from_runs and len(request.from_runs) != 1:
         raise UserError("the roofline study reads one run", "pass one run folder to --from-runs")

@@ -31,7 +31,7 @@ from runner.report import reporter
 from runner.results.record import Result
 from runner.safe_read import open_file, visible
 from runner.study.readable import read_run
-from runner.study.common import StudyOutput, Table, epoch_seconds, fmt, run_entry, save_study, with_runs
+from runner.study.common import SavedStudy, StudyOutput, Table, epoch_seconds, fmt, run_entry, save_study, with_runs
 from runner.study.plots import figure, save
 
 if TYPE_CHECKING:
@@ -211,7 +211,9 @@ def plain_numbers():
     return FuncFormatter(lambda value, _: f"{value:g}")
 
 
-def present(folder: Path, summary: dict) -> StudyOutput:
+def present(saved: SavedStudy) -> StudyOutput:
+    """Its row's report: the saved study's summary as its tables, plots and notes."""
+    folder, summary = saved.folder, saved.summary
     tta_rows, epoch_rows = [], []
     for s in summary["series"]:
         for p in s["points"]:
@@ -262,7 +264,7 @@ def present(folder: Path, summary: dict) -> StudyOutput:
 
 
 def run(entry_path: str, processes: list[int] | None, nodes: list[int] | None, runs: int, opts,
-        slurm=None) -> StudyOutput:
+        slurm=None) -> SavedStudy:
     if nodes and slurm is None:
         raise UserError("--nodes places runs across Slurm nodes", "add --slurm (and --partition P if needed)")
     if runs < 1:
@@ -281,20 +283,19 @@ def run(entry_path: str, processes: list[int] | None, nodes: list[int] | None, r
     return study(entry, folders)
 
 
-def study(entry: Entry, folders: list[Path]) -> StudyOutput:
+def study(entry: Entry, folders: list[Path]) -> SavedStudy:
     summary = analyse(entry, folders)
-    folder = save_study(KIND, folders, summary)
-    return present(folder, summary)
+    return save_study(KIND, folders, summary)
 
 
-def new_runs(request: StudyRequest) -> StudyOutput:
+def new_runs(request: StudyRequest) -> SavedStudy:
     """Its row's run (runner.study.registry): the placements asked for, each run anew."""
     processes = parse_counts(request.arguments.get("processes"), "--processes")
     nodes = parse_counts(request.arguments.get("nodes"), "--nodes")
     return run(request.entry, processes, nodes, request.runs, request.options, request.slurm)
 
 
-def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> SavedStudy:
     """Its row's ``--from-runs`` reader: each run placed by its own record."""
     entry = load_entry(request.entry)
     return study(entry, runs())

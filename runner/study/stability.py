@@ -21,7 +21,7 @@ from runner.results import summarize_runs
 from runner.results.record import Result
 from runner.study.readable import read_run
 from runner.study.common import (
-    StudyOutput, Table, fmt, read_curve, run_entry, save_study, with_runs,
+    SavedStudy, StudyOutput, Table, fmt, left_out, read_curve, run_entry, save_study, with_runs,
 )
 from runner.study.plots import figure, save
 from runner.tasks import get_task
@@ -46,17 +46,6 @@ def _labels(result: Result):
         return staged.load_eval_labels() if staged.digest == result.data.digest else None
     except (UserError, OSError, ValueError, AttributeError):
         return None
-
-
-def left_out(results: list[Result], folders: list[Path], alike: dict) -> list[dict]:
-    """The runs the figures leave out: non-conforming ones (not smoke runs), with why."""
-    out = []
-    for f, r in zip(folders, results):
-        reasons = ([] if r.conforming or r.smoke else [str(x) for x in r.nonconforming_reasons] or ["non-conforming"])
-        reasons += [str(x) for x in alike.get(f, [])]
-        if reasons:
-            out.append({"run_id": r.run_id, "reasons": reasons})
-    return out
 
 
 def analyse(folders: list[Path], include_nonconforming: bool = False) -> dict:
@@ -109,7 +98,9 @@ def plot_curves(folders: list[Path], threshold_percent: float, path: Path) -> st
     return save(fig, path)
 
 
-def present(folder: Path, folders: list[Path], summary: dict) -> StudyOutput:
+def present(saved: SavedStudy) -> StudyOutput:
+    """Its row's report: the saved study's summary as its tables, plots and notes."""
+    folder, folders, summary = saved.folder, list(saved.runs), saved.summary
     rows = [[r["run_id"], str(r["seed"]), r["status"], "yes" if r["reached"] else "no",
              fmt(r["tta_seconds"], ".2f"), "yes" if r["conforming"] else "no"] for r in summary["runs"]]
     plot = plot_curves(folders, summary["threshold"] * 100, folder / "curves.png")
@@ -127,24 +118,23 @@ def present(folder: Path, folders: list[Path], summary: dict) -> StudyOutput:
     )
 
 
-def run(entry_path: str, runs: int, opts, slurm=None, include_nonconforming: bool = False) -> StudyOutput:
+def run(entry_path: str, runs: int, opts, slurm=None, include_nonconforming: bool = False) -> SavedStudy:
     # seed=None: the runner draws the seeds, as for any reproduction.
     folders = run_entry(entry_path, with_runs(opts, runs, seed=None), slurm)
     return study(folders, include_nonconforming)
 
 
-def study(folders: list[Path], include_nonconforming: bool = False) -> StudyOutput:
+def study(folders: list[Path], include_nonconforming: bool = False) -> SavedStudy:
     summary = analyse(folders, include_nonconforming)
-    folder = save_study(KIND, folders, summary)
-    return present(folder, folders, summary)
+    return save_study(KIND, folders, summary)
 
 
-def new_runs(request: StudyRequest) -> StudyOutput:
+def new_runs(request: StudyRequest) -> SavedStudy:
     """Its row's run (runner.study.registry): N new runs."""
     return run(request.entry, request.runs, request.options, slurm=request.slurm,
                include_nonconforming=request.include_nonconforming)
 
 
-def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> SavedStudy:
     """Its row's ``--from-runs`` reader."""
     return study(runs(), request.include_nonconforming)

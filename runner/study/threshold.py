@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 
 from runner.errors import UserError
@@ -20,7 +20,7 @@ from runner.events import read_events
 from runner.score.tta import EventStreamError, time_to_accuracy, timeline
 from runner.study.readable import read_run
 from runner.study.common import (
-    StudyOutput, Table, fmt, run_entry, save_study, with_runs,
+    SavedStudy, StudyOutput, Table, fmt, run_entry, save_study, with_runs,
 )
 from runner.study.plots import figure, save
 from runner.tasks import TASKS, get_task
@@ -77,7 +77,7 @@ def analyse(folders: list[Path], ladder: list[float]) -> dict:
     task = results[0].task
     if any(r.task.id != task.id for r in results):
         raise UserError("the runs are of different tasks", "pass runs of one entry")
-    runs = []
+    runs: list[dict[str, Any]] = []  # summary.json's, one per run
     for folder, r in zip(folders, results):
         points = []
         for pct in ladder:
@@ -121,7 +121,9 @@ def plot(summary: dict, path: Path) -> str:
     return save(fig, path)
 
 
-def present(folder: Path, summary: dict) -> StudyOutput:
+def present(saved: SavedStudy) -> StudyOutput:
+    """Its row's report: the saved study's summary as its tables, plots and notes."""
+    folder, summary = saved.folder, saved.summary
     headers = ["run", *[f"{p:g}%" for p in summary["ladder_percent"]]]
     rows = [[f"{r['run_id']} (seed {r['seed']})",
              *[fmt(p["tta_seconds"], ".2f", "never reached") + (f" (epoch {p['epoch']})" if p["reached"] else "")
@@ -134,26 +136,25 @@ def present(folder: Path, summary: dict) -> StudyOutput:
                        tables=[Table("TTA (s) at each threshold", headers, rows)])
 
 
-def study(folders: list[Path], ladder: list[float] | None = None) -> StudyOutput:
+def study(folders: list[Path], ladder: list[float] | None = None) -> SavedStudy:
     task_id = read_run(folders[0]).task.id
     ladder = sorted(ladder or DEFAULT_LADDERS[task_id])
     summary = analyse(folders, ladder)
-    folder = save_study(KIND, folders, summary)
-    return present(folder, summary)
+    return save_study(KIND, folders, summary)
 
 
-def run(entry_path: str, runs: int, opts, ladder: list[float] | None = None, slurm=None) -> StudyOutput:
+def run(entry_path: str, runs: int, opts, ladder: list[float] | None = None, slurm=None) -> SavedStudy:
     folders = run_entry(entry_path, with_runs(opts, runs, seed=None), slurm)
     return study(folders, ladder)
 
 
-def new_runs(request: StudyRequest) -> StudyOutput:
+def new_runs(request: StudyRequest) -> SavedStudy:
     """Its row's run (runner.study.registry): the ladder, then new runs."""
     ladder = parse_thresholds(request.arguments.get("thresholds"))
     return run(request.entry, request.runs, request.options, ladder, slurm=request.slurm)
 
 
-def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> StudyOutput:
+def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> SavedStudy:
     """Its row's ``--from-runs`` reader: the ladder, then the runs."""
     ladder = parse_thresholds(request.arguments.get("thresholds"))
     return study(runs(), ladder)

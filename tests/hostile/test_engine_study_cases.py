@@ -155,7 +155,7 @@ def test_a_failed_slurm_task_is_reported_and_the_scaling_study_goes_on(two_runs,
     failed = failed_slurm_task(study_home / "results" / ENTRY, "20261124T010203Z-s9-cccccc")
     assert not (failed / "events.jsonl").exists()
     start = time.monotonic()
-    out = scaling.study(load_entry(DEFAULT_ENTRY), [first, failed, second])
+    out = scaling.present(scaling.study(load_entry(DEFAULT_ENTRY), [first, failed, second]))
     assert time.monotonic() - start < 30
     runs = {r["run_id"]: r for r in out.summary["runs"]}
     assert runs[failed.name]["status"] != "complete"

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..frameworks import LoadedModel
 
 
 @dataclass
 class ModelFiles:
     """Everything a backend may start from; a backend uses what it needs."""
 
-    model: object  # the LoadedModel (frameworks/): native model, framework, version, layout
+    model: LoadedModel  # (frameworks/): native model, framework, version, layout
     weights: Path
     weights_sha256: str
     onnx: Path | None  # the harness' export; None when no requested backend needs it

@@ -130,7 +130,7 @@ def require_file(weights: Path) -> str:
     return sha256_file(weights)
 
 
-def export_failure(framework: str, opset: int, exc: BaseException) -> HarnessError:
+def export_failure(framework: str, opset: int | None, exc: BaseException) -> HarnessError:
     """An export error that names the operator the exporter could not convert, when it says."""
     message = str(exc).strip()
     op = unsupported_operator(message)

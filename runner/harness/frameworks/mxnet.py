@@ -17,12 +17,16 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import HarnessError
 from ..provenance import normalise_array, note_array, walk_held
 from . import LoadedModel, export_failure, float_tensors, import_builder, require_file
+
+if TYPE_CHECKING:
+    from mxnet.gluon import HybridBlock
 
 NODE_ATTRIBUTE_BYTES = 256
 
@@ -34,6 +38,8 @@ def configure_threads(threads: int) -> None:
 
 
 class GluonModel(LoadedModel):
+    native: HybridBlock
+
     def predict_batch(self, images: np.ndarray) -> np.ndarray:
         import mxnet as mx  # lazy: optional (mxnet: only in images with MXNet)
 

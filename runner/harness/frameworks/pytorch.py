@@ -12,12 +12,16 @@ from __future__ import annotations
 import weakref
 from contextlib import nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import HarnessError
 from ..provenance import walk_held
 from . import LoadedModel, export_failure, float_tensors, import_builder, require_file
+
+if TYPE_CHECKING:
+    from torch import nn
 
 INPUT_NAME, OUTPUT_NAME = "input", "scores"
 
@@ -79,7 +83,7 @@ def _uses_mode(model, ledger):
     from torch.utils._python_dispatch import TorchDispatchMode  # lazy: optional (torch: only in images with PyTorch)
     from torch.utils._pytree import tree_flatten  # lazy: optional (torch: only in images with PyTorch)
 
-    names = {}
+    names: dict[int, str] = {}
     for name, t in list(model.named_parameters(remove_duplicate=False)) + list(model.named_buffers(remove_duplicate=False)):
         names.setdefault(id(t), name)
 
@@ -134,6 +138,7 @@ def _uses_mode(model, ledger):
 
 
 class TorchModel(LoadedModel):
+    native: nn.Module
     checkpoint: dict | None = None  # the state dict as read from the file
     _uses = None
     device: str = "cpu"

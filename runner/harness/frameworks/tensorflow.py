@@ -18,12 +18,16 @@ import io
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import HarnessError
 from ..provenance import normalise_array, note_array, walk_held
 from . import LoadedModel, export_failure, float_tensors, import_builder, require_file
+
+if TYPE_CHECKING:
+    from tensorflow import keras
 
 INPUT_NAME = "input"
 NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -41,6 +45,8 @@ def configure_threads(threads: int) -> None:
 
 
 class KerasModel(LoadedModel):
+    native: keras.Model
+
     def nchw_function(self, shape: tuple):
         """A ``tf.function`` taking NCHW float32 of ``shape`` (``None`` batch allowed)."""
         import tensorflow as tf  # lazy: optional (tensorflow: only in images with TensorFlow)
