@@ -448,10 +448,9 @@ def launch(plan: RunPlan, slurm=None, resume: bool = True) -> list[Path]:
     its sbatch options, ``resume`` skips seeds already complete). Returns the run folders
     in seed order."""
     if plan.placement == SLURM:
-        folders = reproduce_on_slurm(plan, slurm, resume)
-        # Gathered runs are signed here, once.
-        finish_runs([EndedRun(folder, Result.read(folder)) for folder in folders], _labels_here(plan), plan)
-        return folders
+        gathered = reproduce_on_slurm(plan, slurm, resume)
+        finish_runs([EndedRun(folder, result) for folder, result in gathered], _labels_here(plan), plan)  # signed here, once
+        return [folder for folder, _ in gathered]
     return _reproduce_here(plan)
 
 

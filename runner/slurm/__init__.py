@@ -25,14 +25,17 @@ from runner.slurm.follow import follow, node_of
 from runner.slurm.gather import complete_runs, gather, run_folders
 from runner.plan import RunPlan
 from runner.results.layout import entry_dir as runs_dir
+from runner.results.record import Result
 from runner.slurm.submit import JobArray, SlurmOptions, submit
 from runner.report import reporter
 
 __all__ = ["JobArray", "SlurmOptions", "options_from_args", "reproduce_on_slurm"]
 
 
-def reproduce_on_slurm(plan: RunPlan, options: SlurmOptions, resume: bool = True) -> list[Path]:
-    """``resume``: skip seeds already complete in the results folder (drift reruns do not)."""
+def reproduce_on_slurm(plan: RunPlan, options: SlurmOptions, resume: bool = True) -> list[tuple[Path, Result]]:
+    """Each seed's run folder and its record (a gathered run's, Slurm's part added in memory,
+    to be finished and signed by ``runner.reproduce.finish_runs``). ``resume``: skip seeds
+    already complete in the results folder (drift reruns do not)."""
     require_tools()  # before anything is written
     entry = plan.entry
     if entry.nodes > 1:
@@ -41,7 +44,8 @@ def reproduce_on_slurm(plan: RunPlan, options: SlurmOptions, resume: bool = True
     # The submitter's plan drew the seeds (never the entry); pass --seed to resubmit the same runs.
     seeds = list(plan.seeds)
     entry_dir = runs_dir(paths.results_dir(), entry.name, plan.smoke)  # smoke runs apart
-    folders = complete_runs(entry_dir, seeds, plan.smoke, plan.variant) if resume else {}
+    done = complete_runs(entry_dir, seeds, plan.smoke, plan.variant) if resume else {}
+    folders = {seed: (folder, Result.read(folder)) for seed, folder in done.items()}
     if folders:
         reporter().print(f"already complete, not submitted again: seed(s) "
                       f"{', '.join(map(str, sorted(folders)))}")

@@ -11,6 +11,7 @@ once the runs are compared across seeds, signs each once with its own key
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -36,9 +37,9 @@ def read_result(folder: Path) -> dict | None:
 
 
 def settled_result(folder: Path, timeout_s: float = 60.0) -> dict | None:
-    """The result once its runner has stopped writing it. Slurm reports CANCELLED as soon as
-    it signals the task, while the task's runner still writes its own last word
-    ("interrupted"): marking before that would be overwritten."""
+    """The result once its runner has written it. Slurm reports CANCELLED as soon as it
+    signals the task, while the task's runner still writes its own last word ("interrupted"):
+    its result.json appears only then (a run's record is written once, when it ends)."""
     path = folder / "result.json"
     deadline = time.monotonic() + timeout_s
     last = None
@@ -50,6 +51,9 @@ def settled_result(folder: Path, timeout_s: float = 60.0) -> dict | None:
         last = stamp
         time.sleep(2)
     return read_result(folder)
+
+
+RUN_SEED = re.compile(r"-s(\d+)-[0-9a-f]{6}$")  # runner.results.new_run_id's seed
 
 
 def run_folders(entry_dir: Path) -> set[str]:
@@ -69,10 +73,10 @@ def complete_runs(entry_dir: Path, seeds: list[int], smoke: bool, variant: dict 
 
 
 def find_run(entry_dir: Path, seed: int, before: set[str]) -> Path | None:
-    """The newest folder of ``seed`` written since the submission (run ids sort by time)."""
+    """The newest folder of ``seed`` made since the submission (run ids sort by time and name
+    their seed: a run's result.json is written only when it is finished)."""
     for name in sorted(run_folders(entry_dir) - before, reverse=True):
-        result = read_result(entry_dir / name)
-        if result and result.get("seed") == seed:
+        if (m := RUN_SEED.search(name)) and int(m[1]) == seed:
             return entry_dir / name
     return None
 
@@ -88,21 +92,23 @@ def mark(result: Result, record: dict) -> Result:
     return result
 
 
-def placeholder(entry: Entry, entry_dir: Path, seed: int, smoke: bool, record: dict) -> Path:
-    """A result folder for a task that never ran the entry, so the run is not silently lost."""
+def placeholder(entry: Entry, entry_dir: Path, seed: int, smoke: bool, record: dict) -> tuple[Path, Result]:
+    """A result folder for a task that never ran the entry, so the run is not silently lost
+    (written once, here: it is never signed)."""
     folder = entry_dir / new_run_id(seed)
     folder.mkdir(parents=True)
     result = assemble.placeholder(run_id=folder.name, entry=entry, seed=seed, smoke=smoke,
                                   reason="the Slurm job ended before the run wrote a result")
     mark(result, record).write(folder)
-    return folder
+    return folder, result
 
 
 def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], entry: Entry,
-           entry_dir: Path, before: set[str], smoke: bool) -> dict[int, Path]:
-    """Seed -> its run folder (real, or a placeholder), each real one recorded here as
-    gathered (signed once finished: ``runner.reproduce.finish_runs``)."""
-    folders = {}
+           entry_dir: Path, before: set[str], smoke: bool) -> dict[int, tuple[Path, Result]]:
+    """Seed -> its run folder (real, or a placeholder) and its record, Slurm's part added in
+    memory; each real one recorded here as gathered, its result.json written once more when it
+    is finished and signed (``runner.reproduce.finish_runs``)."""
+    folders: dict[int, tuple[Path, Result]] = {}
     for index, seed in enumerate(job.seeds):
         record = slurm_record(job, index, states[index], nodes.get(index))
         folder = find_run(entry_dir, seed, before)
@@ -122,7 +128,6 @@ def gather(job: JobArray, states: dict[int, str], nodes: dict[int, str | None], 
                              "a placeholder records the run")
             continue
         settle_outputs(folder, mark(result, record))  # outputs verify would refuse: left out, named
-        result.write(folder)
-        record_measured(folder)  # before it is finished and signed: what this host gathered
-        folders[seed] = folder
+        record_measured(folder, result=result.to_dict())  # what this host gathered
+        folders[seed] = (folder, result)
     return folders
