@@ -73,7 +73,7 @@ def evaluate_backend(
     backend: str,
     backend_dir: Path,
     task: Task,
-    labels: np.ndarray,
+    labels: np.ndarray | dict[str, list[str]],
     window_seconds: float | None,
     usd_per_hour: float,
     *,
