@@ -24,10 +24,10 @@ STRICT_CEILING = {
     "runner/plan.py": 0,
     "runner/results": 0,
     "runner/bundle": 0,
-    "runner/verify": 95,
+    "runner/verify": 0,
     "runner/run": 25,
     "runner/engine": 0,
-    "runner/score": 14,
+    "runner/score": 0,
 }
 # Everything else under runner/: the same rule.
 REST_CEILING = 281
