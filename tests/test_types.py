@@ -24,13 +24,13 @@ STRICT_CEILING = {
     "runner/plan.py": 0,
     "runner/results": 0,
     "runner/bundle": 0,
-    "runner/verify": 93,
+    "runner/verify": 0,
     "runner/run": 0,
     "runner/engine": 0,
-    "runner/score": 14,
+    "runner/score": 0,
 }
 # Everything else under runner/: the same rule.
-REST_CEILING = 83
+REST_CEILING = 82
 
 ERROR = re.compile(r"^(?P<path>runner/[^:]+\.py):\d+: error: ", re.MULTILINE)
 SUMMARY = re.compile(r"^(Success: no issues found|Found \d+ errors? in \d+ files?) \(checked \d+ source files\)$",

@@ -36,6 +36,7 @@ from runner.entry_build.lockfile import parse_lock
 from runner.errors import UserError
 from runner.fingerprint import capture_host
 from runner.keys import public_key_dict
+from runner.score.evaluations import load_predictions
 from runner.verify import CHECK_NAMES, Auditor, verify_bundle
 
 
@@ -679,6 +680,30 @@ def test_non_conforming_hardware_is_reported_not_passed(setup, bundle):
     report = verify_bundle(bundle, setup.auditor)
     assert report.failed == ["hardware-profile"]
     assert "NON-CONFORMING" in report.get("hardware-profile").detail
+
+
+def test_a_claimed_section_of_the_wrong_kind_fails_its_checks_by_name(setup, bundle):
+    """A result.json whose sections are not objects (no runner writes one, so it cannot be
+    bundled: the digests fail too) fails each check that reads them, naming the section, not
+    with an exception's text."""
+    def misshape(r):
+        r["inference"] = ["a list, not {backend: record}"]
+        r["cost"] = "free"
+    _edit_json(bundle / "result.json", misshape)
+    report = verify_bundle(bundle, setup.auditor)
+    for name, section in (("scores", "inference"), ("inference-gate", "inference"), ("cost", "cost")):
+        assert report.get(name).detail.startswith(f"result.json's {section} is not an object"), report.get(name)
+
+
+def test_question_answers_that_are_not_an_object_are_unreadable(tmp_path):
+    """A question task's predictions are {id: answer}: any other JSON is unreadable, as a
+    malformed file is (the check reading it fails, naming it)."""
+    path = tmp_path / "predictions.json"
+    path.write_text('["an answer", "another"]')
+    with pytest.raises(ValueError, match="not a JSON object of answers"):
+        load_predictions(path)
+    path.write_text('{"q1": "an answer"}')
+    assert load_predictions(path) == {"q1": "an answer"}
 
 
 def test_missing_auditor_data_fails_the_data_checks(setup, bundle, tmp_path, monkeypatch):

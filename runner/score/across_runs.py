@@ -181,14 +181,16 @@ def judge_pair(a: Crossing, b: Crossing, labels, limits, framework: str) -> Pair
 
 def judge_set(pairs: list[Pair], limits) -> str | None:
     """The runs together: their pooled mistakes over the limit (the median pair with them)."""
-    counted = [p for p in pairs if p.union]
+    # (each pair, its shared mistakes, all its mistakes): judge_pair sets the two counts together
+    counted = [(p, p.shared, p.union) for p in pairs if p.union and p.shared is not None]
     if len(counted) < 2:
         return None
-    shared, union = sum(p.shared for p in counted), sum(p.union for p in counted)
-    median = statistics.median(p.jaccard for p in counted)
+    shared, union = sum(s for _, s, _ in counted), sum(u for _, _, u in counted)
+    median = statistics.median(s / u for _, s, u in counted)  # each pair's jaccard
     bound = lower_bound(shared, union)
     if union >= MIN_MISTAKES and median >= limits.mistakes and bound >= limits.mistakes:
-        return (f"the crossing models of runs {', '.join(sorted({p.a.run_id for p in counted} | {p.b.run_id for p in counted}))} "
+        runs = sorted({p.a.run_id for p, _, _ in counted} | {p.b.run_id for p, _, _ in counted})
+        return (f"the crossing models of runs {', '.join(runs)} "
                 f"share {shared / union:.1%} of their mistakes pooled over {len(counted)} pairs (median pair {median:.1%}; "
                 f"at least {bound:.1%} at {Z:g} standard errors; limit {limits.mistakes:.0%})")
     return None
@@ -268,7 +270,7 @@ def across_runs(folders: list[Path], labels, task, framework: str, seeds_drawn: 
              for (fa, a), (fb, b) in combinations(crossings, 2) if a.seed != b.seed]
     with_earlier = [(fa, judge_pair(a, b, labels, limits, framework))
                     for fa, a in crossings for _, b in before if a.seed != b.seed]
-    reasons: dict[Path, list[str]] = {f: [CLASS4 + c.weights_problem] if forged(c) else [] for f, c in crossings}
+    reasons: dict[Path, list[str]] = {f: [CLASS4 + c.weights_problem] if c.weights_problem and forged(c) else [] for f, c in crossings}
     for fa, fb, pair in pairs:
         for folder in (fa, fb):
             reasons[folder] += [CLASS4 + f for f in pair.findings]

@@ -60,7 +60,9 @@ def measure(tensors: list[tuple[str, np.ndarray]], initial: dict[str, np.ndarray
     named when it holds more than ``EXTRA_ELEMENTS``."""
     found = dict(tensors)
     extra = [(name, value.size) for name, value in tensors if listed is not None and name not in listed]
-    rows, missing, below = [], [], []
+    rows: list[dict] = []
+    missing: list[str] = []
+    below: list[tuple[str, float | None]] = []  # (name, cosine) of each tensor under the limit
     weighted = total = 0.0
     for name in drawn:
         w0 = initial[name]
@@ -69,14 +71,15 @@ def measure(tensors: list[tuple[str, np.ndarray]], initial: dict[str, np.ndarray
             missing.append(name)
             continue
         c = cosine(w, w0)
-        distance = float(np.linalg.norm((w.astype(np.float64) - w0).ravel()) / max(np.linalg.norm(w0.ravel()), 1e-30))
+        distance = float(np.linalg.norm((w.astype(np.float64) - w0).ravel()) / max(float(np.linalg.norm(w0.ravel())), 1e-30))
         alone = judged_alone(w0.size, limit) and name not in overall_only
-        rows.append({"name": name, "elements": int(w0.size), "cosine": None if c is None else round(c, 4),
+        shown = None if c is None else round(c, 4)
+        rows.append({"name": name, "elements": int(w0.size), "cosine": shown,
                      "distance": round(distance, 4) if math.isfinite(distance) else None, "judged": alone})
         weighted += (c if c is not None else 0.0) * w0.size
         total += w0.size
         if alone and (c is None or c < limit):
-            below.append(rows[-1])
+            below.append((name, shown))
     overall = weighted / total if total else None
     problem = None
     if missing:
@@ -88,7 +91,7 @@ def measure(tensors: list[tuple[str, np.ndarray]], initial: dict[str, np.ndarray
         problem = (f"it computes with tensors the runner drew no initial value for ({extra_size:,} elements, "
                    f"at most {EXTRA_ELEMENTS:,}): {named}")
     elif below or (overall is not None and overall < limit):
-        named = ", ".join(f"{r['name']} ({r['cosine']})" for r in sorted(below, key=lambda r: r["cosine"] or 0)[:MAX_NAMED])
+        named = ", ".join(f"{name} ({cosine})" for name, cosine in sorted(below, key=lambda b: b[1] or 0)[:MAX_NAMED])
         more = f" and {len(below) - MAX_NAMED} more" if len(below) > MAX_NAMED else ""
         problem = (f"it does not descend from the initial weights the runner drew: cosine similarity with them "
                    f"{named or 'overall'}{more}; overall {overall:.3f}, limit {limit:g}")

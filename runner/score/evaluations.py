@@ -87,7 +87,10 @@ def load_predictions(path: Path) -> np.ndarray | dict:
     if path.suffix == ".json":
         if path.stat().st_size > MAX_JSON_PREDICTIONS_BYTES:
             raise ValueError(f"over {MAX_JSON_PREDICTIONS_BYTES} bytes")
-        return bounded_json(path.read_text(encoding="utf-8", errors="replace"))
+        answers = bounded_json(path.read_text(encoding="utf-8", errors="replace"))
+        if not isinstance(answers, dict):  # a question task's answers are {id: answer}
+            raise ValueError("not a JSON object of answers")
+        return answers
     return load_npy(path)
 
 

@@ -103,18 +103,21 @@ def read_provenance(result_dir: Path, relative: object) -> Provenance:
     if not isinstance(data, dict) or not isinstance(data.get("foreign"), list):
         return unreadable(f"the provenance record {relative} is malformed")
     foreign = []
+    listed_bytes = 0  # the bytes of the tensors listed
     for item in data["foreign"][:50]:
         if not isinstance(item, dict):
             return unreadable(f"the provenance record {relative} is malformed")
         size = item.get("bytes")
+        size = size if isinstance(size, int) and size >= 0 else 0
+        listed_bytes += size
         foreign.append({"name": str(item.get("name"))[:200], "shape": item.get("shape") if isinstance(item.get("shape"), list) else None,
-                        "dtype": str(item.get("dtype"))[:32], "bytes": size if isinstance(size, int) and size >= 0 else 0})
+                        "dtype": str(item.get("dtype"))[:32], "bytes": size})
     count = data.get("foreign_count")
     total = data.get("foreign_bytes")
     small = (data.get("small_constants") or {}).get("bytes") if isinstance(data.get("small_constants"), dict) else 0
     return Provenance(
         True, foreign,
-        total if isinstance(total, int) and total >= 0 else sum(f["bytes"] for f in foreign),
+        total if isinstance(total, int) and total >= 0 else listed_bytes,
         max(count if isinstance(count, int) else 0, len(foreign)),
         small if isinstance(small, int) else 0, None,
     )

@@ -66,16 +66,16 @@ def model_origin(task: Task, scored: list, crossing: int | None, final: dict | N
     if final and "predictions" in final:
         models.append(("final", "the final model", final.get("provenance"),
                        primary_score(task, final.get("scores") or {})))
-    own = {}
+    own: dict[str, float | None] = {}  # each scored model's primary score, by its key
     for key, of, relative, score in models:
-        record = read_provenance(result_dir, relative)
-        provenance[key] = {"record": relative, "foreign_count": record.foreign_count,
-                           "foreign_bytes": record.foreign_bytes, "foreign": record.foreign,
-                           "small_constants_bytes": record.small_constants_bytes, "problem": record.problem}
-        if problem := provenance_problem(record, of):
+        found = read_provenance(result_dir, relative)
+        provenance[key] = {"record": relative, "foreign_count": found.foreign_count,
+                           "foreign_bytes": found.foreign_bytes, "foreign": found.foreign,
+                           "small_constants_bytes": found.small_constants_bytes, "problem": found.problem}
+        if problem := provenance_problem(found, of):
             problems.append(problem)
         own[key] = score
-    judged = [judge_sensitivity(task, result_dir, r, own.get(r.get("of")), labels) for r in sensitivity]
+    judged = [judge_sensitivity(task, result_dir, r, own.get(str(r.get("of"))), labels) for r in sensitivity]
     for j in judged:
         if problem := sensitivity_problem(task, j):
             problems.append(problem)

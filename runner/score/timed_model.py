@@ -28,7 +28,7 @@ class TimedModelCheck:
     final model, and the problems that make the result non-conforming."""
 
     predict_seconds: dict | None = None
-    disagreements: dict[str, dict] = field(default_factory=dict)
+    disagreements: dict[str, float | None] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
 

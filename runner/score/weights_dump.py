@@ -149,7 +149,7 @@ def untrusted(tensors: list[tuple[str, np.ndarray, str, list[int] | None]], chec
     return None
 
 
-def read_checked(result_dir: Path, record: dict, checkpoint: Path) -> tuple[list[tuple[str, np.ndarray]] | None, str | None]:
+def read_checked(result_dir: Path, record: object, checkpoint: Path) -> tuple[list[tuple[str, np.ndarray]] | None, str | None]:
     """(the crossing checkpoint's tensors, None) when the dump is the checkpoint's, else
     (None, why not)."""
     if not isinstance(record, dict):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from runner.lazy import exports
 
-_WHERE = {
+_WHERE: dict[str, str | tuple[str, str]] = {
     **dict.fromkeys(("CHECKS", "CHECK_NAMES", "SAFE_OPEN", "result_notes", "run_check", "run_checks",
                      "verify_bundle", "verify_bundles"), "runner.verify.checks"),
     **dict.fromkeys(("Auditor", "Evidence", "Unavailable"), "runner.verify.evidence"),

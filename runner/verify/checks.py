@@ -17,7 +17,7 @@ from runner.manifest.untrusted_yaml import load_untrusted_yaml
 from runner.verify.evidence import Auditor, Evidence, Unavailable
 from runner.verify.hardware import check_cost, check_hardware_profile
 from runner.verify.inference import check_inference_gate
-from runner.verify.ledger import LedgerClaim, check_across, check_ledger, claim_of
+from runner.verify.ledger import check_across, check_ledger, claim_of
 from runner.verify.information import check_information
 from runner.verify.initial_weights import check_initial_weights
 from runner.verify.model_origin import check_model_origin
@@ -29,7 +29,7 @@ from runner.verify.integrity import (
     check_statement_matches_result,
     check_trusted_key,
 )
-from runner.verify.report import CheckResult, Report
+from runner.verify.report import CheckResult, LedgerClaim, Report, Verdict
 from runner.verify.rules import rules_notes
 from runner.verify.sbom import check_sbom
 from runner.verify.scoring import (
@@ -47,7 +47,7 @@ from runner.verify.timing import (
 
 SAFE_OPEN = "bundle-safe-to-open"
 
-CHECKS: list[tuple[str, Callable[[Evidence], CheckResult]]] = [
+CHECKS: list[tuple[str, Callable[[Evidence], Verdict]]] = [
     ("signature", check_signature),
     ("trusted-key", check_trusted_key),
     ("payload-type", check_payload_type),
@@ -90,7 +90,7 @@ def _rerun(evidence: Evidence, names: tuple[str, ...]) -> list[CheckResult]:
     return [run_check(name, check, evidence) for name, check in CHECKS if name in names]
 
 
-def run_check(name: str, check: Callable[[Evidence], CheckResult], evidence: Evidence) -> CheckResult:
+def run_check(name: str, check: Callable[[Evidence], Verdict], evidence: Evidence) -> CheckResult:
     """One check's verdict; whatever the bundle holds, a failure, never an exception."""
     try:
         verdict = check(evidence)
@@ -179,9 +179,11 @@ def result_notes(root: Path) -> list[str]:
         return []
     if not isinstance(result, dict):
         return []
-    notes = []
+    notes: list[str] = []
     place = result.get("ledger")
-    runs = place.get("entry_runs") if isinstance(place, dict) else None
+    if not isinstance(place, dict):
+        return notes
+    runs = place.get("entry_runs")
     if isinstance(runs, int) and not isinstance(runs, bool) and runs > 1:
         notes.append(f"run {runs} of this entry with its key (ledger index {place.get('index')}): the key made "
                      f"{runs - 1} other(s) before it; ask for them, or for the key's ledger (--ledger)")

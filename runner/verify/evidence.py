@@ -39,6 +39,7 @@ from runner.events import Event, read_events
 from runner.score.evaluations import ScoredEvaluation, load_predictions, score_evaluations
 from runner.score.tta import Evaluation, EventStreamError, Timeline, timeline
 from runner.tasks import Rules, Task, get_task
+from runner.data.store import StagedData
 from runner.data.synthetic import smoke_data
 
 
@@ -48,11 +49,11 @@ class Unavailable(RunnerError):
     default_fix = "verify the bundle as `runner bundle` made it (copy or download it again)"
 
 
-def _staged_default(task_id: str):
+def _staged_default(task_id: str) -> StagedData:
     return data.staged(task_id)
 
 
-def _synthetic_default(task_id: str, folder: Path):
+def _synthetic_default(task_id: str, folder: Path) -> StagedData:
     """The smoke run's synthetic data, regenerated exactly as ``reproduce --smoke`` makes it."""
     return smoke_data(task_id, folder)
 
@@ -62,8 +63,8 @@ class Auditor:
     """What the person running ``verify`` trusts: keys, their own data, their own profiles."""
 
     trusted_keys: list[SSlibKey] = field(default_factory=list)
-    staged: Callable[[str], object] = _staged_default
-    synthetic: Callable[[str, Path], object] = _synthetic_default
+    staged: Callable[[str], StagedData] = _staged_default
+    synthetic: Callable[[str, Path], StagedData] = _synthetic_default
     profiles_dir: Path | None = None  # default: the repository's hardware_profiles/
     # Ledgers the keys' owners published (``runner verify --ledger``), by key id: their lines
     # as JSON values, untrusted (runner.verify.ledger checks the chain).
@@ -187,6 +188,14 @@ class Evidence:
             data = data[key]
         return data
 
+    def claim_object(self, *keys: str) -> dict:
+        """The object result.json claims at ``keys``: empty where it claims nothing (absent,
+        null, empty), Unavailable where it claims something else (the check fails, naming it)."""
+        value = self.claim(*keys) or {}
+        if not isinstance(value, dict):
+            raise Unavailable(f"result.json's {'.'.join(keys)} is not an object: {str(value)[:80]}")
+        return value
+
     # -- task and the auditor's own labels -----------------------------------------------
     @cached_property
     def today_task(self) -> Task:
@@ -228,7 +237,7 @@ class Evidence:
         return bool(self.claim("smoke"))
 
     @cached_property
-    def staged(self):
+    def staged(self) -> StagedData:
         """The auditor's data set: staged locally, or regenerated for a smoke run."""
         try:
             if self.smoke:
@@ -238,7 +247,7 @@ class Evidence:
             raise Unavailable(f"no data of the auditor's own to check against: {err}") from None
 
     @cached_property
-    def labels(self):
+    def labels(self) -> np.ndarray | dict[str, list[str]]:
         try:
             return self.staged.load_eval_labels()
         except (OSError, ValueError) as err:
@@ -316,7 +325,7 @@ class Evidence:
     @cached_property
     def node_fingerprints(self) -> list[dict]:
         """Every node's fingerprint, the run's own host first (``hardware.nodes`` of them)."""
-        nodes = (self.claim("hardware") or {}).get("nodes", 1)
+        nodes = self.claim_object("hardware").get("nodes", 1)
         if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 4096:
             raise Unavailable(f"result.json's hardware.nodes is not a node count: {nodes!r}")
         return [self.fingerprint] + [self._fingerprint(i) for i in range(1, nodes)]
@@ -368,7 +377,7 @@ class Evidence:
             raise Unavailable(err.problem) from None
 
     # -- inference --------------------------------------------------------------------
-    def backend_array(self, backend: str, name: str) -> np.ndarray:
+    def backend_array(self, backend: str, name: str) -> np.ndarray | dict:
         path = self.root / "inference" / backend / name
         try:
             if path.suffix == ".json":  # a question task's {id: answer}, read within limits

@@ -33,7 +33,7 @@ def check_hardware_profile(ev: Evidence) -> Verdict:
     if problem := isolation_problem(ev):
         problems.append(problem)
     mismatches = [str(m) for m in match_nodes(profile, ev.node_fingerprints)]
-    hardware = ev.claim("hardware") or {}
+    hardware = ev.claim_object("hardware")
     if hardware.get("matched") != (not mismatches) or list(hardware.get("mismatches") or []) != mismatches:
         problems.append(
             f"result.json says matched={hardware.get('matched')} {hardware.get('mismatches')}, "
@@ -76,16 +76,17 @@ def check_cost(ev: Evidence) -> Verdict:
             f"the bundle's {PROFILE_FILE} prices {profile.id} at {_price_text(price)}, "
             f"the repository's {ev.auditor.repository_profile_path(profile.id)} at {_price_text(repo.price)}"
         )
-    cost = ev.claim("cost") or {}
+    cost = ev.claim_object("cost")
     for field, value in price_fields(profile).items():
         if cost.get(field) != value:
             problems.append(f"cost.{field} is {cost.get(field)!r}, the profile's {value!r}")
     line = ev.timeline  # Unavailable -> this check fails: no TTA, no dollars
     tta = time_to_accuracy(line, [s.meets for s in ev.scored_from_events])
-    training_usd = cost_usd(tta.seconds, profile, len(ev.node_fingerprints)) if tta.reached else None
+    # a TTA has its seconds exactly when it was reached
+    training_usd = cost_usd(tta.seconds, profile, len(ev.node_fingerprints)) if tta.seconds is not None else None
     if not close(cost.get("training_usd"), training_usd, abs_tol=1e-12, rel_tol=RELATIVE):
         problems.append(f"training_usd claimed {shown(cost.get('training_usd'))}, recomputed {shown(training_usd)}")
-    for backend, record in sorted((ev.claim("inference") or {}).items()):
+    for backend, record in sorted(ev.claim_object("inference").items()):
         if not isinstance(record, dict) or record.get("latency_ms") is None:
             continue
         mean_ms = record["latency_ms"].get("mean")  # itself recomputed by the inference-gate check

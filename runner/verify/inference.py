@@ -24,11 +24,13 @@ def _same(a: object, b: object) -> bool:
 
 
 def check_inference_gate(ev: Evidence) -> Verdict:
-    claims = ev.claim("inference") or {}
+    claims = ev.claim_object("inference")
     timed = {b: r for b, r in sorted(claims.items()) if isinstance(r, dict) and r.get("latency_ms") is not None}
     if not timed:
         return Verdict(True, "no latency is claimed")
-    usd_per_hour = ev.claim("cost", "usd_per_hour")
+    usd_per_hour = ev.claim("cost", "usd_per_hour") or 0.0
+    if not isinstance(usd_per_hour, (int, float)):
+        return Verdict(False, f"result.json's cost.usd_per_hour is not a number: {str(usd_per_hour)[:80]}")
     windows = Windows.from_events(ev.inference_events)
     problems = []
     for backend, claim in timed.items():
@@ -37,7 +39,7 @@ def check_inference_gate(ev: Evidence) -> Verdict:
             continue
         record = evaluate_backend(
             backend, ev.root / "inference" / backend, ev.task, ev.labels,
-            windows.window(backend), float(usd_per_hour or 0.0),
+            windows.window(backend), float(usd_per_hour),
             # a smoke run's synthetic set is smaller than the task's; reproduce scores it at its size
             expected_count=ev.eval_size if ev.smoke else None,
             loadgen_windows=windows.loadgen_windows(backend),

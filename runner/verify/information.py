@@ -40,7 +40,9 @@ def _lock_name(ev: Evidence) -> str | None:
     data = load_untrusted_yaml(manifest, "entry.yaml")
     if not isinstance(data, dict):
         return None
-    smoke = data.get("smoke") if isinstance(data.get("smoke"), dict) else {}
+    smoke = data.get("smoke")
+    if not isinstance(smoke, dict):
+        smoke = {}
     name = smoke.get("lock") if ev.smoke and smoke.get("lock") else data.get("lock", "requirements.lock")
     return name if isinstance(name, str) else None
 

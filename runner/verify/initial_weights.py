@@ -64,6 +64,8 @@ def check_initial_weights(ev: Evidence) -> Verdict:
     if not path.is_file() or sha256_file(path) != claimed.get("record_sha256"):
         return Verdict(False, f"{claimed['record']} is missing or is not the file the result names")
     data = ev.read_json(claimed["record"])
+    if not isinstance(data, dict):
+        return Verdict(False, f"{claimed['record']} is not an object")
     tensors, values = redraw(data)
     problems = []
     if data.get("seed") != ev.claim("seed"):

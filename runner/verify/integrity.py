@@ -35,7 +35,7 @@ def check_trusted_key(ev: Evidence) -> Verdict:
     if not trusted:
         return Verdict(False, "no trusted keys given (pass --trusted-keys with the publisher's *.pub.json)")
     try:
-        accepted = ev.envelope.verify(trusted, 1)
+        accepted = ev.envelope.verify(list(trusted), 1)  # a list of Key (a list is invariant)
     except (VerificationError, ValueError):
         ids = ", ".join(_short(k) for k in ev.envelope.signatures) or "no key"
         return Verdict(False,

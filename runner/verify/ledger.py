@@ -12,7 +12,6 @@ leaves runs out breaks the chain the bundles' heads are part of.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from runner import safe_read
@@ -20,7 +19,7 @@ from runner.errors import UserError
 from runner.keys.ledger import chain_problem, line_hash, parse, position_problem, runs_of
 from runner.results.record import RESULT_FILE
 from runner.verify.evidence import Evidence, Unavailable
-from runner.verify.report import CheckResult, Verdict
+from runner.verify.report import CheckResult, LedgerClaim, Verdict
 
 LEDGER_LIMIT_BYTES = safe_read.LIMITS["ledger"]
 ACROSS = "ledger-across-bundles"
@@ -49,7 +48,7 @@ def check_ledger(ev: Evidence) -> Verdict:
     if place is None:
         return Verdict(True, "no ledger place: signed before the runner kept a ledger (how many runs of the "
                              "entry its key made is not said)")
-    if problem := position_problem(place):
+    if (problem := position_problem(place)) or not isinstance(place, dict):  # no problem: an object
         return Verdict(False, f"result.json's ledger place is malformed: {problem}")
     key = ev.signer_key.keyid
     if place["key_id"] != key:
@@ -85,27 +84,12 @@ def check_ledger(ev: Evidence) -> Verdict:
                          f"holds it there, and {total} runs of this entry in all")
 
 
-@dataclass(frozen=True)
-class LedgerClaim:
-    """One bundle's signed ledger place, with what identifies its result."""
-
-    bundle: str
-    key_id: str
-    index: int
-    previous: str
-    entry_runs: int
-    entry: str
-    smoke: bool
-    run_id: str
-    result_sha256: str
-
-
 def claim_of(ev: Evidence, label: str) -> LedgerClaim | None:
     """The bundle's ledger place when it is well formed and its signer's (None otherwise: the
     bundle's own ``ledger`` check says why)."""
     place = ev.claim("ledger")
     try:
-        if place is None or position_problem(place) or place["key_id"] != ev.signer_key.keyid:
+        if position_problem(place) or not isinstance(place, dict) or place["key_id"] != ev.signer_key.keyid:
             return None
         return LedgerClaim(label, place["key_id"], place["index"], place["previous"], place["entry_runs"],
                            str(ev.claim("entry", "name")), bool(ev.claim("smoke")), str(ev.claim("run_id")),
@@ -143,7 +127,7 @@ def check_across(claims: list[LedgerClaim], bundles: int) -> CheckResult:
         return CheckResult(ACROSS, False, "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more"
                                                                       if len(problems) > 5 else ""))
     keys = {c.key_id for c in claims}
-    counts = {}
+    counts: dict[tuple[str, str, bool], int] = {}
     for c in claims:
         group = (c.key_id, c.entry, c.smoke)
         counts[group] = max(counts.get(group, 0), c.entry_runs)

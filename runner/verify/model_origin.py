@@ -30,7 +30,7 @@ def _timed_model_problems(ev: Evidence, final: dict) -> list[str]:
     except (OSError, ValueError):
         return []
     found = []
-    for backend, record in sorted((ev.claim("inference") or {}).items()):
+    for backend, record in sorted(ev.claim_object("inference").items()):
         if not isinstance(record, dict) or not record.get("latency_ms"):
             continue
         try:
@@ -50,7 +50,9 @@ def _training_evidence(ev: Evidence, scored: list, crossing: int | None) -> tupl
     if claimed is None:
         return [], [], "evidence of training not recorded (the result predates it)"
 
-    mine, problem = training_evidence(scored, crossing, ev.claim("training", "train_samples"), ev.eval_size,
+    train_samples = ev.claim("training", "train_samples")  # not a count: not recorded
+    mine, problem = training_evidence(scored, crossing, train_samples if isinstance(train_samples, int) else None,
+                                      ev.eval_size,
                                       judged=ev.task.inputs == IMAGES, fraction=ev.rules.evidence_fraction)
     mismatches = []
     if not isinstance(claimed, dict) or mine is None:
@@ -116,7 +118,7 @@ def check_model_origin(ev: Evidence) -> Verdict:
     if final is not None:
         found += _timed_model_problems(ev, final)
 
-    inference = ev.claim("inference") or {}
+    inference = ev.claim("inference")
     if isinstance(inference, dict):
         found += predict_time_problems(scored, crossing, inference, ev.eval_size)[1]
     mismatches, unevidenced, evidence_words = _training_evidence(ev, scored, crossing)

@@ -124,7 +124,9 @@ def plan_problems(plan: object, result: dict, profile: Profile) -> list[str]:
 def _variant_problems(plan: dict, result: dict) -> list[str]:
     """The switches the plan turned off and its placement are the result's ``variant``: a run
     of a study's variant cannot pass for the entry's own recipe."""
-    variant = result.get("variant") if isinstance(result.get("variant"), dict) else {}
+    variant = result.get("variant")
+    if not isinstance(variant, dict):
+        variant = {}
     off, recorded = _get(plan, "options", "switches_off") or [], variant.get("switches_off") or []
     if (not isinstance(off, list) or not isinstance(recorded, list)
             or sorted(map(str, off)) != sorted(map(str, recorded))):
@@ -154,7 +156,7 @@ def check_plan(ev: Evidence) -> Verdict:
     problems = plan_problems(plan, ev.result, ev.profile)
     if recorded is not None and _get(recorded, "sha256") != sha256_file(ev.root / PLAN_FILE):
         problems.insert(0, f"it is not the plan result.json records (sha256 {_get(recorded, 'sha256')})")
-    if problems:
+    if problems or not isinstance(plan, dict):  # a plan that is no object is a problem already
         return Verdict(False, f"{PLAN_FILE} does not describe its result: " + "; ".join(problems))
     return Verdict(True, f"{PLAN_FILE} describes its result (seed {plan['seed']}, its data, "
                    f"{ev.profile.id}'s limits, no other network or mounts, its image)")

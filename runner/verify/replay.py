@@ -44,15 +44,20 @@ class ReplayCheck:
 
 def _subset(record: dict) -> tuple[int, int] | None:
     items, seed = record.get("probe_items"), record.get("probe_seed")
-    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (items, seed))
-    return (items, seed) if ok and items > 0 else None
+    if (isinstance(items, int) and not isinstance(items, bool) and isinstance(seed, int)
+            and not isinstance(seed, bool) and items > 0):
+        return items, seed
+    return None
 
 
 def _compare(name: str, replayed: Path, recorded: Path, tolerance: float) -> ReplayCheck:
     if not recorded.is_file():
         return ReplayCheck(name, False, f"the bundle has no {recorded.name} to compare with")
     if recorded.suffix == ".json":  # a question task's {id: answer}
-        x, y = load_predictions(replayed), load_predictions(recorded)
+        try:
+            x, y = load_predictions(replayed), load_predictions(recorded)
+        except ValueError as err:  # not {id: answer} (or over its cap): nothing to compare
+            return ReplayCheck(name, False, f"replayed or recorded answers are unreadable ({err})")
         if not isinstance(x, dict) or not isinstance(y, dict) or set(x) != set(y):
             return ReplayCheck(name, False, "replayed and recorded answers are not for the same questions")
         differ = sum(x[k] != y[k] for k in y)
@@ -81,8 +86,8 @@ def replay(bundle: Path) -> list[ReplayCheck]:
         if not entry_files.is_dir():
             raise UserError(f"{bundle} holds no entry files to rebuild from",
                             "replay needs a bundle made by runner 0.1 with the new run contract")
-        with tempfile.TemporaryDirectory(prefix="runner-replay-") as tmp:
-            tmp = Path(tmp)
+        with tempfile.TemporaryDirectory(prefix="runner-replay-") as scratch:
+            tmp = Path(scratch)
             folder = tmp / result.entry.name
             shutil.copytree(entry_files, folder)
             # The plan saved with the result, over the bundle's own entry files (a result
@@ -104,7 +109,8 @@ def replay(bundle: Path) -> list[ReplayCheck]:
             # Informational: the predictions must match, the image bytes need not.
             checks = [ReplayCheck(
                 "image", True,
-                f"rebuilt {built.image_id[:19]}; the run used {result.image.id[:19]}",
+                f"rebuilt {built.image_id[:19]}; the run used "
+                f"{result.image.id[:19] if result.image else 'no recorded image'}",
             )]
             probe_dir = make_probe_inputs(staged.eval_dir, tmp / "probe", result.seed)
             gpus = plan.profile.gpu_count if not plan.smoke else 0

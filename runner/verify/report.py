@@ -24,17 +24,33 @@ class CheckResult:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class LedgerClaim:
+    """One bundle's signed ledger place, with what identifies its result (read and judged by
+    ``runner.verify.ledger``; kept on the bundle's ``Report`` for the checks across bundles)."""
+
+    bundle: str
+    key_id: str
+    index: int
+    previous: str
+    entry_runs: int
+    entry: str
+    smoke: bool
+    run_id: str
+    result_sha256: str
+
+
 @dataclass
 class Report:
     bundle: str
     checks: list[CheckResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what a reader must know even when all pass
-    # The bundle's signed ledger place (runner.verify.ledger.LedgerClaim), for the checks across
-    # several bundles; None when it has none or its signature does not hold. Not in to_dict.
-    ledger_claim: object = None
+    # The bundle's signed ledger place, for the checks across several bundles; None when it
+    # has none or its signature does not hold. Not in to_dict.
+    ledger_claim: LedgerClaim | None = None
     # result.json as the checks read it inside the opened bundle (None: unreadable), and the
     # trusted key that signed it (None: none did); for the verdict (runner.verify.verdict).
-    result: object = None
+    result: dict | None = None
     signer_keyid: str | None = None
 
     @property

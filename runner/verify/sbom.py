@@ -14,7 +14,7 @@ from runner.bundle.claim import differences
 from runner.digests import sha256_file
 from runner.entry_build.cyclonedx import FILE, cyclonedx_document
 from runner.entry_build.lockfile import parse_lock
-from runner.verify.evidence import Evidence
+from runner.verify.evidence import Evidence, Unavailable
 from runner.verify.report import Verdict
 
 ENTRY_COPY = "entry"  # the entry's files as they were run (runner.reproduce.copy_entry_files)
@@ -33,6 +33,14 @@ def _lock(ev: Evidence):
     return None
 
 
+def _image_text(ev: Evidence, field: str) -> str | None:
+    """result.json's ``image.<field>``: a string or nothing; Unavailable for anything else."""
+    value = ev.claim("image", field)
+    if value is not None and not isinstance(value, str):
+        raise Unavailable(f"result.json's image.{field} is not a string: {str(value)[:80]}")
+    return value
+
+
 def check_sbom(ev: Evidence) -> Verdict:
     if not (ev.root / FILE).exists():
         return Verdict(True, f"no {FILE} (a bundle made before the CycloneDX SBOM); sbom.json is covered "
@@ -42,7 +50,7 @@ def check_sbom(ev: Evidence) -> Verdict:
     if not isinstance(sbom, dict):
         return Verdict(False, "sbom.json is not an object")
     pins = _lock(ev)
-    expected = cyclonedx_document(sbom, pins, ev.claim("image", "id"), ev.claim("image", "tag"),
+    expected = cyclonedx_document(sbom, pins, _image_text(ev, "id"), _image_text(ev, "tag"),
                                   str(ev.claim("toolkit", "version")))
     if found != expected:
         where = differences(expected, found)

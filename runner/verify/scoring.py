@@ -48,7 +48,7 @@ def check_eval_set_complete(ev: Evidence) -> Verdict:
             problems.append(f"evaluation {scored.index}: {scored.problem or f'{scored.count} rows'} (need {n})")
         elif claimed.get("count") != n:
             problems.append(f"evaluation {scored.index}: result.json claims {claimed.get('count')} rows, the file has {n}")
-    for backend, record in sorted((ev.claim("inference") or {}).items()):
+    for backend, record in sorted(ev.claim_object("inference").items()):
         if not isinstance(record, dict) or not record.get("latency_ms"):
             continue  # a backend without a claim is not scored
         for name in (backend_predictions_name(ev.task), "latencies_ns.npy"):
@@ -93,7 +93,7 @@ def check_scores(ev: Evidence) -> Verdict:
             )
         elif claimed.get("meets") is not scored.meets:
             problems.append(f"evaluation {scored.index}: claims meets={claimed.get('meets')}, recomputed {scored.meets}")
-    for backend, record in sorted((ev.claim("inference") or {}).items()):
+    for backend, record in sorted(ev.claim_object("inference").items()):
         if not isinstance(record, dict) or record.get("scores") is None:
             continue
         try:
@@ -115,5 +115,5 @@ def check_scores(ev: Evidence) -> Verdict:
     best = max((s.scores.get(metric, 0.0) for s in ev.rescored), default=None)
     best_text = f"; best {metric} {best:.4f}" if best is not None else ""
     return Verdict(True,
-        f"{len(ev.rescored)} evaluation(s) and {len(ev.claim('inference') or {})} backend(s) rescored equal{best_text}",
+        f"{len(ev.rescored)} evaluation(s) and {len(ev.claim_object('inference'))} backend(s) rescored equal{best_text}",
     )

@@ -52,7 +52,7 @@ def check_tta(ev: Evidence) -> Verdict:
         return Verdict(False, f"cannot recompute TTA: {err}")
     scored = ev.scored_from_events
     tta = time_to_accuracy(line, [s.meets for s in scored])
-    training = ev.claim("training") or {}
+    training = ev.claim_object("training")
     claimed_reached = bool(training.get("reached"))
     problems = []
     if claimed_reached != tta.reached:
@@ -95,7 +95,7 @@ def check_tta(ev: Evidence) -> Verdict:
 def check_first_crossing(ev: Evidence) -> Verdict:
     """The claimed crossing meets the task's threshold and no earlier evaluation does."""
     task = ev.task
-    claimed_task = ev.claim("task") or {}
+    claimed_task = ev.claim_object("task")
     if claimed_task.get("threshold") != task.threshold or claimed_task.get("metric") != task.metric:
         return Verdict(False,
             f"result.json claims {claimed_task.get('metric')} >= {claimed_task.get('threshold')}, "
