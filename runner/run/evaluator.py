@@ -21,7 +21,7 @@ thread behind, which could rewrite an earlier answer with a later, better one (t
 model's predictions over the first checkpoint's: an earlier crossing). So each answer is
 copied into the result (``evaluations/<n>/``, which no container mounts) the moment the
 evaluator says it is done, before the next request is written, and everything after reads
-those copies (``_seal``).
+those copies (``seal_answer``).
 
 The evaluator runs the entry's builder, whose time is excluded from the clock: the host
 bounds it. From the moment a request is written, the evaluator must report the model
