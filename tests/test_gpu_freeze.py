@@ -201,9 +201,9 @@ def test_verify_rejects_a_result_whose_evaluation_hides_the_tail():
 
 # -- the evaluator gets the run's GPUs -----------------------------------------------------
 def _evaluator_spec(tmp_path: Path, gpus: int, framework: str = "pytorch"):
-    from runner.run.evaluator import Evaluator
+    from runner.run.evaluator import evaluator_spec
 
-    return Evaluator(None, _plan(tmp_path, gpus, framework))._spec()
+    return evaluator_spec(_plan(tmp_path, gpus, framework))
 
 
 def test_the_evaluator_of_a_gpu_run_gets_the_runs_gpus_and_predicts_on_cuda(tmp_path):

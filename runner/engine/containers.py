@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, TextIO
 
 from runner.engine import labels as ownership
 from runner.engine.interface import (
@@ -105,6 +105,89 @@ def remove_orphans(engine: Engine) -> int:
     return removed
 
 
+class _OutputPump:
+    """Reads a container's output stream (in the reader thread) into lines: each is stamped
+    with ``clock()`` as its chunk arrives, written to the log and handed to ``on_line``.
+
+    Linear in the output's size: each chunk is split once, and a partial line is kept only up
+    to MAX_LINE_BYTES (the rest of an over-long line is counted, not kept). ``failures``
+    holds what went wrong, for the main thread to report: the first consumer's error (a
+    consumer's bug must not stop the reading) and any error of the stream itself."""
+
+    def __init__(self, on_line: Callable[[str, float], None], clock: Callable[[], float]):
+        self.on_line = on_line
+        self.clock = clock
+        self.failures: list[BaseException] = []
+        self._partial = bytearray()
+        self._dropped = 0  # bytes cut from the current over-long line
+
+    def run(self, stream: Iterable[bytes], log_path: Path) -> None:
+        """Read ``stream`` to its end, appending every line to ``log_path``."""
+        try:
+            with open(log_path, "a", buffering=1) as log:
+                for chunk in stream:
+                    self._feed(chunk, self.clock(), log)
+                if self._partial or self._dropped:  # the last line had no newline
+                    self._emit(log, self.clock())
+        except BaseException as exc:  # surfaced in the main thread
+            self.failures.append(exc)
+
+    def _feed(self, chunk: bytes, now: float, log: TextIO) -> None:
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._keep(chunk[start:end])
+            self._emit(log, now)
+            start = end + 1
+        self._keep(chunk[start:])
+
+    def _keep(self, piece: bytes) -> None:
+        """Add ``piece`` to the current line, up to MAX_LINE_BYTES; count the rest."""
+        room = MAX_LINE_BYTES - len(self._partial)
+        self._dropped += max(0, len(piece) - room)
+        self._partial += piece[:room]
+
+    def _emit(self, log: TextIO, now: float) -> None:
+        line = bytes(self._partial).decode("utf-8", "replace").rstrip("\r")
+        if self._dropped:
+            line += f" [... {self._dropped} more bytes cut by the runner]"
+        self._partial.clear()
+        self._dropped = 0
+        log.write(f"[{now:10.3f}] {line}\n")
+        try:
+            self.on_line(line, now)
+        except Exception as exc:  # a consumer's bug must not stop the reading,
+            if not self.failures:  # but the outcome says so (first failure only)
+                self.failures.append(exc)
+
+
+def _follow(reader: threading.Thread, deadline: float, cancel: threading.Event | None,
+            outcome: ContainerOutcome) -> None:
+    """Wait while the output flows: until it ends, ``cancel`` is set (interrupted) or the
+    host's clock passes ``deadline`` (timed out)."""
+    while reader.is_alive():
+        reader.join(timeout=0.2)
+        if cancel is not None and cancel.is_set():
+            outcome.interrupted = True
+            return
+        if time.monotonic() > deadline:
+            outcome.timed_out = True
+            return
+
+
+def _remove(container: Container, outcome: ContainerOutcome,
+            before_remove: Callable[[bool], None] | None) -> None:
+    """Remove the stopped container, after ``before_remove(ended)``; a failed removal is the
+    outcome's error unless it has one already (one already gone is no error)."""
+    try:
+        if before_remove is not None:
+            before_remove(not (outcome.timed_out or outcome.interrupted) and outcome.error is None)
+        container.remove()
+    except NotFound:
+        pass
+    except EngineError as exc:  # e.g. a removal already in progress
+        outcome.error = outcome.error or f"engine error while removing the container: {exc}"
+
+
 def run_container(
     engine: Engine,
     spec: ContainerSpec,
@@ -127,85 +210,32 @@ def run_container(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     container = engine.create(spec)
     stream = engine.attach(container)
-    failure: list[BaseException] = []
     t0 = time.monotonic()
 
-    def pump() -> None:
-        # Linear in the output's size: each chunk is split once, and a partial line is kept
-        # only up to MAX_LINE_BYTES (the rest of an over-long line is counted, not kept).
-        partial = bytearray()
-        dropped = 0  # bytes cut from the current over-long line
+    def clock() -> float:
+        return time.monotonic() - t0
 
-        def emit(raw: bytes, now: float) -> None:
-            line = raw.decode("utf-8", "replace").rstrip("\r")
-            if dropped:
-                line += f" [... {dropped} more bytes cut by the runner]"
-            log.write(f"[{now:10.3f}] {line}\n")
-            try:
-                on_line(line, now)
-            except Exception as exc:  # a consumer's bug must not stop the reading,
-                if not failure:  # but the outcome says so (first failure only)
-                    failure.append(exc)
-
-        try:
-            with open(log_path, "a", buffering=1) as log:
-                for chunk in stream:
-                    now = time.monotonic() - t0
-                    start = 0
-                    while (end := chunk.find(b"\n", start)) >= 0:
-                        room = MAX_LINE_BYTES - len(partial)
-                        piece = chunk[start:end]
-                        dropped += max(0, len(piece) - room)
-                        partial += piece[:room]
-                        emit(bytes(partial), now)
-                        partial.clear()
-                        dropped = 0
-                        start = end + 1
-                    rest = chunk[start:]
-                    room = MAX_LINE_BYTES - len(partial)
-                    dropped += max(0, len(rest) - room)
-                    partial += rest[:room]
-                if partial or dropped:
-                    emit(bytes(partial), time.monotonic() - t0)
-        except BaseException as exc:  # surfaced in the main thread
-            failure.append(exc)
-
-    reader = threading.Thread(target=pump, name=f"runner-{spec.label}-output", daemon=True)
-    timed_out = interrupted = False
-    exit_code: int | None = None
-    error: str | None = None
+    pump = _OutputPump(on_line, clock)
+    reader = threading.Thread(target=pump.run, args=(stream, log_path), name=f"runner-{spec.label}-output",
+                              daemon=True)
+    outcome = ContainerOutcome(exit_code=None, timed_out=False, interrupted=False, wall_seconds=0.0)
     try:
         t0 = time.monotonic()
         container.start()
         if on_started is not None:
-            on_started(container, lambda: time.monotonic() - t0)
+            on_started(container, clock)
         reader.start()
-        deadline = t0 + spec.timeout_s
-        while reader.is_alive():
-            reader.join(timeout=0.2)
-            if cancel is not None and cancel.is_set():
-                interrupted = True
-                break
-            if time.monotonic() > deadline:
-                timed_out = True
-                break
-        if not (timed_out or interrupted):  # a cancelled container is removed at once below
-            exit_code = engine.wait(container, timeout=60)
+        _follow(reader, t0 + spec.timeout_s, cancel, outcome)
+        if not (outcome.timed_out or outcome.interrupted):  # a cancelled container is removed at once below
+            outcome.exit_code = engine.wait(container, timeout=60)
     except KeyboardInterrupt:
-        interrupted = True
+        outcome.interrupted = True
     except EngineError as exc:
-        error = f"engine error: {exc}"
+        outcome.error = f"engine error: {exc}"
     finally:
-        wall = time.monotonic() - t0
-        try:
-            if before_remove is not None:
-                before_remove(not (timed_out or interrupted) and error is None)
-            container.remove()
-        except NotFound:
-            pass
-        except EngineError as exc:  # e.g. a removal already in progress
-            error = error or f"engine error while removing the container: {exc}"
+        outcome.wall_seconds = clock()
+        _remove(container, outcome, before_remove)
         reader.join(timeout=5)
-    if failure and error is None:
-        error = f"output stream failed: {failure[0]}"
-    return ContainerOutcome(exit_code, timed_out, interrupted, wall, error)
+    if pump.failures and outcome.error is None:
+        outcome.error = f"output stream failed: {pump.failures[0]}"
+    return outcome

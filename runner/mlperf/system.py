@@ -70,38 +70,33 @@ def _framework(image: dict | None) -> tuple[str, list[str]]:
     return ", ".join(frameworks), others
 
 
-def system_description(fingerprint: dict, benchmark: str = "inference") -> dict[str, str]:
-    """The MLPerf fields for ``benchmark`` ('training' or 'inference') in MLPerf's order."""
-    if benchmark not in ("training", "inference"):
-        raise ValueError("benchmark must be 'training' or 'inference'")
-    cpu = fingerprint.get("cpu") or {}
-    memory = fingerprint.get("memory") or {}
-    gpu = fingerprint.get("gpu") or {}
-    gpus = gpu.get("gpus") or []
-    osinfo = fingerprint.get("os") or {}
-    docker = fingerprint.get("docker") or {}
-    first = gpus[0] if gpus else {}
+def _software(fingerprint: dict) -> dict[str, str]:
+    """The framework and the rest of the software stack: the image's, the driver, the engine."""
     framework, others = _framework(fingerprint.get("image"))
+    gpu = fingerprint.get("gpu") or {}
     if gpu.get("driver"):
         others.append(f"NVIDIA driver {gpu['driver']} (CUDA driver {gpu.get('cuda_driver')})")
+    docker = fingerprint.get("docker") or {}
     if docker.get("version"):
         others.append(f"Docker {docker['version']}")
+    osinfo = fingerprint.get("os") or {}
+    kernel = f"kernel {osinfo['kernel']}" if osinfo.get("kernel") else None
+    return {
+        "framework": framework,
+        "other_software_stack": ", ".join(others),
+        "operating_system": " ".join(filter(None, [osinfo.get("distro"), kernel])),
+        "sw_notes": f"captured by runner at {fingerprint.get('captured_at', '')}",
+    }
 
-    pcie = first.get("pcie") or {}
-    nvlink = first.get("nvlink") or {}
-    hw_notes = []
-    if cpu.get("hypervisor"):
-        hw_notes.append(f"virtual machine ({cpu['hypervisor']})")
-    if any((g.get("mig") or {}).get("enabled") for g in gpus):
-        hw_notes.append("MIG enabled")
+
+def _host(fingerprint: dict, gpus: list[dict]) -> dict[str, str]:
+    """The system's name and its host: processors, memory; storage and networking are the user's."""
+    cpu = fingerprint.get("cpu") or {}
+    memory = fingerprint.get("memory") or {}
     host = fingerprint.get("host") or {}
-    accel_name = first.get("name") or ""
+    accel_name = (gpus[0].get("name") or "") if gpus else ""
     system_name = f"{host.get('hostname', '')} ({len(gpus)}x {accel_name})" if gpus else _str(host.get("hostname"))
-
-    fields = {
-        "submitter": "",
-        "division": "",
-        "status": "",
+    return {
         "system_name": system_name,
         "number_of_nodes": "1",
         "host_processors_per_node": _str(cpu.get("sockets")),
@@ -117,8 +112,17 @@ def system_description(fingerprint: dict, benchmark: str = "inference") -> dict[
         "host_networking": "",
         "host_networking_topology": "",
         "host_memory_configuration": "",
+    }
+
+
+def _accelerators(gpus: list[dict]) -> dict[str, str]:
+    """The accelerator fields, from the first GPU (a host's GPUs are alike)."""
+    first = gpus[0] if gpus else {}
+    pcie = first.get("pcie") or {}
+    nvlink = first.get("nvlink") or {}
+    return {
         "accelerators_per_node": str(len(gpus)),
-        "accelerator_model_name": accel_name,
+        "accelerator_model_name": first.get("name") or "",
         "accelerator_host_interconnect": (
             f"PCIe Gen{pcie['max_generation']} x{pcie['max_width']}"
             if pcie.get("max_generation") and pcie.get("max_width") else ""
@@ -133,18 +137,44 @@ def system_description(fingerprint: dict, benchmark: str = "inference") -> dict[
             f"NVLink ({nvlink['active_links']} active links per GPU)" if nvlink.get("active_links") else ""
         ),
         "accelerator_interconnect_topology": "",
-        "cooling": "",
-        "hw_notes": "; ".join(hw_notes),
-        "framework": framework,
-        "other_software_stack": ", ".join(others),
-        "operating_system": " ".join(filter(None, [osinfo.get("distro"), f"kernel {osinfo['kernel']}" if osinfo.get("kernel") else None])),
-        "sw_notes": f"captured by runner at {fingerprint.get('captured_at', '')}",
+    }
+
+
+def _hw_notes(cpu: dict, gpus: list[dict]) -> str:
+    """What a reader of the figures must know about the hardware: a virtual machine, MIG."""
+    notes = []
+    if cpu.get("hypervisor"):
+        notes.append(f"virtual machine ({cpu['hypervisor']})")
+    if any((g.get("mig") or {}).get("enabled") for g in gpus):
+        notes.append("MIG enabled")
+    return "; ".join(notes)
+
+
+def _inference_only(cpu: dict) -> dict[str, str]:
+    """The inference checker's extra fields."""
+    return {
+        "system_type": "",  # datacenter or edge is the submitter's choice, not the host's
+        "host_network_card_count": "",
+        "host_networking_card_count": "",
+        "system_type_detail": f"virtual machine ({cpu['hypervisor']})" if cpu.get("hypervisor") else "",
+    }
+
+
+def system_description(fingerprint: dict, benchmark: str = "inference") -> dict[str, str]:
+    """The MLPerf fields for ``benchmark`` ('training' or 'inference') in MLPerf's order."""
+    if benchmark not in ("training", "inference"):
+        raise ValueError("benchmark must be 'training' or 'inference'")
+    cpu = fingerprint.get("cpu") or {}
+    gpus = (fingerprint.get("gpu") or {}).get("gpus") or []
+    fields = {
+        "submitter": "", "division": "", "status": "", "cooling": "",  # the user's (submission_description)
+        **_host(fingerprint, gpus),
+        **_accelerators(gpus),
+        "hw_notes": _hw_notes(cpu, gpus),
+        **_software(fingerprint),
     }
     if benchmark == "inference":
-        fields["system_type"] = ""  # datacenter or edge is the submitter's choice, not the host's
-        fields["host_network_card_count"] = ""
-        fields["host_networking_card_count"] = ""
-        fields["system_type_detail"] = f"virtual machine ({cpu['hypervisor']})" if cpu.get("hypervisor") else ""
+        fields.update(_inference_only(cpu))
     order = TRAINING_FIELDS if benchmark == "training" else INFERENCE_FIELDS
     return {name: fields[name] for name in order}
 

@@ -21,7 +21,7 @@ thread behind, which could rewrite an earlier answer with a later, better one (t
 model's predictions over the first checkpoint's: an earlier crossing). So each answer is
 copied into the result (``evaluations/<n>/``, which no container mounts) the moment the
 evaluator says it is done, before the next request is written, and everything after reads
-those copies (``_seal``).
+those copies (``seal_answer``).
 
 The evaluator runs the entry's builder, whose time is excluded from the clock: the host
 bounds it. From the moment a request is written, the evaluator must report the model
@@ -38,6 +38,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from runner import paths
 from runner.run.cpu_usage import ContainerCpu
@@ -102,7 +103,242 @@ class Answer:
 EXTRA_MOUNT = "/data/extra"  # a study's second test sets, each at <mount>/<name>/images.npy
 
 
+def _mounts(plan: SeedRun, extra_inputs: dict[str, Path]) -> tuple[list[Mount], list[str]]:
+    """The evaluator's mounts, and its input sets (``name=folder`` in the container)."""
+    mounts = [
+        Mount(paths.harness_dir(), HARNESS_MOUNT),
+        Mount(plan.data.eval_dir, "/data/eval"),
+        Mount(plan.checkpoints_dir, "/checkpoints"),
+        Mount(plan.requests_dir, "/requests"),
+        Mount(plan.evaluator_outbox, "/evaluations", read_only=False),
+    ]
+    input_sets = ["clean=/data/eval"]
+    if plan.probe_dir is not None:
+        mounts.append(Mount(plan.probe_dir, "/data/probe"))
+        input_sets.append("probe=/data/probe")
+    for name, folder in sorted(extra_inputs.items()):
+        mounts.append(Mount(folder, f"{EXTRA_MOUNT}/{name}"))
+        input_sets.append(f"{name}={EXTRA_MOUNT}/{name}")
+    return mounts, input_sets
+
+
+def evaluator_spec(plan: SeedRun, extra_inputs: dict[str, Path] | None = None) -> ContainerSpec:
+    """The evaluator's container: the entry's image running the harness's ``evaluate`` on the
+    run's limits and GPUs, at the lowest CPU weight."""
+    limits = plan.limits
+    framework = plan.entry.framework["name"]
+    mounts, input_sets = _mounts(plan, extra_inputs or {})
+    return ContainerSpec(
+        image=plan.image,
+        command=[
+            "python3", "-m", "harness", "evaluate", "--entry-dir", "/entry",
+            "--builder", plan.entry.inference.builder, "--framework", framework, "--requests", "/requests",
+            "--out", "/evaluations", "--inputs", *input_sets, "--kind", plan.entry.task.inputs,
+            "--topk", str(plan.entry.task.topk), "--threads", str(limits.threads),
+            *evaluator_device_args(framework, limits.gpus),
+        ],
+        mounts=mounts,
+        env={
+            "PYTHONPATH": "/opt/runner",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": str(limits.threads),
+            "HOME": "/tmp",
+            **MALLOC_ENV,
+        },
+        cpus=limits.cpus,
+        memory=limits.memory,
+        # The run's GPUs, by the ids the training container has (``--gpus N``: 0..N-1).
+        gpu_ids=[str(g) for g in run_gpu_indices(limits.gpus)] or None,
+        timeout_s=limits.evaluator_timeout_s,
+        label="evaluator",
+        cpu_shares=LOWEST_CPU_WEIGHT,
+    )
+
+
+class _Progress:
+    """What the evaluator has said so far (its output's events and errors), stamped on the
+    host's clock as each line arrives, under the one condition every waiting thread shares."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.ready = False
+        self.ready_at: float | None = None  # host monotonic time it first said it was ready
+        self.errors: list[str] = []
+        self.answers: dict[int, str | None] = {}  # index -> None (done) or the failure
+        self.built: dict[int, tuple[float, dict]] = {}  # index -> (host monotonic time, its event)
+        self.done_at: dict[int, float] = {}  # index -> host monotonic time of its answer
+        self.cpu: ContainerCpu | None = None  # the evaluator container's CPU counter
+        self._cpu_at: dict[tuple[int, str], float | None] = {}  # (index, "built" | "done") -> CPU seconds
+
+    def restart(self) -> None:
+        """A new container: not ready, no errors yet (the answers of earlier ones stay)."""
+        self.ready, self.errors = False, []
+
+    def see(self, line: str, t: float) -> None:
+        """``run_container``'s ``on_line``."""
+        if line.startswith("harness: error:"):
+            self.errors.append(line.removeprefix("harness: error:").strip())
+        ev = parse_line(line, 0, t)
+        if ev is None:
+            return
+        with self.changed:
+            index = ev.metadata.get("index")
+            if ev.key == "evaluator_ready":
+                self.ready = True
+                if self.ready_at is None:  # the first start's (a restart after a failure keeps it)
+                    self.ready_at = time.monotonic()
+            elif ev.key == "model_built" and isinstance(index, int) and index not in self.built:
+                self.built[index] = (time.monotonic(), dict(ev.metadata))
+                self._cpu_at[(index, "built")] = self._cpu_seconds()
+            elif ev.key in ("evaluation_done", "evaluation_failed") and isinstance(index, int):
+                self.done_at.setdefault(index, time.monotonic())
+                self._cpu_at.setdefault((index, "done"), self._cpu_seconds())
+                failure = ev.metadata.get("message") if ev.key == "evaluation_failed" else None
+                self.answers[index] = str(failure or "failed") if ev.key == "evaluation_failed" else None
+            self.changed.notify_all()
+
+    def wait_until(self, done: Callable[[], bool], timeout: float) -> bool:
+        """Wait until ``done()`` (checked at each line the evaluator says); False: timed out."""
+        with self.changed:
+            return self.changed.wait_for(done, timeout=timeout)
+
+    def wait_built(self, index: int, timeout: float,
+                   running: Callable[[], bool]) -> tuple[tuple[float, dict] | None, bool]:
+        """Request ``index``'s ``model_built`` (None: not said), and whether it is late: no word
+        of the request within ``timeout`` while the evaluator still runs."""
+        with self.changed:
+            self.changed.wait_for(lambda: index in self.built or index in self.answers or not running(),
+                                  timeout=timeout)
+            built = self.built.get(index)
+            return built, built is None and index not in self.answers and running()
+
+    def wait_answer(self, index: int, timeout: float, running: Callable[[], bool]) -> tuple[bool, str | None]:
+        """Whether request ``index`` was answered within ``timeout`` (while the evaluator runs),
+        and its failure (None: done)."""
+        with self.changed:
+            self.changed.wait_for(lambda: index in self.answers or not running(), timeout=timeout)
+            return index in self.answers, self.answers.get(index)
+
+    def _cpu_seconds(self) -> float | None:
+        return self.cpu.seconds() if self.cpu else None
+
+    def answer(self, index: int, asked: float, files: dict[str, str], provenance: str | None) -> Answer:
+        """Request ``index``'s answer, written at ``asked``, with the times it said."""
+        built = self.built.get(index)
+        seconds = round(built[0] - asked, 6) if built is not None else None
+        predict = round(self.done_at[index] - built[0], 6) if built is not None and index in self.done_at else None
+        notes = {k: v for k, v in (built[1] if built else {}).items() if k == "shuffled_tensors" and isinstance(v, int)}
+        return Answer(files, seconds, provenance, notes, predict, self._predict_cpu(index))
+
+    def _predict_cpu(self, index: int) -> float | None:
+        """The evaluator's CPU seconds from ``model_built`` to its answer (None: not measured)."""
+        built, done = self._cpu_at.get((index, "built")), self._cpu_at.get((index, "done"))
+        return round(done - built, 6) if built is not None and done is not None and done >= built else None
+
+
+class _Freezer:
+    """Freezes the evaluator's container between requests (it holds the entry's code) and
+    thaws it for one, under one lock: never while a request is in flight, once it is being
+    closed (a paused container cannot be killed), or once it stays awake."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.container: Container | None = None
+        self.paused = False
+        self.asking = False
+        self.closing = False
+        self.awake = False  # the entry has exited: no freeze between requests
+
+    def pause(self, running: bool) -> None:
+        with self.lock:
+            if self.container is None or self.paused or self.asking or self.closing or self.awake or not running:
+                return
+            try:
+                self.container.freeze()
+                self.paused = True
+            except EngineError:
+                pass  # exited or being removed: nothing left to run
+
+    def resume(self) -> None:
+        with self.lock:
+            if not self.paused:
+                return
+            self.paused = False
+            try:
+                if self.container is not None:  # always, once paused
+                    self.container.thaw()
+            except EngineError:
+                pass
+
+    def flag(self, *, asking: bool | None = None, closing: bool | None = None, awake: bool | None = None) -> None:
+        """Set those given, against a pause under way."""
+        with self.lock:
+            self.asking = self.asking if asking is None else asking
+            self.closing = self.closing if closing is None else closing
+            self.awake = self.awake if awake is None else awake
+
+
+def _request_body(checkpoint_name: str, shuffle_seed: int | None, items: int | None,
+                  probe_items: tuple[int, int] | None, weights: bool) -> dict:
+    """One request's file, in the harness's words (``evaluate``'s request folder)."""
+    body: dict = {"checkpoint": f"/checkpoints/{checkpoint_name}"}
+    if shuffle_seed is not None:
+        body["shuffle_seed"] = int(shuffle_seed)
+        if items:
+            body["items"] = int(items)
+    if weights:  # the checkpoint's tensors too (runner.score.weights_dump)
+        body["weights"] = True
+    if probe_items is not None:
+        body["probe_items"], body["probe_seed"] = int(probe_items[0]), int(probe_items[1])
+    return body
+
+
+def _answer_files(plan: SeedRun, extra_inputs: dict[str, Path], index: int,
+                  shuffle_seed: int | None) -> tuple[dict[str, str], str | None]:
+    """Request ``index``'s files, relative to the evaluations folder: its predictions per input
+    set (a sensitivity check's, of the clean set only), and its provenance record (none for
+    a sensitivity check)."""
+    names = ["clean"] + (["probe"] if plan.probe_dir is not None and shuffle_seed is None else [])
+    names += sorted(extra_inputs) if shuffle_seed is None else []
+    suffix = "json" if plan.entry.task.inputs == "questions" else "npy"
+    provenance = None if shuffle_seed is not None else f"{index}/provenance.json"
+    return {name: f"{index}/{name}.{suffix}" for name in names}, provenance
+
+
+def _write_request(requests_dir: Path, index: int, body: dict) -> float:
+    """Write request ``index`` whole; the host's monotonic time it appeared."""
+    request = requests_dir / f"{index}.json"
+    tmp = request.with_suffix(".tmp")
+    tmp.write_text(json.dumps(body))
+    asked = time.monotonic()
+    os.replace(tmp, request)  # the evaluator polls for the name: it must appear whole
+    return asked
+
+
+def seal_answer(answer: Answer, outbox: Path, evaluations_dir: Path) -> None:
+    """Copy the answer's files from the evaluator's outbox into the result, where no
+    container writes: what is scored later is what the evaluator answered now. The
+    names are the runner's; each must be a regular file under the size limit (not a
+    link the evaluator made). A missing provenance record is left for its check."""
+    for relative in [*answer.files.values(), *([answer.provenance] if answer.provenance else [])]:
+        source, target = outbox / relative, evaluations_dir / relative
+        if relative == answer.provenance and not os.path.lexists(source):
+            continue
+        try:
+            src, size = open_regular(source, MAX_ANSWER_FILE_BYTES, f"the evaluator's {relative}")
+        except UnsafeEntryFile as exc:
+            raise EvaluatorError(str(exc)) from None
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with src:
+            copy_limited(src, size, target, lambda chunk: None)
+
+
 class Evaluator:
+    """The evaluator's lifecycle and its requests, from its parts: the container's spec
+    (``evaluator_spec``), what it has said (``_Progress``), its freezes (``_Freezer``), the
+    request files (``_request_body``, ``_write_request``) and the sealed answers
+    (``seal_answer``)."""
+
     def __init__(self, engine: Engine, plan: SeedRun, extra_inputs: dict[str, Path] | None = None):
         """``plan``: one run's plan (``ResolvedPlan.for_run``): its image, builder, evaluation data,
         probe inputs, limits and folders. ``extra_inputs``: more input sets by name (a study's
@@ -113,139 +349,40 @@ class Evaluator:
         self.plan = plan
         self.extra_inputs = dict(extra_inputs or {})
         self.builder_limit_s = plan.entry.inference.builder_seconds
-        self._changed = threading.Condition()
-        self._ready = False
-        self._answers: dict[int, str | None] = {}  # index -> None (done) or the failure
-        self._built: dict[int, tuple[float, dict]] = {}  # index -> (host monotonic time, its event)
-        self._done_at: dict[int, float] = {}  # index -> host monotonic time of its answer
-        self._cpu: ContainerCpu | None = None  # the evaluator container's CPU counter
-        self._cpu_at: dict[tuple[int, str], float | None] = {}  # (index, "built" | "done") -> CPU seconds
+        self.progress = _Progress()
+        self.freezer = _Freezer()
         self._outcome: ContainerOutcome | None = None
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
-        self._errors: list[str] = []
-        self._container: Container | None = None
-        self._paused = False
-        self._gate = threading.Lock()  # pause and resume, against a request in flight
-        self._asking = False
-        self._closing = False
-        self._awake = False  # the entry has exited: no freeze between requests
         self._container_started = threading.Event()
-        self.ready_at: float | None = None  # host monotonic time the evaluator said it was ready
-        self.frozen_at: float | None = None  # ... and when a prestarted one was first frozen
+        self.frozen_at: float | None = None  # host monotonic time a prestarted one was first frozen
+
+    @property
+    def ready_at(self) -> float | None:
+        """Host monotonic time the evaluator first said it was ready."""
+        return self.progress.ready_at
 
     # -- lifecycle ----------------------------------------------------------------------
-    def _spec(self) -> ContainerSpec:
-        plan, limits = self.plan, self.plan.limits
-        framework = plan.entry.framework["name"]
-        mounts = [
-            Mount(paths.harness_dir(), HARNESS_MOUNT),
-            Mount(plan.data.eval_dir, "/data/eval"),
-            Mount(plan.checkpoints_dir, "/checkpoints"),
-            Mount(plan.requests_dir, "/requests"),
-            Mount(plan.evaluator_outbox, "/evaluations", read_only=False),
-        ]
-        input_sets = ["clean=/data/eval"]
-        if plan.probe_dir is not None:
-            mounts.append(Mount(plan.probe_dir, "/data/probe"))
-            input_sets.append("probe=/data/probe")
-        for name, folder in sorted(self.extra_inputs.items()):
-            mounts.append(Mount(folder, f"{EXTRA_MOUNT}/{name}"))
-            input_sets.append(f"{name}={EXTRA_MOUNT}/{name}")
-        return ContainerSpec(
-            image=plan.image,
-            command=[
-                "python3", "-m", "harness", "evaluate", "--entry-dir", "/entry",
-                "--builder", plan.entry.inference.builder, "--framework", framework, "--requests", "/requests",
-                "--out", "/evaluations", "--inputs", *input_sets, "--kind", plan.entry.task.inputs,
-                "--topk", str(plan.entry.task.topk), "--threads", str(limits.threads),
-                *evaluator_device_args(framework, limits.gpus),
-            ],
-            mounts=mounts,
-            env={
-                "PYTHONPATH": "/opt/runner",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "OMP_NUM_THREADS": str(limits.threads),
-                "HOME": "/tmp",
-                **MALLOC_ENV,
-            },
-            cpus=limits.cpus,
-            memory=limits.memory,
-            # The run's GPUs, by the ids the training container has (``--gpus N``: 0..N-1).
-            gpu_ids=[str(g) for g in run_gpu_indices(limits.gpus)] or None,
-            timeout_s=limits.evaluator_timeout_s,
-            label="evaluator",
-            cpu_shares=LOWEST_CPU_WEIGHT,
-        )
-
-    def _on_line(self, line: str, t: float) -> None:
-        if line.startswith("harness: error:"):
-            self._errors.append(line.removeprefix("harness: error:").strip())
-        ev = parse_line(line, 0, t)
-        if ev is None:
-            return
-        with self._changed:
-            if ev.key == "evaluator_ready":
-                self._ready = True
-                if self.ready_at is None:  # the first start's (a restart after a failure keeps it)
-                    self.ready_at = time.monotonic()
-            elif ev.key == "model_built":
-                index = ev.metadata.get("index")
-                if isinstance(index, int) and index not in self._built:
-                    self._built[index] = (time.monotonic(), dict(ev.metadata))
-                    self._cpu_at[(index, "built")] = self._cpu.seconds() if self._cpu else None
-            elif ev.key in ("evaluation_done", "evaluation_failed"):
-                index = ev.metadata.get("index")
-                if isinstance(index, int):
-                    self._done_at.setdefault(index, time.monotonic())
-                    self._cpu_at.setdefault((index, "done"), self._cpu.seconds() if self._cpu else None)
-                    failure = ev.metadata.get("message") if ev.key == "evaluation_failed" else None
-                    self._answers[index] = str(failure or "failed") if ev.key == "evaluation_failed" else None
-            self._changed.notify_all()
-
     def _run(self) -> None:
         try:
             self._outcome = run_container(
-                self.engine, self._spec(), self._on_line, self.plan.log("evaluator.log"), cancel=self._cancel,
-                on_started=self._started,
+                self.engine, evaluator_spec(self.plan, self.extra_inputs), self.progress.see,
+                self.plan.log("evaluator.log"), cancel=self._cancel, on_started=self._started,
             )
         except EngineError as exc:
-            self._errors.append(f"engine error: {exc}")
+            self.progress.errors.append(f"engine error: {exc}")
         finally:
-            with self._changed:
-                self._changed.notify_all()
+            with self.progress.changed:
+                self.progress.changed.notify_all()
 
-    def _started(self, container: Container, clock) -> None:
-        self._container = container
-        self._cpu = ContainerCpu(container)
-        self._cpu.seconds()  # finds the counter now, not while an answer's line is handled
+    def _started(self, container: Container, clock: Callable[[], float]) -> None:
+        self.freezer.container = container
+        self.progress.cpu = ContainerCpu(container)
+        self.progress.cpu.seconds()  # finds the counter now, not while an answer's line is handled
         self._container_started.set()
 
-    def _pause(self) -> None:
-        """Freeze the waiting evaluator until the next request (it holds the entry's code)."""
-        with self._gate:
-            if (self._container is None or self._paused or self._asking or self._closing or self._awake
-                    or not self.started):
-                return
-            try:
-                self._container.freeze()
-                self._paused = True
-            except EngineError:
-                pass  # exited or being removed: nothing left to run
-
-    def _resume(self) -> None:
-        with self._gate:
-            if not self._paused:
-                return
-            self._paused = False
-            try:
-                if self._container is not None:  # always, once paused
-                    self._container.thaw()
-            except EngineError:
-                pass
-
     def _why_gone(self) -> str:
-        why = "; ".join(self._errors) or (self._outcome.reason() if self._outcome else None)
+        why = "; ".join(self.progress.errors) or (self._outcome.reason() if self._outcome else None)
         return why or "the evaluator exited"
 
     def _launch(self) -> None:
@@ -254,7 +391,8 @@ class Evaluator:
             folder.mkdir(parents=True, exist_ok=True)
         for stale in self.plan.requests_dir.iterdir():  # a stopped evaluator's requests
             stale.unlink()
-        self._ready, self._outcome, self._errors, self._paused, self._closing = False, None, [], False, False
+        self.progress.restart()
+        self._outcome, self.freezer.paused, self.freezer.closing = None, False, False
         self._cancel = threading.Event()
         self._container_started.clear()
         prepare_writable(self.plan.evaluator_outbox)
@@ -262,11 +400,8 @@ class Evaluator:
         self._thread.start()
 
     def _wait_ready(self) -> None:
-        with self._changed:
-            ok = self._changed.wait_for(
-                lambda: self._ready or not self.started, timeout=READY_TIMEOUT_S
-            )
-        if not (ok and self._ready):
+        ok = self.progress.wait_until(lambda: self.progress.ready or not self.started, READY_TIMEOUT_S)
+        if not (ok and self.progress.ready):
             self.close()
             raise EvaluatorError(f"the evaluator could not start: {self._why_gone()}")
 
@@ -274,7 +409,7 @@ class Evaluator:
         """Start the evaluator and wait until it is ready (then frozen until the first request)."""
         self._launch()
         self._wait_ready()
-        self._pause()
+        self.freezer.pause(self.started)
 
     def prestart(self) -> None:
         """Start the evaluator's container and return once it runs, without waiting for it to
@@ -291,11 +426,10 @@ class Evaluator:
     def _freeze_when_ready(self) -> None:
         """(Started by ``prestart`` once the container runs.)"""
         deadline = time.monotonic() + READY_GRACE_S
-        with self._changed:
-            self._changed.wait_for(lambda: self._ready or self._asking or not self.started,
-                                   timeout=max(0.0, deadline - time.monotonic()))
-        self._pause()
-        if self._paused and self.frozen_at is None:
+        self.progress.wait_until(lambda: self.progress.ready or self.freezer.asking or not self.started,
+                                 max(0.0, deadline - time.monotonic()))
+        self.freezer.pause(self.started)
+        if self.freezer.paused and self.frozen_at is None:
             self.frozen_at = time.monotonic()
 
     def stay_awake(self) -> None:
@@ -304,12 +438,11 @@ class Evaluator:
         it gets the engine's default CPU weight back: at the lowest, the host's own work
         (the engine cleaning up the training container, the runner's threads) would come
         first and stretch every forward pass."""
-        with self._gate:
-            self._awake = True
-        self._resume()
-        if self._container is not None:
+        self.freezer.flag(awake=True)
+        self.freezer.resume()
+        if self.freezer.container is not None:
             try:
-                self.engine.set_cpu_weight(self._container, DEFAULT_CPU_WEIGHT)
+                self.engine.set_cpu_weight(self.freezer.container, DEFAULT_CPU_WEIGHT)
             except EngineError:
                 pass  # gone, or an engine that cannot change it live: only slower
 
@@ -323,12 +456,11 @@ class Evaluator:
         a second to tear down); ``at_once``: also when a request is in flight."""
         if self._thread is None:
             return
-        with self._gate:
-            self._closing = True  # no freeze after this: a paused container cannot be killed
-        self._resume()
-        if self._container is not None and self._thread.is_alive():
+        self.freezer.flag(closing=True)  # no freeze after this: a paused container cannot be killed
+        self.freezer.resume()
+        if self.freezer.container is not None and self._thread.is_alive():
             try:
-                self._container.stop()
+                self.freezer.container.stop()
             except EngineError:
                 pass  # exited or being removed
             self._thread.join(timeout=10)
@@ -346,96 +478,51 @@ class Evaluator:
         (clean set only, ``items`` of it)."""
         if not self.started:
             self.start()
-        with self._gate:
-            self._asking = True
-        with self._changed:
-            self._changed.notify_all()
+        self.freezer.flag(asking=True)
+        with self.progress.changed:
+            self.progress.changed.notify_all()
         try:
-            self._resume()
-            if not self._ready:  # prestarted and still starting: its start-up is not the builder's
+            self.freezer.resume()
+            if not self.progress.ready:  # prestarted and still starting: its start-up is not the builder's
                 self._wait_ready()
-            return self._ask(index, checkpoint_name, shuffle_seed, items, probe_items, weights)
+            asked = _write_request(self.plan.requests_dir, index,
+                                   _request_body(checkpoint_name, shuffle_seed, items, probe_items, weights))
+            return self._answer(index, asked, shuffle_seed, weights)
         finally:
-            with self._gate:
-                self._asking = False
-            self._pause()
+            self.freezer.flag(asking=False)
+            self.freezer.pause(self.started)
 
-    def _ask(self, index: int, checkpoint_name: str, shuffle_seed: int | None, items: int | None,
-             probe_items: tuple[int, int] | None, weights: bool = False) -> Answer:
-        request = self.plan.requests_dir / f"{index}.json"
-        tmp = request.with_suffix(".tmp")
-        body: dict = {"checkpoint": f"/checkpoints/{checkpoint_name}"}
-        if shuffle_seed is not None:
-            body["shuffle_seed"] = int(shuffle_seed)
-            if items:
-                body["items"] = int(items)
-        if weights:  # the checkpoint's tensors too (runner.score.weights_dump)
-            body["weights"] = True
-        if probe_items is not None:
-            body["probe_items"], body["probe_seed"] = int(probe_items[0]), int(probe_items[1])
-        tmp.write_text(json.dumps(body))
-        asked = time.monotonic()
-        os.replace(tmp, request)  # the evaluator polls for the name: it must appear whole
+    def _wait_built(self, index: int, asked: float) -> None:
+        """Wait for request ``index``'s model to be built (or its failure); past the builder's
+        limit the evaluator is stopped and the evaluation fails, saying so."""
         limit = self.builder_limit_s
-        with self._changed:
-            self._changed.wait_for(
-                lambda: index in self._built or index in self._answers or not self.started,
-                timeout=limit,
-            )
-            built = self._built.get(index)
-            late = built is None and index not in self._answers and self.started
+        built, late = self.progress.wait_built(index, limit, lambda: self.started)
         if late or (built is not None and built[0] - asked > limit):
             self.close(at_once=True)  # the builder is still working: nothing of it may go on
             raise EvaluatorError(
                 f"the builder took more than {limit:g} s to build the model and load the checkpoint "
                 f"(limit {limit:g} s: inference.builder_seconds, capped by the run contract)"
             )
-        with self._changed:
-            self._changed.wait_for(
-                lambda: index in self._answers or not self.started,
-                timeout=EVALUATION_TIMEOUT_S,
-            )
-            if index not in self._answers:
-                if not self.started:
-                    raise EvaluatorError(f"the evaluator stopped: {self._why_gone()}")
-                raise EvaluatorError(f"the evaluator gave no answer within {EVALUATION_TIMEOUT_S:.0f} s")
-            failure = self._answers[index]
+
+    def _wait_done(self, index: int) -> None:
+        """Wait for request ``index``'s answer; an evaluation that failed, or none, is an error."""
+        answered, failure = self.progress.wait_answer(index, EVALUATION_TIMEOUT_S, lambda: self.started)
+        if not answered:
+            if not self.started:
+                raise EvaluatorError(f"the evaluator stopped: {self._why_gone()}")
+            raise EvaluatorError(f"the evaluator gave no answer within {EVALUATION_TIMEOUT_S:.0f} s")
         if failure is not None:
             raise EvaluatorError(failure)
-        names = ["clean"] + (["probe"] if self.plan.probe_dir is not None and shuffle_seed is None else [])
-        names += sorted(self.extra_inputs) if shuffle_seed is None else []
-        seconds = round(built[0] - asked, 6) if built is not None else None
-        predict = round(self._done_at[index] - built[0], 6) if built is not None and index in self._done_at else None
-        notes = {k: v for k, v in (built[1] if built else {}).items() if k == "shuffled_tensors" and isinstance(v, int)}
-        suffix = "json" if self.plan.entry.task.inputs == "questions" else "npy"
-        answer = Answer({name: f"{index}/{name}.{suffix}" for name in names}, seconds,
-                        None if shuffle_seed is not None else f"{index}/provenance.json", notes, predict,
-                        self._predict_cpu(index))
-        self._seal(answer)
+
+    def _answer(self, index: int, asked: float, shuffle_seed: int | None, weights: bool) -> Answer:
+        """Request ``index``'s answer (written at ``asked``), once given, sealed into the result."""
+        self._wait_built(index, asked)
+        self._wait_done(index)
+        files, provenance = _answer_files(self.plan, self.extra_inputs, index, shuffle_seed)
+        answer = self.progress.answer(index, asked, files, provenance)
+        seal_answer(answer, self.plan.evaluator_outbox, self.plan.evaluations_dir)
         if weights:
             from runner.score.weights_dump import copy_dump  # lazy: start-up (runner --help)
 
             answer.weights = copy_dump(self.plan.evaluator_outbox, self.plan.evaluations_dir, index)
         return answer
-
-    def _predict_cpu(self, index: int) -> float | None:
-        """The evaluator's CPU seconds from ``model_built`` to its answer (None: not measured)."""
-        built, done = self._cpu_at.get((index, "built")), self._cpu_at.get((index, "done"))
-        return round(done - built, 6) if built is not None and done is not None and done >= built else None
-
-    def _seal(self, answer: Answer) -> None:
-        """Copy the answer's files from the evaluator's outbox into the result, where no
-        container writes: what is scored later is what the evaluator answered now. The
-        names are the runner's; each must be a regular file under the size limit (not a
-        link the evaluator made). A missing provenance record is left for its check."""
-        for relative in [*answer.files.values(), *([answer.provenance] if answer.provenance else [])]:
-            source, target = self.plan.evaluator_outbox / relative, self.plan.evaluations_dir / relative
-            if relative == answer.provenance and not os.path.lexists(source):
-                continue
-            try:
-                src, size = open_regular(source, MAX_ANSWER_FILE_BYTES, f"the evaluator's {relative}")
-            except UnsafeEntryFile as exc:
-                raise EvaluatorError(str(exc)) from None
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with src:
-                copy_limited(src, size, target, lambda chunk: None)
