@@ -20,10 +20,10 @@ from runner import data
 from runner.entry_build import build_entry
 from runner.data.synthetic import smoke_data
 from runner.bundle.open import open_bundle
-from runner.engine import get_engine
+from runner.engine import Engine, get_engine
 from runner.errors import UserError
 from runner.options import ReproduceOptions
-from runner.plan import Limits, RunData, RunPlan, make_plan
+from runner.plan import Limits, RunData, RunPlan, SeedRun, make_plan
 from runner.results.record import Result, Training
 from runner.run.evaluator import Evaluator, EvaluatorError
 from runner.score.probe import make_probe_inputs
@@ -74,6 +74,8 @@ def _compare(name: str, replayed: Path, recorded: Path, tolerance: float) -> Rep
 
 
 def replay(bundle: Path) -> list[ReplayCheck]:
+    """Rebuild the bundle's entry, evaluate its crossing checkpoint and final model again on
+    this host as the run's plan says, and compare the predictions with the signed ones."""
     opened = open_bundle(bundle)
     try:
         root = opened.root
@@ -81,83 +83,99 @@ def replay(bundle: Path) -> list[ReplayCheck]:
             result = Result.read(root)
         except ValueError as err:
             raise UserError(f"{bundle} holds no readable result: {err}", "pass a bundle written by runner") from None
-        training = result.training or Training(wall_seconds=0.0)
-        entry_files = root / "entry"
-        if not entry_files.is_dir():
+        if not (root / "entry").is_dir():
             raise UserError(f"{bundle} holds no entry files to rebuild from",
                             "replay needs a bundle made by runner 0.1 with the new run contract")
         with tempfile.TemporaryDirectory(prefix="runner-replay-") as scratch:
             tmp = Path(scratch)
-            folder = tmp / result.entry.name
-            shutil.copytree(entry_files, folder)
-            # The plan saved with the result, over the bundle's own entry files (a result
-            # written before plans were saved: the plan of its seed and kind), once it is
-            # known to describe the result (``verify``'s own check).
-            verdict = check_plan(Evidence(root, Auditor(), tmp))
-            if not verdict.ok:
-                raise UserError(f"{bundle}: {verdict.detail}", "replay only a bundle whose files runner wrote together")
-            plan = RunPlan.read(root, folder) or make_plan(
-                folder, ReproduceOptions(seed=result.seed, runs=1, smoke=result.smoke))
-            entry = plan.entry
-            if plan.smoke:
-                staged = smoke_data(entry.task.id, tmp / "smoke-data")
-            else:
-                staged = data.staged(entry.task.id)
+            plan = _saved_plan(bundle, root, result, tmp)
             engine = get_engine()
-            reporter().print(f"[bold]build[/] {entry.name} from the bundle's files")
-            built = build_entry(entry, engine)
+            reporter().print(f"[bold]build[/] {plan.entry.name} from the bundle's files")
+            built = build_entry(plan.entry, engine)
             # Informational: the predictions must match, the image bytes need not.
             checks = [ReplayCheck(
                 "image", True,
                 f"rebuilt {built.image_id[:19]}; the run used "
                 f"{result.image.id[:19] if result.image else 'no recorded image'}",
             )]
-            probe_dir = make_probe_inputs(staged.eval_dir, tmp / "probe", result.seed)
-            gpus = plan.profile.gpu_count if not plan.smoke else 0
-            # The auditor's host: one thread, no core or memory limit, one GPU where the run had them.
-            plan = replace(
-                plan.resolved(gpus=1 if gpus else 0, backends=[], image=built.image_id,
-                              data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest)),
-                limits=Limits(cpus=None, memory=None, gpus=1 if gpus else 0, threads=1, timeout_s=0),
-            ).for_run(result.seed, Path(tmp), Path(tmp), probe_dir)
-            checkpoints = plan.checkpoints_dir
-            checkpoints.mkdir()
-            crossing = training.crossing
-            final = training.final_model or {}
-            jobs = []  # (name, checkpoint file, recorded clean, recorded probe, the probe's (items, seed))
-            if isinstance(crossing, int):
-                evaluation = training.evaluations[crossing]
-                kept = sorted((root / "checkpoints").glob(f"{crossing}.*"))
-                if not kept:
-                    checks.append(ReplayCheck("crossing", False, "the crossing checkpoint is not in the bundle"))
-                else:
-                    shutil.copyfile(kept[0], checkpoints / kept[0].name)
-                    jobs.append(("crossing", kept[0].name, evaluation.get("predictions"),
-                                 evaluation.get("probe_predictions"), _subset(evaluation)))
-            weights = root / "output" / str(final.get("weights", ""))
-            if final.get("predictions") and weights.is_file():
-                name = "final" + weights.suffix
-                shutil.copyfile(weights, checkpoints / name)
-                jobs.append(("final-model", name, final.get("predictions"), final.get("probe_predictions"),
-                             _subset(final)))
-            tolerance = GPU_TOLERANCE if gpus else 0.0
-            evaluator = Evaluator(engine, plan)
-            try:
-                for index, (name, checkpoint, clean, probe, subset) in enumerate(jobs):
-                    reporter().print(f"[bold]evaluate[/] {name} ({checkpoint})")
-                    try:  # the probe's items as the run drew them (every item where it recorded none)
-                        files = evaluator.evaluate(index, checkpoint, probe_items=subset).files
-                    except EvaluatorError as err:
-                        checks.append(ReplayCheck(name, False, f"the evaluator failed: {err}"))
-                        continue
-                    checks.append(_compare(name, plan.evaluations_dir / files["clean"], root / str(clean), tolerance))
-                    if probe and "probe" in files:
-                        checks.append(_compare(f"{name}-probe", plan.evaluations_dir / files["probe"],
-                                               root / str(probe), tolerance))
-            finally:
-                evaluator.close()
+            run = _auditor_run(plan, built.image_id, result.seed, tmp)
+            run.checkpoints_dir.mkdir()
+            jobs = _jobs(root, result.training or Training(wall_seconds=0.0), run.checkpoints_dir, checks)
+            checks += _evaluate(engine, run, jobs, root, GPU_TOLERANCE if run.limits.gpus else 0.0)
             if not jobs:
                 checks.append(ReplayCheck("models", False, "nothing to replay: no crossing checkpoint and no final model"))
             return checks
     finally:
         opened.close()
+
+
+def _saved_plan(bundle: Path, root: Path, result: Result, tmp: Path) -> RunPlan:
+    """The plan saved with the result, over a copy of the bundle's own entry files (a result
+    written before plans were saved: the plan of its seed and kind), once it is known to
+    describe the result (``verify``'s own check)."""
+    folder = tmp / result.entry.name
+    shutil.copytree(root / "entry", folder)
+    verdict = check_plan(Evidence(root, Auditor(), tmp))
+    if not verdict.ok:
+        raise UserError(f"{bundle}: {verdict.detail}", "replay only a bundle whose files runner wrote together")
+    return RunPlan.read(root, folder) or make_plan(folder, ReproduceOptions(seed=result.seed, runs=1, smoke=result.smoke))
+
+
+def _auditor_run(plan: RunPlan, image: str, seed: int, tmp: Path) -> SeedRun:
+    """The run on the auditor's host: the data staged here (a smoke run's regenerated), one
+    thread, no core or memory limit, one GPU where the run had them, the run's seed's probe."""
+    staged = smoke_data(plan.entry.task.id, tmp / "smoke-data") if plan.smoke else data.staged(plan.entry.task.id)
+    probe_dir = make_probe_inputs(staged.eval_dir, tmp / "probe", seed)
+    gpus = 1 if plan.profile.gpu_count and not plan.smoke else 0
+    return replace(
+        plan.resolved(gpus=gpus, backends=[], image=image,
+                      data=RunData(Path(staged.train_dir), Path(staged.eval_dir), staged.digest)),
+        limits=Limits(cpus=None, memory=None, gpus=gpus, threads=1, timeout_s=0),
+    ).for_run(seed, tmp, tmp, probe_dir)
+
+
+# What to evaluate again: (name, checkpoint file, recorded clean, recorded probe, the probe's (items, seed)).
+Job = tuple[str, str, "str | None", "str | None", "tuple[int, int] | None"]
+
+
+def _jobs(root: Path, training: Training, checkpoints: Path, checks: list[ReplayCheck]) -> list[Job]:
+    """The crossing checkpoint and the final model the bundle keeps, copied into
+    ``checkpoints``, with the predictions the run recorded for each."""
+    jobs: list[Job] = []
+    crossing, final = training.crossing, training.final_model or {}
+    if isinstance(crossing, int):
+        evaluation = training.evaluations[crossing]
+        kept = sorted((root / "checkpoints").glob(f"{crossing}.*"))
+        if not kept:
+            checks.append(ReplayCheck("crossing", False, "the crossing checkpoint is not in the bundle"))
+        else:
+            shutil.copyfile(kept[0], checkpoints / kept[0].name)
+            jobs.append(("crossing", kept[0].name, evaluation.get("predictions"),
+                         evaluation.get("probe_predictions"), _subset(evaluation)))
+    weights = root / "output" / str(final.get("weights", ""))
+    if final.get("predictions") and weights.is_file():
+        name = "final" + weights.suffix
+        shutil.copyfile(weights, checkpoints / name)
+        jobs.append(("final-model", name, final.get("predictions"), final.get("probe_predictions"), _subset(final)))
+    return jobs
+
+
+def _evaluate(engine: Engine, run: SeedRun, jobs: list[Job], root: Path, tolerance: float) -> list[ReplayCheck]:
+    """Each job evaluated by the runner's evaluator on this host, compared with the record."""
+    checks = []
+    evaluator = Evaluator(engine, run)
+    try:
+        for index, (name, checkpoint, clean, probe, subset) in enumerate(jobs):
+            reporter().print(f"[bold]evaluate[/] {name} ({checkpoint})")
+            try:  # the probe's items as the run drew them (every item where it recorded none)
+                files = evaluator.evaluate(index, checkpoint, probe_items=subset).files
+            except EvaluatorError as err:
+                checks.append(ReplayCheck(name, False, f"the evaluator failed: {err}"))
+                continue
+            checks.append(_compare(name, run.evaluations_dir / files["clean"], root / str(clean), tolerance))
+            if probe and "probe" in files:
+                checks.append(_compare(f"{name}-probe", run.evaluations_dir / files["probe"], root / str(probe),
+                                       tolerance))
+    finally:
+        evaluator.close()
+    return checks
