@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import HarnessError
+from ..timing import Ranked
+
 if TYPE_CHECKING:
     from ..frameworks import LoadedModel
 
@@ -27,6 +30,13 @@ class ModelFiles:
     fp16: bool
     work_dir: Path  # this backend's output folder (engines and the like go here)
     extra: dict = field(default_factory=dict)
+
+    def onnx_export(self, backend: str) -> tuple[Path, dict]:
+        """The ONNX export and its record, which an ONNX-reading backend starts from; without
+        them it cannot run (the harness exports only for a backend that asked)."""
+        if self.onnx is None or self.onnx_info is None:
+            raise HarnessError(f"the {backend} backend needs the ONNX export, which is missing", 1)
+        return self.onnx, self.onnx_info
 
     @property
     def torch_model(self) -> object:
@@ -58,7 +68,7 @@ class Backend:
     def prepare(self, files: ModelFiles) -> None:
         raise NotImplementedError
 
-    def predict(self, x: np.ndarray) -> object:
+    def predict(self, x: np.ndarray) -> Ranked:
         raise NotImplementedError
 
     def info(self) -> dict:
