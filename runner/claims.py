@@ -100,6 +100,8 @@ class Comparison:
 
     def line(self, claimed_tta: float | None, measured: float, run_id: str) -> str:
         claimed_tta = claimed_tta if claimed_tta is not None else self.tta_seconds
+        if claimed_tta is None:  # a claim of latency alone: no time to set the run's against
+            return f"no claimed TTA on {self.profile}; measured {measured:.2f} s in {run_id}"
         basis = f"claimed TTA {claimed_tta:g} s on {self.profile}"
         if self.comparable:
             return f"{basis}; measured {measured:.2f} s ({measured / claimed_tta:.2f}x the claim) in {run_id}"
@@ -126,6 +128,7 @@ def applicable_claim(entry_claimed: dict | None, hardware_profile: str, fingerpr
         if seen.comparable:
             return seen
         first = first or seen
+    assert first is not None  # one claim at least was seen: claims_of's, or the profile alone
     return first
 
 

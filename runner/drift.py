@@ -153,6 +153,10 @@ def check_drift(bundle: Path, entry_path: Path | None,
             result = Result.read(opened.root)
         except ValueError as err:
             raise UserError(f"{bundle} holds no readable result: {err}", "pass a bundle written by runner") from None
+        if result.image is None:
+            raise UserError(f"{bundle} is the record of a run that never started (it names no image)",
+                            "pass a bundle of a run whose training ran")
+        image = result.image
         sbom = json.loads((opened.root / "sbom.json").read_text())
         archived_manifest = _archived_manifest(opened.root / "entry" / "entry.yaml")
         copies = opened.root / "entry"  # the entry's files as the run had them
@@ -183,7 +187,7 @@ def check_drift(bundle: Path, entry_path: Path | None,
     engine = get_engine()
     built = build_entry(entry.for_smoke() if result.smoke else entry, engine)
     # By content, not by id: an image id embeds the time docker import ran.
-    changes, notes = base_changes(sbom, built.sbom, result.image.base_tag, built.base.tag)
+    changes, notes = base_changes(sbom, built.sbom, image.base_tag, built.base.tag)
     drift.changes += changes
     drift.notes += notes
     drift.changes += sbom_changes(sbom, built.sbom)

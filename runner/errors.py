@@ -48,3 +48,12 @@ class UserError(RunnerError):
 
     def __str__(self) -> str:
         return sentence(self.problem, self.fix)
+
+
+class BuildError(UserError):
+    """An entry's image that failed to build: the one line that explains it, and the whole
+    builder output (``build_log``), which ``runner build -v`` prints above it."""
+
+    def __init__(self, problem: str, fix: str | None = None, build_log: list[str] | None = None):
+        super().__init__(problem, fix)
+        self.build_log: list[str] = build_log or []

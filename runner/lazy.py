@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 
-def exports(package: str, where: dict[str, str | tuple[str, str]]) -> Callable[[str], object]:
+def exports(package: str, where: Mapping[str, str | tuple[str, str]]) -> Callable[[str], object]:
     """The ``__getattr__`` of ``package``: each name of ``where`` read from its module (or,
     for a ``(module, attribute)`` pair, that attribute) when first asked for, then kept."""
     def __getattr__(name: str) -> object:

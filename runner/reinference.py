@@ -111,6 +111,9 @@ def _read_result(result_dir: Path, entry: Entry) -> Result:
     if result.smoke:
         raise UserError(f"{result_dir} is a smoke run, whose synthetic evaluation set was not kept",
                         "re-run `runner reproduce --smoke`, or pick a full result with --result")
+    if result.image is None or result.data is None:
+        raise UserError(f"{result_dir} is the record of a run that never started (it names no image or data)",
+                        "pick a result whose training ran, or run `runner reproduce` again")
     weights = result_dir / "output" / entry.final_weights
     if not weights.is_file():
         raise UserError(f"{result_dir} has no trained model at {weights}",
@@ -120,6 +123,7 @@ def _read_result(result_dir: Path, entry: Entry) -> Result:
 
 def _image(engine: Engine, result: Result, entry: Entry) -> str:
     """The image that trained the result: by id, else by its content-addressed tag."""
+    assert result.image is not None  # _read_result turned away a result with no image
     for ref in (result.image.id, result.image.tag):
         if ref and (image := engine.find_image(ref)) is not None:
             return image.id
@@ -129,6 +133,7 @@ def _image(engine: Engine, result: Result, entry: Entry) -> str:
 
 def _staged(entry: Entry, result: Result):
     staged = data.staged(entry.task.id)
+    assert result.data is not None  # _read_result turned away a result with no data
     recorded = result.data.digest
     if recorded and staged.digest != recorded:
         raise UserError(f"the staged {entry.task.id} data ({staged.digest}) is not the data this "
@@ -177,11 +182,12 @@ def _evaluate_final(engine: Engine, entry: Entry, result: Result, result_dir: Pa
     if log.is_file():
         log.replace(result_dir / "logs" / "evaluator-final-model.log")
     scored = [ScoredEvaluation(**e) for e in t.evaluations]
-    final = final_record(entry.task, final, result_dir, labels)
+    scored_final = final_record(entry.task, final, result_dir, labels)
+    assert scored_final is not None  # final_record returns None only for a None final, and final is a record
     kept = list((t.model_origin or {}).get("sensitivity") or [])
-    origin, problems = model_origin(entry.task, scored, t.crossing, final, [*kept, sensitivity], result_dir,
+    origin, problems = model_origin(entry.task, scored, t.crossing, scored_final, [*kept, sensitivity], result_dir,
                                     labels, entry.inference.builder_seconds)
-    assemble.final_evaluated(result, final, origin, problems)
+    assemble.final_evaluated(result, scored_final, origin, problems)
     return added
 
 

@@ -11,7 +11,7 @@ from conftest import DEFAULT_ENTRY, SHARED_WHEELHOUSE, copy_wheel_into, make_ent
 from runner.entry_build import build_entry, entry_image, parse_lock, version_of, wheelhouse
 from runner.entry_build.lockfile import normalise_name
 from runner.cli import main
-from runner.errors import UserError
+from runner.errors import BuildError, UserError
 from runner.manifest import load_entry
 
 # A small pure-Python wheel, pinned exactly as the default entry pins it (no extra download).
@@ -47,6 +47,16 @@ def _write_lock(tmp_path, text):
 
 
 # --- the lock -------------------------------------------------------------------------
+
+def test_a_failed_build_is_one_line_that_keeps_the_whole_log():
+    """The line explains the failing step alone; the log ``runner build -v`` prints is all of
+    it, the builder's error last (a BuildError is a UserError: the CLI's one line)."""
+    log = ["Step 1/2 : RUN pip install --require-hashes x\n", "ok\n", "Step 2/2 : RUN false\n", "marker-9\n"]
+    err = entry_image._build_failure("probe", "Step 2/2 : RUN false", "returned a non-zero code: 1", log)
+    assert isinstance(err, BuildError) and isinstance(err, UserError)
+    assert err.build_log == [*log, "returned a non-zero code: 1"]
+    assert "building probe failed at Step 2/2 : RUN false" in err.problem and "pip" not in err.problem
+
 
 def test_lock_of_the_default_entry_pins_torch_cpu_and_its_deps():
     pins = {p.key: p for p in parse_lock(DEFAULT_ENTRY / "requirements.lock")}

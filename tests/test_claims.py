@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.claims import applicable_claim, claims_of, pins_speed_class
+from runner.claims import Comparison, applicable_claim, claims_of, pins_speed_class
 from runner.errors import UserError
 from runner.manifest import load_entry
 from runner.profiles import load_profile, match
@@ -130,3 +130,12 @@ def test_a_claim_its_bundles_do_not_bear_out_is_named(tmp_path):
     forged = entry.__class__(**{**entry.__dict__, "claimed": claimed})
     problems = check_evidence(forged, ROOT, ROOT / "results" / "archive" / "keys")
     assert problems and "median TTA" in problems[0]
+
+
+def test_a_claim_without_a_time_is_one_line_beside_the_measurement():
+    """A claim of latency alone names no TTA to set the run against: the line says so (it
+    was a TypeError in the f-string), and a claim with one still gets its ratio."""
+    latency_only = Comparison("cpu-2core-sapphirerapids", True, (), None, 1.5)
+    assert latency_only.line(None, 12.0, "abc") == "no claimed TTA on cpu-2core-sapphirerapids; measured 12.00 s in abc"
+    timed = Comparison("cpu-2core-sapphirerapids", True, (), 10.0)
+    assert timed.line(None, 12.0, "abc").endswith("measured 12.00 s (1.20x the claim) in abc")

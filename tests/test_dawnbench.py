@@ -14,6 +14,7 @@ from synthetic_result import edit_result, make_result_folder, new_signer, stage_
 from runner.bundle import make_bundle
 from runner.cli import main
 from runner.dawnbench import export_dawnbench, import_dawnbench, load_claims
+from runner.dawnbench.claims import CLAIMS_DIR
 from runner.dawnbench.importer import INFERENCE_JSON, TRAIN_JSON, TSV
 from runner.errors import UserError
 from runner.fingerprint import capture_host
@@ -272,3 +273,13 @@ def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
     assert main([a.format(tmp=tmp_path) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"runner: error: {message.format(tmp=tmp_path)}") and err.count("\n") == 1
+
+
+def test_a_stored_claim_that_is_not_an_object_is_one_line(tmp_path):
+    """A file under results/claims/ holding a JSON array (a hand edit, a copied file) is
+    refused in one line naming it, not read as a claim."""
+    stored = tmp_path / CLAIMS_DIR / "CIFAR10" / "train" / "odd.json"
+    stored.parent.mkdir(parents=True)
+    stored.write_text("[1, 2]")
+    with pytest.raises(UserError, match="odd.json: not a stored claim .ValueError: a JSON list, not an object"):
+        load_claims(tmp_path)

@@ -327,6 +327,10 @@ def test_runner_infer_picks_the_latest_result_and_refuses_what_it_cannot_rerun(t
         _read_result(newest.parent / "20261122T000000Z-s0-bbbbbb", entry)
     with pytest.raises(UserError, match="no trained model"):
         _read_result(newest, entry)
+    record = json.loads((newest / "result.json").read_text())
+    (newest / "result.json").write_text(json.dumps({**record, "image": None, "data": None}))  # a Slurm task that died
+    with pytest.raises(UserError, match="a run that never started"):
+        _read_result(newest, entry)
 
 
 def test_swap_in_replaces_inference_and_result_together(tmp_path):

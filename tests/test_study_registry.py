@@ -175,3 +175,12 @@ def test_a_readers_own_arguments_are_checked_before_the_runs_given(tmp_path):
         run_study(StudyRequest("roofline", ENTRY, from_runs=missing))
     with pytest.raises(UserError, match="gone"):  # and then the runs given are read
         run_study(StudyRequest("threshold", ENTRY, from_runs=missing[:1]))
+
+
+def test_a_request_without_runs_makes_its_rows_default_number():
+    """``--runs`` left out (a request built in code) makes what ``runner study`` would parse:
+    the row's default, or one run for a row without ``--runs``; a number given is kept."""
+    assert StudyRequest("stability", ENTRY).new_runs == STUDIES["stability"].runs == 5
+    assert StudyRequest("lesion", ENTRY).new_runs == STUDIES["lesion"].runs == 3
+    assert StudyRequest("roofline", ENTRY).new_runs == 1  # its row has no --runs
+    assert StudyRequest("stability", ENTRY, runs=2).new_runs == 2

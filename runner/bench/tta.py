@@ -69,6 +69,7 @@ def host_tta(entry, staged, seed: int, threads: int) -> float | None:
                                 stderr=subprocess.DEVNULL, text=True)
         evaluations: list[Evaluation] = []
         meets = []
+        assert proc.stdout is not None  # stdout=PIPE
         for line in proc.stdout:
             ev = parse_line(line, 0, time.monotonic() - t0)
             if ev is None or ev.key != "eval_request":

@@ -117,6 +117,7 @@ def parser(every: bool = False) -> argparse.ArgumentParser:
     )
     top.add_argument("--version", action="version", version=f"runner {__version__}")
     subcommands = top.add_subparsers(dest="command", metavar="COMMAND", required=True, action=Subcommands)
+    assert isinstance(subcommands, Subcommands)  # argparse made the action asked for (typeshed says its own class)
     for row in SUBCOMMANDS:
         subcommands.add(row)
     if every:

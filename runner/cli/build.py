@@ -7,7 +7,7 @@ from rich.markup import escape
 
 from runner.entry_build import build_entry, framework_versions, version_of
 from runner.engine import get_engine
-from runner.errors import UserError
+from runner.errors import BuildError
 from runner.manifest import load_entry
 from runner.terminal import Column, compact_table
 
@@ -19,8 +19,8 @@ def run(args) -> int:
     try:
         with console.status(f"building {entry.name}"):
             built = build_entry(entry, engine, no_cache=args.no_cache)
-    except UserError as err:
-        if args.verbose and getattr(err, "build_log", None):  # the output that explains it
+    except BuildError as err:
+        if args.verbose and err.build_log:  # the output that explains it
             console.print("".join(err.build_log), markup=False, highlight=False)
         raise
     if args.verbose:

@@ -35,6 +35,7 @@ def sign(args) -> int:
     for warning in bundle.warnings:
         console.print(f"[yellow]warning[/]: {escape(visible(warning))}")
     if bundle.signed:
+        assert bundle.keyid is not None  # a signed bundle names its key (runner.bundle.sign_folder)
         console.print(f"signed {len(bundle.files)} files with key {bundle.keyid[:16]}: {bundle.envelope}")
     return 0 if bundle.signed else 1
 

@@ -132,6 +132,8 @@ def gpu_host_checks(nvml=None) -> list[tuple[str, str, str]]:
             failures = []
             for i, h in enumerate(handles):
                 try:
+                    if fn is None:  # an NVML without the call: absent, as a failed call is
+                        raise TypeError(f"this NVML has no {name}")
                     fn(h, *extra)
                 except nvml.NVMLError_NotFound:
                     pass  # no process samples yet: the call works

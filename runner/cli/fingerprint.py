@@ -53,11 +53,9 @@ def run(args) -> int:
     from runner.fingerprint.table import render  # lazy: start-up (runner --help)
 
     target = _target(args)  # before any work: a bad --out fails at once
-    engine = None
-    if args.image:
-        engine = get_engine()
+    engine = get_engine() if args.image else None
     fingerprint = capture_host(engine)
-    if args.image:
+    if engine is not None:  # --image: the engine was got for it
         fingerprint["image"] = capture_image(engine, _image_ref(engine, args.image))
 
     if args.format == "table":

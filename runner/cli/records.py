@@ -112,8 +112,8 @@ def runs_table(results: list[Result]):
     for r in results:
         t = r.training
         step = t.tta_resolution_seconds if t and t.reached else None
-        rows.append([short_id(r.run_id), r.status, yes_no(bool(t and t.reached)), fmt(t and t.tta_seconds, ".2f"),
-                     fmt(step, ".1f"), fmt(r.cost and r.cost.training_usd, ".6f"), yes_no(r.conforming)])
+        rows.append([short_id(r.run_id), r.status, yes_no(bool(t and t.reached)), fmt(t.tta_seconds if t else None, ".2f"),
+                     fmt(step, ".1f"), fmt(r.cost.training_usd if r.cost else None, ".6f"), yes_no(r.conforming)])
     return compact_table("runs", columns, rows)
 
 

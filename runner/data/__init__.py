@@ -71,7 +71,7 @@ def import_dataset(
         raise UserError(f"data set {task_id} is not imported from a file", HOW_TO_STAGE[task_id])
     source = SOURCES[task_id]
     given = {"devkit": devkit, "train": train}
-    extras = {name: Path(given[name]).expanduser() if given[name] else None for name in source.extras}
+    extras = {name: Path(file).expanduser() if (file := given[name]) else None for name in source.extras}
     module = source.load()
     module.import_files(
         Path(path).expanduser(), task_root(task_id),

@@ -114,6 +114,8 @@ def load_claims(results: Path) -> list[Claim]:
         try:
             data = bounded_json(path.read_text())
             check_numbers(data, str(path))  # NaN, infinities, 1e300: no table or ratio survives them
+            if not isinstance(data, dict):
+                raise ValueError(f"a JSON {type(data).__name__}, not an object")
             claims.append(Claim.from_dict(data))
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
             raise UserError(

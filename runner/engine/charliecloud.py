@@ -46,7 +46,7 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Mapping
 from pathlib import Path
 
 from runner import paths
@@ -207,7 +207,7 @@ class CharliecloudEngine(ProcessEngine):
         return folder
 
     def build_image(self, context: Path, dockerfile: str, tag: str, *, build_args: Mapping[str, str],
-                    labels: Mapping[str, str], no_cache: bool = False) -> Iterator[str]:
+                    labels: Mapping[str, str], no_cache: bool = False) -> Generator[str, None, None]:
         text = (Path(context) / dockerfile).read_text()
         translated = "".join(self._translate(line, build_args) for line in text.splitlines())
         os.chmod(context, 0o755)  # the builder reads the context (the runner's own copy)
@@ -235,7 +235,7 @@ class CharliecloudEngine(ProcessEngine):
 
     def _build_stream(self, args: list[str], context: Path | None, dockerfile: str | None, tag: str,
                       labels: Mapping[str, str], env: Mapping[str, str] | None = None,
-                      cmd: list[str] | None = None, tarball: Path | None = None) -> Iterator[str]:
+                      cmd: list[str] | None = None, tarball: Path | None = None) -> Generator[str, None, None]:
         tail: list[str] = []
         with self._builder(context, dockerfile, tarball) as (stage, argv):
             command = argv + [a.format(stage=stage) for a in args]

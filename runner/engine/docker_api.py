@@ -190,7 +190,7 @@ class DockerApiEngine(Engine):
             return _image_info(self.client.images.get(ref))
 
     def build_image(self, context: Path, dockerfile: str, tag: str, *, build_args: Mapping[str, str],
-                    labels: Mapping[str, str], no_cache: bool = False) -> Iterator[str]:
+                    labels: Mapping[str, str], no_cache: bool = False) -> Generator[str, None, None]:
         with _translated():
             stream = self.client.api.build(
                 path=str(context), dockerfile=dockerfile, tag=tag, buildargs=dict(build_args), labels=dict(labels),
@@ -199,7 +199,7 @@ class DockerApiEngine(Engine):
         return self._build_output(stream)
 
     @staticmethod
-    def _build_output(stream) -> Iterator[str]:
+    def _build_output(stream) -> Generator[str, None, None]:
         for chunk in _chunks(stream):
             yield chunk.get("stream") or ""
             if "error" in chunk:

@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Mapping
 from pathlib import Path
 
 from runner import paths
@@ -254,11 +254,11 @@ class HostEngine(ProcessEngine):
                                 "python": listing["executable"], "entry": None, "created": time.time()})
 
     def build_image(self, context: Path, dockerfile: str, tag: str, *, build_args: Mapping[str, str],
-                    labels: Mapping[str, str], no_cache: bool = False) -> Iterator[str]:
+                    labels: Mapping[str, str], no_cache: bool = False) -> Generator[str, None, None]:
         return self._check(Path(context), tag, build_args, labels)
 
     def _check(self, context: Path, tag: str, build_args: Mapping[str, str],
-               labels: Mapping[str, str]) -> Iterator[str]:
+               labels: Mapping[str, str]) -> Generator[str, None, None]:
         """No build: the differences from the lock the runner found (``DIFFERENCES_ARG``), said
         and kept, and a root-owned copy of the entry's files, which the containers mount."""
         listing = self.packages()

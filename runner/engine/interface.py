@@ -333,10 +333,11 @@ class Engine(abc.ABC):
 
     @abc.abstractmethod
     def build_image(self, context: Path, dockerfile: str, tag: str, *, build_args: Mapping[str, str],
-                    labels: Mapping[str, str], no_cache: bool = False) -> Iterator[str]:
+                    labels: Mapping[str, str], no_cache: bool = False) -> Generator[str, None, None]:
         """Build ``context/dockerfile`` with no network, tagged ``tag``: the builder's output as
         it comes (an empty string for a sign of progress without text); a failing step raises
-        ``BuildFailed`` with the builder's error."""
+        ``BuildFailed`` with the builder's error. A generator: closing it stops a build that
+        ran past its time."""
 
     @abc.abstractmethod
     def import_rootfs(self, tarball: Path, tag: str, *, env: Mapping[str, str], labels: Mapping[str, str],

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from runner.lazy import exports
 
-_EXPORTS = {
+_EXPORTS: dict[str, str | tuple[str, str]] = {
     **dict.fromkeys(("BuiltImage", "build_entry", "image_tag"), "runner.entry_build.entry_image"),
     **dict.fromkeys(("Pin", "parse_lock"), "runner.entry_build.lockfile"),
     **dict.fromkeys(("framework_versions", "read_sbom", "version_of"), "runner.entry_build.sbom"),

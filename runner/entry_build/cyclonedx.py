@@ -55,7 +55,7 @@ def _lock_hashes(pins: list[Pin]) -> dict[tuple[str, str], list[str]]:
 
 def _python_component(item: dict, hashes: dict[tuple[str, str], list[str]]) -> dict:
     name, version = str(item["name"]), str(item["version"])
-    component = {"type": "library", "bom-ref": pypi_purl(name, version), "name": name, "version": version,
+    component: dict[str, object] = {"type": "library", "bom-ref": pypi_purl(name, version), "name": name, "version": version,
                  "purl": pypi_purl(name, version)}
     locked = hashes.get((normalise_name(name), version))
     if locked:

@@ -24,7 +24,7 @@ from runner.engine.host import DIFFERENCES_ARG, LOCKED_ARG
 from runner.entry_build.sbom import read_base_content, read_sbom
 from runner.engine.disk import require_free_space
 from runner.engine.interface import BuildFailed, Engine, EngineError
-from runner.errors import UserError
+from runner.errors import BuildError, UserError
 from runner.images import BaseImage, ensure_base
 from runner.manifest import Entry
 
@@ -180,10 +180,9 @@ def _failing_step_output(log: list[str]) -> list[str]:
     return log[starts[-1]:] if starts else log
 
 
-def _build_failure(name: str, step: str, error: str, log: list[str]) -> UserError:
+def _build_failure(name: str, step: str, error: str, log: list[str]) -> BuildError:
     err = _explain_build_failure(name, step, error, _failing_step_output(log))
-    err.build_log = list(log) + [error]  # `runner build -v` prints it
-    return err
+    return BuildError(err.problem, err.fix, build_log=[*log, error])  # `runner build -v` prints the log
 
 
 def _explain_build_failure(name: str, step: str, error: str, log: list[str]) -> UserError:

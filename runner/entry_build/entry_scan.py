@@ -90,7 +90,7 @@ class EmbeddedRun:
     path: str
     line: int  # first line (1-based); 0 for a file that is not text
     last_line: int
-    bytes: int  # what its literals decode to, about
+    bytes: float  # what its literals decode to, about (whole bytes once its file is scanned)
     chars: int  # characters of the file it spans
     kinds: list[str] = field(default_factory=list)
 
@@ -200,6 +200,7 @@ def _line(text: str, run: list[str] | None = None) -> tuple[float, set[str]]:
     for relaxed, cover in tries:
         payload, covered, kinds = 0.0, 0, set()
         for match in _TOKEN.finditer(text):
+            assert match.lastgroup is not None  # every alternative of _TOKEN is a named group
             found = _token(match.lastgroup, match.group(), relaxed)
             if found:
                 kinds.add(found[0])

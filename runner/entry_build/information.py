@@ -424,7 +424,8 @@ def measure_entry(entry_dir: Path, files: list[Path], lock: Path | None = None,
             counted = ("whole, uncompressed (too large)" if size > COMPRESS_MAX_BYTES else
                        f"until over {stop_at} bytes compressed (a lower bound)" if stopped else "whole")
             report.files.append(FileInformation(rel, "entry", size, compressed, counted))
-            literal = LargestLiteral(rel, 0, 0, "whole file (too large to read by literal)", size, compressed)
+            literal: LargestLiteral | None = LargestLiteral(rel, 0, 0, "whole file (too large to read by literal)",
+                                                            size, compressed)
         else:
             raw = safe_read.read_bytes(path, "text")
             if rel == report.lock:

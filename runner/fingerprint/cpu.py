@@ -59,7 +59,9 @@ def read_lscpu() -> dict[str, str]:
     def walk(items: list[dict]) -> None:
         # Newer util-linux nests fields under "children".
         for item in items:
-            flat[str(item.get("field", "")).rstrip(":")] = item.get("data")
+            data = item.get("data")
+            if isinstance(data, str):  # a section's heading has none (null)
+                flat[str(item.get("field", "")).rstrip(":")] = data
             walk(item.get("children", []))
 
     walk(rows)

@@ -82,8 +82,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _input_sets(specs: list[str], kind: str = "images") -> dict:
-    sets = {}
+def _input_sets(specs: list[str], kind: str = "images") -> dict[str, np.ndarray | list[dict]]:
+    """Each named set: its images (``images.npy``), or for questions its examples."""
+    sets: dict[str, np.ndarray | list[dict]] = {}
     for spec in specs:
         name, _, folder = spec.partition("=")
         if kind == "questions":
@@ -120,22 +121,22 @@ def _wanted(sets: dict, request: dict, kind: str) -> dict:
     return sets
 
 
-def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
+def _handle(args, sets: dict[str, np.ndarray | list[dict]], n: int, request: dict) -> None:
     started = time.monotonic()
     loaded = load_model(args.entry_dir, args.builder, Path(request["checkpoint"]), args.framework)
     shuffle_seed = request.get("shuffle_seed")
-    extra = {}
+    extra: dict[str, object] = {}
     sets = _wanted(sets, request, getattr(args, "kind", "images"))
     if isinstance(shuffle_seed, int):
         extra["shuffled_tensors"] = loaded.shuffle_weights(shuffle_seed)
         clean = sets["clean"]
         size = request.get("items")
-        if isinstance(size, int) and size > 0 and getattr(args, "kind", "images") == "images":
+        if isinstance(size, int) and size > 0 and isinstance(clean, np.ndarray):  # images (questions are lists)
             clean = clean[sensitivity_items(len(clean), shuffle_seed, size)]
         sets = {"clean": clean}
     if getattr(args, "device", "cpu") != "cpu":
         loaded.to_device(args.device)  # after any shuffle: the permutation runs on the host's tensors
-    mllog.emit("model_built", index=n, seconds=round(time.monotonic() - started, 6), **extra)
+    mllog.emit("model_built", None, "POINT_IN_TIME", index=n, seconds=round(time.monotonic() - started, 6), **extra)
     folder = args.out / str(n)
     folder.mkdir(parents=True, exist_ok=True)
     if request.get("weights") is True:  # as loaded (a permutation changes the model's, not these)
@@ -145,7 +146,7 @@ def _handle(args, sets: dict[str, np.ndarray], n: int, request: dict) -> None:
         ledger = Ledger(loaded.checkpoint_tensors(), loaded.normalise)
         loaded.record_uses(ledger)
     for name, inputs in sets.items():
-        if getattr(args, "kind", "images") == "questions":
+        if isinstance(inputs, list):  # --kind questions: the examples (images are an array)
             write_answers(folder / f"{name}.json", answer(loaded, inputs))
         else:
             np.save(folder / f"{name}.npy", predict(loaded, inputs, args.topk))

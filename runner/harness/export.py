@@ -36,10 +36,10 @@ def _read_graph(path: Path, framework: str, opset: int) -> tuple[int | None, str
             f"{framework} ONNX export at opset {opset} failed: operator {', '.join(unknown)} is not supported "
             "(the exporter left it unconverted)", exit_code=1,
         )
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    graph_opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     inputs = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     outputs = [o.name for o in model.graph.output]
-    return opset, (inputs or [None])[0], (outputs or [None])[0]
+    return graph_opset, (inputs or [None])[0], (outputs or [None])[0]
 
 
 def export_onnx(loaded, input_shape: tuple[int, ...], path: Path, opset: int) -> dict:

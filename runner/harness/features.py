@@ -142,7 +142,10 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     sets = _inputs(args.inputs)
-    trained = load_model(args.entry_dir, args.builder, args.weights, args.framework).native.eval()
+    native = load_model(args.entry_dir, args.builder, args.weights, args.framework).native
+    if not isinstance(native, torch.nn.Module):  # a pytorch entry's loader made something else
+        raise HarnessError(f"features are read from a PyTorch module; this entry's model is a {type(native).__name__}")
+    trained = native.eval()
     models = {"trained": trained, "random": random_copy(args.entry_dir, args.builder, args.random_seed)}
     first = next(iter(sets.values()))
     sample = torch.from_numpy(np.ascontiguousarray(first[:2], dtype=np.float32))

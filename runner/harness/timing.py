@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Union
 
 import numpy as np
 
@@ -19,7 +19,10 @@ from . import mllog
 
 CLOCK = "time.perf_counter_ns (CLOCK_MONOTONIC)"
 
-Predict = Callable[[np.ndarray], object]  # one 1xCxHxW float32 item -> class or ranked classes
+# What a backend's predict returns for one item: the top class, or the top-k classes best first
+# (a Union, not ``|``: the alias is evaluated at import, in the entry's image's Python).
+Ranked = Union[int, np.ndarray]
+Predict = Callable[[np.ndarray], Ranked]  # one 1xCxHxW float32 item -> class or ranked classes
 
 
 @dataclass

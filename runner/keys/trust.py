@@ -71,7 +71,9 @@ def list_trusted() -> list[TrustedKey]:
     found = [_stored(f) for f in sorted(store.glob("*" + PUBLIC_SUFFIX))] if store.is_dir() else []
     own = configured_public_key()
     if own is not None and own.keyid not in {t.keyid for t in found}:
-        found.append(TrustedKey(own, OWN_KEY, None, configured_public_path()))
+        path = configured_public_path()
+        assert path is not None  # the key was just read from it (configured_public_key)
+        found.append(TrustedKey(own, OWN_KEY, None, path))
     return found
 
 

@@ -58,8 +58,9 @@ BUNDLES_DIR = "bundles"
 KEYS_DIR = "keys"
 UP = "../"  # from a page one folder down to the site's root
 
+_TEMPLATES = jinja2.PackageLoader("runner.leaderboard", "templates")  # the pages' templates and the style sheet
 _ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("runner.leaderboard", "templates"),
+    loader=_TEMPLATES,
     autoescape=True,
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,
@@ -132,13 +133,14 @@ class TableView:
 
 def _row_view(table: Table, row: Row) -> RowView:
     repro = row.reproduction
-    counts = row.spread is not None and row.reproduced is not None
+    spread = row.spread if row.reproduced is not None else None  # the runs behind a figure that counts
+    counts = spread is not None
     return RowView(
         rank=row.rank, claimed=table.show(row.claimed),
         reproduced=None if repro is None else table.show_reproduced(row.reproduced) if counts else "—",
         link=None if repro is None else f"{reproduction_page(repro.record.entry)}#{run_anchor(repro)}",
         counts=counts, reason="" if repro is None or counts else repro.reason,
-        spread="; ".join(x for x in (table.show_spread(row.spread) if counts else "", row.ledger, row.rules) if x),
+        spread="; ".join(x for x in (table.show_spread(spread) if spread is not None else "", row.ledger, row.rules) if x),
         ratio=formats.ratio(row.ratio) if counts else "—",
         model=row.model, team=row.team, hardware=row.hardware, not_compared=row.not_compared,
         framework=row.framework, date=formats.month(row.date),
@@ -276,12 +278,12 @@ def _fingerprint_rows(fp: dict | None) -> list[tuple[str, str]]:
     if not fp:
         return []
     def get(*keys):
-        data = fp
+        data: object = fp
         for key in keys:
             data = data.get(key) if isinstance(data, dict) else None
         return data
-    gpus = get("gpu", "gpus") or []
-    gpu_names = [str(g.get("name")) for g in gpus if isinstance(g, dict)]
+    gpus = get("gpu", "gpus")
+    gpu_names = [str(g.get("name")) for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
     memory = get("memory", "total_bytes")
     rows = [
         ("CPU", f"{get('cpu', 'model_name') or '?'} ({get('cpu', 'architecture') or '?'}), "
@@ -477,7 +479,7 @@ def _write_pages(out: Path, tables: list[Table], claims: list[Claim], repros: li
                  trusted_keys: list[SSlibKey], studies: list[Study]) -> None:
     for name in (TASKS_DIR, REPRODUCTIONS_DIR, BUNDLES_DIR, KEYS_DIR):
         (out / name).mkdir()
-    (out / STYLE).write_text(_ENV.loader.get_source(_ENV, STYLE)[0], encoding="utf-8")
+    (out / STYLE).write_text(_TEMPLATES.get_source(_ENV, STYLE)[0], encoding="utf-8")
     keys = _write_keys(out, trusted_keys, {r.signer_keyid for r in repros if r.signer_keyid})
     shown_tasks = {t.task.task_id for t in tables}
     entries = []

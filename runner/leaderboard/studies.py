@@ -31,7 +31,7 @@ _PLOT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.png")
 _ABSOLUTE = re.compile(r"(?<![\w.~:/-])/(?:[^\s/'\"<>]+/)+([^\s/'\"<>]*)")
 
 
-def scrub(text: str) -> str:
+def scrub(text: str | int | float) -> str:
     """``/home/me/results/mnist/x`` -> ``x``: no absolute path of the building machine."""
     return _ABSOLUTE.sub(lambda m: m.group(1) or ".", str(text))
 
@@ -153,7 +153,7 @@ def read_study(folder: Path, entry: str) -> Study:
         plot, why = _plot(folder, item)
         if plot:
             plots.append(plot)
-        else:
+        elif why:  # _plot says why whenever it shows no plot
             left_out.append(why)
     runs = _strings(data.get("runs") or [], "its runs")
     return Study(entry, folder.name, kind, _string(data.get("written_at", ""), "its time"), tables, plots,

@@ -233,6 +233,7 @@ def _claim_row(claim: Claim, objective: Objective, runs: list[Reproduction]) -> 
 
 def _entry_row(runs: list[Reproduction], objective: Objective) -> Row:
     repro, value, spread = aggregate(runs, objective)
+    assert repro is not None  # an entry's row is of its runs, one at least (aggregate picks one of any)
     rec = repro.record
     claimed = objective.entry_claim(repro)
     why_not = repro.claim.why_not if repro.claim and claimed is not None else ""

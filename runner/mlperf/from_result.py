@@ -60,8 +60,8 @@ def mlperf_run_from_result(result_dir: Path, submission: SubmissionConfig | None
     if not training.get("evaluations"):
         raise UserError(f"{run_id or result_dir} has no scored evaluations ({result.get('status')})",
                         "export only runs whose training finished and was scored")
-    benchmark = TASK_BENCHMARK.get(task.get("id"))
-    if benchmark is None:
+    task_id = task.get("id")
+    if not isinstance(task_id, str) or (benchmark := TASK_BENCHMARK.get(task_id)) is None:
         raise UserError(f"task {task.get('id')!r} has no MLPerf training benchmark to report under",
                         f"export a result of one of: {', '.join(sorted(TASK_BENCHMARK))}")
 
@@ -100,7 +100,7 @@ def mlperf_run_from_result(result_dir: Path, submission: SubmissionConfig | None
         status="success" if training.get("reached") else "aborted",
         seed=int(result.get("seed", 0)),
         global_batch_size=batch if isinstance(batch, int) else None,
-        train_samples=int(training.get("train_samples") or PUBLIC_TRAIN_SIZE.get(task.get("id"), 0)),
+        train_samples=int(training.get("train_samples") or PUBLIC_TRAIN_SIZE.get(task_id, 0)),
         eval_samples=int(task.get("eval_size") or 0),
         extra={"run_id": run_id, "task": task.get("id"), "threshold": task.get("threshold"),
                "smoke": bool(result.get("smoke"))},

@@ -118,7 +118,9 @@ def _dates_to_text(value: object) -> object:
 
 
 def profile_from_dict(data: dict, source: str = "profile", path: Path | None = None) -> Profile:
-    data = _dates_to_text(data)
+    converted = _dates_to_text(data)
+    assert isinstance(converted, dict)  # a mapping's dates as text: a mapping still
+    data = converted
     validate_profile(data, source)
     gpu = data.get("gpu")
     cpu = dict(data.get("cpu") or {})

@@ -81,12 +81,21 @@ class RunRow:
         }
 
     @property
-    def ledger_key(self) -> str | None:
-        """The key whose ledger counts this run: its signer's, when the run is verified and its
-        ledger place is that key's (an unverified place is not believed)."""
+    def ledger_place(self) -> tuple[str, int] | None:
+        """(the key whose ledger counts this run, the runs of the entry it had made): its
+        signer's, when the run is verified and its ledger place is that key's (an unverified
+        place is not believed)."""
         place = self.ledger if isinstance(self.ledger, dict) else {}
-        key = place.get("key_id")
-        return key if self.verified and key == self.signer_keyid and isinstance(place.get("entry_runs"), int) else None
+        key, runs = place.get("key_id"), place.get("entry_runs")
+        if self.verified and isinstance(key, str) and key == self.signer_keyid and isinstance(runs, int):
+            return key, runs
+        return None
+
+    @property
+    def ledger_key(self) -> str | None:
+        """The key whose ledger counts this run (``ledger_place``), if any."""
+        place = self.ledger_place
+        return place[0] if place is not None else None
 
 
 def variant_label(variant) -> str:
@@ -125,8 +134,9 @@ def ledger_counts(rows: list[RunRow]) -> list[tuple[str, bool, int, int]]:
     failed or kept back."""
     counts: dict[tuple[str, bool], list[int]] = {}
     for row in rows:
-        if (key := row.ledger_key) is not None:
-            counts.setdefault((key, row.smoke), []).append(row.ledger["entry_runs"])
+        if (place := row.ledger_place) is not None:
+            key, entry_runs = place
+            counts.setdefault((key, row.smoke), []).append(entry_runs)
     entry = rows[0].entry if rows else ""
     return [(key, smoke, len(runs), max(max(runs), made_here(key, entry, smoke)))
             for (key, smoke), runs in sorted(counts.items())]

@@ -17,13 +17,18 @@ from runner.staging.checks import Expected, file_digest
 
 
 class ExtraSetFields(Protocol):
-    """The fields of ``runner.tasks.ExtraSet`` these helpers read."""
+    """The fields of ``runner.tasks.ExtraSet`` these helpers read (read-only: it is frozen)."""
 
-    name: str
-    files: tuple[tuple[str, str], ...]
-    count: int
-    url: str
-    digest_source: str
+    @property
+    def name(self) -> str: ...
+    @property
+    def files(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def digest_source(self) -> str: ...
 
 
 def how_to_import(item: ExtraSetFields) -> str:

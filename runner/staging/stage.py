@@ -159,7 +159,7 @@ class Stage:
         assert self.tmp is not None
         if exc_type is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
-            if out_of_space(exc):  # the runner's own disk, not the engine's: say which
+            if exc is not None and out_of_space(exc):  # the runner's own disk, not the engine's: say which
                 raise disk_full(self.target.parent, f"staging {self.task}", exc) from None
             return
         try:

@@ -45,6 +45,15 @@ class StudyRequest:
     include_nonconforming: bool = False  # stability, lesion, factors: count non-conforming runs in the figures
     arguments: Mapping[str, Any] = field(default_factory=dict)  # the row's own options by dest (absent: default)
 
+    @property
+    def new_runs(self) -> int:
+        """The new runs to make: ``--runs``, else the row's default, as ``runner study`` would
+        parse it (a request built in code may leave ``runs`` out); 1 for a row without one."""
+        if self.runs is not None:
+            return self.runs
+        row = STUDIES.get(self.kind)
+        return row.runs if row is not None and row.runs is not None else 1
+
 
 @dataclass(frozen=True)
 class StudyOutcome:

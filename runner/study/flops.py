@@ -152,7 +152,8 @@ def count_in_container(engine: Engine, image: CountImage, *, builder: str, frame
     declared = FRAMEWORKS.get(framework)
     if declared is None or declared.flop_counter is None:
         counting = [f for f in FRAMEWORKS.values() if f.flop_counter]
-        raise UserError(f"the roofline study counts FLOPs with {' or '.join(f.flop_counter for f in counting)}; "
+        counters = [counter for f in counting if (counter := f.flop_counter)]
+        raise UserError(f"the roofline study counts FLOPs with {' or '.join(counters)}; "
                         f"this entry's framework is {framework}",
                         f"run it on a {' or '.join(f.label for f in counting)} entry")
     threads = threads_of(cpus)

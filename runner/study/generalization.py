@@ -202,6 +202,8 @@ def evaluate_run(engine, folder: Path, task: Task, sets: dict, work: Path, trans
     if not result.smoke and result.data is not None and result.data.digest != original.digest:
         raise UserError(f"{folder} was scored on {task.id} data {result.data.digest}, not the staged "
                         f"{original.digest}", f"stage the data the run used (`runner data` for {task.id})")
+    if result.image is None:
+        raise RunProblem("the run never started (its record names no image)")
     record = _final_model(result)
     image = run_image(engine, folder, result.entry.name, result.image.id, result.image.tag, result.smoke)
     with run_entry_copy(folder, result.entry.name) as entry_path:
@@ -545,7 +547,7 @@ def choices_of(arguments: Mapping[str, Any]) -> Choices:
 
 def new_runs(request: StudyRequest) -> SavedStudy:
     """Its row's run (runner.study.registry): new runs (one by default), each final model scored."""
-    return run(request.entry, request.runs or 1, request.options, choices_of(request.arguments), slurm=request.slurm)
+    return run(request.entry, request.new_runs, request.options, choices_of(request.arguments), slurm=request.slurm)
 
 
 def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> SavedStudy:

@@ -125,7 +125,7 @@ def analyse(mode: str, entry: Entry, switches: list[Switch], runs: dict[str, lis
     rows = []
     for v in plan:
         folders = runs.get(v.label, [])
-        ttas = [results[f].tta_seconds for f in folders if f in counted and results[f].tta_seconds is not None]
+        ttas = [tta for f in folders if f in counted and (tta := results[f].tta_seconds) is not None]
         n = sum(f in counted for f in folders)
         rows.append({
             "label": v.label, "switches_off": list(v.off),
@@ -320,7 +320,7 @@ def study(mode: str, entry: Entry, switches: list[Switch], runs: dict[str, list[
 def new_runs(request: StudyRequest) -> SavedStudy:
     """The lesion and factors rows' run (runner.study.registry): the row's name is the mode."""
     names = parse_names(request.arguments.get("switches"))
-    return run(request.kind, request.entry, request.runs, request.options, names, request.slurm,
+    return run(request.kind, request.entry, request.new_runs, request.options, names, request.slurm,
                request.include_nonconforming)
 
 

@@ -64,9 +64,12 @@ def count_log(entry_name: str) -> Path:
 def analyse(folder: Path, batch_override: int | None = None) -> dict:
     result = read_run(folder)
     task = get_task(result.task.id)
-    if task.input_shape is None:
-        raise UserError(f"the roofline study counts image models; {task.id} has no image input",
-                        "run it on an image task's entry")
+    if task.input_shape is None or task.num_classes is None:
+        raise UserError(f"the roofline study counts image classifiers; {task.id} has no image input or no classes",
+                        "run it on an image classification task's entry")
+    if result.image is None or result.cost is None:
+        raise UserError(f"{visible(str(folder))} is the record of a run that never started (it names no image or "
+                        "hardware profile)", "pass a run folder made by `runner reproduce` whose training ran")
     entry_dir = folder / "entry"  # the entry files the run used, signed with it (read, never imported)
     manifest = load_untrusted_yaml(entry_dir / "entry.yaml")  # bounded, no aliases, a regular file only
     if not isinstance(manifest, dict):

@@ -166,9 +166,11 @@ def series(name: str, measured: list[dict]) -> dict | None:
         return None
     points = [_point([m for m in members if m[count_of] == c], c) for c in counts]
     base = next((p for p in points if p["processes"] == 1), None)
+    base_tta = base["median_tta_seconds"] if base is not None else None
+    base_epoch = base["median_epoch_seconds"] if base is not None else None
     for p in points:
-        p["tta_speedup"] = _ratio(base and base["median_tta_seconds"], p["median_tta_seconds"])
-        p["epoch_speedup"] = _ratio(base and base["median_epoch_seconds"], p["median_epoch_seconds"])
+        p["tta_speedup"] = _ratio(base_tta, p["median_tta_seconds"])
+        p["epoch_speedup"] = _ratio(base_epoch, p["median_epoch_seconds"])
         p["tta_efficiency"] = _ratio(p["tta_speedup"], p["processes"])
         p["epoch_efficiency"] = _ratio(p["epoch_speedup"], p["processes"])
         p["communication_fraction"] = _ratio(p["median_communication_seconds"], p["median_epoch_seconds"])
@@ -292,7 +294,7 @@ def new_runs(request: StudyRequest) -> SavedStudy:
     """Its row's run (runner.study.registry): the placements asked for, each run anew."""
     processes = parse_counts(request.arguments.get("processes"), "--processes")
     nodes = parse_counts(request.arguments.get("nodes"), "--nodes")
-    return run(request.entry, processes, nodes, request.runs, request.options, request.slurm)
+    return run(request.entry, processes, nodes, request.new_runs, request.options, request.slurm)
 
 
 def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> SavedStudy:

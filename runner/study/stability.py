@@ -36,7 +36,9 @@ KIND = "stability"
 
 def _labels(result: Result):
     """The labels the runs were scored against (staged, or the smoke data made again);
-    None when this host does not have the same data."""
+    None when this host does not have the same data (or the run names none: it never started)."""
+    if result.data is None:
+        return None
     try:
         if result.smoke:
             with tempfile.TemporaryDirectory(prefix="runner-study-") as tmp:
@@ -131,7 +133,7 @@ def study(folders: list[Path], include_nonconforming: bool = False) -> SavedStud
 
 def new_runs(request: StudyRequest) -> SavedStudy:
     """Its row's run (runner.study.registry): N new runs."""
-    return run(request.entry, request.runs, request.options, slurm=request.slurm,
+    return run(request.entry, request.new_runs, request.options, slurm=request.slurm,
                include_nonconforming=request.include_nonconforming)
 
 

@@ -66,7 +66,7 @@ def tta_at(folder: Path, threshold: float) -> tuple[float | None, int | None, in
         score = ev["scores"].get(task.metric)
         meets.append(ev.get("problem") is None and score is not None and task.meets(score))
     tta = time_to_accuracy(line, meets)
-    if not tta.reached:
+    if not tta.reached or tta.crossing is None:  # a reached TTA names its crossing
         return None, None, None
     ev = evaluations[tta.crossing]
     return tta.seconds, tta.crossing, ev.get("epoch")
@@ -151,7 +151,7 @@ def run(entry_path: str, runs: int, opts, ladder: list[float] | None = None, slu
 def new_runs(request: StudyRequest) -> SavedStudy:
     """Its row's run (runner.study.registry): the ladder, then new runs."""
     ladder = parse_thresholds(request.arguments.get("thresholds"))
-    return run(request.entry, request.runs, request.options, ladder, slurm=request.slurm)
+    return run(request.entry, request.new_runs, request.options, ladder, slurm=request.slurm)
 
 
 def given_runs(request: StudyRequest, runs: Callable[[], list[Path]]) -> SavedStudy:

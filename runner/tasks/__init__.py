@@ -35,7 +35,10 @@ def discover(path: Iterable[str], prefix: str) -> dict[str, Task]:
         task = getattr(module, "TASK", None)
         if not isinstance(task, Task):
             raise ImportError(f"task package {info.name} declares no TASK (a runner.tasks.base.Task)")
-        task = module.TASK = with_rules(task, Path(module.__file__).parent / RULES_DIR)
+        if module.__file__ is None:
+            raise ImportError(f"task package {info.name} has no __init__.py (its rules are read beside it)")
+        task = with_rules(task, Path(module.__file__).parent / RULES_DIR)
+        module.__dict__["TASK"] = task  # the package's task under its newest rules, as discovery returns it
         if task.id in found:
             raise ImportError(f"task id {task.id!r} is declared twice (again by {info.name})")
         found[task.id] = task

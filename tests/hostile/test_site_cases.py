@@ -290,6 +290,16 @@ def test_figures_from_a_hand_edited_record_are_written_never_raised():
     assert formats.month(5) == "5"
 
 
+def test_a_hand_edited_fingerprints_gpus_that_are_not_a_list_show_as_none():
+    """A run's fingerprint is its record's: GPUs that are a number or a string (not the list
+    capture_host writes) show as none, never a TypeError that takes the board down."""
+    for gpus in (3, "A100", {"name": "A100"}):
+        rows = dict(html._fingerprint_rows({"gpu": {"gpus": gpus}, "memory": {"total_bytes": 2**31}}))
+        assert rows["GPUs"] == "none" and rows["Memory"] == "2.0 GiB"
+    rows = dict(html._fingerprint_rows({"gpu": {"gpus": [{"name": "A100"}, "junk"]}}))
+    assert rows["GPUs"] == "A100"
+
+
 def test_a_file_added_to_the_old_site_while_the_new_one_is_built_is_kept(results, tmp_path, capsys, monkeypatch):
     out = tmp_path / "site"
     assert site(capsys, results, out)[0] == 0

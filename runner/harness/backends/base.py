@@ -4,12 +4,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..errors import HarnessError
+from ..timing import Ranked
+
 if TYPE_CHECKING:
     from ..frameworks import LoadedModel
+
+
+@runtime_checkable
+class TorchModule(Protocol):
+    """What the torch backends use of a ``torch.nn.Module`` (typed without importing torch,
+    which only the images that carry it have)."""
+
+    def to(self, *args: Any, **kwargs: Any) -> TorchModule: ...
+
+    def eval(self) -> TorchModule: ...
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 @dataclass
@@ -28,10 +43,20 @@ class ModelFiles:
     work_dir: Path  # this backend's output folder (engines and the like go here)
     extra: dict = field(default_factory=dict)
 
+    def onnx_export(self, backend: str) -> tuple[Path, dict]:
+        """The ONNX export and its record, which an ONNX-reading backend starts from; without
+        them it cannot run (the harness exports only for a backend that asked)."""
+        if self.onnx is None or self.onnx_info is None:
+            raise HarnessError(f"the {backend} backend needs the ONNX export, which is missing", 1)
+        return self.onnx, self.onnx_info
+
     @property
-    def torch_model(self) -> object:
-        """The PyTorch module (for the torch backend; other frameworks have their own)."""
-        return self.model.native
+    def torch_model(self) -> TorchModule:
+        """The PyTorch module (for the torch backends; other frameworks have their own)."""
+        native = self.model.native
+        if not isinstance(native, TorchModule):
+            raise HarnessError(f"the torch backends need a PyTorch module; the builder gave {type(native).__name__}", 1)
+        return native
 
 
 class Backend:
@@ -58,7 +83,7 @@ class Backend:
     def prepare(self, files: ModelFiles) -> None:
         raise NotImplementedError
 
-    def predict(self, x: np.ndarray) -> object:
+    def predict(self, x: np.ndarray) -> Ranked:
         raise NotImplementedError
 
     def info(self) -> dict:

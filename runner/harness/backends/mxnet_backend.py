@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import HarnessError
 from . import check_framework
+from ..timing import Ranked
 from .base import Backend, ModelFiles
 
 
@@ -35,9 +36,12 @@ class MXNetBackend(Backend):
         self.mx = mx
         self.files = files
         self.topk = files.topk
-        self.block = files.model.native
+        block = files.model.native
+        if not isinstance(block, mx.gluon.HybridBlock):
+            raise HarnessError(f"the mxnet backend runs Gluon blocks; this entry's model is a {type(block).__name__}")
+        self.block = block
 
-    def predict(self, x: np.ndarray) -> object:
+    def predict(self, x: np.ndarray) -> Ranked:
         scores = self.block(self.mx.nd.array(x)).asnumpy()[0]
         if self.topk == 1:
             return int(scores.argmax())

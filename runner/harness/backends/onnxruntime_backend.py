@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import HarnessError
+from ..timing import Ranked
 from .base import Backend, ModelFiles
 
 
-def _rank(scores: np.ndarray, k: int) -> object:
+def _rank(scores: np.ndarray, k: int) -> Ranked:
     if k == 1:
         return int(scores.argmax())
     top = np.argpartition(-scores, k)[:k]
@@ -59,8 +60,7 @@ class OnnxRuntimeBackend(Backend):
     def prepare(self, files: ModelFiles) -> None:
         import onnxruntime as ort  # lazy: optional (onnxruntime: only in images with ONNX Runtime)
 
-        if files.onnx is None:
-            raise HarnessError(f"the {self.name} backend needs the ONNX export, which is missing", 1)
+        self.onnx, self.onnx_info = files.onnx_export(self.name)
         self.ort = ort
         self.files = files
         self.topk = files.topk
@@ -68,7 +68,7 @@ class OnnxRuntimeBackend(Backend):
         providers = [(self.provider, self.provider_options(files))]
         if self.provider != "CPUExecutionProvider":
             providers.append(("CPUExecutionProvider", {}))  # for ops the accelerator lacks
-        self.session = ort.InferenceSession(str(files.onnx), sess_options=self.options, providers=providers)
+        self.session = ort.InferenceSession(str(self.onnx), sess_options=self.options, providers=providers)
         active = self.session.get_providers()
         if not active or active[0] != self.provider:
             raise HarnessError(
@@ -78,7 +78,7 @@ class OnnxRuntimeBackend(Backend):
         self.input_name = self.session.get_inputs()[0].name
         self.output_names = [self.session.get_outputs()[0].name]
 
-    def predict(self, x: np.ndarray) -> object:
+    def predict(self, x: np.ndarray) -> Ranked:
         scores = self.session.run(self.output_names, {self.input_name: x})[0]
         return _rank(scores[0], self.topk)
 
@@ -100,9 +100,9 @@ class OnnxRuntimeBackend(Backend):
                 "intra_op": opts.intra_op_num_threads,
                 "inter_op": opts.inter_op_num_threads,
             },
-            "model_file": self.files.onnx.name,
-            "model_sha256": self.files.onnx_info["sha256"],
-            "onnx": self.files.onnx_info,
+            "model_file": self.onnx.name,
+            "model_sha256": self.onnx_info["sha256"],
+            "onnx": self.onnx_info,
             **self.model_record(self.files, "NCHW (the ONNX export's input)"),
         }
 

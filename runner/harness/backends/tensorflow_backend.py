@@ -12,6 +12,8 @@ import numpy as np
 
 from ..errors import HarnessError
 from . import check_framework
+from ..frameworks.tensorflow import KerasModel
+from ..timing import Ranked
 from .base import Backend, ModelFiles
 
 
@@ -35,9 +37,12 @@ class TensorFlowBackend(Backend):
         self.tf = tf
         self.files = files
         self.topk = files.topk
-        self.serve = files.model.nchw_function(tuple(files.input_shape)).get_concrete_function()
+        model = files.model
+        if not isinstance(model, KerasModel):
+            raise HarnessError(f"the tensorflow backend runs Keras models; this entry's model is a {type(model).__name__}")
+        self.serve = model.nchw_function(tuple(files.input_shape)).get_concrete_function()
 
-    def predict(self, x: np.ndarray) -> object:
+    def predict(self, x: np.ndarray) -> Ranked:
         scores = self.serve(self.tf.constant(x)).numpy()[0]
         if self.topk == 1:
             return int(scores.argmax())

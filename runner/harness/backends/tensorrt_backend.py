@@ -7,11 +7,13 @@ Written against the TensorRT 10 Python API (named I/O tensors, ``execute_async_v
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 
 from ..digest import sha256_file
 from ..errors import HarnessError
+from ..timing import Ranked
 from .base import Backend, ModelFiles
 
 WORKSPACE_BYTES = 1 << 30
@@ -40,12 +42,12 @@ class TensorRTBackend(Backend):
                 "run on a GPU host with the NVIDIA container runtime, or choose --backend onnxruntime"
             )
 
-    def _build_engine(self, trt, files: ModelFiles) -> bytes:
+    def _build_engine(self, trt, files: ModelFiles, onnx: Path) -> bytes:
         logger = self.logger
         builder = trt.Builder(logger)
         network = builder.create_network(0)  # TensorRT 10: explicit batch is the only mode
         parser = trt.OnnxParser(network, logger)
-        if not parser.parse(files.onnx.read_bytes()):
+        if not parser.parse(onnx.read_bytes()):
             errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
             raise HarnessError(f"TensorRT cannot parse the ONNX export: {errors}", 1)
         config = builder.create_builder_config()
@@ -63,12 +65,11 @@ class TensorRTBackend(Backend):
         import tensorrt as trt  # lazy: optional (tensorrt: only in images with TensorRT)
         import torch  # lazy: optional (torch: only in images with PyTorch)
 
-        if files.onnx is None:
-            raise HarnessError("the tensorrt backend needs the ONNX export, which is missing", 1)
+        self.onnx, self.onnx_info = files.onnx_export(self.name)
         self.trt, self.torch, self.files, self.topk = trt, torch, files, files.topk
         self.logger = trt.Logger(trt.Logger.WARNING)
         start = time.perf_counter()
-        plan = self._build_engine(trt, files)
+        plan = self._build_engine(trt, files, self.onnx)
         self.build_seconds = time.perf_counter() - start
         self.engine_path = files.work_dir / "model.engine"
         self.engine_path.write_bytes(plan)
@@ -89,7 +90,7 @@ class TensorRTBackend(Backend):
             else:
                 self.output = tensor
 
-    def predict(self, x: np.ndarray) -> object:
+    def predict(self, x: np.ndarray) -> Ranked:
         torch = self.torch
         with torch.cuda.stream(self.stream):
             self.input.copy_(torch.from_numpy(x), non_blocking=False)
@@ -114,8 +115,8 @@ class TensorRTBackend(Backend):
                 "cuda": torch.version.cuda,
             },
             "threads": {"host": 1},
-            "model_file": self.files.onnx.name,
-            "model_sha256": self.files.onnx_info["sha256"],
-            "onnx": self.files.onnx_info,
+            "model_file": self.onnx.name,
+            "model_sha256": self.onnx_info["sha256"],
+            "onnx": self.onnx_info,
             **self.model_record(self.files, "NCHW (the ONNX export's input)"),
         }

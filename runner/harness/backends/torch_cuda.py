@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import HarnessError
 from . import check_framework
+from ..timing import Ranked
 from .base import Backend, ModelFiles
 
 GRAPH_WARMUP = 3  # eager passes on a side stream before capture (cuDNN picks its kernels)
@@ -102,7 +103,7 @@ class TorchCuda(Backend):
                 self.graph_out = self._forward()
         self.stream.synchronize()
 
-    def predict(self, x: np.ndarray) -> object:
+    def predict(self, x: np.ndarray) -> Ranked:
         torch = self.torch
         self.host_in.numpy()[...] = x
         with torch.inference_mode(), torch.cuda.stream(self.stream):

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import HarnessError
 from . import check_framework
+from ..timing import Ranked
 from .base import Backend, ModelFiles
 
 
@@ -41,7 +42,7 @@ class TorchEager(Backend):
         self.topk = files.topk
         self.files = files
 
-    def predict(self, x: np.ndarray) -> object:
+    def predict(self, x: np.ndarray) -> Ranked:
         torch = self.torch
         with torch.inference_mode():
             scores = self.model(torch.from_numpy(x).contiguous(memory_format=self.memory_format))

@@ -69,6 +69,8 @@ def import_files(files: dict[str, Path], target: Path, *, expected: Expected, ta
             with progress.bar(f"decoding {path.name}", len(members)) as advance:
                 for i, (_, _, member) in enumerate(members):
                     fh = tar.extractfile(member)
+                    if fh is None:
+                        raise UserError(f"{path}: {member.name} is not a regular file", how_to_import(item))
                     try:
                         images[i] = preprocess(fh.read(), image_module)
                     except (OSError, ValueError, SyntaxError) as err:
