@@ -67,10 +67,11 @@ def result_of(results: Path, entry: str = "contract-probe") -> dict:
     return json.loads((folder / "result.json").read_text()) | {"_folder": str(folder)}
 
 
-def killed_run(results: Path, entry: str = "contract-probe") -> dict:
-    """What a SIGKILLed runner leaves of its run: a folder with no result.json (it is written
-    once, when the run is finished) and the run's record as far as it went, journalled beside
-    the runner's marker of the run (outside the folder, for the next start to recover)."""
+def journalled_run(results: Path, entry: str = "contract-probe") -> dict:
+    """A run in progress, or what a SIGKILLed runner leaves of one: a folder with no
+    result.json (it is written once, when the run is finished) and the run's record as far as
+    it went, journalled beside the runner's marker of the run (outside the folder, for the
+    next start to recover)."""
     from runner import paths
 
     (logs,) = results.glob(f"{entry}/**/logs")

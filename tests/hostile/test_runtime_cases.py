@@ -22,7 +22,7 @@ import yaml
 from hostile_helpers import (  # noqa: F401
     assert_one_line_error,
     event_keys,
-    killed_run,
+    journalled_run,
     probe_entry,
     result_of,
     results,
@@ -364,7 +364,7 @@ def test_sigkilled_runner_is_recovered_at_next_start(engine, tmp_path, capsys, m
     _wait_for("contract-probe/**/logs/train.log", first_results, "epoch_start", killed)
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=30)
-    orphan = killed_run(first_results)
+    orphan = journalled_run(first_results)
     assert orphan["status"] == "running" and not _no_run_containers(engine, orphan)  # still training
 
     monkeypatch.setenv("RUNNER_RESULTS", str(tmp_path / "second"))
@@ -387,7 +387,7 @@ def test_concurrent_runs_queue_for_cores_and_never_kill_each_other(engine, tmp_p
          "--no-infer"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     _wait_for("contract-probe/**/logs/train.log", first_results, "epoch_start", first)
-    first_run = Path(result_of(first_results)["_folder"]).name
+    first_run = Path(journalled_run(first_results)["_folder"]).name
     second_results = tmp_path / "second"
     second = subprocess.Popen(
         [sys.executable, "-m", "runner", "reproduce", str(probe_entry(tmp_path / "b", "sandbox")), "--smoke",
@@ -403,8 +403,8 @@ def test_concurrent_runs_queue_for_cores_and_never_kill_each_other(engine, tmp_p
             break
     assert f"waiting for cores 0-1 held by run {first_run} (pid {first.pid})" in lines[-1], lines
     # The second run started (and passed its orphan sweep) without touching the first.
-    assert not _no_run_containers(engine, result_of(first_results))
-    assert result_of(first_results)["status"] == "running"
+    assert not _no_run_containers(engine, journalled_run(first_results))
+    assert journalled_run(first_results)["status"] == "running"
     first.send_signal(signal.SIGTERM)
     assert first.wait(timeout=60) == 130
     rest = second.communicate(timeout=300)[0]
@@ -632,7 +632,7 @@ def test_a_sigkilled_runners_scratch_folder_is_swept_at_next_start(engine, tmp_p
     assert size > 1 << 20  # the smoke data and the probe inputs
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=30)
-    assert scratch.is_dir() and killed_run(first_results)["status"] == "running"  # what SIGKILL leaves
+    assert scratch.is_dir() and journalled_run(first_results)["status"] == "running"  # what SIGKILL leaves
 
     second_results = tmp_path / "second"
     proc, _ = reproduce_child(item8_entry(tmp_path / "b", "done"), second_results)
