@@ -122,16 +122,12 @@ class RunPlan:
         return variant or None
 
     # -- the next state -------------------------------------------------------------------
-    def asked(self) -> dict:
-        """This plan's own fields (what was asked), to build a later state from."""
-        return {f.name: getattr(self, f.name) for f in fields(RunPlan)}
-
     def resolved(self, *, gpus: int, backends: list[str] | tuple[str, ...], image: str, data: RunData,
                  network: str | None = None, runner: list[str] | tuple[str, ...] = (),
                  initial: tuple[tuple[str, tuple[int, ...], str], ...] = ()) -> ResolvedPlan:
         """The plan once the shared stages ran: the host's GPUs, the backends, the image, the
         data, the model's tensors the initial weights are drawn for."""
-        asked = {**self.asked(), "limits": replace(self.limits, gpus=gpus), "backends": tuple(backends)}
+        asked = {**_fields_of(self, RunPlan), "limits": replace(self.limits, gpus=gpus), "backends": tuple(backends)}
         return ResolvedPlan(**asked, image=image, data=data, network=network, runner=tuple(runner),
                             initial=tuple(initial))
 
@@ -204,14 +200,10 @@ class ResolvedPlan(RunPlan):
     # initial weights for (runner.run.init_weights), from the entry's builder in the sandbox.
     initial: tuple[tuple[str, tuple[int, ...], str], ...] = ()
 
-    def resolution(self) -> dict:
-        """This plan's own fields (what was asked and what the shared stages fixed)."""
-        return {f.name: getattr(self, f.name) for f in fields(ResolvedPlan)}
-
     def for_run(self, seed: int, result_dir: Path, scratch: Path, probe_dir: Path | None = None) -> SeedRun:
         """One run of the plan: its seed, its result folder, the host-only scratch folder of its
         evaluator's requests, and the runner's perturbed probe inputs (when the task has them)."""
-        return SeedRun(**self.resolution(), seed=seed, result_dir=result_dir, scratch=scratch, probe_dir=probe_dir)
+        return SeedRun(**_fields_of(self, ResolvedPlan), seed=seed, result_dir=result_dir, scratch=scratch, probe_dir=probe_dir)
 
     def to_dict(self) -> dict:
         return {**super().to_dict(), "image": self.image, "network": self.network, "runner": list(self.runner),
@@ -306,6 +298,12 @@ class Prepared:
     public: tuple[StagedInput, ...]  # the manifest's public inputs, mounted read-only
     isolation: dict | None  # why the engine could not isolate the runs (the host engine); None: it did
     harness_digest: str  # sha256 over the container-side harness the runs use
+
+
+def _fields_of(plan: RunPlan, state: type[RunPlan]) -> dict:
+    """``plan``'s values of the fields of ``state`` (one of its earlier states), to build the
+    next state from."""
+    return {f.name: getattr(plan, f.name) for f in fields(state)}
 
 
 def sent_run(d: dict, scratch: Path) -> SeedRun:
