@@ -12,6 +12,12 @@ class ReproduceOptions:
     seed: int | None = None  # the auditor's; None: the runner draws one
     smoke: bool = False
     allow_hardware_mismatch: bool = False
+    # A host busy on the run's CPUs, before the build and before each run's training
+    # (runner.run.calm): waited for up to calm_timeout_s (None: RUNNER_CALM_TIMEOUT, else
+    # 10 minutes), or with allow_contended gone on at once (the run is marked as the
+    # contention check finds it).
+    allow_contended: bool = False
+    calm_timeout_s: float | None = None
     backends: list[str] | None = None
     timeout_minutes: float | None = None
     infer: bool = True

@@ -53,7 +53,8 @@ from runner.score.timed_model import check_timed_model
 from runner.results.record import Result
 from runner.run import ownership
 from runner.engine.containers import remove_orphans
-from runner.run.cores import hold_cores
+from runner.run.calm import wait_for_calm
+from runner.run.cores import cpuset_for, hold_cores
 from runner.run.guards import GuardVerdict, RunGuards
 from runner.run.allocation import check_nodes, cluster_network, require_network_setting
 from runner.plan import CHECKPOINTS_DIR
@@ -218,6 +219,9 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
     entry = plan.entry
     with clock.phase("preflight"):
         engine, network = preflight(plan)
+    with clock.phase("host load check"):  # a busy host is named now, not after the run (runner.run.calm)
+        wait_for_calm(cpuset_for(plan.limits.cpus), "before the build", plan.options.allow_contended,
+                      plan.options.calm_timeout_s)
     with clock.phase("fingerprint"):
         fingerprint = capture_host(engine)
     hardware, reasons = _check_hardware(plan, fingerprint)
@@ -401,6 +405,9 @@ def run_once(plan: ResolvedPlan, prepared: Prepared, seed: int, scratch: Path, c
     """One run, from its result folder to its record, complete in memory. ``clock`` holds what
     was timed before it (the shared phases, for the first run); this run's phases are added.
     A run stopped by a failure or an interrupt has its record written as far as it went."""
+    with clock.phase("host load check"):  # again: the build took minutes, an earlier run ended
+        wait_for_calm(cpuset_for(plan.limits.cpus), f"before training seed {seed}", plan.options.allow_contended,
+                      plan.options.calm_timeout_s)
     with clock.phase("result folder"):
         run, result = start(plan, prepared, seed, scratch)
     try:

@@ -289,7 +289,7 @@ def test_the_builder_runs_only_after_the_entry_and_the_timings_say_where_time_we
 
     timings = result["timings"]
     names = [p["name"] for p in timings["phases"]]
-    assert names[:2] == ["preflight", "fingerprint"] and "training" in names and names[-1] == "writing"
+    assert names[:3] == ["preflight", "host load check", "fingerprint"] and "training" in names and names[-1] == "writing"
     training = next(p for p in timings["phases"] if p["name"] == "training")
     parts = training["parts"]
     assert [e["index"] for e in parts["evaluations"]] == [0, 1]

@@ -37,6 +37,7 @@ def run(args) -> int:
     opts = ReproduceOptions(
         runs=args.runs, seed=args.seed, smoke=args.smoke,
         allow_hardware_mismatch=args.allow_hardware_mismatch,
+        allow_contended=args.allow_contended, calm_timeout_s=args.calm_timeout,
         backends=args.backend, timeout_minutes=args.timeout_minutes, infer=not args.no_infer,
         sign=not args.no_sign, full_curve=args.full_curve, loadgen=loadgen_option(args),
         verbose=args.verbose,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -166,6 +167,11 @@ class RunnableCounter:
         for pid in [pid for pid in self._facts if pid not in procs]:  # forget those gone
             del self._facts[pid]
         return RunnableCount(other=counts[OTHER], runner=counts[RUNNER], own=counts[OWN])
+
+    def container(self, pid: int) -> str | None:
+        """The container of a process the last call counted (None: none, or not known)."""
+        facts = self._facts.get(pid)
+        return facts.container if facts is not None else None
 
     def _other_threads(self, pid: int, cpus: set[int], skip: set[int]) -> int:
         n = 0
@@ -316,6 +322,8 @@ class ContentionSampler:
         self._thread: threading.Thread | None = None
         self._runnable: list[int] = []  # other tenants' tasks, per sample
         self._runner: list[int] = []  # the runner's own, per sample
+        # Other tenants' processes: in how many samples each was runnable (who to name).
+        self.others: Counter[int] = Counter()
         self._start_times = (0, 0)
         self.error: str | None = None
 
@@ -330,6 +338,7 @@ class ContentionSampler:
         try:
             while not self._stop.wait(self.interval_s):
                 seen = self.counter.count(cpus, myself)
+                self.others.update(pid for pid, kind in self.counter.last.items() if kind == OTHER)
                 self._runner.append(seen.runner)
                 self._runnable.append(seen.other)  # last: samples_taken counts complete samples
         except Exception as exc:  # a sampler failure is reported, never fatal to the run

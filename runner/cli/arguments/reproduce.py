@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from runner.cli import argtypes
@@ -10,6 +11,19 @@ from runner.cli.arguments import slurm
 
 DESCRIPTION = ("Build ENTRY's image, run training then inference inside it, keep the "
                "clock and the score on the host, fingerprint the hardware and write a signed result.")
+
+MAX_CALM_SECONDS = 7 * 24 * 3600
+
+
+def calm_seconds(text: str) -> float:
+    """``--calm-timeout``: seconds, 0 (never wait: a busy host stops the command at once) to a week."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of seconds") from None
+    if not math.isfinite(value) or not 0 <= value <= MAX_CALM_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text[:40]} seconds: give 0 to {MAX_CALM_SECONDS}")
+    return value
 
 
 def register(p) -> None:
@@ -27,6 +41,12 @@ def register(p) -> None:
                         "(host network and files); the result says so")
     p.add_argument("--allow-hardware-mismatch", action="store_true",
                    help="run on a host that does not match the profile; marks the result non-conforming")
+    p.add_argument("--allow-contended", action="store_true",
+                   help="go on at once on a host busy on the run's cores (default: wait for it to calm down); "
+                        "the contention check after training marks the run non-conforming if it stayed busy")
+    p.add_argument("--calm-timeout", type=calm_seconds, metavar="SECONDS",
+                   help="how long to wait for a busy host to calm down before the build and before each run's "
+                        "training, then stop (default: RUNNER_CALM_TIMEOUT, else 600)")
     p.add_argument("--backend", action="append", metavar="B", type=argtypes.backend,
                    help="inference backend (repeatable; default: the manifest's)")
     p.add_argument("--timeout-minutes", type=argtypes.timeout_minutes, help="training timeout (default: manifest)")
