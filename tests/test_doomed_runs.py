@@ -6,9 +6,10 @@ after training finds it.
 Real processes throughout: busy loops pinned with ``sched_setaffinity`` to CPU 0 (one of the
 probe's CPUs 0-1), read through the real ``/proc`` by the runner's own sampler. The runs are
 the real CLI in a child process, so the busy loops (this test's children) are other tenants
-to it. The thresholds are raised so that only the loops trip them, not a shared CI
-machine's load: six loops on CPU 0 are 3.0 other runnable tasks per CPU of CPUs 0-1
-against a limit of 2.5.
+to it. The limit is set above the host's own load, measured before the loops start, so that
+only the loops trip it, not a shared CI machine's load (this 2-core machine, shared with
+other builds and runs, measured 1 to 5 other runnable tasks per CPU on its own): sixteen
+loops on CPU 0 add 8.0 per CPU of CPUs 0-1, the limit is 3.0 above the background.
 """
 
 from __future__ import annotations
@@ -28,17 +29,22 @@ from runner.errors import UserError
 from runner.run import calm
 
 HOG = [sys.executable, "-c", "while True: pass"]
-LOOPS = 6
-BUSY_ENV = {"RUNNER_MAX_OTHER_RUNNABLE": "2.5", "RUNNER_MAX_STEAL": "0.5"}
+LOOPS = 16  # 8.0 other runnable tasks per CPU of CPUs 0-1
+ABOVE_BACKGROUND = 3.0  # the limit: this above what the host ran before the loops
+# Before the build, before anything slow: the runner's start-up, its plan, its preflight (the
+# engine asked), one measure. About 6 s on this 2-core machine at 5 other runnable tasks per
+# CPU; 20-50 s with the loops and other helpers' builds beside it.
+SAID_WITHIN_S = 90
 
 
-def _foreign_hog() -> int:
-    """A busy loop that is no descendant of this process (started by a child that exits at
+def _foreign_hogs(n: int) -> list[int]:
+    """Busy loops that are no descendants of this process (started by a child that exits at
     once): to a runner in this process, another tenant's."""
-    code = ("import subprocess as s; print(s.Popen("
-            f"{HOG!r}, start_new_session=True, stdin=s.DEVNULL, stdout=s.DEVNULL, stderr=s.DEVNULL).pid)")
-    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                              timeout=30).stdout)
+    code = ("import subprocess as s\n"
+            f"for _ in range({n}): print(s.Popen({HOG!r}, start_new_session=True, stdin=s.DEVNULL, "
+            "stdout=s.DEVNULL, stderr=s.DEVNULL).pid)")
+    return [int(pid) for pid in subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                               check=True, timeout=60).stdout.split()]
 
 
 class Hogs:
@@ -47,18 +53,18 @@ class Hogs:
     def __init__(self):
         self.pids: list[int] = []
         self.children: list[subprocess.Popen] = []
+        self.limit = 0.0
 
     def start(self, n: int = LOOPS, foreign: bool = False) -> list[int]:
-        for _ in range(n):
-            if foreign:
-                pid = _foreign_hog()
-            else:
-                child = subprocess.Popen(HOG)
-                self.children.append(child)
-                pid = child.pid
-            self.pids.append(pid)
+        if foreign:
+            pids = _foreign_hogs(n)
+        else:
+            self.children += [subprocess.Popen(HOG) for _ in range(n)]
+            pids = [child.pid for child in self.children[-n:]]
+        for pid in pids:
             os.sched_setaffinity(pid, {0})
-        return self.pids
+        self.pids += pids
+        return pids
 
     def kill(self) -> None:
         for pid in self.pids:
@@ -73,13 +79,26 @@ class Hogs:
 
 @pytest.fixture
 def hogs(monkeypatch):
-    for name, value in BUSY_ENV.items():
-        monkeypatch.setenv(name, value)
+    """Busy loops to start, and the limit of other runnable tasks per CPU (``hogs.limit``) set
+    above this host's own load."""
+    monkeypatch.setenv("RUNNER_MAX_STEAL", "0.5")  # steal is not the subject
     monkeypatch.delenv(calm.ALLOW_ENV, raising=False)
     monkeypatch.delenv(calm.TIMEOUT_ENV, raising=False)
+    background = max(calm.measure("0-1").summary.other_runnable_per_cpu for _ in range(2))
     found = Hogs()
+    found.limit = round(background + ABOVE_BACKGROUND, 1)
+    monkeypatch.setenv("RUNNER_MAX_OTHER_RUNNABLE", str(found.limit))
     yield found
     found.kill()
+
+
+def assert_named(line: str, pids: list[int]) -> None:
+    """The busiest processes are named by pid: the loops, or (a shared host's) others as
+    busy as they are; never the runner."""
+    named = line.strip().split("the busiest: ")[1].split(". Fix")[0].split("; ")[0].split(", ")
+    pids_named = {int(part.split()[1]) for part in named}
+    assert os.getpid() not in pids_named, line
+    assert pids_named & set(pids) or all(part.endswith("(100%)") for part in named), line
 
 
 # --- the check itself, in this process ------------------------------------------------------
@@ -87,11 +106,12 @@ def hogs(monkeypatch):
 def test_the_runners_own_children_never_make_the_host_busy(hogs):
     """This process is the runner here: its children are its own work, as in the contention
     check, and a calm host costs one short measure."""
-    hogs.start()
+    pids = hogs.start()
     started = time.monotonic()
     load = calm.wait_for_calm("0-1", "before the build", timeout=0)
-    assert load.problem() is None and load.summary.runner_runnable_per_cpu >= 1.0
     assert time.monotonic() - started < 3 * calm.SAMPLE_S + 5
+    assert load.problem() is None and load.summary.runner_runnable_per_cpu >= LOOPS / 2 / 2
+    assert not {b.pid for b in load.busiest} & set(pids)
 
 
 def test_other_tenants_are_named_and_a_timeout_stops_with_one_line(hogs, capsys):
@@ -100,9 +120,8 @@ def test_other_tenants_are_named_and_a_timeout_stops_with_one_line(hogs, capsys)
         calm.wait_for_calm("0-1", "before training seed 3", timeout=2)
     line = raised.value.line()
     assert "\n" not in line and line.startswith("the host stayed busy before training seed 3 for 2 s: ")
-    assert "other runnable tasks per CPU on CPUs 0-1 (limit 2.5)" in line and "--allow-contended" in line
-    named = {int(p.split()[1]) for p in line.split("the busiest: ")[1].split(". Fix")[0].split(", ")}
-    assert named & set(pids) and os.getpid() not in named  # the loops by pid (a shared host may add its own)
+    assert f"other runnable tasks per CPU on CPUs 0-1 (limit {hogs.limit:g})" in line and "--allow-contended" in line
+    assert_named(line, pids)
     out = " ".join(capsys.readouterr().out.split())
     assert "the host is busy before training seed 3: " in out and "waiting up to 2 s" in out
 
@@ -122,9 +141,13 @@ def test_the_wait_ends_when_the_host_calms_down(hogs, capsys, monkeypatch):
 def _reproduce(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen, Path]:
     results = tmp_path / "results"
     env = {**os.environ, "RUNNER_RESULTS": str(results), "COLUMNS": "400"}
+    # The runner itself off CPU 0, where the loops are: how soon it speaks is its own start-up,
+    # not its share of a core the test filled (the loops are counted all the same).
+    rest = (os.sched_getaffinity(0) - {0}) or {0}
     proc = subprocess.Popen(
         [sys.executable, "-m", "runner", "reproduce", str(probe_entry(tmp_path, "sandbox")), "--smoke",
-         "--no-infer", *flags], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+         "--no-infer", *flags], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, rest))
     return proc, results
 
 
@@ -150,9 +173,9 @@ def test_a_busy_host_is_named_at_once_and_waited_for_then_the_run_goes_on(engine
     proc, results = _reproduce(tmp_path)
     try:
         line, after = _line_with(proc, "the host is busy before the build")
-        assert after < 30, f"said after {after:.1f} s"  # the runner's start-up, its preflight, one measure
-        assert "other runnable tasks per CPU on CPUs 0-1 (limit 2.5)" in line
-        assert any(f"pid {pid} python" in line for pid in pids), line
+        assert after < SAID_WITHIN_S, f"said after {after:.1f} s"
+        assert f"other runnable tasks per CPU on CPUs 0-1 (limit {hogs.limit:g})" in line
+        assert_named(line, pids)
         _line_with(proc, "waiting up to 600 s")
         time.sleep(3)
         assert proc.poll() is None and not results.exists()  # waiting, nothing built or written
@@ -184,7 +207,7 @@ def test_allow_contended_goes_on_and_the_run_is_marked(engine, hogs, tmp_path):
     proc, results = _reproduce(tmp_path, "--allow-contended")
     try:
         line, after = _line_with(proc, "the host is busy before the build")
-        assert "going on (--allow-contended)" in line and after < 30
+        assert "going on (--allow-contended)" in line and after < SAID_WITHIN_S
         rest = proc.communicate(timeout=900)[0]
     finally:
         hogs.kill()

@@ -126,8 +126,9 @@ def wait_for_calm(cpuset: str | None, before: str, allow: bool = False, timeout:
         return load
     limit = timeout_s(timeout)
     say(f"[yellow]the host is busy {before}[/]: {escape(load.describe())}", highlight=False)
-    say(f"waiting up to {limit:g} s for it to calm down (stop what is named; --allow-contended goes on now, "
-        "marked non-conforming; --calm-timeout SECONDS waits longer)", highlight=False)
+    if limit > 0:
+        say(f"waiting up to {limit:g} s for it to calm down (stop what is named; --allow-contended goes on now, "
+            "marked non-conforming; --calm-timeout SECONDS waits longer)", highlight=False)
     started = time.monotonic()
     with _waiting(limit) as show:
         while (waited := time.monotonic() - started) < limit:
@@ -150,12 +151,13 @@ def _waiting(limit: float) -> Iterator[Callable[[HostLoad, float], None]]:
     rep = reporter()
     live = rep.console.is_terminal and not rep.quiet
 
-    def text(load: HostLoad, waited: float) -> str:
-        return f"waiting for a calm host: {escape(load.describe())}; {waited:.0f} s of {limit:g} s"
+    def text(load: HostLoad, waited: float, named: bool = True) -> str:
+        what = load.describe() if named else load.figures()  # a live line fits one line
+        return f"waiting for a calm host: {escape(what)}; {min(waited, limit):.0f} s of {limit:g} s"
 
     if live:
         with rep.console.status("waiting for a calm host") as status:
-            yield lambda load, waited: status.update(text(load, waited))
+            yield lambda load, waited: status.update(text(load, waited, named=False))
         return
     last = [0.0]
 

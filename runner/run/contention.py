@@ -14,7 +14,9 @@ training, measures two things every ~0.5 s:
     told by ``comm`` and owner (root, or the runner's user), outside any container;
   - other tenants: everything else (a shim serving another container included).
 
-``stop()`` returns a summary. Steal or other tenants' tasks above their threshold make
+``stop()`` returns a summary. The same sampler, for about a second, is the check for a busy
+host before the build and before training (``runner.run.calm``), which names the other
+tenants' processes it saw runnable most often (``others``). Steal or other tenants' tasks above their threshold make
 the result non-conforming, with the figure in the reason; the runner's own share is
 reported apart (``runner_runnable_per_cpu``) and above the same threshold gives a note,
 never a non-conformance.
