@@ -72,7 +72,8 @@ class Phase:
     (a terminal has one) or as the heartbeat's line (a log)."""
 
     def __init__(self, console: Console, name: str, text: str = "", *, every_s: float | None = None,
-                 render: Callable[[], Text] | None = None, keep: bool = False, stack: list[Phase] | None = None):
+                 render: Callable[[], Text] | None = None, keep: bool = False, stack: list[Phase] | None = None,
+                 heartbeat: Heartbeat | None = None):
         self.console = console
         self.name = name
         self.text = text
@@ -87,8 +88,8 @@ class Phase:
         self._stack = stack if stack is not None else []
         self._lock = threading.Lock()
         self._last_line = 0.0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._heartbeat = heartbeat
+        self._plain = False  # in a log: lines, not a live display
         self._live: Live | None = None
 
     def elapsed(self) -> float:
@@ -120,7 +121,7 @@ class Phase:
                 self.total = total
             if in_bytes is not None:
                 self.in_bytes = in_bytes
-        if step and self._thread is not None:  # a log: the step gets its line (a terminal redraws)
+        if step and self._plain:  # a log: the step gets its line (a terminal redraws)
             self._line()
 
     def advance(self, n: float = 1) -> None:
@@ -140,11 +141,10 @@ class Phase:
             self._last_line = time.monotonic()
         self.console.print(line, highlight=False, soft_wrap=True)
 
-    def _heartbeat(self) -> None:
-        while not self._stop.wait(min(1.0, self.every_s / 4)):
-            innermost = not self._stack or self._stack[-1] is self
-            if innermost and time.monotonic() - self._last_line >= self.every_s:
-                self._line()
+    def beat(self) -> None:
+        """The heartbeat: the state again when nothing was printed for ``every_s``."""
+        if time.monotonic() - self._last_line >= self.every_s:
+            self._line()
 
     def _innermost(self) -> Text:
         """What the live display draws: the innermost open phase."""
@@ -154,9 +154,10 @@ class Phase:
         outermost = not self._stack
         self._stack.append(self)
         if not self.console.is_terminal:
+            self._plain = True
             self._line()
-            self._thread = threading.Thread(target=self._heartbeat, name=f"progress {self.name}", daemon=True)
-            self._thread.start()
+            if self._heartbeat is not None:
+                self._heartbeat.watch(self._stack)
         elif outermost:
             self._live = Live(get_renderable=self._innermost, console=self.console, refresh_per_second=4,
                               transient=not self._keep)
@@ -168,13 +169,31 @@ class Phase:
             self._stack.remove(self)
         if self._live is not None:
             self._live.__exit__(*exc)
-        elif self._keep and self._thread is None:  # nested on a terminal: its last state, above the live line
-            self.console.print(self, highlight=False)
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            if self._keep:
-                self._line()
+        elif self._keep:  # a log's last line, or nested on a terminal: above the live line
+            self._line()
+
+
+class Heartbeat:
+    """One thread per reporter, started with its first phase in a log: whenever the innermost
+    open phase has printed nothing for its interval, it prints the phase's state again. (A
+    thread per phase would cost each short phase a start and a join.)"""
+
+    def __init__(self):
+        self._stack: list[Phase] = []
+        self._thread: threading.Thread | None = None
+
+    def watch(self, stack: list[Phase]) -> None:
+        self._stack = stack
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._beat, name="progress heartbeat", daemon=True)
+            self._thread.start()
+
+    def _beat(self) -> None:
+        while True:
+            phase = self._stack[-1] if self._stack else None
+            time.sleep(min(1.0, phase.every_s / 4) if phase else 0.25)
+            if phase is not None and phase in self._stack[-1:]:  # still the innermost
+                phase.beat()
 
 
 class _Silent(Phase):
@@ -198,6 +217,7 @@ class Reporter:
         self.progress = progress or (self.console if quiet else Console(stderr=True))
         self._warned: set[str] = set()
         self._phases: list[Phase] = []  # open phases, outermost first
+        self._heartbeat = Heartbeat()
 
     def say(self, markup: str, **options) -> None:
         """One line of progress (rich markup)."""
@@ -223,7 +243,8 @@ class Reporter:
         the progress stream (or ``console``); nothing is printed when quiet."""
         if self.quiet:
             return _Silent(self.progress, name, text, render=render)
-        return Phase(console or self.progress, name, text, render=render, keep=keep, stack=self._phases)
+        return Phase(console or self.progress, name, text, render=render, keep=keep, stack=self._phases,
+                     heartbeat=self._heartbeat)
 
     # What code that still expects a console may be given (``print`` and ``status``).
     def print(self, *objects, **options) -> None:
