@@ -45,7 +45,7 @@ _NETWORK_SIGNS = re.compile(
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _BUILDER_CHATTER = ("Removing intermediate container", "--->", "Step ")
-_STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+_STEP = re.compile(r"^Step (\d+)(/\d+)? : (.*)$")  # ch-image's, translated, has no total
 _WHEEL = re.compile(r"^Processing \S*?([^/\s]+)\.whl")
 _INSTALLING = "Installing collected packages:"
 
@@ -74,7 +74,7 @@ class BuildProgress:
 
     def _line(self, line: str) -> None:
         if m := _STEP.match(line):
-            self.step, self.instruction = f"step {m[1]}/{m[2]}", m[3]
+            self.step, self.instruction = f"step {m[1]}{m[2] or ''}", m[3]
             self.phase.update(f"{self.step}, {self._quoted(self.instruction, 48)}", step=True)
         elif m := _WHEEL.match(line):
             self.phase.update(f"{self.step}, pip processing {self._quoted(m[1], 40)}")
