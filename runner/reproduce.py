@@ -206,10 +206,10 @@ def inspect(plan: RunPlan, engine: Engine, built: BuiltImage, staged: StagedData
             return []
         return list(resolve_wheels(parse_lock(entry.lock_path)).values())
 
-    with reporter().status("inspecting the image for weights and data it should not carry"):
-        return inspect_image(engine, built.image_id, built.base.id, wheels, entry.path, entry_files(entry.path),
-                             Path(staged.eval_dir) / "images.npy", Path(staged.labels) / "eval_labels.npy",
-                             lock=entry.lock_path, budget=budget_for(entry.task.id))
+    reporter().print("[bold]inspect[/] the image for weights and data it should not carry")
+    return inspect_image(engine, built.image_id, built.base.id, wheels, entry.path, entry_files(entry.path),
+                         Path(staged.eval_dir) / "images.npy", Path(staged.labels) / "eval_labels.npy",
+                         lock=entry.lock_path, budget=budget_for(entry.task.id))
 
 
 def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan, Prepared]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from rich.table import Table
 
 from runner.events import RUNNER
+from runner.report import reporter
 from runner.score.tta import CONTAINER_EXIT, EVAL_FREEZE, EVAL_THAW, LAUNCH
 
 
@@ -31,9 +32,12 @@ class Timings:
 
     @contextmanager
     def phase(self, name: str):
+        """Time the block as ``name``; the reporter shows it as a phase (a line, a heartbeat in
+        a log) until a phase of its own inside says more."""
         started = time.monotonic()
         try:
-            yield
+            with reporter().phase(name):
+                yield
         finally:
             self.add(name, time.monotonic() - started)
 

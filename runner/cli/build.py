@@ -17,8 +17,7 @@ def run(args) -> int:
     engine = get_engine()
     console = Console()
     try:
-        with console.status(f"building {entry.name}"):
-            built = build_entry(entry, engine, no_cache=args.no_cache)
+        built = build_entry(entry, engine, no_cache=args.no_cache)  # the build draws its own progress
     except BuildError as err:
         if args.verbose and err.build_log:  # the output that explains it
             console.print("".join(err.build_log), markup=False, highlight=False)

@@ -27,6 +27,8 @@ from runner.engine.interface import BuildFailed, Engine, EngineError
 from runner.errors import BuildError, UserError
 from runner.images import BaseImage, ensure_base
 from runner.manifest import Entry
+from runner.report import Phase, reporter
+from runner.safe_read import visible
 
 BUILD_TIMEOUT_S = int(os.environ.get("RUNNER_BUILD_TIMEOUT_S", "2700"))
 MIN_FREE_GIB = float(os.environ.get("RUNNER_MIN_FREE_GIB", "4"))
@@ -43,6 +45,59 @@ _NETWORK_SIGNS = re.compile(
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _BUILDER_CHATTER = ("Removing intermediate container", "--->", "Step ")
+_STEP = re.compile(r"^Step (\d+)(/\d+)? : (.*)$")  # ch-image's, translated, has no total
+_WHEEL = re.compile(r"^Processing \S*?([^/\s]+)\.whl")
+_INSTALLING = "Installing collected packages:"
+
+
+class BuildProgress:
+    """The build's progress from the legacy builder's output: the Dockerfile step (n of m)
+    and, in a pip step, the wheel being processed and the packages being installed (pip is
+    silent for tens of seconds while it unpacks torch: the line says what it waits for).
+
+    Everything after ``Step n/m :`` is the entry's text (its Dockerfile, its RUN steps'
+    output): it is shown as the entry's, quoted, with control characters made visible, so
+    an entry's output can never read as a line of the runner's own."""
+
+    def __init__(self, phase: Phase, sizes: dict[str, int] | None = None):
+        self.phase = phase
+        self.sizes = sizes or {}  # the context's wheels' sizes by package name: the slow ones first
+        self.step = ""  # ``step 4/9``
+        self.instruction = ""
+        self._partial = ""
+
+    def feed(self, text: str) -> None:
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            self._line(_ANSI.sub("", line).strip())
+
+    def _line(self, line: str) -> None:
+        if m := _STEP.match(line):
+            self.step, self.instruction = f"step {m[1]}{m[2] or ''}", m[3]
+            self.phase.update(f"{self.step}, {self._quoted(self.instruction, 48)}", step=True)
+        elif m := _WHEEL.match(line):
+            self.phase.update(f"{self.step}, pip processing {self._quoted(m[1], 40)}")
+        elif line.startswith(_INSTALLING):
+            names = [n.strip() for n in line.removeprefix(_INSTALLING).split(",") if n.strip()]
+            big = sorted(names, key=lambda n: -self.sizes.get(normalise_name(n), 0))[:3]
+            more = " ..." if len(names) > len(big) else ""
+            self.phase.update(f"{self.step}, pip installing {len(names)} packages "
+                              f"({self._quoted(', '.join(big), 40)}{more})", step=True)
+
+    @staticmethod
+    def _quoted(text: str, width: int) -> str:
+        """The entry's text, marked as such: quoted, control characters visible, shortened."""
+        shown = visible(text)
+        return f"entry: \"{shown[:width - 3] + '...' if len(shown) > width else shown}\""
+
+
+def wheel_sizes(folder: Path) -> dict[str, int]:
+    """``{package: bytes}`` of the wheels in a build context's ``wheels/`` (a wheel's file
+    name starts with its distribution name)."""
+    if not folder.is_dir():
+        return {}
+    return {normalise_name(p.name.split("-", 1)[0]): p.stat().st_size for p in folder.glob("*.whl")}
 
 
 @dataclass
@@ -152,19 +207,22 @@ def _build(engine: Engine, ctx: Path, tag: str, build_args: dict[str, str], labe
     log: list[str] = []
     step = ""
     try:
-        stream = engine.build_image(ctx, "entry/Dockerfile", tag, build_args=build_args,
-                                    labels=labels, no_cache=no_cache)
-        for text in stream:
-            if text:
-                log.append(text)
-            if text.startswith("Step "):
-                step = text.strip()
-            if time.monotonic() > deadline:
-                stream.close()
-                raise UserError(
-                    f"building {name} took longer than {BUILD_TIMEOUT_S // 60} minutes (at {step})",
-                    "set RUNNER_BUILD_TIMEOUT_S higher if the build is legitimately long",
-                )
+        with reporter().phase("build", f"{name}, sending the build context") as phase:
+            stream = engine.build_image(ctx, "entry/Dockerfile", tag, build_args=build_args,
+                                        labels=labels, no_cache=no_cache)
+            progress = BuildProgress(phase, wheel_sizes(ctx / "wheels"))
+            for text in stream:
+                if text:
+                    log.append(text)
+                    progress.feed(text)
+                if text.startswith("Step "):
+                    step = text.strip()
+                if time.monotonic() > deadline:
+                    stream.close()
+                    raise UserError(
+                        f"building {name} took longer than {BUILD_TIMEOUT_S // 60} minutes (at {step})",
+                        "set RUNNER_BUILD_TIMEOUT_S higher if the build is legitimately long",
+                    )
         return engine.image(tag).id, log
     except BuildFailed as exc:
         raise _build_failure(name, step, str(exc), log) from None

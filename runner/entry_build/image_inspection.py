@@ -56,6 +56,7 @@ from runner.entry_build.wheel_allowlist import load_allowlist
 from runner.entry_build.eval_copies import ITEMS_MIN, LABEL_RUN_MIN, UNPACK_BYTES, WHOLE_BYTES, Copy, EvalIndex
 from runner.digests import sha256_file
 from runner.engine.interface import Engine
+from runner.report import reporter
 
 # 5: the files of the locked wheels off the allow-list count; 4: the information budget and
 # the .pyc rule; 3: the content search and the entry scan
@@ -248,18 +249,22 @@ def _file_index(engine: Engine, image_id: str, content: EvalIndex | None = None,
                 copies: list[Copy] | None = None, visit: Visit | None = None) -> dict[str, tuple[int, str, bytes]]:
     """``{path: (size, sha256, first bytes)}`` of every regular file, from the engine's export;
     with ``content``, every file is also searched for the evaluation set in the same pass,
-    and what is found goes to ``copies``; ``visit`` sees every file as it goes by."""
+    and what is found goes to ``copies``; ``visit`` sees every file as it goes by. The files
+    and bytes read so far are the inspection's progress (it takes tens of seconds)."""
     chunks = engine.image_files(image_id)
     try:
-        stream = io.BufferedReader(_Chunks(chunks), buffer_size=1 << 20)
-        return index_tar(stream, content, copies, visit)
+        with reporter().phase("inspect", f"reading image {image_id.removeprefix('sha256:')[:12]}") as phase:
+            stream = io.BufferedReader(_Chunks(chunks), buffer_size=1 << 20)
+            return index_tar(stream, content, copies, visit, progress=phase.read)
     finally:
         chunks.close()
 
 
 def index_tar(stream, content: EvalIndex | None = None, copies: list[Copy] | None = None,
-              visit: Visit | None = None) -> dict[str, tuple[int, str, bytes]]:
-    """``_file_index`` of an export stream (a tar), read once."""
+              visit: Visit | None = None, progress: Callable[[int], None] | None = None,
+              ) -> dict[str, tuple[int, str, bytes]]:
+    """``_file_index`` of an export stream (a tar), read once; ``progress`` is told each
+    file's size once it is read."""
     index: dict[str, tuple[int, str, bytes]] = {}
     with tarfile.open(fileobj=stream, mode="r|") as tar:
         for member in tar:
@@ -298,6 +303,8 @@ def index_tar(stream, content: EvalIndex | None = None, copies: list[Copy] | Non
             index[path] = (member.size, digest.hexdigest(), head)
             if visit is not None:
                 visit(path, member.size, int(member.mtime), index[path][1], head, data)
+            if progress is not None:
+                progress(member.size)
     return index
 
 

@@ -21,6 +21,7 @@ from runner.entry_build.lockfile import Pin
 from runner.entry_build.platform import PIP_TARGET_FLAGS
 from runner.digests import sha256_file
 from runner.errors import UserError
+from runner.report import reporter
 
 DOWNLOAD_TIMEOUT_S = 30 * 60
 
@@ -61,12 +62,18 @@ def resolve(pins: list[Pin], root: Path | None = None) -> dict[str, Path]:
             missing.append(pin)
         else:
             found[pin.key] = stored
-    if missing:
-        found.update(_download(missing, root))
+    with reporter().phase("wheelhouse", f"{len(found)} of {len(pins)} wheels stored") as phase:
+        if missing:
+            phase.update(f"downloading {len(missing)} wheels with pip", step=True)
+            found.update(_download(missing, root))
+        size = sum(path.stat().st_size for path in found.values())
+        phase.update(f"verifying {len(found)} wheels (sha256)", done=0, total=size, in_bytes=True, step=True)
+        for pin in pins:
+            if pin.key in found:
+                verify(pin, found[pin.key])
+                phase.advance(found[pin.key].stat().st_size)
     for pin in pins:
-        if pin.key in found:
-            verify(pin, found[pin.key])
-        elif not pin.marker:  # a pin with a marker may not apply to the image platform
+        if pin.key not in found and not pin.marker:  # a pin with a marker may not apply to the image platform
             raise UserError(
                 f"pip found no wheel for {pin.name}=={pin.version} for CPython 3.11 on manylinux x86_64",
                 "pin a version that publishes such a wheel, or add it to pip's find-links",

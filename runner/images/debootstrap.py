@@ -25,11 +25,14 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from runner import paths
 from runner.errors import UserError
 from runner.images.recipe import Recipe
+from runner.report import reporter
+from runner.safe_read import visible
 
 DEBOOTSTRAP_TIMEOUT_S = 30 * 60
 # Paths (relative to the root) whose contents are build-run noise, not the image.
@@ -195,25 +198,41 @@ def _recompile_python(rootfs: Path, env: dict[str, str], log_path: Path) -> None
 
 
 def _run(command: list[str], env: dict[str, str], log_path: Path, *, what: str) -> None:
-    with log_path.open("ab") as log:
+    with log_path.open("ab") as log, reporter().phase("base", what) as phase:
         log.write(f"$ {' '.join(command)}\n".encode())
         log.flush()
-        try:
-            proc = subprocess.run(
-                command, env=env, stdout=log, stderr=subprocess.STDOUT, check=False,
-                timeout=DEBOOTSTRAP_TIMEOUT_S, preexec_fn=_fixed_umask,
-            )
-        except subprocess.TimeoutExpired:
-            raise UserError(
-                f"{what} did not finish in {DEBOOTSTRAP_TIMEOUT_S // 60} minutes (log: {log_path})",
-                "check the mirror is reachable, or set RUNNER_DEBIAN_MIRROR to a closer one",
-            ) from None
+        start = log.tell()
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_fixed_umask)
+        deadline = time.monotonic() + DEBOOTSTRAP_TIMEOUT_S
+        shown = ""
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                raise UserError(
+                    f"{what} did not finish in {DEBOOTSTRAP_TIMEOUT_S // 60} minutes (log: {log_path})",
+                    "check the mirror is reachable, or set RUNNER_DEBIAN_MIRROR to a closer one",
+                )
+            if (stage := _stage(log_path, start)) != shown:
+                shown = stage
+                phase.update(f"{what}: {stage}", step=True)
+            time.sleep(0.5)
     if proc.returncode != 0:
         tail = _tail(log_path)
         raise UserError(
             f"{what} failed (exit {proc.returncode}): {tail} (full log: {log_path})",
             "check the mirror and package names in the recipe, and free disk space",
         )
+
+
+def _stage(log_path: Path, start: int) -> str:
+    """debootstrap's stage (its last ``I: Retrieving``/``Extracting``/``Installing``/... line's
+    verb) from the log written since ``start``; the line itself holds package names and
+    counts that change too often for a log line each."""
+    with log_path.open("rb") as log:
+        log.seek(max(start, log.seek(0, 2) - 4096))
+        lines = [line for line in log.read().decode(errors="replace").splitlines() if line.startswith("I: ")]
+    return visible(lines[-1].removeprefix("I: ").split(" ", 1)[0].lower()) if lines else ""
 
 
 def _fixed_umask() -> None:

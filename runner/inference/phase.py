@@ -17,6 +17,7 @@ from runner.inference import loadgen
 from runner.inference.measure import evaluate_backend
 from runner.inference.preflight import GPU_BACKENDS
 from runner.plan import SeedRun
+from runner.report import Phase, reporter
 from runner.results.inference import BackendRun
 
 if TYPE_CHECKING:
@@ -122,6 +123,31 @@ class TrainedModel:
     whole_set: bool = True
 
 
+@dataclass
+class InferenceProgress:
+    """The phase's progress from the host-stamped events: backend k of n and its items.
+    The harness prints nothing inside its timed loop (a line per item would cost the timed
+    pass), so the items are those a backend was given at its start and had done at its stop.
+    Only the plan's own backend names are shown: the harness runs beside the entry's code,
+    whose output could imitate an event line."""
+
+    windows: Windows
+    backends: tuple[str, ...]
+    phase: Phase
+
+    def on_line(self, line: str, t: float) -> None:
+        seen = len(self.windows.events)
+        self.windows.on_line(line, t)  # stamped with ``t``: what follows is outside the window
+        for ev in self.windows.events[seen:]:
+            backend, count = ev.metadata.get("backend"), ev.metadata.get("count")
+            if backend not in self.backends or ev.key not in ("infer_start", "infer_stop"):
+                continue
+            items = f"{count:,} items" if isinstance(count, int) and not isinstance(count, bool) else "items"
+            k = self.backends.index(backend) + 1
+            doing = "timing" if ev.key == "infer_start" else "timed"
+            self.phase.update(f"backend {k} of {len(self.backends)} ({backend}), {doing} {items}", step=True)
+
+
 def inference_spec(plan: SeedRun, model: TrainedModel) -> ContainerSpec:
     """The inference container: the harness on the trained model (read-only at /output), the
     evaluation data, LoadGen's site folder when the plan asks for LoadGen, a writable
@@ -177,8 +203,10 @@ def run_inference(engine: Engine, plan: SeedRun, model: TrainedModel) -> dict[st
     meter = EnergyMeter(list(range(spec.gpus))).start()
     origin: list[float] = []
     try:
-        outcome = run_container(engine, spec, windows.on_line, plan.log("infer.log"),
-                                on_started=lambda container, clock: origin.append(time.monotonic() - clock()))
+        with reporter().phase("infer", f"starting the harness for {len(plan.backends)} backends") as phase:
+            progress = InferenceProgress(windows, tuple(plan.backends), phase)
+            outcome = run_container(engine, spec, progress.on_line, plan.log("infer.log"),
+                                    on_started=lambda container, clock: origin.append(time.monotonic() - clock()))
     finally:
         series = meter.stop()
     write_events(inference_dir / "events.jsonl", windows.events)

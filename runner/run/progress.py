@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.live import Live
 from rich.text import Text
 
 from runner.events import ENTRY, RUNNER, read_events
+from runner.report import duration as _duration
+from runner.report import reporter
 from runner.results.layout import entry_runs
 from runner.score.tta import CONTAINER_EXIT
 from runner.tasks import Task
@@ -60,22 +61,12 @@ def earlier_run(results: Path, entry: str, smoke: bool) -> Expected | None:
     return None
 
 
-def _duration(seconds: float) -> str:
-    """``7 s``, ``1:05``, ``1:02:03``: short enough for one 80-column line."""
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, secs = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
 class TrainingProgress:
     def __init__(self, task: Task, label: str, console: Console | None = None,
                  expected: Expected | None = None, timeout_s: float | None = None):
         self.task = task
         self.label = label
-        self.console = console or Console(stderr=True)
+        self.console = console  # None: the reporter's progress stream
         self.expected = expected
         self.timeout_s = timeout_s
         self.epoch: int | None = None
@@ -87,7 +78,8 @@ class TrainingProgress:
         self.exited_at: float | None = None  # the container's exit, on the run's clock
         self.scored = 0
         self.last_score: float | None = None
-        self._live = Live(self, console=self.console, refresh_per_second=4, transient=False)
+        # A live line on a terminal; in a log, a line at each epoch and a heartbeat between.
+        self._phase = reporter().phase(label, render=self.__rich__, keep=True, console=console)
 
     # -- what the line shows ----------------------------------------------------------------
     def now(self) -> float:
@@ -138,9 +130,12 @@ class TrainingProgress:
         if elapsed is not None:
             self.elapsed, self._elapsed_at = elapsed, time.monotonic()
         if epoch is not None:
-            if epoch != self.epoch:
+            new = epoch != self.epoch
+            if new:
                 self.epoch_starts.append(self.elapsed)
             self.epoch = epoch
+            if new:
+                self._phase.update(step=True)
         if epochs is not None:
             self.epochs = epochs
         if evaluated:
@@ -155,10 +150,8 @@ class TrainingProgress:
         self.exited_at = elapsed
 
     def __enter__(self):
-        self._live.__enter__()
+        self._phase.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._live.__exit__(*exc)  # returns None: an exception goes on
-        if not self.console.is_terminal:
-            self.console.line()  # a log file gets the last state as a line of its own
+        self._phase.__exit__(*exc)  # returns None: an exception goes on; a log gets the last state

@@ -1,46 +1,27 @@
-"""Progress bars for the slow steps (hashing, parsing, decoding), drawn on stderr so
-that what a command prints on stdout stays clean."""
+"""Progress of the slow staging steps (hashing, parsing, decoding), through the command's
+reporter: a live line on stderr on a terminal, plain lines with a heartbeat in a log (what
+a command prints on stdout stays clean); nothing when the reporter is quiet."""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from typing import Iterator
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
-
-_console = Console(stderr=True)
+from runner.report import reporter
 
 
 @contextmanager
 def bar(description: str, total: float | None, *, in_bytes: bool = False) -> Iterator:
-    """A one-task progress bar; yields ``advance(n)``."""
-    count = DownloadColumn() if in_bytes else MofNCompleteColumn()
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        count,
-        TimeRemainingColumn(),
-        console=_console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda n=1: progress.advance(task, n)
+    """A step with a known amount of work; yields ``advance(n)``."""
+    with reporter().phase("stage", description) as phase:
+        phase.update(done=0, total=total, in_bytes=in_bytes)
+        yield phase.advance
 
 
 def step(message: str):
-    """A spinner while a step without measurable progress runs."""
-    return _console.status(message)
+    """A step without measurable progress (its elapsed time, and a heartbeat in a log)."""
+    return reporter().phase("stage", message)
 
 
 def note(message: str) -> None:
-    _console.print(message, highlight=False)
+    reporter().progress.print(message, highlight=False)
