@@ -20,6 +20,7 @@ from rich.markup import escape
 
 from runner import __version__, data, paths
 from runner.entry_build import BuiltImage, build_entry
+from runner.entry_build.entry_image import BuildInputs
 from runner.entry_build import parse_lock, resolve_wheels
 from runner.entry_build.context import entry_files
 from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_document
@@ -180,13 +181,14 @@ def stage(plan: RunPlan, scratch: Path) -> tuple[StagedData, tuple[StagedInput, 
     return staged, public, reasons
 
 
-def build(plan: RunPlan, engine: Engine) -> tuple[BuiltImage, dict | None]:
+def build(plan: RunPlan, engine: Engine, inputs: BuildInputs | None) -> tuple[BuiltImage, dict | None]:
     """The entry's image (a cache hit when its inputs did not change) and, where the engine
-    cannot isolate the runs (the host engine), the record of why (result.json's ``isolation``)."""
+    cannot isolate the runs (the host engine), the record of why (result.json's ``isolation``).
+    ``inputs``: its base image and wheels, when their fetching began earlier."""
     entry = plan.entry
     on = "on this host's Python environment, no image" if engine.own_root else f"base {entry.base_image}"
     reporter().print(f"[bold]build[/] {entry.name} ({on})")
-    built = build_entry(entry, engine)
+    built = build_entry(entry, engine, inputs=inputs)
     reporter().print(f"  image {built.image_id[:19]}  {'cache hit' if built.cached else 'built'} "
                      f"in {built.seconds:.1f} s")
     isolation = None
@@ -222,11 +224,14 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
         fingerprint = capture_host(engine)
     hardware, reasons = _check_hardware(plan, fingerprint)
     gpus, backends = host_gpus(plan, engine, fingerprint)
+    # The base image and the wheels are fetched while the data is staged: all three are
+    # independent, and on a fresh machine the base image is the longest wait.
+    inputs = BuildInputs.start(plan.entry, engine)
     with clock.phase("data check"):
         staged, public, unofficial = stage(plan, scratch)
     reasons += unofficial
     with clock.phase("image check or build"):
-        built, isolation = build(plan, engine)
+        built, isolation = build(plan, engine, inputs)
     with clock.phase("image facts"):
         fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
     with clock.phase("image inspection"):
