@@ -11,15 +11,18 @@ import json
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from rich.markup import escape
 
 from runner import __version__, data, paths
 from runner.entry_build import BuiltImage, build_entry
+from runner.background import Background
 from runner.entry_build.entry_image import BuildInputs
 from runner.entry_build import parse_lock, resolve_wheels
 from runner.entry_build.context import entry_files
@@ -73,6 +76,9 @@ from runner.slurm.submit import runner_command
 
 # The crossing checkpoint is kept in the bundle up to this size (its sha256 always).
 KEEP_CHECKPOINT_BYTES = 256 * 2**20
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -232,14 +238,18 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
     reasons += unofficial
     with clock.phase("image check or build"):
         built, isolation = build(plan, engine, inputs)
+    # The inspection reads the image's export on the host while containers of the image
+    # report its software and the model's tensors: neither waits on the other.
+    inspecting = Background(lambda: _timed(lambda: inspect(plan, engine, built, staged)), "inspection")
     with clock.phase("image facts"):
         fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
-    with clock.phase("image inspection"):
-        inspection = inspect(plan, engine, built, staged)
-    if problem := inspection.problem():
-        reasons.append(problem)
     with clock.phase("model tensors"):
         initial = initial_tensors(engine, entry, built.image_id, plan.limits, scratch)
+    waited = time.monotonic()
+    inspection, inspected_s = inspecting.result()
+    clock.add("image inspection", inspected_s, {"waited_s": round(time.monotonic() - waited, 4)})
+    if problem := inspection.problem():
+        reasons.append(problem)
     if problem := undrawn_problem(initial):
         reasons.append(f"{CLASS4}{problem}")
     if engine.own_root and plan.options.loadgen and (why := loadgen.host_problem(fingerprint)):
@@ -254,6 +264,11 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
     )
     return resolved, Prepared(engine, built, staged, staged.load_eval_labels(), fingerprint, hardware,
                               tuple(reasons), inspection, public, isolation, harness_digest())
+
+
+def _timed(work: Callable[[], T]) -> tuple[T, float]:
+    started = time.monotonic()
+    return work(), time.monotonic() - started
 
 
 def initial_tensors(engine: Engine, entry: Entry, image: str, limits, scratch: Path) -> list[Tensor]:

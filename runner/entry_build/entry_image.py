@@ -11,14 +11,13 @@ import fcntl
 import json
 import os
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar, cast
 from pathlib import Path
 
 from runner import paths
+from runner.background import Background
 from runner.entry_build import context as build_context
 from runner.entry_build import wheelhouse
 from runner.entry_build.dockerfile_policy import check_dockerfile
@@ -47,7 +46,6 @@ _NETWORK_SIGNS = re.compile(
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _BUILDER_CHATTER = ("Removing intermediate container", "--->", "Step ")
-T = TypeVar("T")
 
 
 @dataclass
@@ -94,7 +92,7 @@ class BuildInputs:
                 return None
         except UserError:
             return None  # the build says what is wrong, in its turn
-        base, wheels = _Background(lambda: ensure_base(entry.base_image, engine)), _Background(
+        base, wheels = Background(lambda: ensure_base(entry.base_image, engine)), Background(
             lambda: wheelhouse.resolve(pins))
         return cls(base.result, wheels.result)
 
@@ -103,28 +101,6 @@ class BuildInputs:
 
     def wheels(self) -> dict[str, Path]:
         return self._wheels()
-
-
-class _Background(Generic[T]):
-    """``work()`` in a thread of its own; ``result()`` waits for it and returns (or raises) what it did."""
-
-    def __init__(self, work: Callable[[], T]):
-        self._value: T | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(work,), daemon=True)
-        self._thread.start()
-
-    def _run(self, work: Callable[[], T]) -> None:
-        try:
-            self._value = work()
-        except BaseException as exc:  # handed to the caller of result()
-            self._error = exc
-
-    def result(self) -> T:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return cast(T, self._value)
 
 
 def build_entry(
