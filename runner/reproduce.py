@@ -11,15 +11,19 @@ import json
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from rich.markup import escape
 
 from runner import __version__, data, paths
 from runner.entry_build import BuiltImage, build_entry
+from runner.background import Background
+from runner.entry_build.entry_image import BuildInputs
 from runner.entry_build import parse_lock, resolve_wheels
 from runner.entry_build.context import entry_files
 from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_document
@@ -73,6 +77,9 @@ from runner.slurm.submit import runner_command
 
 # The crossing checkpoint is kept in the bundle up to this size (its sha256 always).
 KEEP_CHECKPOINT_BYTES = 256 * 2**20
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -181,13 +188,14 @@ def stage(plan: RunPlan, scratch: Path) -> tuple[StagedData, tuple[StagedInput, 
     return staged, public, reasons
 
 
-def build(plan: RunPlan, engine: Engine) -> tuple[BuiltImage, dict | None]:
+def build(plan: RunPlan, engine: Engine, inputs: BuildInputs | None) -> tuple[BuiltImage, dict | None]:
     """The entry's image (a cache hit when its inputs did not change) and, where the engine
-    cannot isolate the runs (the host engine), the record of why (result.json's ``isolation``)."""
+    cannot isolate the runs (the host engine), the record of why (result.json's ``isolation``).
+    ``inputs``: its base image and wheels, when their fetching began earlier."""
     entry = plan.entry
     on = "on this host's Python environment, no image" if engine.own_root else f"base {entry.base_image}"
     reporter().print(f"[bold]build[/] {entry.name} ({on})")
-    built = build_entry(entry, engine)
+    built = build_entry(entry, engine, inputs=inputs)
     reporter().print(f"  image {built.image_id[:19]}  {'cache hit' if built.cached else 'built'} "
                      f"in {built.seconds:.1f} s")
     isolation = None
@@ -226,19 +234,26 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
         fingerprint = capture_host(engine)
     hardware, reasons = _check_hardware(plan, fingerprint)
     gpus, backends = host_gpus(plan, engine, fingerprint)
+    # The base image and the wheels are fetched while the data is staged: all three are
+    # independent, and on a fresh machine the base image is the longest wait.
+    inputs = BuildInputs.start(plan.entry, engine)
     with clock.phase("data check"):
         staged, public, unofficial = stage(plan, scratch)
     reasons += unofficial
     with clock.phase("image check or build"):
-        built, isolation = build(plan, engine)
+        built, isolation = build(plan, engine, inputs)
+    # The inspection reads the image's export on the host while containers of the image
+    # report its software and the model's tensors: neither waits on the other.
+    inspecting = Background(lambda: _timed(lambda: inspect(plan, engine, built, staged)), "inspection")
     with clock.phase("image facts"):
         fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
-    with clock.phase("image inspection"):
-        inspection = inspect(plan, engine, built, staged)
-    if problem := inspection.problem():
-        reasons.append(problem)
     with clock.phase("model tensors"):
         initial = initial_tensors(engine, entry, built.image_id, plan.limits, scratch)
+    waited = time.monotonic()
+    inspection, inspected_s = inspecting.result()
+    clock.add("image inspection", inspected_s, {"waited_s": round(time.monotonic() - waited, 4)})
+    if problem := inspection.problem():
+        reasons.append(problem)
     if problem := undrawn_problem(initial):
         reasons.append(f"{CLASS4}{problem}")
     if engine.own_root and plan.options.loadgen and (why := loadgen.host_problem(fingerprint)):
@@ -253,6 +268,11 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
     )
     return resolved, Prepared(engine, built, staged, staged.load_eval_labels(), fingerprint, hardware,
                               tuple(reasons), inspection, public, isolation, harness_digest())
+
+
+def _timed(work: Callable[[], T]) -> tuple[T, float]:
+    started = time.monotonic()
+    return work(), time.monotonic() - started
 
 
 def initial_tensors(engine: Engine, entry: Entry, image: str, limits, scratch: Path) -> list[Tensor]:

@@ -2,8 +2,10 @@
 
 Installs the engine (``docker.io``, ``podman`` or Charliecloud's packages) and ``debootstrap``
 when missing (Debian-like hosts, as root), starts the engine's daemon where it has one, checks
-that it can run entries with the runner's guarantees, and builds the default base image (the host
-engine has none: it lists the host's Python environment instead).
+that it can run entries with the runner's guarantees. The default base image is built by the
+first build that needs it, while that build fetches its wheels and stages its data
+(``--base NAME`` builds one now); the host engine has none: it lists the host's Python
+environment instead.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from runner.engine.daemon import apt_install
 from runner.engine.host import UNSANDBOXED_ENV
 from runner.engine.kinds import choose, current
 from runner.errors import UserError
-from runner.images import ensure_base
+from runner.cli.arguments.setup import DEFAULT_BASE
+from runner.images import ensure_base, find_base
 
 
 def run(args) -> int:
@@ -64,6 +67,13 @@ def _base_image(console: Console, args, engine) -> bool:
         with console.status("installing debootstrap"):
             apt_install(["debootstrap"], paths.home() / "logs" / "apt.log")
     console.print(f"[green]ok[/] debootstrap ({shutil.which('debootstrap')})")
+    if args.base is None:  # built by the first build that needs it, beside its wheels and data
+        found = find_base(DEFAULT_BASE, engine)
+        state = (f"{found.tag} present" if found else
+                 f"{DEFAULT_BASE}: built by the first `runner build` or `runner reproduce`, "
+                 "while it fetches the wheels and stages the data (`runner setup --base NAME` builds it now)")
+        console.print(f"[green]ok[/] base image {state}", soft_wrap=True)
+        return True
     with console.status(f"building base image {args.base} (about a minute the first time)"):
         base = ensure_base(args.base, engine)
     state = f"built in {base.seconds:.0f} s" if base.built else "present"

@@ -32,6 +32,7 @@ from runner.engine.interface import (
     EngineKind,
     EngineVersion,
     ImageInfo,
+    LayerSpec,
     NetworkInfo,
     NotFound,
     TimedOut,
@@ -204,6 +205,59 @@ class DockerApiEngine(Engine):
             yield chunk.get("stream") or ""
             if "error" in chunk:
                 raise BuildFailed(chunk["error"])
+
+    def install_layer(self, base: str, inputs: Path, spec: LayerSpec, tag: str, *,
+                      labels: Mapping[str, str]) -> Generator[str, None, None]:
+        """A container of ``base`` runs the command with ``inputs`` bind-mounted read-only and no
+        network, and is committed: the inputs are never copied into a layer, and ``spec.output``
+        is written once (no second stage copying it). ``/tmp`` and ``/root`` are memory file
+        systems, so nothing but what the command installs is committed; a change anywhere
+        but under ``spec.output`` fails the build."""
+        with _translated():
+            cmd = (self.client.images.get(base).attrs.get("Config") or {}).get("Cmd") or ["python3"]
+            container = self.client.containers.create(
+                base, command=list(spec.command), entrypoint=[], user="0", network_mode="none",
+                volumes={str(inputs): {"bind": spec.inputs_at, "mode": "ro"}},
+                tmpfs={"/tmp": "", "/root": ""}, labels=owned_labels("layer-build"), **create_options(self.kind))
+        return self._installed(container, spec, tag, cmd, labels)
+
+    @staticmethod
+    def _installed(container, spec: LayerSpec, tag: str, cmd: list[str],
+                   labels: Mapping[str, str]) -> Generator[str, None, None]:
+        try:
+            with _translated():
+                output = container.attach(stdout=True, stderr=True, stream=True, logs=True)
+                container.start()
+            pending = b""
+            for chunk in _chunks(output):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", "replace") + "\n"
+            if pending:
+                yield pending.decode("utf-8", "replace")
+            with _translated():
+                code = container.wait().get("StatusCode")
+            if code != 0:
+                raise BuildFailed(f"{spec.shell_command} exited with {code}")
+            with _translated():
+                changed = [c["Path"] for c in container.diff() or []]
+            outside = [p for p in changed if p != spec.output and not p.startswith(spec.output + "/")
+                       and not spec.output.startswith(p + "/")]
+            if outside:
+                raise BuildFailed(f"the layer's command changed {', '.join(sorted(outside)[:5])} "
+                                  f"outside {spec.output}")
+            repository, name = tag.split(":", 1)
+            # A commit keeps the container's own labels: its owner's are blanked, so no container
+            # of the image reads as the runner's (an orphan to remove, a run's).
+            blank = dict.fromkeys([*owned_labels("layer-build"), LABEL_RUN], "")
+            changes = ["CMD [" + ", ".join(f'"{c}"' for c in cmd) + "]",
+                       "LABEL " + " ".join(f'{key}="{value}"' for key, value in {**blank, **labels}.items())]
+            with _translated():
+                container.commit(repository=repository, tag=name, changes=changes)
+        finally:
+            with _translated():
+                container.remove(force=True)
 
     def import_rootfs(self, tarball: Path, tag: str, *, env: Mapping[str, str], labels: Mapping[str, str],
                       cmd: list[str] | None = None) -> ImageInfo:

@@ -17,6 +17,7 @@ raises ``Unsupported``, a ``UserError`` naming the engine and the fix.
 from __future__ import annotations
 
 import abc
+import shlex
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,22 @@ class ContainerSpec:
 
 
 # -- what comes out --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LayerSpec:
+    """What ``Engine.install_layer`` runs: ``command`` (argv, run as root with no network),
+    the folder its inputs are mounted at (read-only), and the one folder it writes that
+    becomes the layer."""
+
+    command: tuple[str, ...]
+    inputs_at: str
+    output: str
+
+    @property
+    def shell_command(self) -> str:
+        """``command`` as one shell line (a Dockerfile ``RUN``)."""
+        return " ".join(shlex.quote(word) for word in self.command)
+
+
 @dataclass(frozen=True)
 class EngineVersion:
     version: str
@@ -338,6 +355,20 @@ class Engine(abc.ABC):
         it comes (an empty string for a sign of progress without text); a failing step raises
         ``BuildFailed`` with the builder's error. A generator: closing it stops a build that
         ran past its time."""
+
+    def install_layer(self, base: str, inputs: Path, spec: LayerSpec, tag: str, *,
+                      labels: Mapping[str, str]) -> Generator[str, None, None]:
+        """Image ``tag``: ``base`` plus one layer, what ``spec.command`` writes under
+        ``spec.output`` when run as root with no network and ``inputs`` read-only at
+        ``spec.inputs_at``; the command's output as it comes (a failure raises ``BuildFailed``).
+        A generator: closing it stops the work. This default builds it from a Dockerfile in two
+        stages (``inputs`` sent as the context, ``spec.output`` copied into a clean stage);
+        an engine that can run a container and commit it does less."""
+        dockerfile = inputs / ".layer.Dockerfile"
+        dockerfile.write_text(
+            f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}} AS work\nCOPY . {spec.inputs_at}/\n"
+            f"RUN {spec.shell_command}\nFROM ${{BASE_IMAGE}}\nCOPY --from=work {spec.output} {spec.output}\n")
+        return self.build_image(inputs, dockerfile.name, tag, build_args={"BASE_IMAGE": base}, labels=labels)
 
     @abc.abstractmethod
     def import_rootfs(self, tarball: Path, tag: str, *, env: Mapping[str, str], labels: Mapping[str, str],

@@ -12,20 +12,23 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner import paths
+from runner.background import Background
 from runner.entry_build import context as build_context
 from runner.entry_build import wheelhouse
 from runner.entry_build.dockerfile_policy import check_dockerfile
-from runner.entry_build.lockfile import normalise_name, parse_lock, refuse_data_packages
+from runner.entry_build.framework import ensure_framework, installs_itself
+from runner.entry_build.lockfile import Pin, normalise_name, parse_lock, refuse_data_packages
 from runner.engine.host import DIFFERENCES_ARG, LOCKED_ARG
 from runner.entry_build.sbom import read_base_content, read_sbom
 from runner.engine.disk import require_free_space
 from runner.engine.interface import BuildFailed, Engine, EngineError
 from runner.errors import BuildError, UserError
-from runner.images import BaseImage, ensure_base
+from runner.images import BaseImage, ensure_base, find_base
 from runner.manifest import Entry
 from runner.report import Phase, reporter
 from runner.safe_read import visible
@@ -116,6 +119,45 @@ def image_tag(entry_name: str, key: str) -> str:
     return f"{TAG_REPOSITORY}/{entry_name}:{key[:20]}"
 
 
+class BuildInputs:
+    """What a build needs that does not depend on the entry's code: the base image and the
+    lock's verified wheels. ``start`` fetches both at once in the background (on a fresh
+    machine the base image's debootstrap is the longest wait of all), so that the caller
+    can stage the data meanwhile; ``base()`` and ``wheels()`` wait for them (and raise what
+    fetching them raised). ``ready`` makes neither: the build then does both itself, in turn."""
+
+    def __init__(self, base: Callable[[], BaseImage], wheels: Callable[[], dict[str, Path]]):
+        self._base, self._wheels = base, wheels
+
+    @classmethod
+    def ready(cls, name: str, engine: Engine, pins: list[Pin]) -> BuildInputs:
+        return cls(lambda: ensure_base(name, engine), lambda: wheelhouse.resolve(pins))
+
+    @classmethod
+    def start(cls, entry: Entry, engine: Engine) -> BuildInputs | None:
+        """Start fetching the entry's base image and wheels; None when there is nothing to fetch
+        (an engine on the host's root, or the entry's image is built already)."""
+        if engine.own_root or not entry.path.is_dir():
+            return None
+        try:
+            pins = parse_lock(entry.lock_path)
+            found = find_base(entry.base_image, engine)
+            if found is not None and engine.find_image(
+                    image_tag(entry.name, build_context.content_key(entry.path, found.id, entry.lock_path))):
+                return None
+        except UserError:
+            return None  # the build says what is wrong, in its turn
+        base, wheels = Background(lambda: ensure_base(entry.base_image, engine)), Background(
+            lambda: wheelhouse.resolve(pins))
+        return cls(base.result, wheels.result)
+
+    def base(self) -> BaseImage:
+        return self._base()
+
+    def wheels(self) -> dict[str, Path]:
+        return self._wheels()
+
+
 def build_entry(
     entry: Entry,
     engine: Engine,
@@ -123,9 +165,11 @@ def build_entry(
     no_cache: bool = False,
     base_image: str | None = None,
     lock_path: Path | None = None,
+    inputs: BuildInputs | None = None,
 ) -> BuiltImage:
     """Build (or find) the entry's image. ``base_image``/``lock_path`` override the
-    manifest's (smoke runs); ``no_cache`` rebuilds every layer."""
+    manifest's (smoke runs); ``no_cache`` rebuilds every layer; ``inputs``, the base image
+    and wheels ``BuildInputs.start`` began fetching (for the manifest's base and lock)."""
     started = time.monotonic()
     if not entry.path.is_dir():
         raise UserError(f"no entry folder at {entry.path}", "pass an entry folder such as entries/mnist-cnn-cpu")
@@ -133,7 +177,9 @@ def build_entry(
     lock_path = Path(lock_path) if lock_path else entry.lock_path
     pins = parse_lock(lock_path)  # refuses unpinned or unhashed lines before any work
     refuse_data_packages(pins, entry.task.id, lock_path)  # ...and the task's own data set
-    base = ensure_base(base_image or entry.base_image, engine)
+    if inputs is None or base_image is not None or lock_path != entry.lock_path:
+        inputs = BuildInputs.ready(base_image or entry.base_image, engine, pins)
+    base = inputs.base()
     key = build_context.content_key(entry.path, base.id, lock_path)
     tag = image_tag(entry.name, key)
     labels = _labels(entry, key, base, lock_path)
@@ -149,15 +195,29 @@ def build_entry(
                                   time.monotonic() - started)
         _check_disk(engine)
         # An engine on the host's own root installs nothing: it compares the host with the lock.
-        wheels = {} if engine.own_root else wheelhouse.resolve(pins)
+        # An entry that installs the lock itself gets the wheels in its context; any other is
+        # built on the framework layer, the lock installed by the runner (``framework``).
+        itself = not engine.own_root and installs_itself(entry.dockerfile_path)
+        wheels = inputs.wheels() if itself else {}
+        if engine.own_root:
+            args = host_build_args(engine, pins)
+        elif itself:
+            args = {"BASE_IMAGE": base.tag}
+        else:
+            framework = ensure_framework(engine, base, pins, inputs.wheels, _say_install, BUILD_TIMEOUT_S)
+            args = {"BASE_IMAGE": framework.tag}
+            labels = {**labels, f"{LABEL_PREFIX}.framework-image-id": framework.image_id}
         ctx = build_context.make_context(entry.path, wheels, lock_path)
         try:
-            args = host_build_args(engine, pins) if engine.own_root else {"BASE_IMAGE": base.tag}
             image_id, log = _build(engine, ctx, tag, args, labels, no_cache, entry.name)
         finally:
             build_context.remove_context(ctx)
         sbom = _record(entry, image_id, tag, base, labels, _read_sbom(engine, tag, base))
     return BuiltImage(image_id, tag, base, labels, sbom, False, time.monotonic() - started, log)
+
+
+def _say_install(text: str) -> None:
+    """A line of the framework install's output (pip's), as build output."""
 
 
 def _read_sbom(engine: Engine, tag: str, base: BaseImage) -> dict:

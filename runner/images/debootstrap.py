@@ -245,10 +245,33 @@ def _tail(log_path: Path, lines: int = 3) -> str:
     return " | ".join(line.strip() for line in text[-lines:])
 
 
+# The root file system is built in memory when the host has it to spare: dpkg syncs every
+# file it unpacks, which on a disk made debootstrap take 2 min 57 s where a memory file
+# system took 1 min 48 s (the same recipe, one after the other, on a loaded 2-core host).
+TMPFS_BYTES = int(float(os.environ.get("RUNNER_BASE_TMPFS_GIB", "3")) * 1024**3)
+
+
 def make_workdir(recipe: Recipe) -> Path:
+    """A fresh folder for the build: a memory file system of ``TMPFS_BYTES`` mounted on it
+    when the host has twice that available (a build that does not fit fails on its own and
+    says so; RUNNER_BASE_TMPFS_GIB=0 builds on the disk)."""
     parent = paths.home() / "image-builds"
     parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=parent))
+    workdir = Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=parent))
+    if TMPFS_BYTES > 0 and _available_memory() >= 2 * TMPFS_BYTES:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES},mode=0755", "tmpfs", str(workdir)],
+                       check=False, capture_output=True)  # on the disk when it cannot be mounted
+    return workdir
+
+
+def _available_memory() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def remove_workdir(workdir: Path) -> None:
