@@ -244,13 +244,15 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
         built, isolation = build(plan, engine, inputs)
     # The inspection reads the image's export on the host while containers of the image
     # report its software and the model's tensors: neither waits on the other.
-    inspecting = Background(lambda: _timed(lambda: inspect(plan, engine, built, staged)), "inspection")
-    with clock.phase("image facts"):
-        fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
-    with clock.phase("model tensors"):
-        initial = initial_tensors(engine, entry, built.image_id, plan.limits, scratch)
-    waited = time.monotonic()
-    inspection, inspected_s = inspecting.result()
+    # (One phase holds the three, so a terminal keeps one live line whichever ends first.)
+    with reporter().phase("image", "inspection, software and model tensors"):
+        inspecting = Background(lambda: _timed(lambda: inspect(plan, engine, built, staged)), "inspection")
+        with clock.phase("image facts"):
+            fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
+        with clock.phase("model tensors"):
+            initial = initial_tensors(engine, entry, built.image_id, plan.limits, scratch)
+        waited = time.monotonic()
+        inspection, inspected_s = inspecting.result()
     clock.add("image inspection", inspected_s, {"waited_s": round(time.monotonic() - waited, 4)})
     if problem := inspection.problem():
         reasons.append(problem)

@@ -21,7 +21,7 @@ from runner.background import Background
 from runner.entry_build import context as build_context
 from runner.entry_build import wheelhouse
 from runner.entry_build.dockerfile_policy import check_dockerfile
-from runner.entry_build.framework import ensure_framework, installs_itself
+from runner.entry_build.framework import VENV, Framework, find_framework, install_framework, installs_itself
 from runner.entry_build.lockfile import Pin, normalise_name, parse_lock, refuse_data_packages
 from runner.engine.host import DIFFERENCES_ARG, LOCKED_ARG
 from runner.entry_build.sbom import read_base_content, read_sbom
@@ -204,7 +204,7 @@ def build_entry(
         elif itself:
             args = {"BASE_IMAGE": base.tag}
         else:
-            framework = ensure_framework(engine, base, pins, inputs.wheels, _say_install, BUILD_TIMEOUT_S)
+            framework = find_framework(engine, base, pins) or _install_framework(engine, base, pins, inputs)
             args = {"BASE_IMAGE": framework.tag}
             labels = {**labels, f"{LABEL_PREFIX}.framework-image-id": framework.image_id}
         ctx = build_context.make_context(entry.path, wheels, lock_path)
@@ -216,8 +216,13 @@ def build_entry(
     return BuiltImage(image_id, tag, base, labels, sbom, False, time.monotonic() - started, log)
 
 
-def _say_install(text: str) -> None:
-    """A line of the framework install's output (pip's), as build output."""
+def _install_framework(engine: Engine, base: BaseImage, pins: list[Pin], inputs: BuildInputs) -> Framework:
+    """The lock installed into the framework image, pip's progress shown as the build's."""
+    with reporter().phase("framework", f"installing the lock's {len(pins)} packages into {VENV}") as phase:
+        wheels = inputs.wheels()
+        progress = BuildProgress(phase, {key: path.stat().st_size for key, path in wheels.items()})
+        progress.step = "venv"
+        return install_framework(engine, base, pins, lambda: wheels, progress.feed, BUILD_TIMEOUT_S)
 
 
 def _read_sbom(engine: Engine, tag: str, base: BaseImage) -> dict:

@@ -86,17 +86,23 @@ def framework_tag(key: str) -> str:
     return f"{TAG_REPOSITORY}:{key[:24]}"
 
 
-def ensure_framework(engine: Engine, base: BaseImage, pins: list[Pin], wheels: Callable[[], dict[str, Path]],
-                     output: Callable[[str], None], timeout_s: float) -> Framework:
-    """The framework image for ``pins`` on ``base``: found by its tag, else installed from the
-    wheelhouse's verified wheels (``wheels()``: key -> file, each hash-checked against the
-    lock). ``output`` sees each line the install prints."""
+def find_framework(engine: Engine, base: BaseImage, pins: list[Pin]) -> Framework | None:
+    """The framework image for ``pins`` on ``base``, when one was installed before (by this
+    entry or another with the same lock lines)."""
+    started = time.monotonic()
+    key = framework_key(base.id, pins)
+    found = engine.find_image(framework_tag(key))
+    return None if found is None else Framework(found.id, framework_tag(key), key, False, time.monotonic() - started)
+
+
+def install_framework(engine: Engine, base: BaseImage, pins: list[Pin], wheels: Callable[[], dict[str, Path]],
+                      output: Callable[[str], None], timeout_s: float) -> Framework:
+    """Install the framework image for ``pins`` on ``base`` from the wheelhouse's verified
+    wheels (``wheels()``: key -> file, each hash-checked against the lock). ``output`` sees
+    the install's output as it comes."""
     started = time.monotonic()
     key = framework_key(base.id, pins)
     tag = framework_tag(key)
-    found = engine.find_image(tag)
-    if found is not None:
-        return Framework(found.id, tag, key, False, time.monotonic() - started)
     inputs = Path(tempfile.mkdtemp(prefix="framework-", dir=_inputs_root()))
     try:
         wheelhouse.link_into(wheels(), inputs)
