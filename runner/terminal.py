@@ -5,6 +5,10 @@ wrap (a number split over two lines reads as two numbers), no vertical rules (th
 columns each), and a column that is empty in every row left out (an Energy column with
 nothing measured tells nothing). Long text (paths, reasons) wraps instead, or goes below the
 table as lines of its own.
+
+Outside tables: a line and its details wrap with a hanging indent (``hanging``: never back to
+column 0), and a path or a command is never folded (``whole``: a line of its own, however
+long, so a copy of it is the path).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
@@ -140,3 +145,30 @@ def key_values(rows: list[tuple[str, str]]) -> Table:
     for key, value in rows:
         table.add_row(inert(key), inert(value))
     return table
+
+
+def hanging(lead: str, detail: str, width: int, indent: int) -> list[str]:
+    """``lead`` and ``detail`` wrapped to ``width`` columns, every line after the first indented
+    by ``indent`` (its details under it, never back to column 0); a word longer than a line (a
+    path, a URL) is kept whole on a line of its own, never folded."""
+    wrapper = textwrap.TextWrapper(width=max(width, indent + 24), initial_indent=lead,
+                                   subsequent_indent=" " * indent, break_long_words=False,
+                                   break_on_hyphens=False)
+    return wrapper.wrap(detail) or [lead.rstrip()]
+
+
+def hanging_text(lead: Text, detail: str, width: int, indent: int) -> Text:
+    """``lead`` (styled, the runner's) then ``detail`` (data: shown as it is, control
+    characters visible), wrapped with a hanging indent at ``width``; print it with
+    ``soft_wrap=True`` (already wrapped: rich must neither wrap nor cut it again)."""
+    lines = hanging(lead.plain, visible(detail), width, indent)
+    first = lead.copy()
+    first.append(lines[0][len(lead.plain):])
+    return Text("\n").join([first, *(Text(line) for line in lines[1:])])
+
+
+def whole(value: object, style: str = "") -> Text:
+    """A path or a command as a line of its own that is never wrapped, folded or cut: a copy
+    of the line is the path. Printed alone, with ``soft_wrap=True`` (``console.print`` joins
+    bare texts into one and drops their own settings); inside a group, with ``crop=False``."""
+    return Text(visible(str(value)), style=style, no_wrap=True, overflow="ignore")
