@@ -7,6 +7,7 @@ longer than the terminal is wide."""
 
 from __future__ import annotations
 
+import io
 import shlex
 import shutil
 from types import SimpleNamespace
@@ -14,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
+from rich.text import Text
 from synthetic_result import edit_result, make_result_folder, new_signer, stage_mnist_stand_in
 from tests.hostile.hostile_helpers import run_cli
 
@@ -21,7 +23,7 @@ from runner.bundle import make_bundle
 from runner.fingerprint import capture_host
 from runner.report import Reporter, reporting
 from runner.results.record import Result
-from runner.terminal import hanging
+from runner.terminal import MISSING, Column, compact_table, hanging, plain_table, text
 
 ENTRY = "mnist-cnn-cpu"
 RUN = "20261122T010203Z-s0-aaaaaa"
@@ -117,3 +119,23 @@ def test_the_mlperf_warning_is_in_config_and_not_in_a_run(run, cli, monkeypatch,
         mlperf_log(SimpleNamespace(result_dir=copy), Result.read(copy))
     said = console.export_text()
     assert "mlperf" in said and "submission keys" not in said and "config set" not in said
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_ls_tables_drawn_in_one_pass_are_the_tables_rich_draws(width):
+    """``plain_table`` (what ``runner ls`` prints, fast) and ``compact_table`` (rich's table)
+    print the same characters; past the width, plain_table leaves it to rich."""
+    columns = [Column("run"), Column("status"), Column("TTA s", number=True), Column("verdict")]
+    rows = [[text("s0-aaaaaa"), "complete", "10.12", Text("counts")],
+            [text("s12-bbbbbb*"), "incomplete", MISSING, Text("no", style="red")],
+            [text("s3-c\x1b[31m"), "running", "7.00", Text("verified")]]
+
+    def printed(renderable) -> str:
+        console = Console(width=width, record=True, file=io.StringIO())
+        console.print(renderable)
+        return console.export_text()
+
+    fast = plain_table("[bold]mnist[/] (3 runs)", columns, rows, width)
+    assert fast is not None
+    assert printed(fast) == printed(compact_table("[bold]mnist[/] (3 runs)", columns, rows, hide_empty=False))
+    assert plain_table("t", columns, [[text("x" * width), "a", "1", Text("b")]], width) is None

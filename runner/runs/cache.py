@@ -97,7 +97,7 @@ def row_key(folder: Path, context: str, stamp: str) -> str:
     """The key of one run folder's row: ``FOLDER-STATE``, a digest of the listing's context and
     the folder's path, then one of those and the folder's stamp (a folder keeps one row: the
     row of its state before is removed when its new one is kept)."""
-    where = hashlib.sha256(f"{context}\n{Path(folder).resolve()}".encode(errors="surrogateescape")).hexdigest()
+    where = hashlib.sha256(f"{context}\n{os.path.abspath(folder)}".encode(errors="surrogateescape")).hexdigest()
     state = hashlib.sha256(f"{where}\n{stamp}".encode()).hexdigest()
     return f"{where[:24]}-{state}"
 

@@ -12,7 +12,7 @@ from rich.text import Text
 from runner.runs import RunRow, ledger_counts
 from runner.runs.curve import draw_curve
 from runner.safe_read import visible
-from runner.terminal import MISSING, Column, compact_table, fmt, key_values, markup, text, whole, yes_no
+from runner.terminal import MISSING, Column, compact_table, fmt, key_values, markup, plain_table, text, whole, yes_no
 
 if TYPE_CHECKING:
     from runner.runs.show import RunView
@@ -37,8 +37,9 @@ def runs_table(entry: str, rows: list[RunRow], width: int):
         if row.variant:  # a study's variant: marked, and named below the table
             line[0] = text(f"{row.short_id}*")
     runs = f"{len(rows)} run{'s' if len(rows) != 1 else ''}"
+    title = f"[bold]{markup(entry)}[/] ({runs})"
     # every column of ls says something, even "no" or "--" in every row
-    return compact_table(f"[bold]{markup(entry)}[/] ({runs})", columns, cells, hide_empty=False)
+    return plain_table(title, columns, cells, width) or compact_table(title, columns, cells, hide_empty=False)
 
 
 def variant_lines(rows: list[RunRow]) -> Text | None:
