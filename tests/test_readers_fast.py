@@ -118,3 +118,10 @@ def test_a_cache_that_cannot_be_written_still_lists(board, capsys):
     (board["home"] / cache.CACHE_DIR).write_text("")  # a file where the cache's folder would be
     assert _ls(capsys, board) == {HONEST: "counts", FORGED: "not verified"}
     assert _ls(capsys, board) == {HONEST: "counts", FORGED: "not verified"}
+
+
+def test_a_key_file_broken_since_the_rows_were_kept_is_said(board, capsys):
+    assert _ls(capsys, board)[HONEST] == "counts"
+    board["keys"].write_text("{not json")
+    code, _, err = run_cli(capsys, "ls", *board["argv"])
+    assert code == 2 and str(board["keys"]) in err and len(err.splitlines()) == 1

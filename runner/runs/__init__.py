@@ -215,12 +215,24 @@ def list_runs(results: Path, entry: str | None, trusted_keys: Keys,
     folders = entry_runs(results, entry) if entry else all_runs(results)
     rows, skipped = [], []
     keys = _once(trusted_keys)
+    if not folders:
+        keys()  # nothing to judge: the trusted keys are read all the same, so a broken store is said
     for folder in folders:
         try:
             refuse_linked(folder)
-            rows.append(row_at(folder, keys, context))
+            key = cache.row_key(folder, context, folder_stamp(folder)) if context is not None else None
+            row = _cached(folder, key)
         except UserError as err:
             skipped.append(err.problem)
+            continue
+        if row is None:
+            judged_with = keys()  # outside the run's own errors: a broken trust store is the command's
+            try:
+                row = _judged(folder, key, judged_with)
+            except UserError as err:
+                skipped.append(err.problem)
+                continue
+        rows.append(row)
     rows.sort(key=lambda r: (r.entry, r.smoke, r.run_id))
     return rows, skipped
 
@@ -241,11 +253,14 @@ def row_at(folder: Path, trusted_keys: Keys, context: str | None) -> RunRow:
     ``list_runs``), else read and judged now (and kept there)."""
     key = cache.row_key(folder, context, folder_stamp(folder)) if context is not None else None
     row = _cached(folder, key)
-    if row is None:
-        keys = trusted_keys if isinstance(trusted_keys, list) else trusted_keys()
-        row = row_of(folder, read_result(folder), judge(folder, keys))
-        if key is not None and row.status != "running":  # a run in progress changes at every look: not kept
-            cache.write_row(key, row.to_dict())
+    return row if row is not None else _judged(folder, key, _once(trusted_keys)())
+
+
+def _judged(folder: Path, key: str | None, trusted_keys: list[SSlibKey]) -> RunRow:
+    """The row of ``folder`` read and judged now, and kept under ``key`` (None: not kept)."""
+    row = row_of(folder, read_result(folder), judge(folder, trusted_keys))
+    if key is not None and row.status != "running":  # a run in progress changes at every look: not kept
+        cache.write_row(key, row.to_dict())
     return row
 
 

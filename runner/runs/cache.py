@@ -82,7 +82,9 @@ def trust_sources(option: str | Path | None) -> list[str]:
             named = Path(value.partition(":")[2] if value.startswith("file2:") else value).expanduser()
             if value and named.parent.is_dir():
                 files += sorted(named.parent.glob("*" + PUBLIC_SUFFIX)) + [named]
-    return [f"{name}={os.environ.get(name, '')}" for name in KEY_VARIABLES] + [_file_bytes(f) for f in files]
+    # your key's folder by its stamps too: a private key replaced beside its public half is another trust
+    folder = [] if option else _shallow_stamp(paths.keys_dir(), 1)
+    return [f"{name}={os.environ.get(name, '')}" for name in KEY_VARIABLES] + [_file_bytes(f) for f in files] + folder
 
 
 def context_digest(option: str | Path | None) -> str:
