@@ -5,6 +5,10 @@ wrap (a number split over two lines reads as two numbers), no vertical rules (th
 columns each), and a column that is empty in every row left out (an Energy column with
 nothing measured tells nothing). Long text (paths, reasons) wraps instead, or goes below the
 table as lines of its own.
+
+Outside tables: a line and its details wrap with a hanging indent (``hanging``: never back to
+column 0), and a path or a command is never folded (``whole``: a line of its own, however
+long, so a copy of it is the path).
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import json
 import math
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
 from rich import box
 from rich.markup import escape
+from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
@@ -132,6 +138,35 @@ def compact_table(title: str | None, columns: list[Column], rows: list[list], hi
     return table
 
 
+def plain_table(title: str, columns: list[Column], rows: list[list], width: int) -> Text | None:
+    """``compact_table(title, columns, rows, hide_empty=False)`` as it prints when every cell
+    fits on one line: the same characters, laid out here in one pass rather than by rich's
+    table (which measures and renders each of a few thousand cells: most of ``runner ls``'s
+    time over 100 runs). None when it would not fit ``width`` (rich's table then shrinks it)."""
+    cells = [[inert(cell) if isinstance(cell, Text) else Text.from_markup(inert(str(cell))) for cell in row]
+             for row in rows]
+    if any("\n" in cell.plain for row in cells for cell in row):
+        return None
+    widths = [max([cell_len(c.header)] + [cell_len(row[i].plain) for row in cells]) for i, c in enumerate(columns)]
+    total = sum(widths) + 2 * (len(widths) - 1)
+    if total > width:
+        return None
+
+    def line(values: list[Text], style: str = "") -> Text:
+        out = Text(style=style)
+        for i, (value, column) in enumerate(zip(values, columns)):
+            pad = " " * (widths[i] - cell_len(value.plain))
+            out.append_text(Text(pad) + value if column.number else value + Text(pad))
+            if i < len(columns) - 1:
+                out.append("  ")
+        return out
+
+    heading = Text.from_markup(inert(title))
+    heading.append(" " * max(total - cell_len(heading.plain), 0))
+    lines = [heading, line([Text(c.header) for c in columns], "bold"), Text("─" * total), *map(line, cells)]
+    return Text("\n").join(lines)
+
+
 def key_values(rows: list[tuple[str, str]]) -> Table:
     """Two columns, a name and its value (which may wrap), without a header."""
     table = Table.grid(padding=(0, 2))
@@ -140,3 +175,30 @@ def key_values(rows: list[tuple[str, str]]) -> Table:
     for key, value in rows:
         table.add_row(inert(key), inert(value))
     return table
+
+
+def hanging(lead: str, detail: str, width: int, indent: int) -> list[str]:
+    """``lead`` and ``detail`` wrapped to ``width`` columns, every line after the first indented
+    by ``indent`` (its details under it, never back to column 0); a word longer than a line (a
+    path, a URL) is kept whole on a line of its own, never folded."""
+    wrapper = textwrap.TextWrapper(width=max(width, indent + 24), initial_indent=lead,
+                                   subsequent_indent=" " * indent, break_long_words=False,
+                                   break_on_hyphens=False)
+    return wrapper.wrap(detail) or [lead.rstrip()]
+
+
+def hanging_text(lead: Text, detail: str, width: int, indent: int) -> Text:
+    """``lead`` (styled, the runner's) then ``detail`` (data: shown as it is, control
+    characters visible), wrapped with a hanging indent at ``width``; print it with
+    ``soft_wrap=True`` (already wrapped: rich must neither wrap nor cut it again)."""
+    lines = hanging(lead.plain, visible(detail), width, indent)
+    first = lead.copy()
+    first.append(lines[0][len(lead.plain):])
+    return Text("\n").join([first, *(Text(line) for line in lines[1:])])
+
+
+def whole(value: object, style: str = "") -> Text:
+    """A path or a command as a line of its own that is never wrapped, folded or cut: a copy
+    of the line is the path. Printed alone, with ``soft_wrap=True`` (``console.print`` joins
+    bare texts into one and drops their own settings); inside a group, with ``crop=False``."""
+    return Text(visible(str(value)), style=style, no_wrap=True, overflow="ignore")

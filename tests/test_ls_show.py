@@ -69,9 +69,13 @@ def _cli(capsys, monkeypatch, *argv, columns: int = 80):
     return run_cli(capsys, *argv)
 
 
-def assert_fits(text: str, width: int = 80) -> None:
-    """No line wider than the terminal, nothing cut short with an ellipsis."""
-    wide = [line for line in text.splitlines() if cell_len(line.rstrip()) > width]
+def assert_fits(text: str, width: int = 80, whole: tuple[str, ...] = ()) -> None:
+    """No line wider than the terminal but a path or command of ``whole``, each a line of its
+    own, whole (never folded: issue 50); nothing cut short with an ellipsis."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    for item in whole:
+        assert item in lines, f"{item} is not a line of its own"
+    wide = [line for line in lines if cell_len(line) > width and line not in whole]
     assert not wide, "\n".join(wide)
     assert "…" not in text, text
 
@@ -173,7 +177,8 @@ def test_show_by_short_id_draws_the_summary_curve_and_files_at_80_columns(board,
     code, out, err = _cli(capsys, monkeypatch, "show", "s5-c0997d", "--results", str(results),
                           "--trusted-keys", str(keys))
     assert code == 0, err
-    assert_fits(out)
+    folder = str(results / ENTRY / REAL[1])
+    assert_fits(out, whole=(folder, f"runner verify {folder}"))
     assert REAL[1] in out and "10.12 s (resolution 4.5 s)" in out
     assert "verdict     counts" in out and "at epoch 2: top1 99.50%" in out
     assert "◆" in out and "99.30%" in out and "training time, evaluations excluded" in out  # the curve
@@ -198,8 +203,8 @@ def test_show_json_and_a_bundle(board, capsys, monkeypatch, tmp_path):
     assert [p["epoch"] for p in data["curve"]] == [1, 2, 3] and data["crossing"]["epoch"] == 2
     assert {"result", "curve", "events", "bundle"} <= set(data["files"])
     code, out, _ = _cli(capsys, monkeypatch, "show", str(tarball), "--trusted-keys", str(keys))
-    assert code == 0 and str(tarball) in out.replace("\n", "") and "inside" in out
-    assert_fits(out)
+    assert code == 0 and "inside" in out
+    assert_fits(out, whole=(str(tarball), f"runner verify {tarball}"))
 
 
 @pytest.mark.parametrize("ref, needle", [("s9-ffffff", "no run 's9-ffffff'"), ("s", "could be any of 4 runs")])

@@ -58,6 +58,12 @@ def _readers(p) -> None:
     p.add_argument("--sparse-gib", type=int, default=4, help="apparent size of the sparse file (default 4 GiB)")
     p.add_argument("--text-mb", type=int, default=16, help="size of the text file (default 16 MB)")
     p.add_argument("--small-files", type=int, default=20_000, help="small files (default 20,000)")
+    p.add_argument("--part", choices=("all", "entry", "views"), default="all",
+                   help="entry: the information check only; views: runner ls and show only (default all)")
+    p.add_argument("--runs", type=int, default=100, help="signed runs runner ls lists (default 100)")
+    p.add_argument("--repeat", type=int, default=5, help="warm starts of ls and show timed, median (default 5)")
+    p.add_argument("--before", metavar="DIR",
+                   help="another checkout (e.g. the tree before a change) timed beside this one on the same runs")
 
 
 def _engines(p) -> None:
@@ -100,10 +106,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "beside `python3 -c pass` and `python3 -c \"import runner\"`, and print each one's median; "
         "the target for every --help is 0.25 s.", _cli),
     "readers": Benchmark(
-        "the information check of an entry, and of copies with a 4 GiB sparse file, a 16 MB text, 20,000 files",
+        "the information check of an entry and hostile copies; runner ls and show over 100 signed runs",
         "Run the information check (entry_files, measure_entry) of the default entry and of three hostile "
         "copies, each in a fresh interpreter, and print its time and peak memory beside issue 46's targets: "
-        "the entry under 1 s; the sparse file refused under 1 s and 100 MiB; the text and the files under 5 s.",
+        "the entry under 1 s; the sparse file refused under 1 s and 100 MiB; the text and the files under 5 s. "
+        "Then `runner ls` and `runner show` over 100 signed runs (the test suite's synthetic ones: a checkout "
+        "with tests/), cold (nothing cached) and warm, against issue 50's 0.3 s (and --before's tree).",
         _readers),
     "engines": Benchmark(
         "docker, podman and charliecloud side by side: cold build, runner reproduce, freeze latency",

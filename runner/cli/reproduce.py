@@ -20,7 +20,7 @@ from runner.results.layout import short_id
 from runner.results.record import Result
 from runner.results.runs import write_runs_summary
 from runner.slurm import options_from_args
-from runner.terminal import fmt, json_text
+from runner.terminal import fmt, json_text, whole
 
 
 def loadgen_option(args) -> bool | str:
@@ -66,8 +66,8 @@ def run(args) -> int:
     statuses = [Result.read(f).status for f in folders]
     for parent in dict.fromkeys(f.parent for f in folders):
         names = ", ".join(short_id(f.name) for f in folders if f.parent == parent)
-        console.print(f"results in {parent}/: {names} (`runner show {short_id(folders[-1].name)}` for one)",
-                      highlight=False)
+        console.print(f"results {names} (`runner show {short_id(folders[-1].name)}` for one) in:", highlight=False)
+        console.print(whole(f"{parent}/"), soft_wrap=True)  # the folder whole, never folded
     return 0 if all(s == "complete" for s in statuses) else 1
 
 

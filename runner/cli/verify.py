@@ -8,23 +8,28 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from runner.keys.trust import trusted_keys
-from runner.safe_read import visible
 from runner.verify.checks import verify_bundles
 from runner.verify.evidence import Auditor
 from runner.verify.ledger import read_published
 from runner.verify.verdict import EXIT_NOT_VERIFIED, Verdict, exit_code_of, judge_report
-from runner.terminal import json_text
+from runner.terminal import hanging_text, json_text, whole
+
+DETAIL_INDENT = 4  # a check's detail, past its first line: under the check, not under the names
+NAME_COLUMN = 16  # the names are padded to this (most are shorter); a longer one pushes its detail
 
 
 def print_checks(console: Console, checks) -> None:
-    """One line per check: a mark, the name, the detail (verify's and audit's format)."""
-    width = max(len(c.name) for c in checks)
+    """One line per check: a mark, the name, the detail, which goes on under the check
+    indented (a hanging indent: never back to column 0, and the full width, so the 23 checks
+    of a run take a screen, not two) (verify's and audit's format)."""
+    width = min(max(len(c.name) for c in checks), NAME_COLUMN)
     for check in checks:
-        mark = "[dim]-[/]" if getattr(check, "skipped", False) else ("[green]✓[/]" if check.ok else "[red]✗[/]")
-        console.print(f"{mark} {check.name:<{width}}  {escape(visible(check.detail))}")
+        mark = ("-", "dim") if getattr(check, "skipped", False) else ("✓", "green") if check.ok else ("✗", "red")
+        lead = Text.assemble(mark, f" {check.name:<{width}}  ")
+        console.print(hanging_text(lead, check.detail, console.width, DETAIL_INDENT), soft_wrap=True)
 
 
 def run(args) -> int:
@@ -46,7 +51,9 @@ def run(args) -> int:
     console = Console(highlight=False)
     for i, (report, verdict) in enumerate(zip(reports, verdicts)):
         if len(reports) > 1:
-            console.print(("\n" if i else "") + f"[bold]{escape(visible(report.bundle))}[/]")
+            if i:
+                console.print()
+            console.print(whole(report.bundle, "bold"), soft_wrap=True)
         print_report(console, report, verdict)
     if across is not None:
         console.print()
@@ -69,14 +76,16 @@ def _json(report, verdict: Verdict) -> dict:
 def print_report(console: Console, report, verdict: Verdict) -> None:
     print_checks(console, report.checks)
     for note in report.notes:
-        console.print(f"[yellow]note[/]: {escape(visible(note))}")
+        lead = Text.assemble(("note", "yellow"), ": ")
+        console.print(hanging_text(lead, note, console.width, DETAIL_INDENT), soft_wrap=True)
     if verdict.counts:
         console.print(f"[green bold]verified[/]: all {len(report.checks)} checks pass; the run [green bold]counts[/]")
     elif verdict.verified:
         console.print(f"[green bold]verified[/]: all {len(report.checks)} checks pass; "
                       "[yellow bold]the run does not count[/]:")
         for reason in verdict.reasons:
-            console.print(f"  - {escape(visible(reason))}")
+            console.print(hanging_text(Text("  - "), reason, console.width, DETAIL_INDENT), soft_wrap=True)
     else:
-        console.print(f"[red bold]NOT verified[/]: {len(report.failed)} of {len(report.checks)} checks fail "
-                      f"({', '.join(report.failed)})")
+        lead = Text.assemble(("NOT verified", "red bold"), ": ")
+        failed = f"{len(report.failed)} of {len(report.checks)} checks fail ({', '.join(report.failed)})"
+        console.print(hanging_text(lead, failed, console.width, DETAIL_INDENT), soft_wrap=True)

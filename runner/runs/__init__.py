@@ -11,16 +11,22 @@ whether it counts). ``find_run`` turns what a user typed (a folder, a run id, it
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from securesystemslib.signer import SSlibKey
-
+from runner.digests import folder_stamp
 from runner.errors import UserError
-from runner.keys.ledger import read_ledger
 from runner.results.layout import all_runs, entry_of, entry_runs, refuse_linked, short_id
-from runner.results.record import RESULT_FILE, Result
-from runner.verify.verdict import Verdict, judge
+from runner.results.record import RESULT_FILE
+from runner.runs import cache
+
+if TYPE_CHECKING:
+    from securesystemslib.signer import SSlibKey
+
+    from runner.results.record import Result
+    from runner.verify.verdict import Verdict
 
 # What makes a result.json unreadable as a Result (``Result.read``): never a traceback.
 UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError)
@@ -79,6 +85,27 @@ class RunRow:
             "tta_resolution_seconds": self.tta_resolution_seconds, "conforming": self.conforming,
             "smoke": self.smoke, **self.verdict.to_dict(), "variant": self.variant, "ledger": self.ledger,
         }
+
+    @classmethod
+    def from_dict(cls, folder: Path, data: dict) -> RunRow:
+        """A row ``to_dict`` wrote (the listing's cache), read back for ``folder``; a field of
+        the wrong kind is a ValueError (the entry is a miss)."""
+        from runner.verify.verdict import Verdict  # lazy: start-up (only the verdict's type, not the verifier)
+
+        def kind(name: str, *types):
+            value = data[name]
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                raise ValueError(f"{name}: {type(value).__name__}")
+            return value
+
+        number = (int, float, type(None))
+        return cls(folder=Path(folder), run_id=kind("run_id", str), entry=kind("entry", str),
+                   seed=kind("seed", int, type(None)), status=kind("status", str), reached=kind("reached", bool),
+                   tta_seconds=kind("tta_seconds", *number),
+                   tta_resolution_seconds=kind("tta_resolution_seconds", *number),
+                   conforming=kind("conforming", bool), smoke=kind("smoke", bool),
+                   verdict=Verdict.from_dict(data), variant=kind("variant", dict, type(None)),
+                   ledger=kind("ledger", dict, type(None)))
 
     @property
     def ledger_place(self) -> tuple[str, int] | None:
@@ -146,6 +173,8 @@ def made_here(keyid: str, entry: str, smoke: bool) -> int:
     """The runs of ``entry`` the key's own ledger on this host records (0 when this host keeps
     none for it, or it is broken): a key's owner sees every run, the latest included, even
     those whose folders are elsewhere."""
+    from runner.keys.ledger import read_ledger  # lazy: start-up (the signing libraries; only runs with a ledger place)
+
     try:
         lines = read_ledger(keyid)
     except UserError:
@@ -155,6 +184,8 @@ def made_here(keyid: str, entry: str, smoke: bool) -> int:
 
 def read_result(folder: Path) -> Result:
     """``folder/result.json``; a missing or malformed one is a UserError naming it."""
+    from runner.results.record import Result  # lazy: start-up (a cached row reads no result)
+
     try:
         return Result.read(folder)
     except UserError:
@@ -164,19 +195,84 @@ def read_result(folder: Path) -> Result:
                         "pass a run folder written by `runner reproduce`") from None
 
 
-def list_runs(results: Path, entry: str | None, trusted_keys: list[SSlibKey]) -> tuple[list[RunRow], list[str]]:
+def judge(path: Path, trusted_keys: list[SSlibKey]) -> Verdict:
+    """``runner.verify.verdict.judge``: the one verdict, imported when a run is judged."""
+    from runner.verify.verdict import judge as verdict_of  # lazy: start-up (a cached row loads no verifier)
+
+    return verdict_of(path, trusted_keys)
+
+
+Keys = list["SSlibKey"] | Callable[[], list["SSlibKey"]]
+
+
+def list_runs(results: Path, entry: str | None, trusted_keys: Keys,
+              context: str | None = None) -> tuple[list[RunRow], list[str]]:
     """Every run under ``results`` (or ``entry``'s), entry by entry, real runs before smoke
-    runs, oldest first; and the folders that could not be read, with why."""
+    runs, oldest first; and the folders that could not be read, with why. ``trusted_keys``:
+    the keys, or what reads them (called only when a run is judged); ``context``
+    (``runner.runs.cache.context_digest``): rows are read from and kept in the listing's
+    cache, each under its folder's stamp; None: every run read and judged now."""
     folders = entry_runs(results, entry) if entry else all_runs(results)
     rows, skipped = [], []
+    keys = _once(trusted_keys)
+    if not folders:
+        keys()  # nothing to judge: the trusted keys are read all the same, so a broken store is said
     for folder in folders:
         try:
             refuse_linked(folder)
-            rows.append(row_of(folder, read_result(folder), judge(folder, trusted_keys)))
+            key = cache.row_key(folder, context, folder_stamp(folder)) if context is not None else None
+            row = _cached(folder, key)
         except UserError as err:
             skipped.append(err.problem)
+            continue
+        if row is None:
+            judged_with = keys()  # outside the run's own errors: a broken trust store is the command's
+            try:
+                row = _judged(folder, key, judged_with)
+            except UserError as err:
+                skipped.append(err.problem)
+                continue
+        rows.append(row)
     rows.sort(key=lambda r: (r.entry, r.smoke, r.run_id))
     return rows, skipped
+
+
+def _once(trusted_keys: Keys) -> Callable[[], list[SSlibKey]]:
+    """The trusted keys, read on the first call (none when every row is cached)."""
+    read: list[list[SSlibKey]] = [trusted_keys] if isinstance(trusted_keys, list) else []
+
+    def keys() -> list[SSlibKey]:
+        if not read:
+            read.append(trusted_keys() if callable(trusted_keys) else trusted_keys)
+        return read[0]
+    return keys
+
+
+def row_at(folder: Path, trusted_keys: Keys, context: str | None) -> RunRow:
+    """The row of the run folder ``folder``: from the listing's cache (``context``: see
+    ``list_runs``), else read and judged now (and kept there)."""
+    key = cache.row_key(folder, context, folder_stamp(folder)) if context is not None else None
+    row = _cached(folder, key)
+    return row if row is not None else _judged(folder, key, _once(trusted_keys)())
+
+
+def _judged(folder: Path, key: str | None, trusted_keys: list[SSlibKey]) -> RunRow:
+    """The row of ``folder`` read and judged now, and kept under ``key`` (None: not kept)."""
+    row = row_of(folder, read_result(folder), judge(folder, trusted_keys))
+    if key is not None and row.status != "running":  # a run in progress changes at every look: not kept
+        cache.write_row(key, row.to_dict())
+    return row
+
+
+def _cached(folder: Path, key: str | None) -> RunRow | None:
+    """The row the listing's cache holds under ``key``, or None (a miss: none, or not a row)."""
+    data = cache.read_row(key) if key is not None else None
+    if data is None:
+        return None
+    try:
+        return RunRow.from_dict(folder, data)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def find_run(ref: str, results: Path) -> Path:

@@ -3,15 +3,19 @@ summary, curve and files. Short run ids here; the full ids are in the files and 
 
 from __future__ import annotations
 
+import shlex
+from typing import TYPE_CHECKING
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from runner.claims import variant_problem
 from runner.runs import RunRow, ledger_counts
 from runner.runs.curve import draw_curve
-from runner.runs.show import RunView
 from runner.safe_read import visible
-from runner.terminal import MISSING, Column, compact_table, fmt, key_values, markup, text, yes_no
+from runner.terminal import MISSING, Column, compact_table, fmt, key_values, markup, plain_table, text, whole, yes_no
+
+if TYPE_CHECKING:
+    from runner.runs.show import RunView
 
 WIDE = 100  # from this width on, ls shows each run's date too
 
@@ -33,8 +37,9 @@ def runs_table(entry: str, rows: list[RunRow], width: int):
         if row.variant:  # a study's variant: marked, and named below the table
             line[0] = text(f"{row.short_id}*")
     runs = f"{len(rows)} run{'s' if len(rows) != 1 else ''}"
+    title = f"[bold]{markup(entry)}[/] ({runs})"
     # every column of ls says something, even "no" or "--" in every row
-    return compact_table(f"[bold]{markup(entry)}[/] ({runs})", columns, cells, hide_empty=False)
+    return plain_table(title, columns, cells, width) or compact_table(title, columns, cells, hide_empty=False)
 
 
 def variant_lines(rows: list[RunRow]) -> Text | None:
@@ -83,6 +88,8 @@ def _percent(value: float | None, percent: bool) -> str:
 
 
 def summary_rows(view: RunView) -> list[tuple[str, str]]:
+    from runner.claims import variant_problem  # lazy: start-up (show's rows only; ls loads no claim)
+
     r, row = view.result, view.row
     training = r.training
     threshold = _percent(r.task.threshold, view.percent)
@@ -125,17 +132,21 @@ def summary_rows(view: RunView) -> list[tuple[str, str]]:
 
 
 def file_rows(view: RunView) -> list[tuple[str, str]]:
+    """The run's files, relative to its folder (the folder itself is a line of its own)."""
     if view.bundle:
-        inside = ", ".join(view.files.values())
-        return [("bundle", markup(view.location)), ("inside", markup(inside))]
-    rows = [("folder", markup(view.location))]
-    rows += [(name, markup(rel + ("/" if name in ("logs", "model", "inference", "bundle") else "")))
-             for name, rel in view.files.items()]
-    rows.append(("check it", markup(f"runner verify {view.location}")))
-    return rows
+        return [("inside", markup(", ".join(view.files.values())))]
+    return [(name, markup(rel + ("/" if name in ("logs", "model", "inference", "bundle") else "")))
+            for name, rel in view.files.items()]
+
+
+def check_command(view: RunView) -> str:
+    """``runner verify FOLDER``, quoted for a shell where the folder needs it."""
+    return f"runner verify {shlex.quote(view.location)}"
 
 
 def show_renderable(view: RunView, width: int) -> Group:
+    """The summary, the curve, the files; the folder (or bundle) and the command that checks
+    it are lines of their own, never folded (print with ``crop=False``): a copy is the path."""
     row = view.row
     title = Text.assemble((visible(row.entry), "bold"), " ", (visible(row.short_id), "bold cyan"),
                           f"  run {visible(row.run_id)}")
@@ -146,5 +157,7 @@ def show_renderable(view: RunView, width: int) -> Group:
         parts += [Text("time to accuracy", style="bold"), Text("\n".join(lines), no_wrap=True, overflow="crop")]
     else:
         parts.append(Text(f"no curve: {visible(str(view.curve_problem))}", style="dim"))
-    parts += [Text(""), Text("files", style="bold"), key_values(file_rows(view))]
+    parts += [Text(""), Text("files in the bundle" if view.bundle else "files in the folder", style="bold"),
+              whole(view.location), key_values(file_rows(view)),
+              Text(""), Text("check it", style="bold"), whole(check_command(view))]
     return Group(*parts)

@@ -27,25 +27,22 @@ but the statements'.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from securesystemslib.signer import SSlibKey
-
 from runner import __version__, paths
-from runner.claims import cross_seed_problem, variant_problem
+from runner.digests import folder_stamp
 from runner.errors import UserError
 from runner.results.folder import write_json
 from runner.safe_read import Unreadable, check_size, iter_chunks, read_json_object
 from runner.results.layout import ENVELOPE, MANIFEST
-from runner.tasks import TASKS
 from runner.verify.report import Report
 
 if TYPE_CHECKING:
+    from securesystemslib.signer import SSlibKey
+
     from runner.verify.evidence import Auditor
-from runner.verify.trust import signature_verdict
 
 # ``runner verify``'s exit codes: the verdict (documented in the README and ``--help``).
 EXIT_COUNTS = 0  # verified, and the run counts
@@ -133,6 +130,8 @@ def standing_problems(result: object) -> list[str]:
         reasons = result.get("nonconforming_reasons") or []
         problems.append("non-conforming: " + ("; ".join(map(str, reasons)) if isinstance(reasons, list) and reasons
                                               else "no reason given"))
+    from runner.claims import cross_seed_problem, variant_problem  # lazy: start-up (a cached verdict reads no claim)
+
     training = result.get("training")
     if not result.get("smoke") and isinstance(training, dict):
         if problem := cross_seed_problem(training.get("cross_seed")):
@@ -172,6 +171,8 @@ def judge(path: Path | str, trusted_keys: list[SSlibKey], *, auditor: Auditor | 
         if cached is not None:
             if stamp is not None and stamp in stamps:
                 return cached  # this very folder, not changed since it was verified here
+            from runner.verify.trust import signature_verdict  # lazy: start-up (the signing libraries)
+
             if not path.is_dir() or signature_verdict(path, trusted_keys)[0] is None:
                 if stamp is not None:
                     _write_cache(key, cached, [stamp, *stamps])
@@ -228,35 +229,6 @@ def _statement_digest(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def folder_stamp(folder: Path) -> str:
-    """sha256 over what the file system says of every entry under ``folder`` (path, kind, size,
-    modification and change times, inode, device), read without opening a file: any write,
-    rename, copy or replacement changes it (the change time cannot be set back), so a folder
-    with the stamp it had when its verdict was made holds the same bytes."""
-    digest = hashlib.sha256()
-    pending = [(str(folder), "")]
-    while pending:
-        here, rel = pending.pop()
-        try:
-            with os.scandir(here) as found:
-                entries = sorted(found, key=lambda e: e.name)
-        except OSError as err:
-            digest.update(f"{rel}\0unreadable {err.errno}\n".encode())
-            continue
-        for entry in entries:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError as err:
-                digest.update(f"{rel}/{entry.name}\0gone {err.errno}\n".encode(errors="surrogateescape"))
-                continue
-            line = (f"{rel}/{entry.name}\0{st.st_mode} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} "
-                    f"{st.st_ino} {st.st_dev}\n")
-            digest.update(line.encode(errors="surrogateescape"))
-            if entry.is_dir(follow_symlinks=False):
-                pending.append((entry.path, f"{rel}/{entry.name}"))
-    return digest.hexdigest()
-
-
 def _cache_key(path: Path, trusted_keys: list[SSlibKey]) -> tuple[str, str] | None:
     """(the cache file's name, the statement's digest), or None when nothing may be cached:
     an unsigned folder. Whether a folder's files still match its signature is ``judge``'s
@@ -273,6 +245,8 @@ def _cache_key(path: Path, trusted_keys: list[SSlibKey]) -> tuple[str, str] | No
 def current_rules() -> list[str]:
     """Today's rules, task by task (``task:version``): a verdict cached under other rules is
     judged again."""
+    from runner.tasks import TASKS  # lazy: start-up (the task table: only when a verdict is cached or read)
+
     return [f"{task_id}:{getattr(task, 'rules_version', '1')}" for task_id, task in TASKS.items()]
 
 
