@@ -67,6 +67,14 @@ def _inspect(engine, images, name: str):
     return inspect_image(engine, images[name], images["base"], [], entry, entry_files(entry), None)
 
 
+def _no_merged_export(engine, monkeypatch) -> None:
+    """The merged export is not read: the layers alone decided."""
+    def refused(ref):
+        raise AssertionError(f"the merged export of {ref} was read")
+
+    monkeypatch.setattr(engine, "image_files", refused)
+
+
 @pytest.fixture
 def parses(monkeypatch):
     """The diff ids of the layers parsed (not only hashed), in order."""
@@ -89,7 +97,9 @@ def _paths(audit) -> set[str]:
 def test_layer_by_layer_the_inspection_is_the_merged_exports(engine, images, monkeypatch, tmp_path):
     for name in ("honest", "hiding"):
         monkeypatch.setenv("RUNNER_HOME", str(tmp_path / name / "layers"))
-        by_layers = _inspect(engine, images, name)
+        with monkeypatch.context() as patch:
+            _no_merged_export(engine, patch)
+            by_layers = _inspect(engine, images, name)
         assert list((tmp_path / name / "layers" / "image-audits").glob("layer-*.json"))  # it did read layers
         monkeypatch.setenv("RUNNER_HOME", str(tmp_path / name / "merged"))
         with monkeypatch.context() as patch:
@@ -102,6 +112,7 @@ def test_layer_by_layer_the_inspection_is_the_merged_exports(engine, images, mon
 
 def test_a_second_image_on_the_same_layers_parses_only_its_own(engine, images, monkeypatch, tmp_path, parses):
     monkeypatch.setenv("RUNNER_HOME", str(tmp_path))
+    _no_merged_export(engine, monkeypatch)
     own = {name: list(engine.image(images[name]).layers) for name in ("framework", "honest", "hiding")}
     honest = _inspect(engine, images, "honest")
     assert set(parses) == set(own["honest"])  # the first reads every layer once (the base's in its own pass)
@@ -124,6 +135,7 @@ def _forget_answers(home: Path, image_id: str) -> None:
 
 def test_a_forged_layer_record_cannot_hide_a_finding(engine, images, monkeypatch, tmp_path, parses):
     monkeypatch.setenv("RUNNER_HOME", str(tmp_path))
+    _no_merged_export(engine, monkeypatch)
     _inspect(engine, images, "honest")
     assert "/entry/w.bin" in {f.path for f in _inspect(engine, images, "hiding").findings}
     top = engine.image(images["hiding"]).layers[-2]  # the layer that adds /entry/w.bin

@@ -52,7 +52,7 @@ def run(args) -> int:
 
 
 def _child(engine: Engine, image_id: str, folder: Path, tag: str) -> str:
-    (folder / "Dockerfile").write_text(f"FROM {image_id}\nRUN printf 'print(2)\\n' > /entry/second.py\n")
+    (folder / "Dockerfile").write_text(f"FROM {image_id}\nRUN printf 'print(2)\\n' > /tmp/second.py\n")
     for _ in engine.build_image(folder, "Dockerfile", tag, build_args={}, labels={"dev.runner.bench": "inspect"}):
         pass
     return engine.image(tag).id
