@@ -78,6 +78,10 @@ def _engines(p) -> None:
     p.add_argument("--json", action="store_true", help="the figures as JSON on stdout")
 
 
+def _entry_only(p) -> None:
+    p.add_argument("entry", nargs="?", default=DEFAULT_ENTRY, help=f"entry folder (default {DEFAULT_ENTRY})")
+
+
 BENCHMARKS: dict[str, Benchmark] = {
     "build": Benchmark(
         "cold and warm build time of an entry image",
@@ -119,4 +123,8 @@ BENCHMARKS: dict[str, Benchmark] = {
         "(--full: the real run) timed as a user starts it (first run after the build, then warm), and a container busy in a CPU "
         "loop frozen and thawed N times (request to paused / running: p50, p90, max). An engine this host "
         "lacks is reported as not available, with why.", _engines),
+    "inspect": Benchmark(
+        "the image inspection of a first and a second image sharing their lower layers: seconds and bytes parsed",
+        "Build the entry's image and a second image on it with one small layer more, then inspect each with an "
+        "empty cache: the second should parse only its own layer (issue 50).", _entry_only),
 }

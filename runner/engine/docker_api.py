@@ -320,6 +320,12 @@ class DockerApiEngine(Engine):
             stream = self.client.images.get(ref).save(named=True, chunk_size=EXPORT_CHUNK_BYTES)
         return _chunks(stream)
 
+    def image_layers(self, ref: str) -> tuple[ImageInfo, Iterator[bytes]]:
+        with _translated():
+            image = self.client.images.get(ref)
+            stream = image.save(named=False, chunk_size=EXPORT_CHUNK_BYTES)
+        return _image_info(image), _chunks(stream)
+
     def remove_image(self, ref: str) -> None:
         with _translated():
             self.client.images.remove(ref)

@@ -388,6 +388,13 @@ class Engine(abc.ABC):
         """Optional: the image as an archive another engine loads (``docker save``'s format)."""
         raise Unsupported(self.name, "export an image as an archive", "export it from a docker or podman host")
 
+    def image_layers(self, ref: str) -> tuple[ImageInfo, Iterator[bytes]] | None:
+        """Optional: the image (its layers' diff ids, oldest first) and its archive as ``docker
+        save`` writes it, each layer's tar whole, for the inspection to read layer by layer and
+        keep each layer's facts by its digest. None where the engine keeps no layers: the
+        inspection then reads ``image_files``."""
+        return None
+
     @abc.abstractmethod
     def remove_image(self, ref: str) -> None: ...
 

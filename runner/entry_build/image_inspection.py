@@ -34,15 +34,17 @@ import base64
 import csv
 import hashlib
 import io
+import json
 import re
 import tarfile
 import zipfile
+from contextlib import ExitStack
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from runner import image_cache
-from runner.entry_build import bytecode
+from runner.entry_build import bytecode, layers
 from runner.entry_build.entry_scan import EntryScan, scan_entry
 from runner.entry_build.information import (
     FileInformation,
@@ -274,38 +276,45 @@ def index_tar(stream, content: EvalIndex | None = None, copies: list[Copy] | Non
             if fh is None:  # never for a regular file
                 continue
             path = member.name.lstrip("./")
-            digest = hashlib.sha256()
-            found = None
-            if member.size <= WHOLE_BYTES:
-                data = fh.read()
-                digest.update(data)
-                head = data[:HEAD_BYTES]
-                if content is not None:
-                    found = content.scan_bytes("/" + path, data)
-            else:
-                data = None
-                head = fh.read(HEAD_BYTES)
-                digest.update(head)
-
-                def chunks(first=head, fh=fh, digest=digest):
-                    yield first
-                    while chunk := fh.read(1 << 20):
-                        digest.update(chunk)
-                        yield chunk
-
-                if content is not None:
-                    found = content.scan_chunks("/" + path, chunks())
-                else:
-                    for _ in chunks():
-                        pass
-            if found is not None and copies is not None:
-                copies.append(found)
-            index[path] = (member.size, digest.hexdigest(), head)
-            if visit is not None:
-                visit(path, member.size, int(member.mtime), index[path][1], head, data)
+            index[path] = index_file(path, member.size, int(member.mtime), fh, content, copies, visit)
             if progress is not None:
                 progress(member.size)
     return index
+
+
+def index_file(path: str, size: int, mtime: int, fh, content: EvalIndex | None, copies: list[Copy] | None,
+               visit: Visit | None) -> tuple[int, str, bytes]:
+    """One regular file of an export or a layer, read once: its size, sha256 and first bytes;
+    searched for the evaluation set with ``content`` (what is found goes to ``copies``)."""
+    digest = hashlib.sha256()
+    found = None
+    if size <= WHOLE_BYTES:
+        data = fh.read()
+        digest.update(data)
+        head = data[:HEAD_BYTES]
+        if content is not None:
+            found = content.scan_bytes("/" + path, data)
+    else:
+        data = None
+        head = fh.read(HEAD_BYTES)
+        digest.update(head)
+
+        def chunks(first=head, fh=fh, digest=digest):
+            yield first
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+                yield chunk
+
+        if content is not None:
+            found = content.scan_chunks("/" + path, chunks())
+        else:
+            for _ in chunks():
+                pass
+    if found is not None and copies is not None:
+        copies.append(found)
+    if visit is not None:
+        visit(path, size, mtime, digest.hexdigest(), head, data)
+    return size, digest.hexdigest(), head
 
 
 def base_file_index(engine: Engine, base_id: str) -> dict[str, tuple[int, str]]:
@@ -318,8 +327,17 @@ def _base_index(engine: Engine, base_id: str) -> dict[str, tuple[int, str]]:
     if kept is not None:
         return {k: tuple(v) for k, v in kept.items()}
     wheels: dict[str, tuple[str, int | None]] = {}
-    index = {path: (size, digest) for path, (size, digest, _) in
-             _file_index(engine, base_id, visit=_base_wheel_visitor(wheels)).items()}
+    read = _LayerRead(engine, base_id, None, "", None).run()
+    if read is not None:  # its layers' facts serve every image built on it
+        merged = layers.merge(read.layers)
+        index = {path: (facts.size, facts.sha256) for path, (facts, _) in merged.items()}
+        for k, layer in enumerate(read.layers):
+            for path, rows in layer.wheel_rows.items():
+                if merged.get(path, (None, -1))[1] == k:
+                    wheels.update({row: (v[0], v[1]) for row, v in rows.items()})
+    else:
+        index = {path: (size, digest) for path, (size, digest, _) in
+                 _file_index(engine, base_id, visit=_base_wheel_visitor(wheels)).items()}
     image_cache.store("image-audits", base_id, index, prefix="base-")
     image_cache.store("image-audits", base_id, wheels, prefix="base-wheels-")
     return index
@@ -444,6 +462,8 @@ class _Known:
         self.base, self.declared, self.entry = base, declared, entry
         self.digests = ({d for _, d in base.values()} | {h for h, _ in declared.values()}
                         | {h for h, _ in entry.values()})
+        # what an installed RECORD's measurement depends on (the rows the wheels declare)
+        self.declared_key = hashlib.sha256(json.dumps(sorted(declared.items())).encode()).hexdigest()[:32]
 
     def explains(self, path: str, size: int, digest: str) -> bool:
         """The base's file, the entry's, or a wheel's as its RECORD declares it."""
@@ -475,8 +495,15 @@ class _ImageInformation:
         self.pycs: dict[str, tuple[bytecode.PycHeader | None, int, FileInformation | None]] = {}
 
     def __call__(self, path: str, size: int, mtime: int, digest: str, head: bytes, data: bytes | None) -> None:
+        hashed = bytecode.source_hash(data) if data is not None and path.endswith(".py") else None
+        self.note(path, size, mtime, digest, head, hashed, lambda: self._measure(path, size, data))
+
+    def note(self, path: str, size: int, mtime: int, digest: str, head: bytes, source_hash: bytes | None,
+             measure: Callable[[], FileInformation]) -> None:
+        """One file of the image; ``measure`` gives its information when it needs measuring
+        (from its bytes in the pass that reads them, or as a layer's record kept it)."""
         if path.endswith(".py"):
-            self.sources[path] = (size, mtime, bytecode.source_hash(data) if data is not None else None)
+            self.sources[path] = (size, mtime, source_hash)
         if self.known.explains(path, size, digest) or digest in self.known.digests:
             return  # accounted for, or a copy of a file that is
         source = bytecode.source_of(path)
@@ -484,9 +511,22 @@ class _ImageInformation:
             header = bytecode.read_header(head)
             ahead = self.known.source_size(source)
             fits = ahead is not None and bytecode.mismatch(header, size, ahead, None, None) is None
-            self.pycs[path] = (header, size, None if fits else self._measure(path, size, data))
+            self.pycs[path] = (header, size, None if fits else measure())
             return
-        self.files.append(self._measure(path, size, data))
+        self.files.append(measure())
+
+    def measure_key(self, path: str, digest: str) -> str:
+        """What a file's measurement depends on: its path and bytes, and for an installed
+        RECORD the rows the wheels declare."""
+        site = SITE_PACKAGES.match(path)
+        record = site is not None and INSTALLED_RECORD.match(site.group(1)) is not None
+        return f"{path}\0{digest}" + (f"\0{self.known.declared_key}" if record else "")
+
+    def measured(self) -> dict[str, FileInformation]:
+        """Every measurement taken so far, by path (for a layer's record)."""
+        found = {f.path.removeprefix("/"): f for f in self.files}
+        found.update({p: m for p, (_, _, m) in self.pycs.items() if m is not None})
+        return found
 
     def _measure(self, path: str, size: int, data: bytes | None) -> FileInformation:
         if data is None:
@@ -577,12 +617,16 @@ def _inspect(engine: Engine, image_id: str, base_id: str,
         declared.update(_record_rows(wheel))
     entry_hashes = {f"entry/{p.relative_to(entry_dir).as_posix()}": (sha256_file(p), p.stat().st_size)
                     for p in entry_file_list}
-    measure = _ImageInformation(_Known(base, declared, entry_hashes))
+    known = _Known(base, declared, entry_hashes)
     content = EvalIndex.from_files(eval_inputs, eval_labels) if eval_digest or labels_digest else None
-    copies: list[Copy] = []
-    image_files = _file_index(engine, image_id, content, copies, measure)
+    by_layers = _by_layers(_LayerRead(engine, image_id, content, variant, known))
+    if by_layers is not None:
+        image_files, measure, copies, left_packed = by_layers
+    else:
+        measure, copies = _ImageInformation(known), []
+        image_files = _file_index(engine, image_id, content, copies, measure)
+        left_packed = list(content.left_packed) if content is not None else []
     compiled = measure.finish()
-    left_packed = list(content.left_packed) if content is not None else []
     if content is not None:
         in_wheels, packed = wheel_copies(wheels, content, variant)
         copies += in_wheels
@@ -604,10 +648,157 @@ def _inspect(engine: Engine, image_id: str, base_id: str,
         left_packed=left_packed,
         information=information,
     )
-    known = measure.known
     for path, (size, digest, head) in sorted(image_files.items()):
         if known.explains(path, size, digest) or path in compiled:
             continue  # the base's, the entry's, a wheel's, or the compilation of a source beside it
         audit.unexplained.append(AuditedFile("/" + path, size, "image", suspicion(path, size, head, eval_digest, digest)))
     image_cache.store("image-audits", image_id, audit.to_dict(), suffix=kept_as)
     return audit
+
+
+# -- layer by layer (issue 50): each layer read once, its facts kept by its diff id -------------
+
+class _LayerRead:
+    """One image read layer by layer (``layers``): each layer not kept is parsed, its files
+    hashed, searched for the evaluation set and, with ``known``, measured as the merged pass
+    would; a kept layer's bytes are only hashed. ``run`` is None when the engine has no
+    layers or the stream is not the image's own (the caller then reads the merged export)."""
+
+    def __init__(self, engine: Engine, image_id: str, content: EvalIndex | None, variant: str,
+                 known: _Known | None):
+        self.engine, self.image_id, self.content, self.variant, self.known = engine, image_id, content, variant, known
+
+    def run(self, force: frozenset[str] = frozenset()) -> layers.Pass | None:
+        read = getattr(self.engine, "image_layers", None)
+        answer = read(self.image_id) if read is not None else None
+        if answer is None:
+            return None
+        info, chunks = answer
+        expected = list(info.layers)
+        kept = {d: f for d in set(expected) - force if (f := layers.load(d)) is not None
+                and (self.content is None or self.variant in f.copies)}
+        sizes = {f.size for f in kept.values()}
+        found: dict[str, layers.LayerFacts | None] = {}
+        order: list[str] | None = None
+        parsed = parsed_bytes = hashed_bytes = 0
+        config = info.id.removeprefix("sha256:")
+        stack = ExitStack()
+        try:
+            phase = stack.enter_context(reporter().phase("inspect", f"reading image {config[:12]} layer by layer"))
+            stream = io.BufferedReader(_Chunks(chunks), buffer_size=1 << 20)
+            for member, fh in layers.image_members(stream):
+                if fh is None:
+                    continue
+                if member.name in (f"{config}.json", f"blobs/sha256/{config}"):
+                    order = self._order(fh.read(), info.id)
+                elif member.name.endswith(".tar") or (member.name.startswith("blobs/sha256/")
+                                                       and "sha256:" + member.name[13:] in expected):
+                    if member.size in sizes:
+                        diff_id, size = layers.hash_layer(fh, phase.advance)
+                        found[diff_id] = kept.get(diff_id)
+                        hashed_bytes += size
+                    else:
+                        facts = self._parse(fh, member.size, phase.read)
+                        found[facts.diff_id] = facts
+                        parsed, parsed_bytes = parsed + 1, parsed_bytes + member.size
+        finally:
+            stack.close()
+            chunks.close()
+        if order != expected or set(found) != set(expected):
+            return None  # not the image's own layers: the merged export decides
+        missed = frozenset(d for d, f in found.items() if f is None)
+        if missed:
+            return self.run(force | missed)  # a kept record's size, not its bytes: parse it
+        return layers.Pass([f for d in expected if (f := found[d]) is not None], parsed, parsed_bytes, hashed_bytes)
+
+    @staticmethod
+    def _order(config: bytes, image_id: str) -> list[str] | None:
+        """The diff ids the image's configuration names, when it is the image's own."""
+        if "sha256:" + hashlib.sha256(config).hexdigest() != image_id:
+            return None
+        try:
+            return list(json.loads(config)["rootfs"]["diff_ids"])
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def _parse(self, fh, size: int, progress: Callable[[int], None]) -> layers.LayerFacts:
+        measure = _ImageInformation(self.known) if self.known is not None else None
+        copies: list[Copy] = []
+        packed: list[str] = []
+        wheel_rows: dict[str, dict[str, list]] = {}
+
+        def read_file(path: str, size: int, mtime: int, member) -> layers.FileFacts:
+            before = len(self.content.left_packed) if self.content is not None else 0
+            visits: list[tuple] = []
+            index_file(path, size, mtime, member, self.content, copies, lambda *a: visits.append(a))
+            ((_, _, _, digest, head, data),) = visits
+            if measure is not None:
+                measure(*visits[0])
+            if path.endswith(".whl") and data is not None:
+                rows: dict[str, tuple[str, int | None]] = {}
+                _base_wheel_visitor(rows)(*visits[0])
+                wheel_rows[path] = {k: list(v) for k, v in rows.items()}
+            if self.content is not None:
+                packed.extend(self.content.left_packed[before:])
+            hashed = bytecode.source_hash(data) if data is not None and path.endswith(".py") else None
+            progress(size)
+            return layers.FileFacts(size, digest, head, mtime, hashed)
+
+        facts, diff_id = layers.parse_layer(fh, size, read_file)
+        facts.wheel_rows = wheel_rows
+        if measure is not None:
+            facts.measured = {measure.measure_key(p, facts.files[p].sha256): m for p, m in measure.measured().items()}
+        if self.content is not None:
+            facts.copies[self.variant] = (copies, packed)
+        if (old := layers.load(diff_id)) is not None:  # keep what other entries' passes kept
+            facts.measured = {**old.measured, **facts.measured}
+            facts.copies = {**old.copies, **facts.copies}
+        layers.store(facts)
+        return facts
+
+
+def _merged(read: layers.Pass, variant: str) -> tuple[dict[str, tuple[layers.FileFacts, int]], list[Copy],
+                                                      list[str]]:
+    """The merged view, and the copies (of the evaluation set ``variant``) and packed files of
+    the files it holds, each from the layer its file comes from."""
+    merged = layers.merge(read.layers)
+    copies: list[Copy] = []
+    packed: list[str] = []
+    for k, layer in enumerate(read.layers):
+        mine = {"/" + p for p, (_, at) in merged.items() if at == k}
+        variant_copies, variant_packed = layer.copies.get(variant, ([], []))
+        copies += [c for c in variant_copies if c.path in mine]
+        packed += [p for p in variant_packed if p in mine]
+    return merged, copies, packed
+
+
+def _by_layers(reader: _LayerRead) -> tuple[dict[str, tuple[int, str, bytes]], _ImageInformation,
+                                            list[Copy], list[str]] | None:
+    """``_file_index`` of an image and its measured visitor, read layer by layer; None when
+    the engine has no layers to read (or they are not the image's own)."""
+    assert reader.known is not None
+    force: frozenset[str] = frozenset()
+    while True:
+        read = reader.run(force)
+        if read is None:
+            return None
+        merged, copies, packed = _merged(read, reader.variant)
+        measure = _ImageInformation(reader.known)
+        missing: set[str] = set()
+        for path, (facts, k) in merged.items():
+            key = measure.measure_key(path, facts.sha256)
+            layer = read.layers[k]
+
+            def kept(key=key, layer=layer, missing=missing) -> FileInformation:
+                if key not in layer.measured:
+                    missing.add(layer.diff_id)
+                    return FileInformation("", "image", 0, 0)
+                return layer.measured[key]
+
+            measure.note(path, facts.size, facts.mtime, facts.sha256, facts.head, facts.source_hash, kept)
+        if not missing:
+            index = {p: (f.size, f.sha256, f.head) for p, (f, _) in merged.items()}
+            return index, measure, copies, packed
+        if missing <= force:  # parsed with this knowledge and still unmeasured: never, but never loop
+            return None
+        force |= missing  # measured under another entry's knowledge: read those layers again

@@ -1,0 +1,218 @@
+"""The image inspection layer by layer: each layer of an image read once, its facts kept by
+its content digest (its diff id), so a second entry on the same base and framework layers
+parses only its own (issue 50).
+
+The engine streams the image as ``docker save`` writes it (the layers' tars, the image's
+configuration, ``manifest.json``). Every layer's bytes are hashed as they go by: a layer's
+kept facts are used only for a layer whose streamed bytes hash to the digest they are kept
+under, and the set of streamed layers must be the image's own (its configuration, whose
+digest is the image id, names them in order); anything else and the caller falls back to
+the merged export. A kept record also carries a digest over its contents and its diff id:
+a damaged, edited or misplaced record is a miss, and the layer is parsed again.
+
+Which layers are parsed is decided before their bytes are hashed (a stream cannot be read
+twice): a layer whose tar has the size of a kept record of one of the image's layers is only
+hashed. The decision is a guess for speed, never for trust: the facts used are those kept
+under the hash of the bytes read, and when there are none the pass is run again with that
+layer parsed.
+
+The merged view follows the engine's layering: a layer's whiteouts (``.wh.<name>``: the
+name and all under it) and opaque folders (``.wh..wh..opq``: everything lower under that
+folder) hide what lower layers had, as does any entry that is not a regular file (a folder,
+a link) at a lower regular file's path; then the layer's own regular files are added.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import posixpath
+import tarfile
+from collections.abc import Callable, Iterator
+from typing import IO
+from dataclasses import asdict, dataclass, field
+
+from runner import image_cache
+from runner.entry_build.eval_copies import Copy
+from runner.entry_build.information import FileInformation
+
+LAYER_FORMAT = 1
+KIND = "image-audits"
+PREFIX = "layer-"
+READ_BYTES = 1 << 20
+WHITEOUT = ".wh."
+OPAQUE = ".wh..wh..opq"
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """One regular file of a layer: what the inspection judges it by."""
+
+    size: int
+    sha256: str
+    head: bytes
+    mtime: int
+    source_hash: bytes | None = None  # a .py's, for its .pyc (bytecode.source_hash)
+
+
+@dataclass
+class LayerFacts:
+    """What one layer holds and hides, and what was measured or found in it."""
+
+    diff_id: str
+    size: int  # of the layer's tar
+    files: dict[str, FileFacts] = field(default_factory=dict)
+    deleted: list[str] = field(default_factory=list)  # whiteouts: each path and all under it
+    opaque: list[str] = field(default_factory=list)  # folders whose lower content is hidden
+    shadows: list[str] = field(default_factory=list)  # entries that are not regular files
+    wheel_rows: dict[str, dict[str, list]] = field(default_factory=dict)  # a .whl's RECORD rows
+    measured: dict[str, FileInformation] = field(default_factory=dict)  # by measure key
+    # per evaluation-set variant: the copies found and the files left packed
+    copies: dict[str, tuple[list[Copy], list[str]]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "diff_id": self.diff_id, "size": self.size,
+            "files": {p: [f.size, f.sha256, f.head.hex(), f.mtime, f.source_hash.hex() if f.source_hash else None]
+                      for p, f in self.files.items()},
+            "deleted": self.deleted, "opaque": self.opaque, "shadows": self.shadows,
+            "wheel_rows": self.wheel_rows,
+            "measured": {k: asdict(m) for k, m in self.measured.items()},
+            "copies": {v: [[asdict(c) for c in copies], packed] for v, (copies, packed) in self.copies.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LayerFacts:
+        return cls(
+            diff_id=str(data["diff_id"]), size=int(data["size"]),
+            files={p: FileFacts(int(s), str(d), bytes.fromhex(h), int(m), bytes.fromhex(sh) if sh else None)
+                   for p, (s, d, h, m, sh) in data["files"].items()},
+            deleted=list(data["deleted"]), opaque=list(data["opaque"]), shadows=list(data["shadows"]),
+            wheel_rows={k: dict(v) for k, v in data["wheel_rows"].items()},
+            measured={k: FileInformation(**m) for k, m in data["measured"].items()},
+            copies={v: ([Copy(**c) for c in copies], list(packed)) for v, (copies, packed) in data["copies"].items()},
+        )
+
+
+def _seal(body: dict) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def load(diff_id: str) -> LayerFacts | None:
+    """The facts kept for ``diff_id``; None when there are none, or when the record is not
+    whole and its own (its seal over its contents, its diff id, its format)."""
+    data = image_cache.load(KIND, diff_id, prefix=PREFIX)
+    if data is None or data.get("format") != LAYER_FORMAT or not isinstance(data.get("layer"), dict):
+        return None
+    body = data["layer"]
+    if body.get("diff_id") != diff_id or data.get("seal") != _seal(body):
+        return None
+    try:
+        return LayerFacts.from_dict(body)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def store(facts: LayerFacts) -> None:
+    body = facts.to_dict()
+    image_cache.store(KIND, facts.diff_id, {"format": LAYER_FORMAT, "layer": body, "seal": _seal(body)},
+                      prefix=PREFIX)
+
+
+class Hashing(io.RawIOBase):
+    """A member's bytes, hashed (and counted) as they are read: the place for a progress call."""
+
+    def __init__(self, fh, progress: Callable[[int], None] | None = None):
+        self._fh = fh
+        self.digest = hashlib.sha256()
+        self.read_bytes = 0
+        self._progress = progress
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        data = self._fh.read(len(b))
+        n = len(data)
+        b[:n] = data
+        self.digest.update(data)
+        self.read_bytes += n
+        if self._progress is not None:
+            self._progress(n)
+        return n
+
+    def drain(self) -> str:
+        """Read what is left; the sha256 of all of it, as a diff id."""
+        while self.read(READ_BYTES):
+            pass
+        return "sha256:" + self.digest.hexdigest()
+
+
+# Called with a layer's regular file: (path, size, mtime, the tar's file object) -> its facts.
+ReadFile = Callable[[str, int, int, IO[bytes]], FileFacts]
+
+
+def parse_layer(stream, size: int, read_file: ReadFile) -> tuple[LayerFacts, str]:
+    """A layer tar's facts (its files read by ``read_file``) and its diff id, read once."""
+    hashing = Hashing(stream)
+    facts = LayerFacts("", size)
+    with tarfile.open(fileobj=io.BufferedReader(hashing, buffer_size=READ_BYTES), mode="r|") as tar:
+        for member in tar:
+            raw = member.name.removeprefix("./").rstrip("/")
+            folder, name = posixpath.split(raw)
+            path = raw.lstrip("./")  # as the merged export's index names it
+            if name == OPAQUE:
+                facts.opaque.append(folder.lstrip("./"))
+            elif name.startswith(WHITEOUT):
+                facts.deleted.append(posixpath.join(folder, name[len(WHITEOUT):]).lstrip("./"))
+            elif not member.isreg():
+                if path:
+                    facts.shadows.append(path)
+            else:
+                fh = tar.extractfile(member)
+                if fh is not None:  # always, for a regular file
+                    facts.files[path] = read_file(path, member.size, int(member.mtime), fh)
+    facts.diff_id = hashing.drain()
+    return facts, facts.diff_id
+
+
+def hash_layer(stream, progress: Callable[[int], None] | None = None) -> tuple[str, int]:
+    """A layer tar's diff id and size, its bytes only hashed (``progress`` told each chunk's size)."""
+    hashing = Hashing(stream, progress)
+    return hashing.drain(), hashing.read_bytes
+
+
+def _under(path: str, folder: str) -> bool:
+    return folder == "" or path == folder or path.startswith(folder + "/")
+
+
+def merge(layers: list[LayerFacts]) -> dict[str, tuple[FileFacts, int]]:
+    """The merged view of ``layers`` (lowest first): ``{path: (facts, index of its layer)}``."""
+    merged: dict[str, tuple[FileFacts, int]] = {}
+    for k, layer in enumerate(layers):
+        hidden = layer.opaque + layer.deleted
+        if hidden:
+            merged = {p: v for p, v in merged.items() if not any(_under(p, h) for h in hidden)}
+        for path in layer.shadows:
+            merged.pop(path, None)
+        for path, facts in layer.files.items():
+            merged[path] = (facts, k)
+    return merged
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One read of an image's layers: their facts in order, and what it cost."""
+
+    layers: list[LayerFacts]
+    parsed: int  # layers parsed
+    parsed_bytes: int
+    hashed_bytes: int  # of layers only hashed
+
+
+def image_members(stream) -> Iterator[tuple[tarfile.TarInfo, IO[bytes] | None]]:
+    """The members of a ``docker save`` stream with their file objects, read once."""
+    with tarfile.open(fileobj=stream, mode="r|") as tar:
+        for member in tar:
+            yield member, tar.extractfile(member) if member.isreg() else None
