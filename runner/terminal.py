@@ -138,13 +138,18 @@ def compact_table(title: str | None, columns: list[Column], rows: list[list], hi
     return table
 
 
+def _cell_text(cell: object) -> Text:
+    """A cell as the table prints it: a ``Text`` as it is, markup read (control characters visible)."""
+    shown = inert(cell) if isinstance(cell, Text) else Text.from_markup(inert(str(cell)))
+    return shown if isinstance(shown, Text) else Text(str(shown))
+
+
 def plain_table(title: str, columns: list[Column], rows: list[list], width: int) -> Text | None:
     """``compact_table(title, columns, rows, hide_empty=False)`` as it prints when every cell
     fits on one line: the same characters, laid out here in one pass rather than by rich's
     table (which measures and renders each of a few thousand cells: most of ``runner ls``'s
     time over 100 runs). None when it would not fit ``width`` (rich's table then shrinks it)."""
-    cells = [[inert(cell) if isinstance(cell, Text) else Text.from_markup(inert(str(cell))) for cell in row]
-             for row in rows]
+    cells = [[_cell_text(cell) for cell in row] for row in rows]
     if any("\n" in cell.plain for row in cells for cell in row):
         return None
     widths = [max([cell_len(c.header)] + [cell_len(row[i].plain) for row in cells]) for i, c in enumerate(columns)]
