@@ -46,6 +46,8 @@ from runner.manifest import load_entry
 from runner.options import ReproduceOptions
 from runner.engine.containers import CONTAINER_USER, PIDS_LIMIT, SHM_SIZE, TMPFS, cpu_limits
 from runner.engine.kinds import current
+from runner.initial_weights import INIT_DIR
+from runner.run.init_weights import INIT_MOUNT
 from runner.plan import RunData, make_plan
 from runner.report import quietly
 from runner.reproduce import reproduce
@@ -56,8 +58,11 @@ FINISHING_ROW = "finishing: cross-seed checks, result.json, signing"
 CONTAINER_ROW = "training: the container's run, less the plain run"
 
 
-def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed: int) -> list[str]:
-    """The ``docker run`` a user would write: the runner's lock-down, without the runner."""
+def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed: int,
+                  init_dir: Path | None = None) -> list[str]:
+    """The ``docker run`` a user would write: the runner's lock-down, without the runner.
+    ``init_dir``: a runner run's drawn initial weights (its ``init/``), which an entry that
+    loads them (``runner_init``) cannot train without."""
     # The runner's own plan for this seed: the same limits and environment, from one place.
     # (It mounts the training data only: the evaluation data are the runner's, never the entry's.)
     plan = make_plan(entry.path, ReproduceOptions(runs=1, seed=seed)).resolved(
@@ -77,6 +82,8 @@ def plain_command(entry, image_id: str, train_dir: Path, output_dir: Path, seed:
         command += ["--cpus", str(cpu["nano_cpus"] / 1e9)]
     if limits.memory:
         command += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]
+    if init_dir is not None and init_dir.is_dir():
+        command += ["-v", f"{init_dir}:{INIT_MOUNT}:ro", "-e", f"RUNNER_INIT={INIT_MOUNT}"]
     for key, value in plan.train_env().items():
         command += ["-e", f"{key}={value}"]
     return [*command, image_id, *entry.train.command]
@@ -151,7 +158,7 @@ def run(args) -> int:
     entry = load_entry(args.entry)
     with console.status("warming the image cache (and staging the data if needed)"):
         with quietly():
-            reproduce(args.entry, ReproduceOptions(runs=1, seed=args.seed, infer=False))
+            (warm,) = reproduce(args.entry, ReproduceOptions(runs=1, seed=args.seed, infer=False))
     built = build_entry(entry, get_engine())
     staged = data.staged(entry.task.id)
     pairs: list[tuple[int, float, float, float | None]] = []
@@ -163,7 +170,7 @@ def run(args) -> int:
             output = Path(tmp) / f"output-{i}"
             output.mkdir()
             os.chmod(output, 0o777)
-            command = plain_command(entry, built.image_id, staged.train_dir, output, seed)
+            command = plain_command(entry, built.image_id, staged.train_dir, output, seed, warm / INIT_DIR)
             if i == 0:
                 console.print("plain run: " + shlex.join(command))
             label = f"pair {i + 1}/{args.pairs}"
