@@ -443,9 +443,10 @@ def run_once(plan: ResolvedPlan, prepared: Prepared, seed: int, scratch: Path, c
             clock.add("inference", time.monotonic() - started, inference_parts(result.inference))
         with clock.phase("mlperf log"):
             mlperf_log(run, result)
-        # Outputs verify would refuse: left out, named, before the runner records what it measured.
-        settle_outputs(run.result_dir, result)
-        record_measured(run.result_dir, result=result.to_dict())  # its files, kept outside the folder from now on
+        with clock.phase("measured record"):
+            # Outputs verify would refuse: left out, named, before the runner records what it measured.
+            settle_outputs(run.result_dir, result)
+            record_measured(run.result_dir, result=result.to_dict())  # its files, kept outside the folder from now on
         ownership.journal(result, run.result_dir)
     except BaseException as stop:
         assemble.stopped(result, f"the runner stopped: {stop}" if str(stop) else "the runner was interrupted")
@@ -542,7 +543,10 @@ def finish_runs(runs: list[EndedRun], labels, plan: RunPlan) -> dict[Path, float
     if not runs:
         return {}
     gathered = plan.placement == SLURM
+    started = time.monotonic()
     changed = set(mark_alike_runs(runs, labels, plan))
+    if runs[0].clock is not None:  # once for all the runs, like the shared phases: on the first's clock
+        runs[0].clock.add("cross-seed checks", time.monotonic() - started)
     signing = {}
     for run in runs:
         folder = run.folder

@@ -5,8 +5,10 @@ The runner's cost is what a user pays on top of a plain ``docker run`` of the sa
 read from any run, not only from a benchmark: the phases shared by every run of one
 reproduction (host checks, data, image, fingerprint, audit), then this run's (launch,
 training with each frozen evaluation and its parts, the evaluations after the container
-exited, scoring, inference with LoadGen apart, the MLPerf log, writing). Signing happens
-after ``result.json`` is final, so its time is shown by the terminal (``-v``), not stored.
+exited, scoring, inference with LoadGen apart, the MLPerf log, the runner's record of the
+files it measured, the cross-seed checks (on the first run's clock), writing). Signing
+happens after ``result.json`` is final, so its time is shown by the terminal (``-v``) and
+by ``runner bench overhead``'s stopwatch, not stored.
 
 Only wall time measured with the host's monotonic clock is kept; nothing here is a score.
 """

@@ -197,6 +197,7 @@ def run_container(
     on_started: Callable[[Container, Callable[[], float]], None] | None = None,
     cancel: threading.Event | None = None,
     before_remove: Callable[[bool], None] | None = None,
+    before_start: Callable[[], None] | None = None,
 ) -> ContainerOutcome:
     """Run ``spec`` to its end, calling ``on_line(line, t)`` for every output line, where
     ``t`` is host monotonic seconds since just before the container started.
@@ -206,7 +207,9 @@ def run_container(
     stops and removes the container (recorded as interrupted). ``before_remove(ended)`` is
     called once the container has stopped, before it is removed (``ended``: it ran to its
     end, not timed out or interrupted): containers that share its network namespace must
-    be gone first, since an engine may refuse to remove a namespace still in use."""
+    be gone first, since an engine may refuse to remove a namespace still in use.
+    ``before_start()`` is called once the container is created and attached, before it
+    starts: what must come first (the evaluator's own start) overlaps this one's creation."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     container = engine.create(spec)
     stream = engine.attach(container)
@@ -220,6 +223,8 @@ def run_container(
                               daemon=True)
     outcome = ContainerOutcome(exit_code=None, timed_out=False, interrupted=False, wall_seconds=0.0)
     try:
+        if before_start is not None:
+            before_start()
         t0 = time.monotonic()
         container.start()
         if on_started is not None:
@@ -235,7 +240,8 @@ def run_container(
     finally:
         outcome.wall_seconds = clock()
         _remove(container, outcome, before_remove)
-        reader.join(timeout=5)
+        if reader.ident is not None:  # not started when the start (or before_start) failed
+            reader.join(timeout=5)
     if pump.failures and outcome.error is None:
         outcome.error = f"output stream failed: {pump.failures[0]}"
     return outcome

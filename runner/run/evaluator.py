@@ -417,7 +417,18 @@ class Evaluator:
         frozen as soon as it says so (or after ``READY_GRACE_S``). Its head start matters:
         once the entry's threads are busy, the lowest weight gets next to nothing. One that
         cannot start says why at the first request."""
+        self.launch()
+        self.until_running()
+
+    def launch(self) -> None:
+        """``prestart``'s first half: the container is created and started in the background.
+        The training's container is created meanwhile (``run_container``'s ``before_start``
+        waits for ``until_running``): the two creations overlap, the starts keep their order."""
         self._launch()
+
+    def until_running(self) -> None:
+        """``prestart``'s second half: return once the container runs (or could not start),
+        and freeze it as soon as it is ready."""
         while not self._container_started.wait(timeout=0.05):
             if not self.started:
                 return

@@ -254,13 +254,14 @@ def _train(engine: Engine, plan: SeedRun, labels, spec: ContainerSpec, peers: li
         try:
             # The evaluator's container starts first; it gets ready beside the entry's start-up
             # at the lowest CPU weight and is frozen: the evaluations after the container
-            # exits pay none of its start-up.
-            session.evaluator.prestart()
+            # exits pay none of its start-up. The entry's container is created meanwhile and
+            # started once the evaluator's runs.
+            session.evaluator.launch()
             try:
                 outcome = run_container(
                     engine, spec, lambda line, t: lines.put((line, t)),
                     plan.log("train.log"), on_started=session.started,
-                    before_remove=stop_peers,
+                    before_remove=stop_peers, before_start=session.evaluator.until_running,
                 )
                 exit_t = exited[0] if exited else session.log.now()
             finally:
