@@ -213,8 +213,10 @@ class Reporter:
     def __init__(self, console: Console | None = None, quiet: bool = False, progress: Console | None = None):
         self.quiet = quiet
         self.console = console or (Console(file=open(os.devnull, "w")) if quiet else Console())
-        # Live progress draws on stderr (as the training line always has): stdout is for results.
-        self.progress = progress or (self.console if quiet else Console(stderr=True))
+        # Progress goes where the command's own lines go: stdout, so that `runner reproduce ... | cat`
+        # (a CI log) has it and stderr holds only an error's one line; a command printing JSON on
+        # stdout gives its reporter stderr (``--json``).
+        self.progress = progress or self.console
         self._warned: set[str] = set()
         self._phases: list[Phase] = []  # open phases, outermost first
         self._heartbeat = Heartbeat()

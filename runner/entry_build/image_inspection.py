@@ -684,7 +684,8 @@ class _LayerRead:
         config = info.id.removeprefix("sha256:")
         stack = ExitStack()
         try:
-            phase = stack.enter_context(reporter().phase("inspect", f"reading image {config[:12]} layer by layer"))
+            phase = stack.enter_context(reporter().phase("inspect", f"reading image {config[:12]} layer by layer",
+                                                       keep=True))
             stream = io.BufferedReader(_Chunks(chunks), buffer_size=1 << 20)
             for member, fh in layers.image_members(stream):
                 if fh is None:
