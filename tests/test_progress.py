@@ -169,3 +169,27 @@ def test_a_run_in_a_log_shows_every_phase_and_never_goes_quiet(engine, tmp_path)
     # every heartbeat, from the first line to the last.
     gaps = [(b[0] - a[0], b[1]) for a, b in zip(lines, lines[1:])]
     assert max(gap for gap, _ in gaps) < HEARTBEAT_S + SLACK_S, max(gaps)
+
+
+def test_inference_items_are_shown_a_tenth_at_a_time_between_items_and_only_for_the_plans_backends(capsys):
+    """The harness prints how far a timed pass is between two items (never inside one's timing);
+    the host shows it for the plan's own backends only (the entry's builder runs beside the
+    harness and could print such a line)."""
+    import numpy as np
+
+    from runner.harness.timing import PROGRESS_PREFIX, timed_pass
+    from runner.inference.phase import InferenceProgress, Windows
+
+    images = np.zeros((50, 1, 4, 4), dtype=np.float32)
+    done = timed_pass(lambda x: 0, images, warmup=0, topk=1, backend="torch")
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith(PROGRESS_PREFIX)]
+    assert printed == [f"{PROGRESS_PREFIX} torch {k}/50 items" for k in range(5, 51, 5)]
+    assert len(done.latencies_ns) == 50 and (done.latencies_ns > 0).all()
+    reporter, log = plain_reporter()
+    with reporter.phase("infer", "starting the harness") as phase:
+        progress = InferenceProgress(Windows(), ("torch",), phase)
+        progress.on_line(printed[2], 1.0)
+        progress.on_line(f"{PROGRESS_PREFIX} forged 9/10 items", 1.1)  # not a backend of the plan
+        phase.beat()  # what the heartbeat prints next
+    assert phase.text == "backend 1 of 1 (torch), 15 of 50 items timed"
+    assert not any("forged" in line for _, line in log.lines)

@@ -149,8 +149,11 @@ def time_views(trees: list[tuple[str, Path]], runs: int, repeat: int, console: C
     with tempfile.TemporaryDirectory(prefix="runner-bench-views-") as tmp:
         root = Path(tmp)
         with console.status(f"making {runs} signed runs"):
-            subprocess.run([sys.executable, "-c", maker, str(REPO), str(root), str(max(runs - 2, 1))], check=True,
-                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=1800)
+            made = subprocess.run([sys.executable, "-c", maker, str(REPO), str(root), str(max(runs - 2, 1))],
+                                  env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=1800)
+        if made.returncode != 0:
+            last = (made.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+            return f"not timed: making the signed runs failed ({last}); they need the test extra: pip install -e '.[test]'"
         where = ["--results", str(root / "results"), "--trusted-keys", str(root / "trusted.pub.json")]
         commands = {"ls": ["ls", *where], "show": ["show", "mnist-cnn-cpu/s1-000001", *where]}
         for label, tree in trees:

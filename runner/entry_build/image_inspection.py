@@ -248,7 +248,8 @@ Visit = Callable[[str, int, int, str, bytes, "bytes | None"], None]
 
 
 def _file_index(engine: Engine, image_id: str, content: EvalIndex | None = None,
-                copies: list[Copy] | None = None, visit: Visit | None = None) -> dict[str, tuple[int, str, bytes]]:
+                copies: list[Copy] | None = None, visit: Visit | None = None,
+                searched: Searched | None = None) -> dict[str, tuple[int, str, bytes]]:
     """``{path: (size, sha256, first bytes)}`` of every regular file, from the engine's export;
     with ``content``, every file is also searched for the evaluation set in the same pass,
     and what is found goes to ``copies``; ``visit`` sees every file as it goes by. The files
@@ -257,13 +258,14 @@ def _file_index(engine: Engine, image_id: str, content: EvalIndex | None = None,
     try:
         with reporter().phase("inspect", f"reading image {image_id.removeprefix('sha256:')[:12]}") as phase:
             stream = io.BufferedReader(_Chunks(chunks), buffer_size=1 << 20)
-            return index_tar(stream, content, copies, visit, progress=phase.read)
+            return index_tar(stream, content, copies, visit, progress=phase.read, searched=searched)
     finally:
         chunks.close()
 
 
 def index_tar(stream, content: EvalIndex | None = None, copies: list[Copy] | None = None,
               visit: Visit | None = None, progress: Callable[[int], None] | None = None,
+              searched: Searched | None = None,
               ) -> dict[str, tuple[int, str, bytes]]:
     """``_file_index`` of an export stream (a tar), read once; ``progress`` is told each
     file's size once it is read."""
@@ -276,23 +278,29 @@ def index_tar(stream, content: EvalIndex | None = None, copies: list[Copy] | Non
             if fh is None:  # never for a regular file
                 continue
             path = member.name.lstrip("./")
-            index[path] = index_file(path, member.size, int(member.mtime), fh, content, copies, visit)
+            index[path] = index_file(path, member.size, int(member.mtime), fh, content, copies, visit, searched)
             if progress is not None:
                 progress(member.size)
     return index
 
 
+# (path, size, sha256) -> True for a file whose bytes are searched elsewhere: a locked wheel's
+# member as its RECORD declares it (``wheel_copies`` searches every member of every locked wheel).
+Searched = Callable[[str, int, str], bool]
+
+
 def index_file(path: str, size: int, mtime: int, fh, content: EvalIndex | None, copies: list[Copy] | None,
-               visit: Visit | None) -> tuple[int, str, bytes]:
+               visit: Visit | None, searched: Searched | None = None) -> tuple[int, str, bytes]:
     """One regular file of an export or a layer, read once: its size, sha256 and first bytes;
-    searched for the evaluation set with ``content`` (what is found goes to ``copies``)."""
+    searched for the evaluation set with ``content`` (what is found goes to ``copies``), but for
+    a file ``searched`` says is a locked wheel's, byte for byte (its wheel is searched)."""
     digest = hashlib.sha256()
     found = None
     if size <= WHOLE_BYTES:
         data = fh.read()
         digest.update(data)
         head = data[:HEAD_BYTES]
-        if content is not None:
+        if content is not None and not (searched is not None and searched(path, size, digest.hexdigest())):
             found = content.scan_bytes("/" + path, data)
     else:
         data = None
@@ -619,12 +627,24 @@ def _inspect(engine: Engine, image_id: str, base_id: str,
                     for p in entry_file_list}
     known = _Known(base, declared, entry_hashes)
     content = EvalIndex.from_files(eval_inputs, eval_labels) if eval_digest or labels_digest else None
-    by_layers = _by_layers(_LayerRead(engine, image_id, content, variant, known))
+    # A file that is a locked wheel's member byte for byte is searched in its wheel (below, kept
+    # per wheel and evaluation set), not a second time in the image: on a fresh machine that
+    # was the venv's gigabyte searched twice. A layer's copies then hold for this lock only.
+    locked: dict[str, str] = {}
+    for wheel in wheels:
+        locked.update({name: digest for name, (digest, _) in _record_rows(wheel).items()})
+    lock_key = hashlib.sha256(json.dumps(sorted(locked.items())).encode()).hexdigest()[:16]
+
+    def searched(path: str, size: int, digest: str) -> bool:
+        site = SITE_PACKAGES.match(path)
+        return site is not None and locked.get(site.group(1)) == digest
+
+    by_layers = _by_layers(_LayerRead(engine, image_id, content, f"{variant}-l{lock_key}", known, searched))
     if by_layers is not None:
         image_files, measure, copies, left_packed = by_layers
     else:
         measure, copies = _ImageInformation(known), []
-        image_files = _file_index(engine, image_id, content, copies, measure)
+        image_files = _file_index(engine, image_id, content, copies, measure, searched)
         left_packed = list(content.left_packed) if content is not None else []
     compiled = measure.finish()
     if content is not None:
@@ -665,8 +685,9 @@ class _LayerRead:
     layers or the stream is not the image's own (the caller then reads the merged export)."""
 
     def __init__(self, engine: Engine, image_id: str, content: EvalIndex | None, variant: str,
-                 known: _Known | None):
+                 known: _Known | None, searched: Searched | None = None):
         self.engine, self.image_id, self.content, self.variant, self.known = engine, image_id, content, variant, known
+        self.searched = searched
 
     def run(self, force: frozenset[str] = frozenset()) -> layers.Pass | None:
         read = getattr(self.engine, "image_layers", None)
@@ -731,7 +752,7 @@ class _LayerRead:
         def read_file(path: str, size: int, mtime: int, member) -> layers.FileFacts:
             before = len(self.content.left_packed) if self.content is not None else 0
             visits: list[tuple] = []
-            index_file(path, size, mtime, member, self.content, copies, lambda *a: visits.append(a))
+            index_file(path, size, mtime, member, self.content, copies, lambda *a: visits.append(a), self.searched)
             ((_, _, _, digest, head, data),) = visits
             if measure is not None:
                 measure(*visits[0])

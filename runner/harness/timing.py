@@ -18,6 +18,9 @@ import numpy as np
 from . import mllog
 
 CLOCK = "time.perf_counter_ns (CLOCK_MONOTONIC)"
+# How far a timed pass is, a tenth at a time, printed between two items (never inside one's timing).
+PROGRESS_PREFIX = "harness progress:"
+PROGRESS_LINES = 10
 
 # What a backend's predict returns for one item: the top class, or the top-k classes best first
 # (a Union, not ``|``: the alias is evaluated at import, in the entry's image's Python).
@@ -52,6 +55,7 @@ def timed_pass(predict: Predict, images: np.ndarray, *, warmup: int, topk: int, 
     predictions = np.zeros((n,) if topk == 1 else (n, topk), dtype=np.int64)
     latencies = np.zeros(n, dtype=np.int64)
     clock = time.perf_counter_ns
+    every = max(n // PROGRESS_LINES, 1)
     gc.collect()
     gc.disable()  # a collection inside the pass would land on one unlucky item
     try:
@@ -64,6 +68,8 @@ def timed_pass(predict: Predict, images: np.ndarray, *, warmup: int, topk: int, 
             t1 = clock()
             predictions[i] = ranked
             latencies[i] = t1 - t0
+            if i % every == every - 1:  # outside the item's timing: the host shows how far the pass is
+                print(f"{PROGRESS_PREFIX} {backend} {i + 1}/{n} items", flush=True)
         window_ns = clock() - window_start
         mllog.emit("infer_stop", event_type="INTERVAL_END", backend=backend, count=n)
     finally:

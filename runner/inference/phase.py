@@ -3,6 +3,7 @@ the host stamps each backend's timed pass and scores its predictions."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,12 +124,14 @@ class TrainedModel:
     whole_set: bool = True
 
 
+_ITEMS = re.compile(r"^harness progress: (\S+) (\d+)/(\d+) items$")
+
+
 @dataclass
 class InferenceProgress:
     """The phase's progress from the host-stamped events: backend k of n and its items.
-    The harness prints nothing inside its timed loop (a line per item would cost the timed
-    pass), so the items are those a backend was given at its start and had done at its stop.
-    Only the plan's own backend names are shown: the harness runs beside the entry's code,
+    The harness prints no line per item (it would cost the timed pass): a tenth of the pass at a
+    time, between two items. Only the plan's own backend names are shown: the harness runs beside the entry's code,
     whose output could imitate an event line."""
 
     windows: Windows
@@ -136,6 +139,12 @@ class InferenceProgress:
     phase: Phase
 
     def on_line(self, line: str, t: float) -> None:
+        if m := _ITEMS.match(line.strip()):  # how far the timed pass is (a tenth at a time)
+            backend, done, count = m[1], int(m[2]), int(m[3])
+            if backend in self.backends:
+                k = self.backends.index(backend) + 1
+                self.phase.update(f"backend {k} of {len(self.backends)} ({backend}), {done:,} of {count:,} items timed")
+            return
         seen = len(self.windows.events)
         self.windows.on_line(line, t)  # stamped with ``t``: what follows is outside the window
         for ev in self.windows.events[seen:]:
