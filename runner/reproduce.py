@@ -57,7 +57,7 @@ from runner.score.timed_model import check_timed_model
 from runner.results.record import Result
 from runner.run import ownership
 from runner.engine.containers import remove_orphans
-from runner.run.calm import wait_for_calm
+from runner.run.calm import FRESH_S, wait_for_calm
 from runner.run.cores import cpuset_for, hold_cores
 from runner.run.guards import GuardVerdict, RunGuards
 from runner.run.allocation import check_nodes, cluster_network, require_network_setting
@@ -429,7 +429,7 @@ def run_once(plan: ResolvedPlan, prepared: Prepared, seed: int, scratch: Path, c
     A run stopped by a failure or an interrupt has its record written as far as it went."""
     with clock.phase("host load check"):  # again: the build took minutes, an earlier run ended
         wait_for_calm(cpuset_for(plan.limits.cpus), f"before training seed {seed}", plan.options.allow_contended,
-                      plan.options.calm_timeout_s)
+                      plan.options.calm_timeout_s, fresh_s=FRESH_S)
     with clock.phase("result folder"):
         run, result = start(plan, prepared, seed, scratch)
     try:
