@@ -20,6 +20,7 @@ def test_there_is_an_archived_bundle():
 @pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: p.name)
 def test_archived_bundle_verifies_with_the_published_key(bundle, capsys):
     data.prepare("mnist")  # the auditor's own labels, checked against the pinned digests
+    capsys.readouterr()  # what staging them printed
     code = main(["verify", str(bundle), "--trusted-keys", str(ARCHIVE / "keys"), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert all(c["ok"] for c in report["checks"]) and report["verified"]

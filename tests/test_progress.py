@@ -193,3 +193,26 @@ def test_inference_items_are_shown_a_tenth_at_a_time_between_items_and_only_for_
         phase.beat()  # what the heartbeat prints next
     assert phase.text == "backend 1 of 1 (torch), 15 of 50 items timed"
     assert not any("forged" in line for _, line in log.lines)
+
+
+def test_a_json_command_reports_its_progress_on_stderr(capsys):
+    """`--json`: stdout holds the JSON alone, whatever the command's stages say on the way."""
+    import argparse
+    import json
+
+    from runner.cli import _run_command
+    from runner.report import reporter
+
+    def command(args) -> int:
+        with reporter().phase("stage", "parsing mnist_train.csv") as phase:
+            phase.update("parsing mnist_test.csv", step=True)
+        print(json.dumps({"ok": True}))
+        return 0
+
+    assert _run_command(command, argparse.Namespace(json=True)) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"ok": True}
+    assert "stage: parsing mnist_test.csv" in err
+    _run_command(command, argparse.Namespace(json=False))
+    out, err = capsys.readouterr()
+    assert "stage: parsing mnist_test.csv" in out and not err

@@ -176,6 +176,19 @@ def closed_pipe() -> int:
     return 0
 
 
+def _run_command(run, args) -> int | None:
+    """``run(args)``; a command printing JSON (``--json``) reports its progress on stderr, so
+    that stdout holds the JSON alone (staging the auditor's labels, a build, a training line)."""
+    if not getattr(args, "json", False):
+        return run(args)
+    from rich.console import Console  # lazy: start-up (only a --json command needs a console here)
+
+    from runner.report import Reporter, reporting  # lazy: start-up (as above)
+
+    with reporting(Reporter(Console(stderr=True))):
+        return run(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     if not sys.stdout.isatty():
         # Logs and pipes (CI) get tables at 120 columns rather than rich's 80-column default.
@@ -183,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     run = function(args)
     try:
-        code = int(run(args) or 0)
+        code = int(_run_command(run, args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
     except BrokenPipeError:  # `runner ... | head -1`: the reader has what it wanted
