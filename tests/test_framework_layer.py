@@ -12,6 +12,7 @@ import docker.errors
 import pytest
 from conftest import DEFAULT_ENTRY, SHARED_WHEELHOUSE, copy_wheel_into, make_entry
 
+from runner.engine.docker_api import create_options
 from runner.engine.interface import BuildFailed, LayerSpec
 from runner.engine.labels import LABEL_PID, LABEL_RUN, MANAGED_LABEL
 from runner.entry_build import build_entry, parse_lock, version_of, wheelhouse
@@ -118,7 +119,8 @@ def test_two_entries_with_the_same_lock_lines_share_one_framework_image(stocked_
         assert labels.get(MANAGED_LABEL, "") == "" and labels.get(LABEL_PID, "") == ""
         assert labels.get(LABEL_RUN, "") == ""
         out = docker_client.containers.run(built[1].tag, ["sh", "-c", "id -u; python3 -c 'import packaging; "
-                                           "print(packaging.__version__)'"], network_mode="none", remove=True)
+                                           "print(packaging.__version__)'"], network_mode="none", remove=True,
+                                           **create_options())
         assert out.decode().split() == ["1000", PINS["packaging"].version]
     finally:
         for image in built:

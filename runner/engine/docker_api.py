@@ -42,6 +42,9 @@ from runner.errors import UserError
 from runner.engine.labels import LABEL_RUN, MANAGED_LABEL, owned_labels
 
 EXPORT_CHUNK_BYTES = 1 << 20
+# What the engine itself writes into every container it runs (Podman's diff names /etc and
+# /run for them): never the command's doing, so not a change outside the layer's folder.
+_ENGINE_FILES = frozenset({"/etc", "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run", "/run/.containerenv"})
 
 
 @contextmanager
@@ -243,7 +246,7 @@ class DockerApiEngine(Engine):
             with _translated():
                 changed = [c["Path"] for c in container.diff() or []]
             outside = [p for p in changed if p != spec.output and not p.startswith(spec.output + "/")
-                       and not spec.output.startswith(p + "/")]
+                       and not spec.output.startswith(p + "/") and p not in _ENGINE_FILES]
             if outside:
                 raise BuildFailed(f"the layer's command changed {', '.join(sorted(outside)[:5])} "
                                   f"outside {spec.output}")
@@ -251,10 +254,12 @@ class DockerApiEngine(Engine):
             # A commit keeps the container's own labels: its owner's are blanked, so no container
             # of the image reads as the runner's (an orphan to remove, a run's).
             blank = dict.fromkeys([*owned_labels("layer-build"), LABEL_RUN], "")
-            changes = ["CMD [" + ", ".join(f'"{c}"' for c in cmd) + "]",
-                       "LABEL " + " ".join(f'{key}="{value}"' for key, value in {**blank, **labels}.items())]
+            changes = ["CMD [" + ", ".join(f'"{c}"' for c in cmd) + "]",  # one label a line: Podman reads one
+                       *(f'LABEL {key}="{value}"' for key, value in {**blank, **labels}.items())]
             with _translated():
-                container.commit(repository=repository, tag=name, changes=changes)
+                # Podman's API reads the labels from the configuration, Docker's from either.
+                container.commit(repository=repository, tag=name, changes=changes,
+                                 conf={"Labels": {**blank, **labels}, "Cmd": list(cmd)})
         finally:
             with _translated():
                 container.remove(force=True)
