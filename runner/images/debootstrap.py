@@ -30,6 +30,7 @@ from pathlib import Path
 
 from runner import paths
 from runner.errors import UserError
+from runner.fingerprint.memory import read_meminfo
 from runner.images.recipe import Recipe
 from runner.report import reporter
 from runner.safe_read import visible
@@ -258,20 +259,10 @@ def make_workdir(recipe: Recipe) -> Path:
     parent = paths.home() / "image-builds"
     parent.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=parent))
-    if TMPFS_BYTES > 0 and _available_memory() >= 2 * TMPFS_BYTES:
+    if TMPFS_BYTES > 0 and read_meminfo().get("MemAvailable", 0) >= 2 * TMPFS_BYTES:
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES},mode=0755", "tmpfs", str(workdir)],
                        check=False, capture_output=True)  # on the disk when it cannot be mounted
     return workdir
-
-
-def _available_memory() -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 def remove_workdir(workdir: Path) -> None:
