@@ -140,10 +140,10 @@ class InferenceProgress:
 
     def on_line(self, line: str, t: float) -> None:
         if m := _ITEMS.match(line.strip()):  # how far the timed pass is (a tenth at a time)
-            backend, done, count = m[1], int(m[2]), int(m[3])
-            if backend in self.backends:
-                k = self.backends.index(backend) + 1
-                self.phase.update(f"backend {k} of {len(self.backends)} ({backend}), {done:,} of {count:,} items timed")
+            name, done, total = m[1], int(m[2]), int(m[3])
+            if name in self.backends:
+                k = self.backends.index(name) + 1
+                self.phase.update(f"backend {k} of {len(self.backends)} ({name}), {done:,} of {total:,} items timed")
             return
         seen = len(self.windows.events)
         self.windows.on_line(line, t)  # stamped with ``t``: what follows is outside the window

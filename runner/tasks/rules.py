@@ -60,14 +60,14 @@ def read_rules(path: Path, task_id: str) -> Rules:
     missing, unknown = sorted(set(_LIMITS) - set(data)), sorted(set(data) - set(_LIMITS))
     if missing or unknown:
         raise ImportError(f"{path}: every rule is stated, no other: missing {missing}, unknown {unknown}")
-    values = {}
+    values: dict[str, int | float] = {}
     for name, kind in _LIMITS.items():
         value = data[name]
         ok = isinstance(value, int) if kind == "int" else isinstance(value, (int, float))
         if isinstance(value, bool) or not ok:
             raise ImportError(f"{path}: {name} = {value!r} is not a{'n integer' if kind == 'int' else ' number'}")
         values[name] = value if kind == "int" else float(value)
-    return Rules(task_id, version, **values)
+    return Rules(task_id, version, **values)  # type: ignore[arg-type]  # each checked against _LIMITS' kind above
 
 
 def load_rules(folder: Path, task_id: str) -> tuple[Rules, ...]:
