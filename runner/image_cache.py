@@ -5,6 +5,8 @@ recomputing; a missing, unreadable or damaged file only means computing it again
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 from runner import paths
@@ -25,8 +27,13 @@ def load(kind: str, image_id: str, *, prefix: str = "", suffix: str = "") -> dic
 
 def store(kind: str, image_id: str, data: dict, *, prefix: str = "", suffix: str = "") -> None:
     path = _file(kind, image_id, prefix, suffix)
+    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data))
-    except OSError:
-        pass  # a read-only or full runner home: the answer is computed again next time
+        part.write_text(json.dumps(data))
+        os.replace(part, path)  # whole or not at all: another process (or thread) may be reading it
+    except OSError:  # a read-only or full runner home: the answer is computed again next time
+        try:
+            part.unlink(missing_ok=True)
+        except OSError:
+            pass

@@ -27,7 +27,7 @@ from runner.entry_build.entry_image import BuildInputs
 from runner.entry_build import parse_lock, resolve_wheels
 from runner.entry_build.context import entry_files
 from runner.entry_build.cyclonedx import FILE as CYCLONEDX_FILE, cyclonedx_document
-from runner.entry_build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image
+from runner.entry_build.image_inspection import INSPECTION_FILE, ImageInspection, inspect_image, read_ahead
 from runner.entry_build.information import budget_for
 from runner.bundle import PROFILE_FILE, finish_folder, record_measured, settle_outputs
 from runner.bundle.filelist import MANIFEST
@@ -205,19 +205,42 @@ def build(plan: RunPlan, engine: Engine, inputs: BuildInputs | None) -> tuple[Bu
     return built, isolation
 
 
-def inspect(plan: RunPlan, engine: Engine, built: BuiltImage, staged: StagedData) -> ImageInspection:
-    """The image inspected for weights and evaluation data it should not carry."""
+def _eval_files(staged: StagedData) -> tuple[Path, Path]:
+    return Path(staged.eval_dir) / "images.npy", Path(staged.labels) / "eval_labels.npy"
+
+
+def _read_ahead(engine: Engine, inputs: BuildInputs, staged: StagedData) -> list[Path] | None:
+    """``image_inspection.read_ahead`` once the base image and the wheels are there; the
+    verified wheels, or None when fetching them failed (the build says why, in its turn)."""
+    try:
+        base, wheels = inputs.base(), list(inputs.wheels().values())
+    except UserError:
+        return None
+    try:
+        read_ahead(engine, base.id, wheels, *_eval_files(staged))
+    except Exception:  # noqa: BLE001 - the inspection reads what was not read ahead, and reports its own errors
+        pass
+    return wheels
+
+
+def inspect(plan: RunPlan, engine: Engine, built: BuiltImage, staged: StagedData,
+            ahead: Background[list[Path] | None] | None = None) -> ImageInspection:
+    """The image inspected for weights and evaluation data it should not carry. ``ahead``:
+    the read-ahead begun before the build (waited for: its answers are this inspection's),
+    which hands over the wheels the build verified."""
     entry = plan.entry
+    verified = ahead.result() if ahead is not None else None
 
     def wheels() -> list[Path]:  # only on a cache miss: resolving them hashes every wheel
         if engine.own_root:  # nothing of the lock was installed
             return []
+        if verified is not None:
+            return verified
         return list(resolve_wheels(parse_lock(entry.lock_path)).values())
 
     reporter().print("[bold]inspect[/] the image for weights and data it should not carry")
     return inspect_image(engine, built.image_id, built.base.id, wheels, entry.path, entry_files(entry.path),
-                         Path(staged.eval_dir) / "images.npy", Path(staged.labels) / "eval_labels.npy",
-                         lock=entry.lock_path, budget=budget_for(entry.task.id))
+                         *_eval_files(staged), lock=entry.lock_path, budget=budget_for(entry.task.id))
 
 
 def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan, Prepared]:
@@ -240,13 +263,16 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
     with clock.phase("data check"):
         staged, public, unofficial = stage(plan, scratch)
     reasons += unofficial
+    # What the inspection reads besides the image (the base's files, the wheels searched for
+    # the evaluation set) is read while the image builds: on a fresh machine, beside pip.
+    ahead = Background(lambda: _read_ahead(engine, inputs, staged), "inspection read-ahead") if inputs else None
     with clock.phase("image check or build"):
         built, isolation = build(plan, engine, inputs)
     # The inspection reads the image's export on the host while containers of the image
     # report its software and the model's tensors: neither waits on the other.
     # (One phase holds the three, so a terminal keeps one live line whichever ends first.)
     with reporter().phase("image", "inspection, software and model tensors"):
-        inspecting = Background(lambda: _timed(lambda: inspect(plan, engine, built, staged)), "inspection")
+        inspecting = Background(lambda: _timed(lambda: inspect(plan, engine, built, staged, ahead)), "inspection")
         with clock.phase("image facts"):
             fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
         with clock.phase("model tensors"):

@@ -169,6 +169,34 @@ def test_the_export_is_searched_in_the_pass_that_hashes_it(staged):
     assert ImageInspection.from_dict(audit.to_dict()).problem() == reason
 
 
+def test_a_locked_wheels_member_is_searched_in_its_wheel_and_an_altered_one_in_the_image(staged):
+    """A file that is a locked wheel's member byte for byte is searched once, in its wheel;
+    one at a member's path with other bytes is the image's own and is searched there."""
+    images, labels = _eval(staged)
+    site = "opt/venv/lib/python3.11/site-packages/"
+    member = _mnist_csv(images[:12], labels[:12])
+    altered = _mnist_csv(images[20:32], labels[20:32])
+    declared = {"pkg/tests/a.csv": hashlib.sha256(member).hexdigest(),
+                "pkg/tests/b.csv": hashlib.sha256(member).hexdigest()}  # b.csv in the image is not this
+    stream = io.BytesIO()
+    with tarfile.open(fileobj=stream, mode="w") as tar:
+        for name, payload in ((site + "pkg/tests/a.csv", member), (site + "pkg/tests/b.csv", altered)):
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+    stream.seek(0)
+    asked = []
+
+    def searched(path, size, digest):
+        asked.append(path)
+        return declared.get(path.removeprefix(site)) == digest
+
+    copies = []
+    index_tar(stream, _index(staged), copies, searched=searched)
+    assert asked == [site + "pkg/tests/a.csv", site + "pkg/tests/b.csv"]
+    assert [(c.path, c.items) for c in copies] == [("/" + site + "pkg/tests/b.csv", 12)]
+
+
 def test_what_is_packed_beyond_the_unpacking_limits_is_a_finding(staged, monkeypatch):
     from runner.entry_build import eval_copies
 
@@ -223,7 +251,7 @@ def test_the_honest_default_image_holds_no_copy_of_the_smoke_set(engine, cpu_bas
     from runner import image_cache
     from runner.entry_build import build_entry, resolve_wheels
     from runner.entry_build.context import entry_files
-    from runner.entry_build.image_inspection import inspect_image
+    from runner.entry_build.image_inspection import inspect_image, read_ahead
     from runner.manifest import load_entry
 
     monkeypatch.setattr(image_cache, "_file", lambda kind, image_id, prefix, suffix:
@@ -231,8 +259,13 @@ def test_the_honest_default_image_holds_no_copy_of_the_smoke_set(engine, cpu_bas
     smoke = data.synthetic("mnist", tmp_path / "smoke", n_train=64, n_eval=512, seed=0)
     entry = load_entry(Path(__file__).parent.parent / "entries" / "mnist-cnn-cpu")
     built = build_entry(entry, engine)
-    audit = inspect_image(engine, built.image_id, built.base.id,
-                        list(resolve_wheels(parse_lock(entry.lock_path)).values()), entry.path,
-                        entry_files(entry.path), smoke.eval_dir / "images.npy", smoke.labels / "eval_labels.npy")
+    wheels = list(resolve_wheels(parse_lock(entry.lock_path)).values())
+    evaluation = (smoke.eval_dir / "images.npy", smoke.labels / "eval_labels.npy")
+    # The read-ahead (run beside the build) searches the wheels; the inspection then finds its
+    # answers kept and searches none of them again.
+    read_ahead(engine, built.base.id, wheels, *evaluation)
+    monkeypatch.setattr(EvalIndex, "scan_wheel", lambda self, wheel: pytest.fail(f"{wheel.name} searched twice"))
+    audit = inspect_image(engine, built.image_id, built.base.id, wheels, entry.path, entry_files(entry.path),
+                          *evaluation)
     assert audit.problem() is None and audit.eval_items == 0 and audit.eval_label_run < LABEL_RUN_MIN
     assert audit.entry_scan.harness == [] and audit.entry_scan.oversized == []

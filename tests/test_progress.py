@@ -195,6 +195,26 @@ def test_inference_items_are_shown_a_tenth_at_a_time_between_items_and_only_for_
     assert not any("forged" in line for _, line in log.lines)
 
 
+def test_question_answering_is_shown_a_tenth_at_a_time_too(capsys):
+    """SQuAD's timed pass (one question at a time) prints the same lines as the images'."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from runner.harness.questions import timed_pass
+    from runner.harness.timing import PROGRESS_PREFIX
+
+    def span_scores(contexts, questions):  # one token, the whole context
+        return np.array([[[0, len(contexts[0])]]]), np.zeros((1, 1)), np.zeros((1, 1))
+
+    loaded = SimpleNamespace(native=None, span_scores=span_scores)
+    examples = [{"id": str(k), "context": f"context {k}", "question": "which?"} for k in range(23)]
+    answers, latencies, _, _ = timed_pass(loaded, examples, warmup=0, backend="torch")
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith(PROGRESS_PREFIX)]
+    assert printed == [f"{PROGRESS_PREFIX} torch {k}/23 items" for k in range(2, 24, 2)]
+    assert answers["7"] == "context 7" and len(latencies) == 23
+
+
 def test_a_json_command_reports_its_progress_on_stderr(capsys):
     """`--json`: stdout holds the JSON alone, whatever the command's stages say on the way."""
     import argparse

@@ -603,12 +603,36 @@ def inspect_image(engine: Engine, image_id: str, base_id: str,
     return audit
 
 
+def _eval_variant(eval_inputs: Path | None, eval_labels: Path | None) -> tuple[str | None, str | None, str]:
+    """(the evaluation images' sha256, the labels', the name of the evaluation set's variant of
+    a kept answer)."""
+    eval_digest = sha256_file(eval_inputs) if eval_inputs and eval_inputs.is_file() else None
+    labels_digest = sha256_file(eval_labels) if eval_labels and eval_labels.is_file() else None
+    return eval_digest, labels_digest, f"-{eval_digest or 'none'}" + (f"-{labels_digest[:16]}" if labels_digest else "")
+
+
+def read_ahead(engine: Engine, base_id: str, wheels: list[Path], eval_inputs: Path | None,
+               eval_labels: Path | None) -> None:
+    """What an inspection reads that depends on neither the entry's code nor its image, read
+    ahead and kept as the inspection keeps it: the base image's files and the lock's wheels
+    searched for the evaluation set and measured. On a fresh machine this runs while the
+    framework layer installs (pip in a container, one core), so the inspection after the build
+    reads only the image's own layers. Nothing here decides a verdict the inspection would not
+    decide the same way: it finds these answers kept under the same keys, or reads them itself."""
+    _base_index(engine, base_id)
+    _base_wheel_rows(engine, base_id)
+    eval_digest, labels_digest, variant = _eval_variant(eval_inputs, eval_labels)
+    if eval_digest or labels_digest:
+        content = EvalIndex.from_files(eval_inputs, eval_labels)
+        if content is not None:
+            wheel_copies(wheels, content, variant)
+    locked_wheels(wheels, load_allowlist(), wheel_information)
+
+
 def _inspect(engine: Engine, image_id: str, base_id: str,
              wheels: list[Path] | Callable[[], list[Path]], entry_dir: Path, entry_file_list: list[Path],
              eval_inputs: Path | None, eval_labels: Path | None, lock: Path | None) -> ImageInspection:
-    eval_digest = sha256_file(eval_inputs) if eval_inputs and eval_inputs.is_file() else None
-    labels_digest = sha256_file(eval_labels) if eval_labels and eval_labels.is_file() else None
-    variant = f"-{eval_digest or 'none'}" + (f"-{labels_digest[:16]}" if labels_digest else "")
+    eval_digest, labels_digest, variant = _eval_variant(eval_inputs, eval_labels)
     allowlist = load_allowlist()
     kept_as = f"{variant}-w{allowlist.digest[:12]}"  # an answer holds for one allow-list too
     data = image_cache.load("image-audits", image_id, suffix=kept_as)

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import mllog
 from .errors import HarnessError
+from .timing import progress
 
 EXAMPLES = "examples.jsonl"
 MAX_ANSWER_TOKENS = 15  # DrQA's and BiDAF's decoding limit
@@ -123,6 +124,7 @@ def timed_pass(loaded, examples: list[dict], *, warmup: int, backend: str):
             t1 = clock()
             answers[ex["id"]] = text
             latencies[i] = t1 - t0
+            progress(backend, i + 1, n)
         window_ns = clock() - window_start
         mllog.emit("infer_stop", event_type="INTERVAL_END", backend=backend, count=n)
     finally:

@@ -37,6 +37,14 @@ class TimedPass:
     window_ns: int  # the harness' own clock from infer_start to infer_stop
 
 
+def progress(backend: str, done: int, n: int) -> None:
+    """After item ``done`` (1-based) of ``n``, outside its timing: a line a tenth of the way
+    (the host shows how far the timed pass is)."""
+    every = max(n // PROGRESS_LINES, 1)
+    if done % every == 0:
+        print(f"{PROGRESS_PREFIX} {backend} {done}/{n} items", flush=True)
+
+
 def item(images: np.ndarray, index: int) -> np.ndarray:
     return np.ascontiguousarray(images[index : index + 1], dtype=np.float32)
 
@@ -55,7 +63,6 @@ def timed_pass(predict: Predict, images: np.ndarray, *, warmup: int, topk: int, 
     predictions = np.zeros((n,) if topk == 1 else (n, topk), dtype=np.int64)
     latencies = np.zeros(n, dtype=np.int64)
     clock = time.perf_counter_ns
-    every = max(n // PROGRESS_LINES, 1)
     gc.collect()
     gc.disable()  # a collection inside the pass would land on one unlucky item
     try:
@@ -68,8 +75,7 @@ def timed_pass(predict: Predict, images: np.ndarray, *, warmup: int, topk: int, 
             t1 = clock()
             predictions[i] = ranked
             latencies[i] = t1 - t0
-            if i % every == every - 1:  # outside the item's timing: the host shows how far the pass is
-                print(f"{PROGRESS_PREFIX} {backend} {i + 1}/{n} items", flush=True)
+            progress(backend, i + 1, n)
         window_ns = clock() - window_start
         mllog.emit("infer_stop", event_type="INTERVAL_END", backend=backend, count=n)
     finally:
