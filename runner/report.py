@@ -141,9 +141,10 @@ class Phase:
             self._last_line = time.monotonic()
         self.console.print(line, highlight=False, soft_wrap=True)
 
-    def beat(self) -> None:
-        """The heartbeat: the state again when nothing was printed for ``every_s``."""
-        if time.monotonic() - self._last_line >= self.every_s:
+    def beat(self, ahead: float = 0.0) -> None:
+        """The heartbeat: the state again when nothing was printed for ``every_s``, or would
+        not be by the watcher's next look, ``ahead`` seconds on (so no gap passes ``every_s``)."""
+        if time.monotonic() - self._last_line + ahead >= self.every_s:
             self._line()
 
     def _innermost(self) -> Text:
@@ -191,9 +192,10 @@ class Heartbeat:
     def _beat(self) -> None:
         while True:
             phase = self._stack[-1] if self._stack else None
-            time.sleep(min(1.0, phase.every_s / 4) if phase else 0.25)
+            poll = min(1.0, phase.every_s / 4) if phase else 0.25
+            time.sleep(poll)
             if phase is not None and phase in self._stack[-1:]:  # still the innermost
-                phase.beat()
+                phase.beat(ahead=poll)
 
 
 class _Silent(Phase):
