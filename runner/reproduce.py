@@ -10,6 +10,7 @@ import hashlib
 import json
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -209,7 +210,8 @@ def _eval_files(staged: StagedData) -> tuple[Path, Path]:
     return Path(staged.eval_dir) / "images.npy", Path(staged.labels) / "eval_labels.npy"
 
 
-def _read_ahead(engine: Engine, inputs: BuildInputs, staged: StagedData) -> list[Path] | None:
+def _read_ahead(engine: Engine, inputs: BuildInputs, staged: StagedData,
+                stop: threading.Event) -> list[Path] | None:
     """``image_inspection.read_ahead`` once the base image and the wheels are there; the
     verified wheels, or None when fetching them failed (the build says why, in its turn)."""
     try:
@@ -217,7 +219,7 @@ def _read_ahead(engine: Engine, inputs: BuildInputs, staged: StagedData) -> list
     except UserError:
         return None
     try:
-        read_ahead(engine, base.id, wheels, *_eval_files(staged))
+        read_ahead(engine, base.id, wheels, *_eval_files(staged), stop=stop)
     except Exception:  # noqa: BLE001 - the inspection reads what was not read ahead, and reports its own errors
         pass
     return wheels
@@ -265,20 +267,27 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
     reasons += unofficial
     # What the inspection reads besides the image (the base's files, the wheels searched for
     # the evaluation set) is read while the image builds: on a fresh machine, beside pip.
-    ahead = Background(lambda: _read_ahead(engine, inputs, staged), "inspection read-ahead") if inputs else None
-    with clock.phase("image check or build"):
-        built, isolation = build(plan, engine, inputs)
-    # The inspection reads the image's export on the host while containers of the image
-    # report its software and the model's tensors: neither waits on the other.
-    # (One phase holds the three, so a terminal keeps one live line whichever ends first.)
-    with reporter().phase("image", "inspection, software and model tensors"):
-        inspecting = Background(lambda: _timed(lambda: inspect(plan, engine, built, staged, ahead)), "inspection")
-        with clock.phase("image facts"):
-            fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
-        with clock.phase("model tensors"):
-            initial = initial_tensors(engine, entry, built.image_id, plan.limits, scratch)
-        waited = time.monotonic()
-        inspection, inspected_s = inspecting.result()
+    # A run that fails here ends the read-ahead too (it reads for this run only): in a process
+    # that goes on (a test session, a sweep) it would compete with what comes next.
+    stop = threading.Event()
+    ahead = Background(lambda: _read_ahead(engine, inputs, staged, stop), "inspection read-ahead") if inputs else None
+    try:
+        with clock.phase("image check or build"):
+            built, isolation = build(plan, engine, inputs)
+        # The inspection reads the image's export on the host while containers of the image
+        # report its software and the model's tensors: neither waits on the other.
+        # (One phase holds the three, so a terminal keeps one live line whichever ends first.)
+        with reporter().phase("image", "inspection, software and model tensors"):
+            inspecting = Background(lambda: _timed(lambda: inspect(plan, engine, built, staged, ahead)), "inspection")
+            with clock.phase("image facts"):
+                fingerprint = {**fingerprint, "image": capture_image(engine, built.image_id)}
+            with clock.phase("model tensors"):
+                initial = initial_tensors(engine, entry, built.image_id, plan.limits, scratch)
+            waited = time.monotonic()
+            inspection, inspected_s = inspecting.result()
+    except BaseException:
+        stop.set()
+        raise
     clock.add("image inspection", inspected_s, {"waited_s": round(time.monotonic() - waited, 4)})
     if problem := inspection.problem():
         reasons.append(problem)

@@ -11,6 +11,7 @@ import hashlib
 import io
 import struct
 import tarfile
+import threading
 import zipfile
 from pathlib import Path
 
@@ -261,6 +262,12 @@ def test_the_honest_default_image_holds_no_copy_of_the_smoke_set(engine, cpu_bas
     built = build_entry(entry, engine)
     wheels = list(resolve_wheels(parse_lock(entry.lock_path)).values())
     evaluation = (smoke.eval_dir / "images.npy", smoke.labels / "eval_labels.npy")
+    # A read-ahead whose run has ended searches no wheel.
+    with monkeypatch.context() as m:
+        m.setattr(EvalIndex, "scan_wheel", lambda self, wheel: pytest.fail(f"{wheel.name} searched after the stop"))
+        ended = threading.Event()
+        ended.set()
+        read_ahead(engine, built.base.id, wheels, *evaluation, stop=ended)
     # The read-ahead (run beside the build) searches the wheels; the inspection then finds its
     # answers kept and searches none of them again.
     read_ahead(engine, built.base.id, wheels, *evaluation)

@@ -9,6 +9,8 @@ import os
 import py_compile
 import random
 import shutil
+import subprocess
+import sys
 import tarfile
 import zipfile
 import zlib
@@ -117,6 +119,38 @@ def test_compressed_size_is_the_best_of_three_compressors():
     text = b"the of and to " * 1000
     assert compressed_size(text) <= len(zlib.compress(text, 9)) and compressed_size(b"") == 0
     assert compressed_size(os.urandom(4096)) > 4000
+
+
+THREADED_MEASURE = """
+import random, sys, threading
+from runner.entry_build.information import compressed_size, streamed_size
+rng = random.Random(0)
+blobs = [(rng.randbytes(8_000) + bytes(range(256)) * 40) * (4 + i) for i in range(4)]
+def streamed(b):
+    return streamed_size((b[k:k + 65536] for k in range(0, len(b), 65536)), len(b))[0]
+alone = [(compressed_size(b), streamed(b)) for b in blobs]
+failed = []
+threading.excepthook = lambda args: failed.append(repr(args.exc_value))
+def work(seed):
+    for _ in range(6):
+        for i in random.Random(seed).sample(range(4), 4):
+            if (compressed_size(blobs[i]), streamed(blobs[i])) != alone[i]:
+                failed.append(f"blob {i}: another size")
+threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(failed)
+sys.exit(1 if failed else 0)
+"""
+
+
+def test_threads_measuring_at_once_get_the_sizes_one_thread_gets():
+    """The inspection's read-ahead measures wheels in a thread while, in the same process,
+    another run may be measuring: each thread compresses with its own zstd context (one
+    shared context gave wrong sizes and errors, and in CI crashed the interpreter). In a
+    child process, so that a crash fails this test and not the session."""
+    done = subprocess.run([sys.executable, "-c", THREADED_MEASURE], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
 
 
 def test_the_largest_literal_joins_comment_blocks_and_adjacent_strings():

@@ -135,6 +135,30 @@ def test_an_entry_that_reaches_for_the_network_fails(engine, tmp_path, results):
     assert "URLError" in log
 
 
+def test_a_build_that_fails_ends_the_inspection_read_ahead(engine, tmp_path, results, monkeypatch):
+    """The read-ahead reads for one run: when that run's build fails it stops, instead of
+    reading on beside whatever the process does next (in one process, two threads compressing
+    at once once crashed the interpreter)."""
+    import threading
+
+    folder = probe_entry(tmp_path, "train")
+    with open(folder / "Dockerfile", "a") as f:
+        f.write("RUN false\n")
+    given: list[threading.Event] = []
+
+    def read_ahead(engine, base_id, wheels, images, labels, stop):
+        given.append(stop)
+        stop.wait(120)  # a long read, which only the run's end cuts short
+
+    monkeypatch.setattr("runner.reproduce.read_ahead", read_ahead)
+    assert main(["reproduce", str(folder), "--smoke", "--no-infer"]) != 0
+    for thread in threading.enumerate():
+        if thread.name == "inspection read-ahead":
+            thread.join(10)
+            assert not thread.is_alive()
+    assert len(given) == 1 and given[0].is_set()
+
+
 def test_checkpoints_the_runner_cannot_evaluate_are_recorded_not_scored(engine, tmp_path, results):
     assert main(["reproduce", str(probe_entry(tmp_path, "badckpt")), "--smoke", "--no-infer"]) == 0
     result = only_result(results)

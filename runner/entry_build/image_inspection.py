@@ -37,6 +37,7 @@ import io
 import json
 import re
 import tarfile
+import threading
 import zipfile
 from contextlib import ExitStack
 from collections.abc import Callable
@@ -612,21 +613,31 @@ def _eval_variant(eval_inputs: Path | None, eval_labels: Path | None) -> tuple[s
 
 
 def read_ahead(engine: Engine, base_id: str, wheels: list[Path], eval_inputs: Path | None,
-               eval_labels: Path | None) -> None:
+               eval_labels: Path | None, stop: threading.Event | None = None) -> None:
     """What an inspection reads that depends on neither the entry's code nor its image, read
     ahead and kept as the inspection keeps it: the base image's files and the lock's wheels
     searched for the evaluation set and measured. On a fresh machine this runs while the
     framework layer installs (pip in a container, one core), so the inspection after the build
     reads only the image's own layers. Nothing here decides a verdict the inspection would not
-    decide the same way: it finds these answers kept under the same keys, or reads them itself."""
+    decide the same way: it finds these answers kept under the same keys, or reads them itself.
+    ``stop``: set when the run it reads for has ended (a failed build); it stops after the
+    piece of work in hand (one wheel at most), so it never competes with what comes next."""
+    def stopped() -> bool:
+        return stop is not None and stop.is_set()
+
     _base_index(engine, base_id)
+    if stopped():
+        return
     _base_wheel_rows(engine, base_id)
     eval_digest, labels_digest, variant = _eval_variant(eval_inputs, eval_labels)
-    if eval_digest or labels_digest:
-        content = EvalIndex.from_files(eval_inputs, eval_labels)
+    content = EvalIndex.from_files(eval_inputs, eval_labels) if eval_digest or labels_digest else None
+    allowlist = load_allowlist()
+    for wheel in wheels:
+        if stopped():
+            return
         if content is not None:
-            wheel_copies(wheels, content, variant)
-    locked_wheels(wheels, load_allowlist(), wheel_information)
+            wheel_copies([wheel], content, variant)
+        locked_wheels([wheel], allowlist, wheel_information)
 
 
 def _inspect(engine: Engine, image_id: str, base_id: str,

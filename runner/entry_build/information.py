@@ -63,6 +63,7 @@ import lzma
 import os
 import re
 import sys
+import threading
 import tokenize
 import zipfile
 import zlib
@@ -102,8 +103,19 @@ WHOLE_MAX_BYTES = 1 << 20
 STREAM_CHUNK = 256 << 10
 _HASH_OPTION = re.compile(r"--hash[=\s]sha256:[0-9a-fA-F]{64}")
 # zstd -22 at one setting for every call (its parameters follow each input's size, so the
-# output is the same as a fresh compressor's; making one per file cost more than compressing)
-_ZSTD = zstandard.ZstdCompressor(level=22, write_content_size=False, write_checksum=False)
+# output is the same as a fresh compressor's; making one per file cost more than compressing).
+# One per thread: a compressor (and every compressobj it made) holds one native context, and
+# two threads compressing through it at once crash the process (the inspection's read-ahead
+# measures wheels beside another run's inspection in one process).
+_PER_THREAD = threading.local()
+
+
+def _zstd() -> zstandard.ZstdCompressor:
+    compressor = getattr(_PER_THREAD, "zstd", None)
+    if compressor is None:
+        compressor = _PER_THREAD.zstd = zstandard.ZstdCompressor(level=22, write_content_size=False,
+                                                                 write_checksum=False)
+    return compressor
 
 
 def _xz_filters(size: int) -> list[dict]:
@@ -121,7 +133,7 @@ def compressed_size(data: bytes) -> int:
         return len(data)
     return min(len(zlib.compress(data, 9)),
                len(lzma.compress(data, format=lzma.FORMAT_RAW, filters=_xz_filters(len(data)))),
-               len(_ZSTD.compress(data)))
+               len(_zstd().compress(data)))
 
 
 class _Compressor(Protocol):
@@ -143,7 +155,7 @@ def streamed_size(chunks: Iterable[bytes], size: int, stop_at: int = STOP_BYTES)
     running: dict[str, _Compressor] = {
         "zlib": zlib.compressobj(9),
         "xz": lzma.LZMACompressor(format=lzma.FORMAT_RAW, filters=_xz_filters(size)),
-        "zstd": _ZSTD.compressobj(size=size),
+        "zstd": _zstd().compressobj(size=size),
     }
     written = dict.fromkeys(running, 0)
     seen = 0
