@@ -102,7 +102,7 @@ def test_starting_the_engine_needs_root(monkeypatch):
 def test_doctor_lists_what_the_host_has(docker_client, capsys):
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
-    for check in ("container engine", "debootstrap", "free disk", "GPUs",
+    for check in ("container engine", "base image tool", "free disk", "GPUs",
                   "NVIDIA container runtime", "Python"):
         assert check in out
     assert docker_client.version()["Version"] in out

@@ -68,11 +68,32 @@ def test_debootstrap_needs_root_and_the_tool(monkeypatch, tmp_path):
     with pytest.raises(UserError, match="needs root"):
         debootstrap.require_root_and_debootstrap()
     monkeypatch.undo()
-    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH without debootstrap
-    if shutil.which("debootstrap") is None:
-        with pytest.raises(UserError, match="debootstrap is not installed") as err:
-            debootstrap.require_root_and_debootstrap()
-        assert "apt-get install -y debootstrap" in err.value.fix
+    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH without either tool
+    assert shutil.which("debootstrap") is None and shutil.which("mmdebstrap") is None
+    with pytest.raises(UserError, match="neither mmdebstrap nor debootstrap is installed") as err:
+        debootstrap.require_root_and_debootstrap()
+    assert "apt-get install -y mmdebstrap" in err.value.fix
+    monkeypatch.setenv("RUNNER_BASE_TOOL", "debootstrap")
+    with pytest.raises(UserError, match="^debootstrap is not installed") as err:
+        debootstrap.require_root_and_debootstrap()
+    assert "apt-get install -y debootstrap" in err.value.fix
+
+
+def test_mmdebstrap_is_preferred_and_runner_base_tool_chooses(monkeypatch, tmp_path):
+    """mmdebstrap first where both are on PATH; RUNNER_BASE_TOOL picks one, or is refused."""
+    for name in ("mmdebstrap", "debootstrap"):
+        (tmp_path / name).write_text("#!/bin/sh\n")
+        (tmp_path / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert debootstrap.bootstrap_tool() == ("mmdebstrap", str(tmp_path / "mmdebstrap"))
+    monkeypatch.setenv("RUNNER_BASE_TOOL", "debootstrap")
+    assert debootstrap.bootstrap_tool() == ("debootstrap", str(tmp_path / "debootstrap"))
+    monkeypatch.setenv("RUNNER_BASE_TOOL", "")
+    (tmp_path / "mmdebstrap").unlink()
+    assert debootstrap.bootstrap_tool() == ("debootstrap", str(tmp_path / "debootstrap"))
+    monkeypatch.setenv("RUNNER_BASE_TOOL", "cdebootstrap")
+    with pytest.raises(UserError, match="RUNNER_BASE_TOOL='cdebootstrap' is not a base image tool"):
+        debootstrap.bootstrap_tool()
 
 
 @pytest.mark.docker
@@ -133,6 +154,7 @@ def test_two_builds_of_one_recipe_give_the_same_files(engine, docker_client, tmp
         record = base_build_record(layers[0])
         assert record["layer"] == layers[0] and record["image_id"] == first.id
         assert record["packages"]["ca-certificates"] and record["packages"]["libc6"]
+        assert record["tool"]["name"] == debootstrap.bootstrap_tool()[0] and record["tool"]["version"]
         assert record["debian_release"]["suite"] == cpu.suite or record["debian_release"]["codename"] == cpu.suite
         assert image.labels[LABEL_DEBIAN_RELEASE] == record["debian_release"]["date"]
         workdir = debootstrap.make_workdir(recipe)

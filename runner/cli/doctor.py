@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from runner.engine import EngineError, connect_engine, free_bytes
 from runner.engine.gpus import HOOK_TOOLS, gpu_containers_possible
 from runner.engine.kinds import current, implementation
 from runner.errors import UserError
+from runner.images.debootstrap import bootstrap_tool, tool_version
 from runner.terminal import Column, compact_table
 
 PING_TIMEOUT_S = 5
@@ -53,13 +53,15 @@ def _engine() -> tuple[str, str, dict, Path | None]:
     return "ok", detail, facts, root
 
 
-def _debootstrap() -> tuple[str, str]:
-    tool = shutil.which("debootstrap")
+def _bootstrap_tool() -> tuple[str, str]:
+    try:
+        tool = bootstrap_tool()
+    except UserError as err:
+        return "missing", str(err)
     if tool is None:
-        return "missing", "needed to build base images: `sudo runner setup`"
-    version = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "debootstrap"],
-                             capture_output=True, text=True, check=False).stdout if shutil.which("dpkg-query") else ""
-    return "ok", f"{version or 'installed'} ({tool})"
+        return "missing", "mmdebstrap or debootstrap, needed to build base images: `sudo runner setup`"
+    name, path = tool
+    return "ok", f"{name} {tool_version(name) or 'installed'} ({path})"
 
 
 def _gpus() -> tuple[str, str]:
@@ -161,7 +163,7 @@ def run(args) -> int:
     home = paths.home()
     rows = [
         ("container engine", engine_state, engine_detail),
-        ("debootstrap", *_debootstrap()),
+        ("base image tool", *_bootstrap_tool()),
         ("free disk (runner home)", "ok", f"{free_bytes(home) / 1024**3:.1f} GiB at {home}"),
     ]
     if docker_root and os.path.exists(docker_root):

@@ -1,7 +1,7 @@
 """``runner setup``: get this host ready to build entries (idempotent, quick when done).
 
-Installs the engine (``docker.io``, ``podman`` or Charliecloud's packages) and ``debootstrap``
-when missing (Debian-like hosts, as root), starts the engine's daemon where it has one, checks
+Installs the engine (``docker.io``, ``podman`` or Charliecloud's packages) and ``mmdebstrap``
+(else ``debootstrap``) when missing (Debian-like hosts, as root), starts the engine's daemon where it has one, checks
 that it can run entries with the runner's guarantees. The default base image is built by the
 first build that needs it, while that build fetches its wheels and stages its data
 (``--base NAME`` builds one now); the host engine has none: it lists the host's Python
@@ -24,6 +24,7 @@ from runner.engine.kinds import choose, current
 from runner.errors import UserError
 from runner.cli.arguments.setup import DEFAULT_BASE
 from runner.images import ensure_base, find_base
+from runner.images.debootstrap import TOOL_ENV, bootstrap_tool
 
 
 def run(args) -> int:
@@ -59,14 +60,26 @@ def run(args) -> int:
 
 
 def _base_image(console: Console, args, engine) -> bool:
-    """debootstrap installed and the default base image built (every engine with images)."""
-    if shutil.which("debootstrap") is None:
+    """A bootstrap tool installed and the default base image built (every engine with images).
+    mmdebstrap is installed where it is missing (it builds the base in half debootstrap's
+    time); where that fails, debootstrap builds it."""
+    if not args.no_install and shutil.which("mmdebstrap") is None and not os.environ.get(TOOL_ENV):
+        try:
+            with console.status("installing mmdebstrap"):
+                apt_install(["mmdebstrap"], paths.home() / "logs" / "apt.log")
+        except UserError as err:
+            if shutil.which("debootstrap") is None:
+                raise
+            console.print(f"[yellow]not installed[/] mmdebstrap ({escape(err.problem)}): debootstrap builds base images",
+                          soft_wrap=True)
+    if bootstrap_tool() is None:
         if args.no_install:
-            console.print("[yellow]missing[/] debootstrap (rerun without --no-install)")
+            console.print("[yellow]missing[/] mmdebstrap or debootstrap (rerun without --no-install)")
             return False
         with console.status("installing debootstrap"):
             apt_install(["debootstrap"], paths.home() / "logs" / "apt.log")
-    console.print(f"[green]ok[/] debootstrap ({shutil.which('debootstrap')})")
+    name, path = bootstrap_tool() or ("?", "?")
+    console.print(f"[green]ok[/] {name} ({path})")
     if args.base is None:  # built by the first build that needs it, beside its wheels and data
         found = find_base(DEFAULT_BASE, engine)
         state = (f"{found.tag} present" if found else

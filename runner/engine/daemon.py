@@ -35,7 +35,8 @@ def is_debian_like() -> bool:
 
 
 def apt_install(packages: list[str], log_path: Path) -> None:
-    """``apt-get update && apt-get install -y PACKAGES``; UserError (with the log) on failure."""
+    """``apt-get install -y PACKAGES`` (after ``apt-get update`` where the host's lists do not
+    have them); UserError (with the log) on failure."""
     if os.geteuid() != 0:
         raise UserError(
             f"installing {' '.join(packages)} needs root",
@@ -48,17 +49,29 @@ def apt_install(packages: list[str], log_path: Path) -> None:
         )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    install = ["apt-get", "install", "-y", *packages]
     with log_path.open("ab") as log:
-        for command in (["apt-get", "update"], ["apt-get", "install", "-y", *packages]):
-            try:
-                proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=False,
-                                      timeout=APT_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                raise UserError(f"`{' '.join(command)}` did not finish in time (log: {log_path})",
-                                "check the host's apt mirror is reachable") from None
-            if proc.returncode != 0:
-                raise UserError(f"`{' '.join(command)}` failed (log: {log_path})",
-                                "check the host's apt sources and network, then retry") from None
+        # The host's package lists first (an update costs seconds and is needed only where
+        # they are missing or stale): apt-get update and a second try where that fails.
+        if _apt(install, log, env, log_path, fail=False):
+            return
+        for command in (["apt-get", "update"], install):
+            _apt(command, log, env, log_path, fail=True)
+
+
+def _apt(command: list[str], log, env: dict[str, str], log_path: Path, *, fail: bool) -> bool:
+    """Run one apt-get command into ``log``: True when it succeeded; on failure False, or a
+    UserError with ``fail``."""
+    try:
+        proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=False,
+                              timeout=APT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"`{' '.join(command)}` did not finish in time (log: {log_path})",
+                        "check the host's apt mirror is reachable") from None
+    if proc.returncode != 0 and fail:
+        raise UserError(f"`{' '.join(command)}` failed (log: {log_path})",
+                        "check the host's apt sources and network, then retry") from None
+    return proc.returncode == 0
 
 
 def start_dockerd(wait_s: float = ENGINE_WAIT_S) -> Path:
