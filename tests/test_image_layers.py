@@ -4,6 +4,7 @@ cannot hide a finding, and whiteouts are judged as the merged view."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -79,14 +80,19 @@ def _no_merged_export(engine, monkeypatch) -> None:
 def parses(monkeypatch):
     """The diff ids of the layers parsed (not only hashed), in order."""
     seen: list[str] = []
-    real = layers.parse_layer
+    real, real_folder = layers.parse_layer, layers.parse_folder
 
     def counted(stream, size, read_file):
         facts, diff_id = real(stream, size, read_file)
         seen.append(diff_id)
         return facts, diff_id
 
+    def counted_folder(folder, diff_id, read_file):
+        seen.append(diff_id)
+        return real_folder(folder, diff_id, read_file)
+
     monkeypatch.setattr(layers, "parse_layer", counted)
+    monkeypatch.setattr(layers, "parse_folder", counted_folder)
     return seen
 
 
@@ -95,19 +101,29 @@ def _paths(audit) -> set[str]:
 
 
 def test_layer_by_layer_the_inspection_is_the_merged_exports(engine, images, monkeypatch, tmp_path):
+    """Read in place in the engine's store, or from its ``docker save`` stream, the layers
+    give the audit the merged export gives."""
     for name in ("honest", "hiding"):
-        monkeypatch.setenv("RUNNER_HOME", str(tmp_path / name / "layers"))
-        with monkeypatch.context() as patch:
-            _no_merged_export(engine, patch)
-            by_layers = _inspect(engine, images, name)
-        assert list((tmp_path / name / "layers" / "image-audits").glob("layer-*.json"))  # it did read layers
+        by_layers = {}
+        for how in ("folders", "stream"):
+            monkeypatch.setenv("RUNNER_HOME", str(tmp_path / name / how))
+            with monkeypatch.context() as patch:
+                _no_merged_export(engine, patch)
+                if how == "stream":
+                    patch.setattr(engine, "image_layer_folders", lambda ref: None)
+                else:
+                    patch.setattr(engine, "image_layers", lambda ref: pytest.fail("the image was exported"))
+                by_layers[how] = _inspect(engine, images, name)
+            assert list((tmp_path / name / how / "image-audits").glob("layer-*.json"))  # it did read layers
         monkeypatch.setenv("RUNNER_HOME", str(tmp_path / name / "merged"))
         with monkeypatch.context() as patch:
             patch.setattr(engine, "image_layers", lambda ref: None)
+            patch.setattr(engine, "image_layer_folders", lambda ref: None)
             merged = _inspect(engine, images, name)
         assert not list((tmp_path / name / "merged" / "image-audits").glob("layer-*.json"))
-        assert by_layers.to_dict() == merged.to_dict()
-        assert ("/entry/w.bin" in {f.path for f in by_layers.findings}) == (name == "hiding")
+        for how, inspection in by_layers.items():
+            assert inspection.to_dict() == merged.to_dict(), how
+            assert ("/entry/w.bin" in {f.path for f in inspection.findings}) == (name == "hiding")
 
 
 def test_a_second_image_on_the_same_layers_parses_only_its_own(engine, images, monkeypatch, tmp_path, parses):
@@ -167,3 +183,77 @@ def test_a_whiteout_and_an_opaque_folder_hide_lower_files_in_the_merge():
     merged = layers.merge([layer(["a/w.pt", "a/b/c.pt", "d/x", "d/y", "e", "keep"]),
                            layer(["d/z"], deleted=["a"], opaque=["d"], shadows=["e"])])
     assert sorted(merged) == ["d/z", "keep"]
+
+
+# Hard links, a symbolic link, a whiteout and an opaque folder in one layer: the cases where a
+# layer's folder and its exported tar say the same thing differently.
+LINKS = """FROM {framework}
+RUN mkdir -p /entry/sub && printf 'a' > /entry/sub/first && ln /entry/sub/first /entry/sub/second \
+    && ln /entry/sub/first /entry/zlast && ln -s first /entry/sub/link && mkfifo /entry/pipe \
+    && rm /opt/fw/lib.py && rm -rf /opt/data && mkdir /opt/data && printf 'b' > /opt/data/new.txt
+"""
+
+
+def _facts_by_both_reads(engine, image_id: str) -> list[tuple[layers.LayerFacts, layers.LayerFacts]]:
+    """Each layer of the image as its folder in the engine's store gives it and as the
+    engine's ``docker save`` stream gives it."""
+    info, folders = engine.image_layer_folders(image_id)
+    _, chunks = engine.image_layers(image_id)
+
+    def read_file(path, size, mtime, fh):
+        data = fh.read()
+        return layers.FileFacts(size, hashlib.sha256(data).hexdigest(), data[:16], mtime)
+
+    streamed: dict[str, layers.LayerFacts] = {}
+    import io as _io
+
+    from runner.entry_build.image_inspection import _Chunks
+
+    for member, fh in layers.image_members(_io.BufferedReader(_Chunks(chunks), buffer_size=1 << 20)):
+        if fh is not None and (member.name.endswith(".tar") or member.name.startswith("blobs/sha256/")):
+            try:
+                facts, diff_id = layers.parse_layer(fh, member.size, read_file)
+            except Exception:  # noqa: BLE001 - the configuration blob, not a layer
+                continue
+            streamed[diff_id] = facts
+    return [(layers.parse_folder(folder, diff_id, read_file), streamed[diff_id])
+            for diff_id, folder in zip(info.layers, folders)]
+
+
+def test_a_layer_folder_gives_the_facts_its_exported_tar_gives(engine, images, tmp_path):
+    if engine.image_layer_folders(images["honest"]) is None:
+        pytest.skip(f"the {engine.name} engine's layers are not readable in place here")
+    links = _build(engine, tmp_path / "links", LINKS.format(framework=images["framework"]),
+                   f"runner-test/layers-links:{os.getpid()}")
+    try:
+        pairs = _facts_by_both_reads(engine, links)
+        assert len(pairs) == len(engine.image(links).layers)
+        for folder, tar in pairs:
+            assert folder.files == tar.files, folder.diff_id
+            for part in ("deleted", "opaque", "shadows"):
+                assert sorted(getattr(folder, part)) == sorted(getattr(tar, part)), (part, folder.diff_id)
+        top = pairs[-1][0]
+        assert "entry/sub/first" in top.files and {"entry/sub/second", "entry/zlast"} <= set(top.shadows)
+        assert {"entry/sub/link", "entry/pipe"} <= set(top.shadows)
+        assert top.deleted == ["opt/fw/lib.py"] and top.opaque == ["opt/data"]
+    finally:
+        engine.remove_image(links)
+
+
+def test_in_the_store_a_second_image_reads_no_byte_of_the_shared_layers(engine, images, monkeypatch, tmp_path):
+    """With the layers read in place, the shared ones are not exported, hashed or opened."""
+    if engine.image_layer_folders(images["honest"]) is None:
+        pytest.skip(f"the {engine.name} engine's layers are not readable in place here")
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path))
+    _no_merged_export(engine, monkeypatch)
+    monkeypatch.setattr(engine, "image_layers", lambda ref: pytest.fail("the image was exported"))
+    _inspect(engine, images, "honest")
+    opened: list[str] = []
+    real = layers.parse_folder
+    monkeypatch.setattr(layers, "parse_folder", lambda folder, diff_id, read_file: (
+        opened.append(diff_id), real(folder, diff_id, read_file))[1])
+    hiding = _inspect(engine, images, "hiding")
+    own = list(engine.image(images["hiding"]).layers)
+    assert sorted(opened) == sorted(own[len(engine.image(images["framework"]).layers):])
+    assert "/entry/w.bin" in {f.path for f in hiding.findings}
+

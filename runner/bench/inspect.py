@@ -76,6 +76,9 @@ class _MergedOnly:
     def image_layers(self, ref: str) -> None:
         return None
 
+    def image_layer_folders(self, ref: str) -> None:
+        return None
+
 
 def _child(engine: Engine, image_id: str, folder: Path, tag: str) -> str:
     (folder / "Dockerfile").write_text(f"FROM {image_id}\nRUN printf 'print(2)\\n' > /tmp/second.py\n")

@@ -8,6 +8,7 @@ error, every answer as one of its types.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
@@ -331,6 +332,27 @@ class DockerApiEngine(Engine):
             stream = image.save(named=False, chunk_size=EXPORT_CHUNK_BYTES)
         return _image_info(image), _chunks(stream)
 
+    def image_layer_folders(self, ref: str) -> tuple[ImageInfo, list[Path]] | None:
+        """Docker's overlay2 store: each layer's folder found from its diff id through the
+        daemon's own layer database, read as it is on this host (no export). None for
+        Podman, another storage driver, a daemon on another host or a store this process
+        cannot read."""
+        if self.name != "docker":
+            return None
+        with _translated():
+            image = self.client.images.get(ref)
+            root = self.data_root()
+        attrs = image.attrs or {}
+        driver = attrs.get("GraphDriver") or {}
+        info = _image_info(image)
+        if driver.get("Name") != "overlay2" or not info.layers or root is None:
+            return None
+        folders = overlay2_folders(root, list(info.layers))
+        upper = (driver.get("Data") or {}).get("UpperDir")
+        if folders is None or not upper or Path(upper) != folders[-1]:
+            return None  # not the store the daemon says this image is in
+        return info, folders
+
     def remove_image(self, ref: str) -> None:
         with _translated():
             self.client.images.remove(ref)
@@ -458,3 +480,28 @@ class DockerApiEngine(Engine):
         with _translated():
             network = self.client.networks.get(name)
         return NetworkInfo(network.name, bool(network.attrs.get("Internal")))
+
+
+def overlay2_folders(root: Path, diff_ids: list[str]) -> list[Path] | None:
+    """The overlay2 folders (``<root>/overlay2/<cache id>/diff``) of the layers ``diff_ids``
+    (oldest first), from the layer database under ``<root>/image/overlay2/layerdb``: each
+    layer's chain id (the digest of the chain below and its diff id) names its record, whose
+    ``diff`` must be the diff id and whose ``cache-id`` names the folder. None where a record
+    or a folder is missing or unreadable."""
+    layerdb = root / "image" / "overlay2" / "layerdb" / "sha256"
+    folders: list[Path] = []
+    chain = ""
+    try:
+        for diff_id in diff_ids:
+            chain = diff_id if not chain else "sha256:" + hashlib.sha256(f"{chain} {diff_id}".encode()).hexdigest()
+            record = layerdb / chain.removeprefix("sha256:")
+            if (record / "diff").read_text().strip() != diff_id:
+                return None
+            cache_id = (record / "cache-id").read_text().strip()
+            folder = root / "overlay2" / cache_id / "diff"
+            if not cache_id or "/" in cache_id or not folder.is_dir():
+                return None
+            folders.append(folder)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return folders

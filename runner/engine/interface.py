@@ -395,6 +395,14 @@ class Engine(abc.ABC):
         inspection then reads ``image_files``."""
         return None
 
+    def image_layer_folders(self, ref: str) -> tuple[ImageInfo, list[Path]] | None:
+        """Optional: the image (its layers' diff ids, oldest first) and each layer's folder in
+        the engine's own store on this host, unpacked as the engine keeps it (overlay2:
+        whiteouts as 0:0 character devices, opaque folders by the ``trusted.overlay.opaque``
+        attribute), one per diff id; read in place, nothing exported. None where the engine
+        cannot give them: the inspection then reads ``image_layers``."""
+        return None
+
     @abc.abstractmethod
     def remove_image(self, ref: str) -> None: ...
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -725,14 +726,44 @@ class _LayerRead:
         self.searched = searched
 
     def run(self, force: frozenset[str] = frozenset()) -> layers.Pass | None:
+        folders = getattr(self.engine, "image_layer_folders", None)
+        answer = folders(self.image_id) if folders is not None else None
+        if answer is not None:
+            return self._from_folders(*answer)
+        return self._from_stream(force)
+
+    def _kept(self, diff_id: str) -> layers.LayerFacts | None:
+        """The facts kept for ``diff_id`` that serve this inspection (they hold its
+        evaluation-set variant's search), or None."""
+        facts = layers.load(diff_id)
+        return facts if facts is not None and (self.content is None or self.variant in facts.copies) else None
+
+    def _from_folders(self, info, folders: list[Path]) -> layers.Pass:
+        """The layers read in place in the engine's store: a kept layer is not read at all (its
+        folder is the one the engine's layer database gives for its diff id), the others
+        are parsed from their folders."""
+        config = info.id.removeprefix("sha256:")
+        found: list[layers.LayerFacts] = []
+        parsed = parsed_bytes = 0
+        with reporter().phase("inspect", f"reading image {config[:12]} layer by layer, in the engine's store",
+                              keep=True) as phase:
+            for diff_id, folder in zip(info.layers, folders):
+                facts = self._kept(diff_id)
+                if facts is None:
+                    facts = self._parse(functools.partial(_folder_parse, folder, diff_id), phase.read)
+                    parsed += 1
+                    parsed_bytes += sum(f.size for f in facts.files.values())
+                found.append(facts)
+        return layers.Pass(found, parsed, parsed_bytes, 0)
+
+    def _from_stream(self, force: frozenset[str]) -> layers.Pass | None:
         read = getattr(self.engine, "image_layers", None)
         answer = read(self.image_id) if read is not None else None
         if answer is None:
             return None
         info, chunks = answer
         expected = list(info.layers)
-        kept = {d: f for d in set(expected) - force if (f := layers.load(d)) is not None
-                and (self.content is None or self.variant in f.copies)}
+        kept = {d: f for d in set(expected) - force if (f := self._kept(d)) is not None}
         sizes = {f.size for f in kept.values()}
         found: dict[str, layers.LayerFacts | None] = {}
         order: list[str] | None = None
@@ -755,7 +786,7 @@ class _LayerRead:
                         found[diff_id] = kept.get(diff_id)
                         hashed_bytes += size
                     else:
-                        facts = self._parse(fh, member.size, phase.read)
+                        facts = self._parse(functools.partial(_tar_parse, fh, member.size), phase.read)
                         found[facts.diff_id] = facts
                         parsed, parsed_bytes = parsed + 1, parsed_bytes + member.size
         finally:
@@ -765,7 +796,7 @@ class _LayerRead:
             return None  # not the image's own layers: the merged export decides
         missed = frozenset(d for d, f in found.items() if f is None)
         if missed:
-            return self.run(force | missed)  # a kept record's size, not its bytes: parse it
+            return self._from_stream(force | missed)  # a kept record's size, not its bytes: parse it
         return layers.Pass([f for d in expected if (f := found[d]) is not None], parsed, parsed_bytes, hashed_bytes)
 
     @staticmethod
@@ -778,7 +809,10 @@ class _LayerRead:
         except (ValueError, KeyError, TypeError):
             return None
 
-    def _parse(self, fh, size: int, progress: Callable[[int], None]) -> layers.LayerFacts:
+    def _parse(self, parse: Callable[[layers.ReadFile], tuple[layers.LayerFacts, str]],
+               progress: Callable[[int], None]) -> layers.LayerFacts:
+        """One layer parsed by ``parse`` (its tar or its folder, given the file reader), its
+        facts kept."""
         measure = _ImageInformation(self.known) if self.known is not None else None
         copies: list[Copy] = []
         packed: list[str] = []
@@ -801,7 +835,7 @@ class _LayerRead:
             progress(size)
             return layers.FileFacts(size, digest, head, mtime, hashed)
 
-        facts, diff_id = layers.parse_layer(fh, size, read_file)
+        facts, diff_id = parse(read_file)
         facts.wheel_rows = wheel_rows
         if measure is not None:
             facts.measured = {measure.measure_key(p, facts.files[p].sha256): m for p, m in measure.measured().items()}
@@ -812,6 +846,14 @@ class _LayerRead:
             facts.copies = {**old.copies, **facts.copies}
         layers.store(facts)
         return facts
+
+
+def _folder_parse(folder: Path, diff_id: str, read_file: layers.ReadFile) -> tuple[layers.LayerFacts, str]:
+    return layers.parse_folder(folder, diff_id, read_file), diff_id
+
+
+def _tar_parse(fh, size: int, read_file: layers.ReadFile) -> tuple[layers.LayerFacts, str]:
+    return layers.parse_layer(fh, size, read_file)
 
 
 def _merged(read: layers.Pass, variant: str) -> tuple[dict[str, tuple[layers.FileFacts, int]], list[Copy],

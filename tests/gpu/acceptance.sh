@@ -180,6 +180,12 @@ if [ -n "$RESULT_DIR" ]; then
         [ -f "$RESULT_DIR/$f" ] && cp "$RESULT_DIR/$f" "$OUTDIR/run/"
     done
     [ -d "$RESULT_DIR/logs" ] && cp -r "$RESULT_DIR/logs" "$OUTDIR/run/logs"
+    # The smoke model misses the accuracy gate, so its record claims no latency: the figures
+    # take the p50 from the per-item timings (acceptance_figures.measured_latency).
+    if [ -f "$RESULT_DIR/inference/torch-cuda/latencies_ns.npy" ]; then
+        mkdir -p "$OUTDIR/run/inference/torch-cuda"
+        cp "$RESULT_DIR/inference/torch-cuda/latencies_ns.npy" "$OUTDIR/run/inference/torch-cuda/"
+    fi
     step verify 45 python3 -m runner verify "$RESULT_DIR"  # 3: verified, does not count (what passes here)
 else
     note "verify: no run folder under $RUNNER_RESULTS/resnet9-v100: nothing to verify"

@@ -192,16 +192,40 @@ def inference_record(result: dict | None) -> tuple[dict | None, str]:
     return record, ""
 
 
-def latency_targets(result: dict | None) -> list[Target]:
+def measured_latency(outdir: Path, record: dict) -> tuple[dict | None, str]:
+    """A smoke model never meets the accuracy gate, so its record claims no latency
+    (``latency_ms`` is None: the timed model must meet the threshold); the timing was still
+    made. Its p50 and p99 (ms) from the harness's per-item ``latencies_ns.npy`` that
+    acceptance.sh copies to ``run/inference/<backend>/``, with a note that it is no claim."""
+    path = outdir / "run" / "inference" / BACKEND / "latencies_ns.npy"
+    try:
+        import numpy as np  # lazy: optional (the figures of a run that left no latencies need none)
+
+        latencies = np.load(path, allow_pickle=False)
+    except (ImportError, OSError, ValueError) as err:
+        return None, f"no latency_ms.p50 in the {BACKEND} record, and no {path.name} ({type(err).__name__})"
+    if latencies.ndim != 1 or latencies.size == 0 or latencies.size != record.get("count"):
+        return None, f"{path.name} holds {latencies.shape} items; the record counts {record.get('count')}"
+    ms = latencies.astype("float64") / 1e6
+    return ({"p50": round(float(np.percentile(ms, 50)), 4), "p99": round(float(np.percentile(ms, 99)), 4)},
+            f"measured, not claimed ({record.get('gate_reason') or 'no claim'}); ")
+
+
+def latency_targets(result: dict | None, outdir: Path | None = None) -> list[Target]:
     record, why = inference_record(result)
-    p50 = ((record or {}).get("latency_ms") or {}).get("p50")
+    latency, note = (record or {}).get("latency_ms"), ""
+    if record is not None and not latency and outdir is not None:
+        latency, why = measured_latency(outdir, record)
+        note = why if latency else ""
+    p50 = (latency or {}).get("p50")
     if not isinstance(p50, (int, float)):
         why = why or f"no latency_ms.p50 in the {BACKEND} record"
         return [Target(f"{BACKEND} p50 at batch 1", None, "ms", f"<= {P50_LIMIT_MS} ms", False, why),
                 Target(f"{BACKEND} p50 at batch 1 (aim)", None, "ms", f"<= {P50_AIM_MS} ms", False, why, aim=True)]
-    latency = record["latency_ms"]
-    detail = (f"p99 {latency.get('p99')} ms over {record.get('count')} items; "
-              f"mode {((record.get('info') or {}).get('settings') or {}).get('mode', '?')}")
+    assert latency is not None and record is not None
+    detail = (f"{note}p99 {latency.get('p99')} ms over {record.get('count')} items; "
+              f"mode {((record.get('info') or {}).get('settings') or {}).get('mode', '?')}; "
+              f"{((record.get('info') or {}).get('settings') or {}).get('device', '?')}")
     return [Target(f"{BACKEND} p50 at batch 1", p50, "ms", f"<= {P50_LIMIT_MS} ms", p50 <= P50_LIMIT_MS, detail),
             Target(f"{BACKEND} p50 at batch 1 (aim)", p50, "ms", f"<= {P50_AIM_MS} ms", p50 <= P50_AIM_MS,
                    "DAWNBench's best CIFAR10 latency (ResNet-8, TensorRT, one T4)", aim=True)]
@@ -232,7 +256,7 @@ def figures(outdir: Path) -> dict:
     alone_log = read_text(outdir / "alone-train.log")
     targets = [pytest_target(outdir), verify_target(steps),
                wall_target(result, read_json(outdir / "alone.json"), alone_log),
-               gpu_tail_target(events), *latency_targets(result), energy_target(result)]
+               gpu_tail_target(events), *latency_targets(result, outdir), energy_target(result)]
     sandbox, flags = (read_text(outdir / name) for name in ("sandbox.txt", "flags.txt"))
     return {
         "steps": steps,
