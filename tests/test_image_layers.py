@@ -187,10 +187,16 @@ def test_a_whiteout_and_an_opaque_folder_hide_lower_files_in_the_merge():
 
 # Hard links, a symbolic link, a whiteout and an opaque folder in one layer: the cases where a
 # layer's folder and its exported tar say the same thing differently.
+# Also: folders nested deeper than Python recurses, and the attribute a rootless overlay2 reads
+# as "opaque" set by the step itself on a folder with lower files (a root overlay2 ignores it,
+# so the container still sees them, and so must the inspection).
 LINKS = """FROM {framework}
 RUN mkdir -p /entry/sub && printf 'a' > /entry/sub/first && ln /entry/sub/first /entry/sub/second \
     && ln /entry/sub/first /entry/zlast && ln -s first /entry/sub/link && mkfifo /entry/pipe \
-    && rm /opt/fw/lib.py && rm -rf /opt/data && mkdir /opt/data && printf 'b' > /opt/data/new.txt
+    && rm /opt/fw/lib.py && rm -rf /opt/data && mkdir /opt/data && printf 'b' > /opt/data/new.txt \
+    && mkdir -p /entry/deep/$(printf 'd/%.0s' $(seq 1100)) && printf 'c' > /entry/deep/$(printf 'd/%.0s' $(seq 1100))w.pt \
+    && printf 'y = 3\\n' > /opt/fw/mine.py \
+    && (python3 -c "import os; os.setxattr('/opt/fw', 'user.overlay.opaque', b'y')" || true)
 """
 
 
@@ -235,7 +241,11 @@ def test_a_layer_folder_gives_the_facts_its_exported_tar_gives(engine, images, t
         top = pairs[-1][0]
         assert "entry/sub/first" in top.files and {"entry/sub/second", "entry/zlast"} <= set(top.shadows)
         assert {"entry/sub/link", "entry/pipe"} <= set(top.shadows)
-        assert top.deleted == ["opt/fw/lib.py"] and top.opaque == ["opt/data"]
+        assert top.deleted == ["opt/fw/lib.py"] and top.opaque == ["opt/data"]  # not opt/fw
+        deep = [p for p in top.files if p.endswith("/w.pt")]
+        assert len(deep) == 1 and deep[0].count("/") > 1100
+        merged = layers.merge([folder for folder, _ in pairs])
+        assert "opt/fw/more.py" in merged and "opt/fw/mine.py" in merged and "opt/fw/lib.py" not in merged
     finally:
         engine.remove_image(links)
 
@@ -257,3 +267,44 @@ def test_in_the_store_a_second_image_reads_no_byte_of_the_shared_layers(engine, 
     assert sorted(opened) == sorted(own[len(engine.image(images["framework"]).layers):])
     assert "/entry/w.bin" in {f.path for f in hiding.findings}
 
+
+
+def test_a_kept_layer_is_searched_for_another_evaluation_set_without_being_parsed(engine, images, monkeypatch,
+                                                                                  tmp_path, parses):
+    """A second entry with another evaluation set finds the layers kept but not searched for
+    its set: they are searched (read in place, not parsed again), and a copy of its set in a
+    shared lower layer is found."""
+    import numpy as np
+
+    from runner import data
+
+    if engine.image_layer_folders(images["honest"]) is None:
+        pytest.skip(f"the {engine.name} engine's layers are not readable in place here")
+    sets = {name: data.synthetic("mnist", tmp_path / name, n_train=16, n_eval=40, seed=seed)
+            for name, seed in (("first", 1), ("second", 2))}
+    folder = tmp_path / "carrier"
+    folder.mkdir()
+    (folder / "blob.bin").write_bytes(np.load(sets["second"].eval_dir / "images.npy")[:12].tobytes())
+    carrier = _build(engine, folder, f"FROM {images['framework']}\nCOPY blob.bin /opt/blob.bin\n"
+                     "RUN printf 'print(3)\\n' > /opt/top.py\n", f"runner-test/layers-carrier:{os.getpid()}")
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path / "home"))
+    _no_merged_export(engine, monkeypatch)
+    monkeypatch.setattr(engine, "image_layers", lambda ref: pytest.fail("the image was exported"))
+    entry = images["entry"]
+
+    def inspect(staged):
+        return inspect_image(engine, carrier, images["base"], [], entry, entry_files(entry),
+                             staged.eval_dir / "images.npy", staged.labels / "eval_labels.npy")
+
+    try:
+        first = inspect(sets["first"])
+        assert not first.eval_copies and set(parses) == set(engine.image(carrier).layers)
+        parses.clear()
+        second = inspect(sets["second"])
+        assert parses == []  # every layer was kept: searched, not parsed again
+        assert [(c.path, c.items) for c in second.eval_copies] == [("/opt/blob.bin", 12)]
+        assert "class 4" in (second.problem() or "")
+        kept = layers.load(engine.image(carrier).layers[-2])  # the layer COPY made
+        assert kept is not None and len(kept.copies) == 2  # both sets' searches kept
+    finally:
+        engine.remove_image(carrier)

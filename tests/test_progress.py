@@ -157,7 +157,7 @@ def test_a_run_in_a_log_shows_every_phase_and_never_goes_quiet(engine, tmp_path)
     texts = [text for _, text in lines]
     shown = "\n".join(texts)
     assert re.search(r"^build: step \d+/\d+, entry: \"COPY entry/ /entry/\"", shown, re.M), shown
-    assert re.search(r"^inspect: reading image [0-9a-f]{12}( layer by layer)?, [\d.,]+ [kMG]?B(, [\d,]+ files)?, ",
+    assert re.search(r"^inspect: reading image [0-9a-f]{12}( layer by layer(, in the engine's store)?)?, [\d.,]+ [kMG]?B(, [\d,]+ files)?, ",
                      shown, re.M), shown
     assert re.search(r"^train epoch 1 · [\d:]+( s)? · ", shown, re.M), shown
     assert re.search(r"^train ran \d+ s · scored 1/1", shown, re.M), shown

@@ -36,6 +36,7 @@ import functools
 import hashlib
 import io
 import json
+import os
 import re
 import tarfile
 import threading
@@ -729,7 +730,8 @@ class _LayerRead:
         folders = getattr(self.engine, "image_layer_folders", None)
         answer = folders(self.image_id) if folders is not None else None
         if answer is not None:
-            return self._from_folders(*answer)
+            info, layer_folders = answer
+            return self._from_folders(info, layer_folders, force)
         return self._from_stream(force)
 
     def _kept(self, diff_id: str) -> layers.LayerFacts | None:
@@ -738,23 +740,51 @@ class _LayerRead:
         facts = layers.load(diff_id)
         return facts if facts is not None and (self.content is None or self.variant in facts.copies) else None
 
-    def _from_folders(self, info, folders: list[Path]) -> layers.Pass:
+    def _from_folders(self, info, folders: list[Path], force: frozenset[str]) -> layers.Pass:
         """The layers read in place in the engine's store: a kept layer is not read at all (its
-        folder is the one the engine's layer database gives for its diff id), the others
-        are parsed from their folders."""
+        folder is the one the engine's layer database gives for its diff id) but where it was
+        not searched for this evaluation set (then only its files no locked wheel explains
+        are read); the others, and those in ``force``, are parsed from their folders."""
         config = info.id.removeprefix("sha256:")
         found: list[layers.LayerFacts] = []
         parsed = parsed_bytes = 0
         with reporter().phase("inspect", f"reading image {config[:12]} layer by layer, in the engine's store",
                               keep=True) as phase:
             for diff_id, folder in zip(info.layers, folders):
-                facts = self._kept(diff_id)
+                facts = None if diff_id in force else layers.load(diff_id)
+                if facts is not None and self.content is not None and self.variant not in facts.copies:
+                    facts = self._search(facts, folder, phase.read)
                 if facts is None:
                     facts = self._parse(functools.partial(_folder_parse, folder, diff_id), phase.read)
                     parsed += 1
                     parsed_bytes += sum(f.size for f in facts.files.values())
                 found.append(facts)
         return layers.Pass(found, parsed, parsed_bytes, 0)
+
+    def _search(self, facts: layers.LayerFacts, folder: Path,
+                progress: Callable[[int], None]) -> layers.LayerFacts | None:
+        """A kept layer searched for this evaluation set (its copies and packed files added and
+        kept): every file but those a locked wheel explains byte for byte (their wheel is
+        searched) read from the layer's folder. None where a file is not the one kept (then
+        the layer is parsed whole)."""
+        assert self.content is not None
+        before = len(self.content.left_packed)
+        copies: list[Copy] = []
+        for path, kept in facts.files.items():
+            if self.searched is not None and self.searched(path, kept.size, kept.sha256):
+                continue
+            try:
+                fd = os.open(folder / path, os.O_RDONLY | os.O_NOFOLLOW)
+                with os.fdopen(fd, "rb", buffering=0) as fh:
+                    size, digest, _ = index_file(path, kept.size, kept.mtime, fh, self.content, copies, None)
+            except OSError:
+                return None
+            if (size, digest) != (kept.size, kept.sha256):
+                return None
+            progress(size)
+        facts.copies[self.variant] = (copies, list(self.content.left_packed[before:]))
+        layers.store(facts)
+        return facts
 
     def _from_stream(self, force: frozenset[str]) -> layers.Pass | None:
         read = getattr(self.engine, "image_layers", None)

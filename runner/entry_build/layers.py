@@ -190,6 +190,10 @@ def parse_layer(stream, size: int, read_file: ReadFile) -> tuple[LayerFacts, str
     return facts, facts.diff_id
 
 
+# Only the attribute a root daemon's overlay2 honours: a build step cannot set a ``trusted.``
+# attribute (it lacks CAP_SYS_ADMIN, and overlayfs refuses ``trusted.overlay.*`` through its
+# mount), while ``user.overlay.opaque`` is one any step may set and a root overlay2 ignores:
+# reading it would hide lower files the container still sees.
 OPAQUE_XATTR = "trusted.overlay.opaque"
 
 
@@ -203,38 +207,47 @@ def parse_folder(folder: Path, diff_id: str, read_file: ReadFile) -> LayerFacts:
     size is not known without writing it."""
     facts = LayerFacts(diff_id, 0)
     seen: set[tuple[int, int]] = set()
-
-    def visit(at: Path, rel: str) -> None:
-        for name in sorted(os.listdir(os.fsencode(at))):
-            text = os.fsdecode(name)
-            path = f"{rel}/{text}" if rel else text
-            full = at / text
-            st = os.lstat(full)
-            mode = st.st_mode
-            if stat.S_ISCHR(mode) and st.st_rdev == 0:
-                facts.deleted.append(path)
-            elif stat.S_ISDIR(mode):
+    # Depth first with an explicit stack (a layer may nest folders deeper than Python recurses).
+    stack: list[tuple[Path, str]] = list(reversed(_children(folder, "")))
+    while stack:
+        full, path = stack.pop()
+        st = os.lstat(full)
+        mode = st.st_mode
+        if stat.S_ISCHR(mode) and st.st_rdev == 0:
+            facts.deleted.append(path)
+        elif stat.S_ISDIR(mode):
+            facts.shadows.append(path)
+            if _opaque(full):
+                facts.opaque.append(path)
+            stack.extend(reversed(_children(full, path)))
+        elif stat.S_ISREG(mode):
+            if st.st_nlink > 1 and (st.st_dev, st.st_ino) in seen:
                 facts.shadows.append(path)
-                try:
-                    opaque = os.getxattr(full, OPAQUE_XATTR, follow_symlinks=False) == b"y"
-                except OSError:
-                    opaque = False
-                if opaque:
-                    facts.opaque.append(path)
-                visit(full, path)
-            elif stat.S_ISREG(mode):
-                if st.st_nlink > 1 and (st.st_dev, st.st_ino) in seen:
-                    facts.shadows.append(path)
-                    continue
-                seen.add((st.st_dev, st.st_ino))
-                fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
-                with os.fdopen(fd, "rb", buffering=0) as fh:
-                    facts.files[path] = read_file(path, st.st_size, int(st.st_mtime), fh)
-            elif not stat.S_ISSOCK(mode):
-                facts.shadows.append(path)
-
-    visit(folder, "")
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb", buffering=0) as fh:
+                facts.files[path] = read_file(path, st.st_size, int(st.st_mtime), fh)
+        elif not stat.S_ISSOCK(mode):
+            facts.shadows.append(path)
     return facts
+
+
+def _children(folder: Path, rel: str) -> list[tuple[Path, str]]:
+    """A folder's entries in byte order of their names: (full path, path in the layer)."""
+    out = []
+    for name in sorted(os.listdir(os.fsencode(folder))):
+        text = os.fsdecode(name)
+        out.append((folder / text, f"{rel}/{text}" if rel else text))
+    return out
+
+
+def _opaque(folder: Path) -> bool:
+    """Is the folder opaque to the layers below it (``OPAQUE_XATTR`` is "y")?"""
+    try:
+        return os.getxattr(folder, OPAQUE_XATTR, follow_symlinks=False) == b"y"
+    except OSError:
+        return False
 
 
 def hash_layer(stream, progress: Callable[[int], None] | None = None) -> tuple[str, int]:
