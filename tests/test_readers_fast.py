@@ -125,3 +125,16 @@ def test_a_key_file_broken_since_the_rows_were_kept_is_said(board, capsys):
     board["keys"].write_text("{not json")
     code, _, err = run_cli(capsys, "ls", *board["argv"])
     assert code == 2 and str(board["keys"]) in err and len(err.splitlines()) == 1
+
+
+def test_the_benchmarks_reason_for_not_timing_is_printed_whole():
+    """Its fix names the test extra, `.[test]`, which a console would read as markup."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from runner.bench.readers import print_views
+
+    out = StringIO()
+    print_views(Console(file=out, width=200), "not timed: they need the test extra: pip install -e '.[test]'", 100)
+    assert "pip install -e '.[test]'" in out.getvalue()

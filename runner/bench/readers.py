@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runner.bench import DEFAULT_ENTRY
@@ -171,7 +172,7 @@ def time_views(trees: list[tuple[str, Path]], runs: int, repeat: int, console: C
 
 def print_views(console: Console, rows: list[tuple] | str, runs: int) -> None:
     if isinstance(rows, str):
-        console.print(f"runner ls and show over {runs} runs: {rows}")
+        console.print(f"runner ls and show over {runs} runs: {escape(rows)}")  # the fix's '.[test]' is no markup
         return
     table = Table(title=f"runner ls and show over {runs} signed runs (a fresh interpreter each; COLUMNS=80)")
     for column in ("checkout", "command", "cold s", "warm s", "warm CPU s", "target", ""):

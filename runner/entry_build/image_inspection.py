@@ -773,6 +773,8 @@ class _LayerRead:
         for path, kept in facts.files.items():
             if self.searched is not None and self.searched(path, kept.size, kept.sha256):
                 continue
+            if path.startswith("/") or ".." in path.split("/"):
+                return None  # not a name a layer folder has: parse it whole
             try:
                 fd = os.open(folder / path, os.O_RDONLY | os.O_NOFOLLOW)
                 with os.fdopen(fd, "rb", buffering=0) as fh:
