@@ -34,6 +34,8 @@ def test_graph_replay_gives_the_cpus_answers_and_is_faster(torch_cuda, resnet9, 
     gpu, timed = _run("torch-cuda", _files(resnet9, tmp_path, fp16), images)
     info = gpu.info()
     assert info["settings"]["mode"] == "cuda-graph", info["settings"]["graph_fallback_reason"]
+    # One replay per item: the item's copy in and the answer's copy out are in the graph too.
+    assert info["settings"]["graph"] == "host->device copy, forward, device->host copy", info["settings"]
     assert info["settings"]["precision"] == ("fp16" if fp16 else "fp32")
     assert info["settings"]["memory_format"].startswith("channels_last")
     _, cpu = _run("torch", _files(resnet9, tmp_path, False), images, warmup=5)
