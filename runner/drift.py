@@ -13,9 +13,10 @@ own time into the image config, so every machine that bootstraps the base gets a
 for the same files. What is compared, best first:
 
 1. the base's layer digests (diff ids: the sha256 of each layer's tar), which the
-   reproducible debootstrap build makes equal for equal contents;
+   reproducible bootstrap makes equal for equal contents;
 2. else a digest over every file's path, size and sha256 (equal when only tar metadata
-   differs);
+   differs); two bases bootstrapped by different tools (mmdebstrap, debootstrap) from the
+   same Debian Release differ in dpkg's own records only, and are compared by 3;
 3. and always the package lists (Debian and Python, with versions), which name what moved.
 
 Bundles made before the SBOM carried the base's digests (``sbom["base"]``) are compared by
@@ -83,6 +84,12 @@ def sbom_changes(before: dict, after: dict) -> list[str]:
     return changes
 
 
+def _tool(base: dict) -> str:
+    """The name of the tool that bootstrapped a base (its SBOM's ``tool``: "mmdebstrap 1.3.5-7";
+    a base that records none was made by debootstrap, the only tool before it was recorded)."""
+    return str(base.get("tool") or "debootstrap").split()[0]
+
+
 def _short(digests: list[str]) -> str:
     return ", ".join(d.replace("sha256:", "")[:12] for d in digests) or "none"
 
@@ -108,6 +115,14 @@ def base_changes(archived: dict, current: dict, archived_tag: str | None = None,
         return changes, notes + [f"base image layers differ ({_short(now['layers'])}, were "
                                  f"{_short(was['layers'])}) but every file is the same (path, size, "
                                  f"sha256): only the tar's metadata moved"]
+    tools = (_tool(was), _tool(now))
+    if tools[0] != tools[1] and was.get("debian_release") == now.get("debian_release"):
+        # mmdebstrap and debootstrap install the same packages but keep dpkg's own records
+        # differently (status's Priority fields, available, arch, apt's extended_states):
+        # the bytes cannot be equal, so the package lists (compared below) decide.
+        return changes, notes + [f"base image layers differ ({_short(now['layers'])}, were {_short(was['layers'])}): "
+                                 f"bootstrapped by {tools[1]}, the archived one by {tools[0]}, whose dpkg records "
+                                 "differ; compared by their package lists (Debian and Python, with versions)"]
     release = ""
     if was.get("debian_release") != now.get("debian_release") and (was.get("debian_release") or now.get("debian_release")):
         release = f"; Debian Release {now.get('debian_release') or 'unknown'}, was {was.get('debian_release') or 'unknown'}"

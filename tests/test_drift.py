@@ -94,6 +94,14 @@ def test_base_image_is_compared_by_content_not_by_id():
     (change,), _ = base_changes(same, moved)
     assert change == ("base image content changed: layers bbbbbbbbbbbb, were aaaaaaaaaaaa; "
                       "Debian Release Sat, 10 Jan 2026, was Sat, 15 Nov 2025")
+    # Another bootstrap tool, the same Release: dpkg's records differ, the package lists decide.
+    other_tool = {"base": {**moved["base"], "debian_release": base["debian_release"], "tool": "mmdebstrap 1.3.5-7"}}
+    changes, notes = base_changes(same, other_tool)  # the archived base records no tool: debootstrap's
+    assert changes == [] and "bootstrapped by mmdebstrap, the archived one by debootstrap" in notes[0]
+    assert notes[0].startswith("base image layers differ")
+    # The same tool with other files, or another tool and another Release, is drift.
+    assert base_changes({"base": {**base, "tool": "mmdebstrap 1.3.5-7"}}, other_tool)[0]
+    assert base_changes(same, {"base": {**moved["base"], "tool": "mmdebstrap 1.3.5-7"}})[0]
     # A bundle made before the SBOM carried the base's digests: the package lists decide.
     changes, notes = base_changes({"debian": []}, same, "runner/base:x-1", "runner/base:x-2")
     assert changes == [] and "recipe tag runner/base:x-2, was runner/base:x-1" in notes[0]

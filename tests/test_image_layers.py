@@ -308,3 +308,23 @@ def test_a_kept_layer_is_searched_for_another_evaluation_set_without_being_parse
         assert kept is not None and len(kept.copies) == 2  # both sets' searches kept
     finally:
         engine.remove_image(carrier)
+
+
+def test_a_store_that_changes_under_the_reading_falls_back_to_the_engines_stream(engine, images, monkeypatch,
+                                                                                   tmp_path):
+    """A layer folder gone while it is read (an image removed meanwhile): the stream decides."""
+    if engine.image_layer_folders(images["honest"]) is None:
+        pytest.skip(f"the {engine.name} engine's layers are not readable in place here")
+    monkeypatch.setenv("RUNNER_HOME", str(tmp_path))
+    _no_merged_export(engine, monkeypatch)
+
+    def gone(folder, diff_id, read_file):
+        raise FileNotFoundError(2, "No such file or directory", str(folder))
+
+    monkeypatch.setattr(layers, "parse_folder", gone)
+    streamed: list[str] = []
+    real = engine.image_layers
+    monkeypatch.setattr(engine, "image_layers", lambda ref: (streamed.append(ref), real(ref))[1])
+    hiding = _inspect(engine, images, "hiding")
+    assert images["hiding"] in streamed  # (and the base, which is read for its file index)
+    assert "/entry/w.bin" in {f.path for f in hiding.findings}

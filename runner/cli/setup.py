@@ -1,8 +1,8 @@
 """``runner setup``: get this host ready to build entries (idempotent, quick when done).
 
 Installs the engine (``docker.io``, ``podman`` or Charliecloud's packages) and ``mmdebstrap``
-(else ``debootstrap``) when missing (Debian-like hosts, as root), starts the engine's daemon where it has one, checks
-that it can run entries with the runner's guarantees. The default base image is built by the
+(else ``debootstrap``) when missing (Debian-like hosts, as root), starts the engine's daemon
+where it has one, checks that it can run entries with the runner's guarantees. The default base image is built by the
 first build that needs it, while that build fetches its wheels and stages its data
 (``--base NAME`` builds one now); the host engine has none: it lists the host's Python
 environment instead.

@@ -73,7 +73,7 @@ def _base_component(base: dict) -> dict:
     """The base image by what it holds: its layers' diff ids and a digest over every file."""
     properties = [{"name": f"runner:base:layer:{i}", "value": str(layer)}
                   for i, layer in enumerate(base.get("layers") or [])]
-    for key in ("files", "files_sha256", "debian_release"):
+    for key in ("files", "files_sha256", "debian_release", "tool"):
         if base.get(key) is not None:
             properties.append({"name": f"runner:base:{key}", "value": str(base[key])})
     return {"type": "container", "bom-ref": "base-image", "name": str(base.get("tag") or "base image"),

@@ -731,7 +731,10 @@ class _LayerRead:
         answer = folders(self.image_id) if folders is not None else None
         if answer is not None:
             info, layer_folders = answer
-            return self._from_folders(info, layer_folders, force)
+            try:
+                return self._from_folders(info, layer_folders, force)
+            except OSError:
+                pass  # the store changed under it (an image removed meanwhile): the engine's stream decides
         return self._from_stream(force)
 
     def _kept(self, diff_id: str) -> layers.LayerFacts | None:

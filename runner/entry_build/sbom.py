@@ -12,7 +12,7 @@ from runner.errors import UserError
 from runner.engine.interface import AS_BUILT, ContainerSpec, Engine, TimedOut
 from runner.entry_build.image_inspection import base_file_index
 from runner.frameworks import FRAMEWORKS
-from runner.images import LABEL_DEBIAN_RELEASE
+from runner.images import LABEL_BASE_TOOL, LABEL_DEBIAN_RELEASE
 
 SBOM_TIMEOUT_S = 900
 # Runs inside the image with its own Python (the entry's venv, first on PATH), as the image's user.
@@ -50,7 +50,8 @@ def read_base_content(engine: Engine, base) -> dict:
     """``sbom["base"]`` for a ``runner.images.BaseImage``: its tag, its layers' diff ids (the
     sha256 of each layer's uncompressed tar: equal for two reproducible builds, while the
     image id differs), a sha256 over every regular file's path, size and sha256 (equal when
-    only the tar's metadata differs), and the Debian Release its packages came from."""
+    only the tar's metadata differs), the Debian Release its packages came from, and the tool
+    that bootstrapped it (None for a base made before it was recorded)."""
     image = engine.image(base.id)
     index = base_file_index(engine, base.id)
     return {
@@ -59,6 +60,7 @@ def read_base_content(engine: Engine, base) -> dict:
         "files": len(index),
         "files_sha256": files_digest(index),
         "debian_release": image.labels.get(LABEL_DEBIAN_RELEASE),
+        "tool": image.labels.get(LABEL_BASE_TOOL),
     }
 
 

@@ -28,6 +28,9 @@ LABEL_RECIPE_HASH = "org.runner.base.recipe-sha256"
 # The Debian Release date the packages were resolved from (a label: config, not content,
 # so it does not change the layer's digest).
 LABEL_DEBIAN_RELEASE = "org.runner.base.debian-release"
+# The tool that bootstrapped it and its version ("mmdebstrap 1.3.5-7"; none on bases built
+# before the tool was recorded: debootstrap's).
+LABEL_BASE_TOOL = "org.runner.base.tool"
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,9 @@ def _build_debootstrap(recipe: Recipe, engine: Engine) -> str:
         released = (record.get("debian_release") or {}).get("date")
         if released:
             labels[LABEL_DEBIAN_RELEASE] = released
+        tool = record.get("tool") or {}
+        if tool.get("name"):
+            labels[LABEL_BASE_TOOL] = f"{tool['name']} {tool.get('version') or ''}".strip()
         try:
             image = engine.import_rootfs(tarball, recipe.tag, env=dict(sorted(recipe.env.items())), labels=labels,
                                          cmd=list(recipe.cmd) if recipe.cmd else None)
