@@ -720,3 +720,40 @@ def test_a_rewritten_answer_is_not_scored_on_the_host_engine(rewrite_run):
     from tests import test_threat_model as threat
 
     threat.test_class3_an_answer_rewritten_after_it_was_given_is_not_scored(rewrite_run)
+
+
+def test_a_container_removed_before_its_launcher_joined_its_groups_leaves_nothing(host, image, monkeypatch):
+    """The launcher joins the container's cgroups itself, a moment after start returns (one
+    joined between the removal's look for processes and its rmdir kept a group busy and ran
+    on in it: CI's flake in the orphans test). Removed before it joined (here: it sleeps
+    first), the launcher is killed with its process group, not waited for: nothing of the
+    container runs on and no group is left."""
+    import textwrap
+
+    from runner.engine.interface import ContainerSpec
+    from runner.engine.labels import process_start
+
+    engine_type = type(host)
+    real = engine_type._launcher
+
+    def slow(self, *args):
+        lines = real(self, *args).split("\n")
+        return "\n".join(lines[:1] + ["sleep 30"] + lines[1:])  # "set -eu", a pause, then the joins
+
+    monkeypatch.setattr(engine_type, "_launcher", slow)
+    spec = ContainerSpec(image.tag, ["python3", "-c", textwrap.dedent("import time; time.sleep(60)")], [],
+                         workdir=None, label="ch-test")
+    container = host.create(spec)
+    container.start()
+    launcher = int(json.loads((host.containers_dir() / container.id / "record.json").read_text())["pid"])
+    groups = cgroups.Cgroups(container.id)
+    try:
+        assert launcher not in groups.pids()  # not joined yet
+        started = time.monotonic()
+        container.remove()
+        assert time.monotonic() - started < 5  # killed, not waited for
+        assert process_start(launcher) is None
+        assert not groups.exists()
+    finally:
+        if process_start(launcher) is not None:
+            os.killpg(launcher, signal.SIGKILL)

@@ -35,6 +35,7 @@ import queue
 import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -430,12 +431,37 @@ class ProcessEngine(Engine):
 
     def stop(self, container: Container) -> None:
         self._folder(container.id)
+        self._kill_launcher(container.id)
         groups = cgroups.Cgroups(container.id)
         if groups.exists():
             groups.kill()
 
+    def _kill_launcher(self, container_id: str) -> None:
+        """SIGKILL to the container's launcher and its process group. The launcher joins the
+        container's cgroups itself, a moment after ``start`` returns: one stopped or removed
+        before it joined would be in none of them, out of reach of the cgroup's kill, and would
+        go on to join (a group being removed: its removal then fails) or to run the command
+        outside them. Its pid is this process's child's, or the record's while its start time
+        still matches (another runner's container)."""
+        running = self._running.get(container_id)
+        pid = running.process.pid if running is not None and running.process.poll() is None else 0
+        if not pid and running is None:
+            try:
+                record = self._record(container_id)
+            except NotFound:
+                return
+            candidate = int(record.get("pid") or 0)
+            if candidate and record.get("pid_start") and process_start(candidate) == record.get("pid_start"):
+                pid = candidate
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)  # the launcher leads its own session and group
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def remove(self, container: Container) -> None:
         folder = self._folder(container.id)
+        self._kill_launcher(container.id)
         # Ranks that joined this container's network namespace go first (as Docker requires).
         groups = cgroups.Cgroups(container.id)
         groups.remove()
