@@ -59,6 +59,7 @@ from runner.results.record import Result
 from runner.run import ownership
 from runner.engine.containers import remove_orphans
 from runner.run.calm import FRESH_S, wait_for_calm
+from runner.run.calm import begin as begin_measure
 from runner.run.cores import cpuset_for, hold_cores
 from runner.run.guards import GuardVerdict, RunGuards
 from runner.run.allocation import check_nodes, cluster_network, require_network_setting
@@ -143,9 +144,10 @@ def _choose_backends(plan: RunPlan, gpus: int) -> list[str]:
 
 # -- the shared stages, in the order they run ------------------------------------------------
 
-def preflight(plan: RunPlan) -> tuple[Engine, str | None]:
+def preflight(plan: RunPlan, on_removed: Callable[[], object] = lambda: None) -> tuple[Engine, str | None]:
     """The engine (refused here, with its fix, when it cannot run entries) and, for a run
-    spanning nodes, its network; what killed runs left behind is cleaned up first."""
+    spanning nodes, its network; what killed runs left behind is cleaned up first
+    (``on_removed``: called when containers were removed)."""
     check_nodes(plan.entry.nodes)
     engine = get_engine()
     if why := engine.refusal():
@@ -153,6 +155,7 @@ def preflight(plan: RunPlan) -> tuple[Engine, str | None]:
     network = cluster_network(engine, require_network_setting(plan.entry.nodes)) if plan.entry.nodes > 1 else None
     if removed := remove_orphans(engine):
         reporter().print(f"removed {removed} container(s) left by an earlier, killed run")
+        on_removed()
     if swept := ownership.sweep_scratch():
         reporter().print(f"removed {len(swept)} scratch folder(s) left by an earlier, killed run: "
                          + ", ".join(map(str, swept)))
@@ -250,18 +253,26 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
     its inspection, the model's tensors. Returns the plan as they resolved it (GPUs, backends,
     image, data) and what they found."""
     entry = plan.entry
+    # A busy host is named before the build, not after the run (runner.run.calm). The measure
+    # samples while the runner prepares; a build waits for it before it fetches anything, and
+    # a run whose image is built already takes it before its training (``run_once``).
+    cpuset = cpuset_for(plan.limits.cpus)
+    begin_measure(cpuset)
     with clock.phase("preflight"):
-        engine, network = preflight(plan)
-    with clock.phase("host load check"):  # a busy host is named now, not after the run (runner.run.calm)
-        wait_for_calm(cpuset_for(plan.limits.cpus), "before the build", plan.options.allow_contended,
-                      plan.options.calm_timeout_s)
+        engine, network = preflight(plan, on_removed=lambda: begin_measure(cpuset))  # a removed run's load is gone
+
+    def calm_before_build() -> None:
+        with clock.phase("host load check"):
+            wait_for_calm(cpuset, "before the build", plan.options.allow_contended, plan.options.calm_timeout_s,
+                          meanwhile=_ahead_of_finishing)
+
     with clock.phase("fingerprint"):
         fingerprint = capture_host(engine)
     hardware, reasons = _check_hardware(plan, fingerprint)
     gpus, backends = host_gpus(plan, engine, fingerprint)
     # The base image and the wheels are fetched while the data is staged: all three are
     # independent, and on a fresh machine the base image is the longest wait.
-    inputs = BuildInputs.start(plan.entry, engine)
+    inputs = BuildInputs.start(plan.entry, engine, before=calm_before_build)
     with clock.phase("data check"):
         staged, public, unofficial = stage(plan, scratch)
     reasons += unofficial
@@ -305,6 +316,14 @@ def prepare(plan: RunPlan, scratch: Path, clock: Timings) -> tuple[ResolvedPlan,
     )
     return resolved, Prepared(engine, built, staged, staged.load_eval_labels(), fingerprint, hardware,
                               tuple(reasons), inspection, public, isolation, harness_digest())
+
+
+def _ahead_of_finishing() -> None:
+    """What the runs' end would import (the cross-seed checks' solver), imported while the
+    runner waits for a measure of the host's load."""
+    from runner.score.aligned_weights import load_solver  # lazy: start-up (runner --help)
+
+    load_solver()
 
 
 def _timed(work: Callable[[], T]) -> tuple[T, float]:
@@ -462,9 +481,11 @@ def run_once(plan: ResolvedPlan, prepared: Prepared, seed: int, scratch: Path, c
     """One run, from its result folder to its record, complete in memory. ``clock`` holds what
     was timed before it (the shared phases, for the first run); this run's phases are added.
     A run stopped by a failure or an interrupt has its record written as far as it went."""
-    with clock.phase("host load check"):  # again: the build took minutes, an earlier run ended
+    # Again after a build (it took minutes) or an earlier run; without a build, the measure
+    # ``prepare`` began is taken here, and the first check of the run.
+    with clock.phase("host load check"):
         wait_for_calm(cpuset_for(plan.limits.cpus), f"before training seed {seed}", plan.options.allow_contended,
-                      plan.options.calm_timeout_s, fresh_s=FRESH_S)
+                      plan.options.calm_timeout_s, fresh_s=FRESH_S, meanwhile=_ahead_of_finishing)
     with clock.phase("result folder"):
         run, result = start(plan, prepared, seed, scratch)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.bench.overhead import CONTAINER_ROW, FINISHING_ROW, RATIO_TARGET, difference_rows
+from runner.bench.overhead import CONTAINER_ROW, FINISHING_ROW, RATIO_TARGET, difference_rows, evaluation_seconds
 from runner.timings import Timings
 
 
@@ -32,6 +32,16 @@ def test_the_rows_add_up_to_the_difference_and_name_each_phase():
     assert rows[FINISHING_ROW] == pytest.approx(0.9)  # after result.json: the bench's stopwatch
     assert list(rows)[:2] == ["preflight", "fingerprint"]  # in the order they ran
     assert "training" not in rows  # split into its parts
+
+
+def test_the_evaluations_apart_are_their_builders_and_predictions():
+    clock = Timings()
+    clock.add("preflight", 0.1)
+    clock.add("training", 20.0, {"after_exit_seconds": 1.5, "evaluations": [
+        {"index": 0, "builder_seconds": 0.02, "predict_seconds": 0.45, "frozen_seconds": 0.001},
+        {"index": 1, "builder_seconds": None, "predict_seconds": 0.5}]})
+    assert evaluation_seconds(clock.to_dict()) == pytest.approx(0.97)
+    assert evaluation_seconds(_timings()) == 0.0 and evaluation_seconds({}) == 0.0
 
 
 def test_the_target_is_five_percent_and_five_pairs_by_default():

@@ -136,16 +136,68 @@ def test_the_wait_ends_when_the_host_calms_down(hogs, capsys, monkeypatch):
     assert "waiting for a calm host: " in out and "the host is calm after " in out
 
 
+def test_a_measure_begun_early_is_the_next_checks_and_taken_once(hogs):
+    """``begin`` samples while the runner prepares: the next check of the same CPUs waits for
+    the rest of that measure (it does not start another), and only that check takes it."""
+    pids = hogs.start(foreign=True)
+    begun = calm.begin("0-1")
+    time.sleep(calm.SAMPLE_S + 0.3)  # the runner's preparation, longer than the measure
+    hogs.kill()  # gone before the check: the begun measure saw them, a new one would not
+    started = time.monotonic()
+    load = calm.wait_for_calm("0-1", "before training seed 0", allow=True)
+    assert time.monotonic() - started < calm.SAMPLE_S / 2  # nothing measured now
+    assert load is begun.result() and load.problem() is not None
+    assert {b.pid for b in load.busiest} & set(pids)
+    assert calm.wait_for_calm("0-1", "before training seed 1", allow=True).problem() is None  # a new measure
+
+
+def test_the_runners_own_work_is_done_while_the_measure_samples(hogs, monkeypatch):
+    """``meanwhile`` (``runner reproduce`` imports what its end needs) runs while the measure
+    is still sampling, once, whether the measure was begun early or is taken now."""
+    made: list[calm.Measure] = []
+    real = calm.Measure
+
+    def measure(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(calm, "Measure", measure)
+    for begin_first in (True, False):
+        if begin_first:
+            calm.begin("0-1")
+        seen: list[float | None] = []
+        calm.wait_for_calm("0-1", "before the build", timeout=0, meanwhile=lambda: seen.append(made[-1].ended))
+        assert seen == [None] and made[-1].ended is not None
+        calm._calm_at.clear()
+
+
+def test_a_measure_begun_too_long_ago_does_not_stand_for_now(hogs, monkeypatch):
+    hogs.start(foreign=True)
+    begun = calm.begin("0-1")
+    begun.result()
+    hogs.kill()
+    monkeypatch.setattr(calm, "FRESH_S", 0.0)
+    load = calm.wait_for_calm("0-1", "before the build", timeout=0)
+    assert load is not begun.result() and load.problem() is None
+
+
 # --- whole runs of the CLI ------------------------------------------------------------------
 
-def _reproduce(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen, Path]:
+def _needs_a_build(folder: Path) -> Path:
+    """The entry with a file no earlier test's image holds: its image is built by the run."""
+    (folder / "unbuilt.txt").write_text(f"{time.time_ns()} {os.getpid()}\n")
+    return folder
+
+
+def _reproduce(tmp_path: Path, *flags: str, entry: Path | None = None) -> tuple[subprocess.Popen, Path]:
+    entry = entry or _needs_a_build(probe_entry(tmp_path, "sandbox"))
     results = tmp_path / "results"
     env = {**os.environ, "RUNNER_RESULTS": str(results), "COLUMNS": "400"}
     # The runner itself off CPU 0, where the loops are: how soon it speaks is its own start-up,
     # not its share of a core the test filled (the loops are counted all the same).
     rest = (os.sched_getaffinity(0) - {0}) or {0}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runner", "reproduce", str(probe_entry(tmp_path, "sandbox")), "--smoke",
+        [sys.executable, "-m", "runner", "reproduce", str(entry), "--smoke",
          "--no-infer", *flags], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         preexec_fn=lambda: os.sched_setaffinity(0, rest))
     return proc, results
@@ -205,14 +257,43 @@ def test_past_the_timeout_the_command_stops_with_one_line(engine, hogs, tmp_path
 def test_allow_contended_goes_on_and_the_run_is_marked(engine, hogs, tmp_path):
     hogs.start()
     proc, results = _reproduce(tmp_path, "--allow-contended")
+    rest = _gone_on(proc, hogs, "the host is busy before the build")
+    assert "the host is busy before training seed" in rest  # checked again, and gone on again
+    _marked_contended(_result(results))
+
+
+def _gone_on(proc: subprocess.Popen, hogs: Hogs, said: str) -> str:
+    """The busy host said at once (``said``), the run gone on with ``--allow-contended`` to its
+    end: what it printed after that line."""
     try:
-        line, after = _line_with(proc, "the host is busy before the build")
+        line, after = _line_with(proc, said)
         assert "going on (--allow-contended)" in line and after < SAID_WITHIN_S
         rest = proc.communicate(timeout=900)[0]
     finally:
         hogs.kill()
     assert proc.returncode == 0, rest
-    assert "the host is busy before training seed" in rest  # checked again, and gone on again
-    result = _result(results)
+    return rest
+
+
+def _marked_contended(result: dict) -> None:
     assert result["status"] == "complete" and not result["conforming"]
     assert any(r.startswith("CPU contention: ") for r in result["nonconforming_reasons"]), result
+
+
+@pytest.mark.docker
+def test_an_image_built_already_is_measured_once_before_training(engine, hogs, tmp_path):
+    """Nothing to build: the measure begun as the runner started is taken before training, and
+    it is the run's one check (no second measure, no "before the build")."""
+    from runner.entry_build import build_entry
+    from runner.manifest import load_entry
+
+    entry = probe_entry(tmp_path, "sandbox")
+    build_entry(load_entry(entry), engine)
+    hogs.start()
+    proc, results = _reproduce(tmp_path, "--allow-contended", entry=entry)
+    rest = _gone_on(proc, hogs, "the host is busy before training seed")
+    assert "the host is busy before" not in rest and "Traceback" not in rest
+    result = _result(results)
+    checks = [p for p in result["timings"]["phases"] if p["name"] == "host load check"]
+    assert len(checks) == 1 and checks[0]["seconds"] < 5 * calm.SAMPLE_S, checks
+    _marked_contended(result)

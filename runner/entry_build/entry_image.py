@@ -134,9 +134,10 @@ class BuildInputs:
         return cls(lambda: ensure_base(name, engine), lambda: wheelhouse.resolve(pins))
 
     @classmethod
-    def start(cls, entry: Entry, engine: Engine) -> BuildInputs | None:
-        """Start fetching the entry's base image and wheels; None when there is nothing to fetch
-        (an engine on the host's root, or the entry's image is built already)."""
+    def start(cls, entry: Entry, engine: Engine, before: Callable[[], None] = lambda: None) -> BuildInputs | None:
+        """Start fetching the entry's base image and wheels, once ``before()`` returned; None
+        when there is nothing to fetch (an engine on the host's root, or the entry's image is
+        built already: ``before`` is not called)."""
         if engine.own_root or not entry.path.is_dir():
             return None
         try:
@@ -147,6 +148,7 @@ class BuildInputs:
                 return None
         except UserError:
             return None  # the build says what is wrong, in its turn
+        before()
         base, wheels = Background(lambda: ensure_base(entry.base_image, engine)), Background(
             lambda: wheelhouse.resolve(pins))
         return cls(base.result, wheels.result)

@@ -2,11 +2,17 @@
 run's training, so a busy host is named at once instead of after a run it made
 non-conforming (the check after training, ``runner.run.contention``, still decides).
 
-The measure is the contention check's own: ``ContentionSampler`` on the run's CPUs for about
+The measure is the contention check's own: ``ContentionSampler`` on the run's CPUs for half
 a second (``SAMPLE_S``), with its classes (the runner, its children and the engine serving
 it are not "other") and its thresholds (``RUNNER_MAX_OTHER_RUNNABLE``, ``RUNNER_MAX_STEAL``).
 Before training none of the run's containers exists yet, so none is counted as the run's:
-nothing of the entry can hide in the measure. A busy host is said with its figures and the
+nothing of the entry can hide in the measure.
+
+A measure can be begun before it is needed (``begin``): ``runner reproduce`` begins one as
+it starts, and the runner's own preparation (the engine asked, the host's fingerprint, the
+data and the image found) goes on while it samples; a build waits for it before fetching
+anything, and a run whose image is built already waits for it before its training. Either
+way nothing of the entry has run, and the verdict is the same measure's. A busy host is said with its figures and the
 other tenants' processes seen runnable most often, then waited for: a live line on a
 terminal, a plain line at least every ``PLAIN_EVERY_S`` otherwise, until a measure is under
 the thresholds or the time-out (``--calm-timeout``, ``RUNNER_CALM_TIMEOUT``) has passed,
@@ -17,6 +23,7 @@ which stops the command with a one-line error. With ``--allow-contended``
 from __future__ import annotations
 
 import os
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,14 +35,15 @@ from runner.errors import UserError
 from runner.report import reporter
 from runner.run.contention import PROC, ContentionSampler, ContentionSummary, thresholds
 
-SAMPLE_S = 0.6  # one measure: what a calm host pays (a busy loop is runnable in every sample)
-INTERVAL_S = 0.2
-MIN_SAMPLES = 3  # a loaded host starves the sampler too: it waits for these, up to 5 x SAMPLE_S
+SAMPLE_S = 0.5  # one measure: what a calm host pays (a busy loop is runnable in every sample)
+INTERVAL_S = 0.1
+MIN_SAMPLES = 4  # a loaded host starves the sampler too: it waits for these, up to 5 x SAMPLE_S
 # A calm measure this recent stands for the next check on the same CPUs: a run whose image was
 # already built reaches its training a moment after the check before the build (measured twice,
 # the two checks were 5.8 % of the runner's cost against a plain `docker run`).
 FRESH_S = 5.0
 _calm_at: dict[str | None, tuple[float, HostLoad]] = {}
+_begun: dict[str | None, Measure] = {}  # begun and not yet taken, by CPUs
 POLL_S = 2.0  # between measures while waiting
 PLAIN_EVERY_S = 30.0  # without a terminal, a line at least this often
 DEFAULT_TIMEOUT_S = 600.0
@@ -97,17 +105,63 @@ class HostLoad:
         return self.figures() + (f"; the busiest: {named}" if named else "")
 
 
+class Measure:
+    """One measure of ``cpuset``, sampling from its creation; it ends by itself after
+    ``sample_s`` (and ``MIN_SAMPLES`` samples, up to 5 x ``sample_s``), whether or not anybody
+    waits for it: ``result`` waits for the rest, then gives the load it saw."""
+
+    def __init__(self, cpuset: str | None, sample_s: float = SAMPLE_S):
+        self.cpuset = cpuset
+        self.sample_s = sample_s
+        self.started = time.monotonic()
+        self._sampler = ContentionSampler(cpuset, interval_s=INTERVAL_S).start()
+        self._done = threading.Event()
+        self._load: HostLoad | None = None
+        self.ended: float | None = None  # monotonic: when its last sample was taken
+        threading.Thread(target=self._finish, name="runner-host-load", daemon=True).start()
+
+    def _finish(self) -> None:
+        sampler, started = self._sampler, self.started
+        try:
+            time.sleep(self.sample_s)
+            while sampler.samples_taken < MIN_SAMPLES and time.monotonic() - started < 5 * self.sample_s:
+                time.sleep(INTERVAL_S / 2)
+        finally:
+            summary = sampler.stop()
+            self.ended = time.monotonic()
+            busiest = tuple(Busy(pid, _name(pid), n / max(1, summary.samples), sampler.counter.container(pid))
+                            for pid, n in sampler.others.most_common(BUSIEST))
+            self._load = HostLoad(self.cpuset, summary, busiest)
+            self._done.set()
+
+    def result(self) -> HostLoad:
+        self._done.wait()
+        assert self._load is not None
+        return self._load
+
+
 def measure(cpuset: str | None, sample_s: float = SAMPLE_S) -> HostLoad:
     """The host's load on ``cpuset`` over about ``sample_s``, as the contention check sees it."""
-    sampler = ContentionSampler(cpuset, interval_s=INTERVAL_S).start()
-    started = time.monotonic()
-    time.sleep(sample_s)
-    while sampler.samples_taken < MIN_SAMPLES and time.monotonic() - started < 5 * sample_s:
-        time.sleep(INTERVAL_S / 2)
-    summary = sampler.stop()
-    busiest = tuple(Busy(pid, _name(pid), n / max(1, summary.samples), sampler.counter.container(pid))
-                    for pid, n in sampler.others.most_common(BUSIEST))
-    return HostLoad(cpuset, summary, busiest)
+    return Measure(cpuset, sample_s).result()
+
+
+def begin(cpuset: str | None) -> Measure:
+    """Begin a measure of ``cpuset`` now: the next ``wait_for_calm`` of the same CPUs takes it
+    (waiting for the rest of it) instead of measuring then, unless it ended over ``FRESH_S`` before."""
+    begun = _begun[cpuset] = Measure(cpuset)
+    return begun
+
+
+def _taken(cpuset: str | None, meanwhile: Callable[[], object]) -> HostLoad:
+    """The measure ``begin`` began for ``cpuset`` (once), unless it ended too long ago to stand
+    for now, else a new one; ``meanwhile()`` runs while the measure samples."""
+    begun = _begun.pop(cpuset, None)
+    if begun is not None and (begun.ended is None or time.monotonic() - begun.ended <= FRESH_S):
+        meanwhile()
+        return begun.result()
+    now = Measure(cpuset)
+    meanwhile()
+    return now.result()
 
 
 def _name(pid: int) -> str:
@@ -118,14 +172,16 @@ def _name(pid: int) -> str:
 
 
 def wait_for_calm(cpuset: str | None, before: str, allow: bool = False, timeout: float | None = None,
-                  fresh_s: float = 0.0) -> HostLoad:
+                  fresh_s: float = 0.0, meanwhile: Callable[[], object] = lambda: None) -> HostLoad:
     """Return once the host is calm on ``cpuset`` (at once when it is: one measure), or with
     ``allow`` at once, having said it is busy; past the time-out, a ``UserError``.
     ``before`` says what waits ("before the build"); with ``fresh_s``, a calm measure of the
-    same CPUs that ended at most that long ago stands for this one (nothing is measured)."""
+    same CPUs that ended at most that long ago stands for this one (nothing is measured).
+    ``meanwhile()``: the runner's own work, done while the first measure samples (the runner's
+    work is never another tenant's load)."""
     if fresh_s > 0 and cpuset in _calm_at and time.monotonic() - _calm_at[cpuset][0] <= fresh_s:
         return _calm_at[cpuset][1]
-    load = measure(cpuset)
+    load = _taken(cpuset, meanwhile)
     if load.problem() is None:
         _calm_at[cpuset] = (time.monotonic(), load)
         return load

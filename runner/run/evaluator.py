@@ -422,9 +422,16 @@ class Evaluator:
 
     def launch(self) -> None:
         """``prestart``'s first half: the container is created and started in the background.
-        The training's container is created meanwhile (``run_container``'s ``before_start``
-        waits for ``until_running``): the two creations overlap, the starts keep their order."""
+        The training's container is created meanwhile, and started without waiting for this
+        one's start (``when_running``): the creations overlap, and so do the starts."""
         self._launch()
+
+    def when_running(self) -> None:
+        """``until_running`` in the background: once the container runs, it is frozen as soon
+        as it is ready. Its start-up runs at the lowest CPU weight from its first process (the
+        weight is the container's, set when it was created), so the entry's start-up beside it
+        loses only what the engine's own start of a container takes (its runc, not weighted)."""
+        threading.Thread(target=self.until_running, name="runner-evaluator-start", daemon=True).start()
 
     def until_running(self) -> None:
         """``prestart``'s second half: return once the container runs (or could not start),

@@ -115,6 +115,12 @@ def _row_correlations(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a @ b.T
 
 
+def load_solver() -> None:
+    """Import the assignment solver now (scipy.optimize: about half a second in a fresh
+    process): ``runner reproduce`` does it while it measures the host's load, not at the runs' end."""
+    from scipy.optimize import linear_sum_assignment  # lazy: heavy (scipy) # noqa: F401
+
+
 def match_units(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``perm`` such that ``b[perm]`` puts b's units in the order of a's best matches."""
     from scipy.optimize import linear_sum_assignment  # lazy: heavy (scipy)
