@@ -12,9 +12,13 @@ A measure can be begun before it is needed (``begin``): ``runner reproduce`` beg
 it starts, and the runner's own preparation (the engine asked, the host's fingerprint, the
 data and the image found) goes on while it samples; a build waits for it before fetching
 anything, and a run whose image is built already waits for it before its training. Either
-way nothing of the entry has run, and the verdict is the same measure's. A busy host is said with its figures and the
-other tenants' processes seen runnable most often, then waited for: a live line on a
-terminal, a plain line at least every ``PLAIN_EVERY_S`` otherwise, until a measure is under
+way no container of the run exists yet. A container the preparation runs from the entry's
+image (the model's tensors listed, when no earlier run kept them) counts as another
+tenant's: it can only make the host look busier, never calmer.
+
+A busy host is said with its figures and the other tenants' processes seen runnable most
+often, then waited for: a live line on a terminal, a plain line at least every
+``PLAIN_EVERY_S`` otherwise, until a measure is under
 the thresholds or the time-out (``--calm-timeout``, ``RUNNER_CALM_TIMEOUT``) has passed,
 which stops the command with a one-line error. With ``--allow-contended``
 (``RUNNER_ALLOW_CONTENDED=1``) the runner says so and goes on.
@@ -38,9 +42,9 @@ from runner.run.contention import PROC, ContentionSampler, ContentionSummary, th
 SAMPLE_S = 0.5  # one measure: what a calm host pays (a busy loop is runnable in every sample)
 INTERVAL_S = 0.1
 MIN_SAMPLES = 4  # a loaded host starves the sampler too: it waits for these, up to 5 x SAMPLE_S
-# A calm measure this recent stands for the next check on the same CPUs: a run whose image was
-# already built reaches its training a moment after the check before the build (measured twice,
-# the two checks were 5.8 % of the runner's cost against a plain `docker run`).
+# A calm measure this recent stands for the next check on the same CPUs (a build of seconds), and
+# a measure begun this recently is taken by the next check (measured twice, and each waited for,
+# the two checks had been 5.8 % of the runner's cost against a plain `docker run`).
 FRESH_S = 5.0
 _calm_at: dict[str | None, tuple[float, HostLoad]] = {}
 _begun: dict[str | None, Measure] = {}  # begun and not yet taken, by CPUs
