@@ -436,10 +436,18 @@ class Evaluator:
     def until_running(self) -> None:
         """``prestart``'s second half: return once the container runs (or could not start),
         and freeze it as soon as it is ready."""
+        if not self._until_started():
+            return
+        threading.Thread(target=self._freeze_when_ready, name="runner-evaluator-ready", daemon=True).start()
+
+    def _until_started(self) -> bool:
+        """Wait until the container runs (True) or could not start (False). The entry's start
+        does not wait for it, so an entry that ends at once can end before it: what follows
+        the entry's exit (``stay_awake``, ``close``) waits here first."""
         while not self._container_started.wait(timeout=0.05):
             if not self.started:
-                return
-        threading.Thread(target=self._freeze_when_ready, name="runner-evaluator-ready", daemon=True).start()
+                return False
+        return True
 
     def _freeze_when_ready(self) -> None:
         """(Started by ``prestart`` once the container runs.)"""
@@ -457,6 +465,7 @@ class Evaluator:
         (the engine cleaning up the training container, the runner's threads) would come
         first and stretch every forward pass."""
         self.freezer.flag(awake=True)
+        self._until_started()
         self.freezer.resume()
         if self.freezer.container is not None:
             try:
@@ -475,6 +484,7 @@ class Evaluator:
         if self._thread is None:
             return
         self.freezer.flag(closing=True)  # no freeze after this: a paused container cannot be killed
+        self._until_started()  # a container still starting is stopped once it runs, not waited out
         self.freezer.resume()
         if self.freezer.container is not None and self._thread.is_alive():
             try:
