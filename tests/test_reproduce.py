@@ -169,41 +169,6 @@ def test_checkpoints_the_runner_cannot_evaluate_are_recorded_not_scored(engine, 
     assert not result["conforming"]  # a smoke run never is
 
 
-def test_an_entry_that_ends_before_the_evaluator_runs_gets_it_awake_and_stopped(engine, tmp_path, results, monkeypatch):
-    """The entry's start does not wait for the evaluator's: an entry that ends at once can end
-    before the evaluator runs (here its start is made 3 s slow). What follows the exit waits
-    for that start: the evaluator gets the default CPU weight back for the evaluations (before,
-    it kept the lowest: the container was not yet known), then is stopped; none is left."""
-    from runner.engine.labels import MANAGED_LABEL
-    from runner.run.evaluator import DEFAULT_CPU_WEIGHT
-
-    cls, weights = type(engine), []
-    real_start, real_weight = cls.start, cls.set_cpu_weight
-
-    def slow_evaluator_start(self, container):
-        if container.labels.get(MANAGED_LABEL) == "evaluator":
-            time.sleep(3)
-        return real_start(self, container)
-
-    def weight(self, container, value):
-        weights.append((container.labels.get(MANAGED_LABEL), value))
-        return real_weight(self, container, value)
-
-    monkeypatch.setattr(cls, "start", slow_evaluator_start)
-    monkeypatch.setattr(cls, "set_cpu_weight", weight)
-    folder = probe_entry(tmp_path, "sandbox")
-    manifest = yaml.safe_load((folder / "entry.yaml").read_text())
-    manifest["train"]["command"] = ["python3", "-c", "pass"]
-    (folder / "entry.yaml").write_text(yaml.safe_dump(manifest))
-    main(["reproduce", str(folder), "--smoke", "--no-infer"])
-    result = only_result(results)
-    training = next(p for p in result["timings"]["phases"] if p["name"] == "training")
-    assert training["parts"]["entry_running_seconds"] < 3  # it ended before the evaluator ran
-    assert weights == [("evaluator", DEFAULT_CPU_WEIGHT)]
-    assert training["parts"]["after_exit_seconds"] < 8, training
-    assert not engine.owned(result["run_id"])
-
-
 @pytest.mark.parametrize("full_curve", [False, True])
 def test_after_the_crossing_checkpoints_are_evaluated_only_for_the_whole_curve(
     engine, tmp_path, results, host_load_is_not_the_subject, full_curve

@@ -422,32 +422,17 @@ class Evaluator:
 
     def launch(self) -> None:
         """``prestart``'s first half: the container is created and started in the background.
-        The training's container is created meanwhile, and started without waiting for this
-        one's start (``when_running``): the creations overlap, and so do the starts."""
+        The training's container is created meanwhile (``run_container``'s ``before_start``
+        waits for ``until_running``): the two creations overlap, the starts keep their order."""
         self._launch()
-
-    def when_running(self) -> None:
-        """``until_running`` in the background: once the container runs, it is frozen as soon
-        as it is ready. Its start-up runs at the lowest CPU weight from its first process (the
-        weight is the container's, set when it was created), so the entry's start-up beside it
-        loses only what the engine's own start of a container takes (its runc, not weighted)."""
-        threading.Thread(target=self.until_running, name="runner-evaluator-start", daemon=True).start()
 
     def until_running(self) -> None:
         """``prestart``'s second half: return once the container runs (or could not start),
         and freeze it as soon as it is ready."""
-        if not self._until_started():
-            return
-        threading.Thread(target=self._freeze_when_ready, name="runner-evaluator-ready", daemon=True).start()
-
-    def _until_started(self) -> bool:
-        """Wait until the container runs (True) or could not start (False). The entry's start
-        does not wait for it, so an entry that ends at once can end before it: what follows
-        the entry's exit (``stay_awake``, ``close``) waits here first."""
         while not self._container_started.wait(timeout=0.05):
             if not self.started:
-                return False
-        return True
+                return
+        threading.Thread(target=self._freeze_when_ready, name="runner-evaluator-ready", daemon=True).start()
 
     def _freeze_when_ready(self) -> None:
         """(Started by ``prestart`` once the container runs.)"""
@@ -465,7 +450,6 @@ class Evaluator:
         (the engine cleaning up the training container, the runner's threads) would come
         first and stretch every forward pass."""
         self.freezer.flag(awake=True)
-        self._until_started()
         self.freezer.resume()
         if self.freezer.container is not None:
             try:
@@ -484,7 +468,6 @@ class Evaluator:
         if self._thread is None:
             return
         self.freezer.flag(closing=True)  # no freeze after this: a paused container cannot be killed
-        self._until_started()  # a container still starting is stopped once it runs, not waited out
         self.freezer.resume()
         if self.freezer.container is not None and self._thread.is_alive():
             try:

@@ -252,17 +252,16 @@ def _train(engine: Engine, plan: SeedRun, labels, spec: ContainerSpec, peers: li
             problems.extend(group.stop(60 if ended else 0) for group in peers)
 
         try:
-            # The evaluator's container is launched first; it gets ready beside the entry's
-            # start-up at the lowest CPU weight and is frozen: the evaluations after the
-            # container exits pay none of its start-up. The entry's container is created and
-            # started meanwhile (the runner's cost against a plain run: waiting for the
-            # evaluator's start took 0.2-0.3 s before the entry's).
+            # The evaluator's container starts first; it gets ready beside the entry's start-up
+            # at the lowest CPU weight and is frozen: the evaluations after the container
+            # exits pay none of its start-up. The entry's container is created meanwhile and
+            # started once the evaluator's runs.
             session.evaluator.launch()
             try:
                 outcome = run_container(
                     engine, spec, lambda line, t: lines.put((line, t)),
                     plan.log("train.log"), on_started=session.started,
-                    before_remove=stop_peers, before_start=session.evaluator.when_running,
+                    before_remove=stop_peers, before_start=session.evaluator.until_running,
                 )
                 exit_t = exited[0] if exited else session.log.now()
             finally:
