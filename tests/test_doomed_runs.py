@@ -171,6 +171,21 @@ def test_the_runners_own_work_is_done_while_the_measure_samples(hogs, monkeypatc
         calm._calm_at.clear()
 
 
+def test_a_measure_that_fails_gives_its_error_to_the_check_and_never_hangs(monkeypatch):
+    """The measure samples in its own thread: a failure there (here the end of the sampling)
+    is raised where the check takes the result, not lost with a waiter left waiting."""
+    class Failing(calm.ContentionSampler):
+        def stop(self):
+            super().stop()
+            raise OSError("/proc/stat could not be read")
+
+    monkeypatch.setattr(calm, "ContentionSampler", Failing)
+    begun = calm.Measure("0-1")
+    with pytest.raises(OSError, match="/proc/stat could not be read"):
+        begun.result()
+    assert begun.ended is not None
+
+
 def test_a_measure_begun_too_long_ago_does_not_stand_for_now(hogs, monkeypatch):
     hogs.start(foreign=True)
     begun = calm.begin("0-1")

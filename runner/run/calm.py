@@ -121,6 +121,7 @@ class Measure:
         self._sampler = ContentionSampler(cpuset, interval_s=INTERVAL_S).start()
         self._done = threading.Event()
         self._load: HostLoad | None = None
+        self._failed: BaseException | None = None  # raised to whoever takes the result
         self.ended: float | None = None  # monotonic: when its last sample was taken
         threading.Thread(target=self._finish, name="runner-host-load", daemon=True).start()
 
@@ -130,17 +131,20 @@ class Measure:
             time.sleep(self.sample_s)
             while sampler.samples_taken < MIN_SAMPLES and time.monotonic() - started < 5 * self.sample_s:
                 time.sleep(INTERVAL_S / 2)
-        finally:
             summary = sampler.stop()
-            self.ended = time.monotonic()
             busiest = tuple(Busy(pid, _name(pid), n / max(1, summary.samples), sampler.counter.container(pid))
                             for pid, n in sampler.others.most_common(BUSIEST))
             self._load = HostLoad(self.cpuset, summary, busiest)
-            self._done.set()
+        except BaseException as exc:  # noqa: BLE001 - not lost in this thread: ``result`` raises it
+            self._failed = exc
+        finally:
+            self.ended = time.monotonic()
+            self._done.set()  # whatever happened: nobody waits forever
 
     def result(self) -> HostLoad:
         self._done.wait()
-        assert self._load is not None
+        if self._load is None:
+            raise self._failed or RuntimeError("the host's load could not be measured")
         return self._load
 
 
