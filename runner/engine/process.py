@@ -421,8 +421,7 @@ class ProcessEngine(Engine):
             return ContainerState("exited", 0, 128 - code if code < 0 else code)
         if record.get("status") == "exited":
             return ContainerState("exited", 0, record.get("exit_code"))
-        pid = int(record.get("pid") or 0)
-        if pid and process_start(pid) == record.get("pid_start"):
+        if pid := _live_pid(record):
             return ContainerState("paused" if cgroups.Cgroups(container.id).frozen() else "running", pid)
         return ContainerState("dead" if cgroups.Cgroups(container.id).pids() else "exited", 0, None)
 
@@ -447,12 +446,9 @@ class ProcessEngine(Engine):
         pid = running.process.pid if running is not None and running.process.poll() is None else 0
         if not pid and running is None:
             try:
-                record = self._record(container_id)
+                pid = _live_pid(self._record(container_id))
             except NotFound:
                 return
-            candidate = int(record.get("pid") or 0)
-            if candidate and record.get("pid_start") and process_start(candidate) == record.get("pid_start"):
-                pid = candidate
         if pid:
             try:
                 os.killpg(pid, signal.SIGKILL)  # the launcher leads its own session and group
@@ -587,3 +583,10 @@ def mount_points(root: Path, spec: ContainerSpec, extra: tuple[str, ...] = ()) -
             missing.append(target)
     return missing
 
+
+def _live_pid(record: dict) -> int:
+    """The launcher's pid in a container's record while that process still runs (its start
+    time still the recorded one: a pid the kernel gave to another process is not it); else 0."""
+    pid = int(record.get("pid") or 0)
+    started = record.get("pid_start")
+    return pid if pid and started and process_start(pid) == started else 0
